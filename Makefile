@@ -1,0 +1,96 @@
+# airlock — one non-recursive GNU Makefile.
+#   make              build (installs missing Debian packages via scripts/deps.sh)
+#   make check        build with -Werror, run unit, integration, security and fuzz-corpus tests under prove
+#   make demo         the quick start
+#   make bench        benchmarks (print figures and ratios; never fail on time)
+#   make SANITIZE=address,undefined check    the same suite under ASan/UBSan (in build-san/)
+
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+BUILD ?= build
+else
+BUILD ?= build-san
+endif
+
+CC ?= cc
+PKGS := libcrypto sqlite3 libzstd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
+JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_LDFLAGS := $(LDFLAGS)
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC := $(wildcard src/lib/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+
+.PHONY: all deps check unit demo bench fuzz clean
+all: $(BUILD)/airlock
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libairlock.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+# Each fuzz target is built twice: with the standalone driver that replays
+# its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
+$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(BUILD)/libairlock.a | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS)
+
+fuzz: | deps
+	@mkdir -p build-fuzz
+	for t in $(FUZZ_TARGETS); do \
+	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(PKG_CFLAGS) $(PKG_LIBS) || exit 1; \
+	done
+	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
+
+unit: $(UNIT_BIN)
+
+check: $(BUILD)/airlock $(UNIT_BIN) $(FUZZ_REPLAY)
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) prove -f --timer \
+	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
+
+demo: $(BUILD)/airlock
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) scripts/demo.sh
+
+bench: $(BUILD)/airlock $(BENCH_BIN)
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) bench/run.sh
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,72 @@
+/* airlock — content-addressed blob store of one tenant.
+ *
+ * Objects are addressed by the sha256 of their bytes.  Small objects are
+ * packed (zstd-compressed) in the tenant's objects.db; objects of at least
+ * AL_CAS_LOOSE_MIN bytes are zstd files under objects/xx/.  Writes happen in
+ * a batch: nothing written in a batch is visible to other handles until
+ * al_cas_commit() has made every byte durable (fsync of each loose file,
+ * rename, fsync of the directories, then the SQLite commit).  A crash leaves
+ * either the whole batch or none of it.  Every read verifies the digest; an
+ * object whose bytes do not match is reported as AL_ECORRUPT, never returned.
+ */
+#ifndef AIRLOCK_CAS_H
+#define AIRLOCK_CAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/error.h"
+
+#define AL_CAS_LOOSE_MIN (256 * 1024)
+
+struct al_cas;
+
+/* Open (creating if missing) the store in directory dir. */
+int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err);
+void al_cas_close(struct al_cas *cas);
+
+/* Batches.  Puts outside a batch fail with AL_EUSAGE. */
+int al_cas_begin(struct al_cas *cas, struct al_error *err);
+int al_cas_commit(struct al_cas *cas, struct al_error *err);
+void al_cas_abort(struct al_cas *cas);
+
+/* Store bytes; the digest goes to digest_out. Storing an object that exists
+ * is a no-op. */
+int al_cas_put(struct al_cas *cas, const void *data, size_t len,
+	       uint8_t digest_out[32], struct al_error *err);
+/* Store exactly size bytes read from fd (streamed; fd's offset advances).
+ * AL_EINVAL if fd does not hold exactly size bytes (it changed under us). */
+int al_cas_put_fd(struct al_cas *cas, int fd, uint64_t size,
+		  uint8_t digest_out[32], struct al_error *err);
+
+/* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
+int al_cas_has(struct al_cas *cas, const uint8_t digest[32], struct al_error *err);
+
+/* Read a whole object, verified.  *out is malloc'ed, caller frees. */
+int al_cas_get(struct al_cas *cas, const uint8_t digest[32], uint8_t **out,
+	       size_t *len, struct al_error *err);
+
+/* Stream an object to sink in chunks, verifying as it goes.  On AL_ECORRUPT
+ * the sink has seen bytes that must be discarded.  A non-zero return of the
+ * sink stops the stream and is returned. */
+typedef int (*al_cas_sink)(void *ctx, const void *p, size_t n, struct al_error *err);
+int al_cas_stream(struct al_cas *cas, const uint8_t digest[32], al_cas_sink sink,
+		  void *ctx, struct al_error *err);
+
+/* Size of an object without reading it. */
+int al_cas_size(struct al_cas *cas, const uint8_t digest[32], uint64_t *size,
+		struct al_error *err);
+
+/* Verify every stored object.  bad() is called for each corrupt or missing
+ * one (with a message); returns the number of bad objects or a negative code. */
+struct al_cas_stats {
+	uint64_t packed, loose, bytes, unreferenced_files;
+};
+typedef void (*al_cas_bad_fn)(void *ctx, const uint8_t digest[32], const char *why);
+int al_cas_verify_all(struct al_cas *cas, al_cas_bad_fn bad, void *ctx,
+		      struct al_cas_stats *stats, struct al_error *err);
+
+/* Hash bytes / a file the way the store does (sha256). */
+int al_cas_hash_fd(int fd, uint8_t digest_out[32], uint64_t *size_out, struct al_error *err);
+
+#endif

@@ -1,0 +1,109 @@
+/* airlock — snapshots as a Merkle tree of directory nodes.
+ *
+ * A node lists one directory's entries, sorted by the raw bytes of their
+ * names, in the canonical encoding of docs/formats.md; a directory entry's
+ * digest is the id of its child node, a file's the sha256 of its bytes, a
+ * symlink's the sha256 of its target.  A snapshot id is the id of the root
+ * node.  The decoder accepts only canonical nodes, so one tree has one id. */
+#ifndef AIRLOCK_MANIFEST_H
+#define AIRLOCK_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/error.h"
+
+struct al_cas;
+struct al_store;
+
+enum al_entry_type { AL_T_DIR = 'd', AL_T_FILE = 'f', AL_T_SYMLINK = 'l' };
+
+#define AL_NODE_MAX_ENTRIES (1u << 20)
+#define AL_SYMLINK_MAX 4095
+#define AL_PATH_MAX 4095
+#define AL_DEPTH_MAX 256
+
+struct al_entry {
+	int type;          /* enum al_entry_type */
+	unsigned mode;     /* permission bits, & 07777; symlinks are 0777 */
+	uint64_t size;     /* file: bytes; symlink: target length; dir: bytes of files beneath */
+	uint8_t digest[32];
+	const char *name;  /* not NUL-terminated */
+	size_t namelen;
+};
+
+struct al_node {
+	uint8_t *buf;      /* the encoding; names point into it */
+	size_t len;
+	struct al_entry *entries;
+	size_t n;
+};
+
+/* Decode and validate a node (canonical form only). */
+int al_node_decode(const uint8_t *p, size_t n, struct al_node **out, struct al_error *err);
+void al_node_free(struct al_node *node);
+/* Encode entries (must be sorted, names valid) into a freshly malloc'ed buffer. */
+int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *outlen,
+		   struct al_error *err);
+/* Read and decode the node with this id from the store. */
+int al_node_load(struct al_cas *cas, const uint8_t id[32], struct al_node **out,
+		 struct al_error *err);
+
+typedef void (*al_progress_fn)(void *ctx, uint64_t files, uint64_t bytes);
+
+struct al_import_opts {
+	bool no_cache;            /* ignore and do not update the stat cache */
+	al_progress_fn progress;
+	void *progress_ctx;
+};
+
+struct al_import_result {
+	uint8_t id[32];
+	uint64_t files, dirs, symlinks, bytes;
+	uint64_t bytes_read;      /* file bytes actually read (cache misses) */
+	uint64_t cache_hits;
+};
+
+/* Import directory dir as a snapshot of the store's tenant.  All or nothing:
+ * a refusal (device file, FIFO, socket, invalid name, …) names the path and
+ * leaves the store unchanged. */
+int al_manifest_import(struct al_store *st, const char *dir, const struct al_import_opts *opts,
+		       struct al_import_result *res, struct al_error *err);
+
+struct al_export_opts {
+	bool force;               /* write into a non-empty directory */
+	al_progress_fn progress;
+	void *progress_ctx;
+};
+/* Write snapshot id into dir (created if missing). Never writes outside dir. */
+int al_manifest_export(struct al_cas *cas, const uint8_t id[32], const char *dir,
+		       const struct al_export_opts *opts, struct al_error *err);
+
+/* Visit every entry in pre-order (a directory before its contents). */
+typedef int (*al_walk_fn)(void *ctx, const char *path, const struct al_entry *e,
+			  struct al_error *err);
+int al_manifest_walk(struct al_cas *cas, const uint8_t id[32], al_walk_fn fn, void *ctx,
+		     struct al_error *err);
+
+/* One change between two snapshots.  op 'A' (old NULL), 'D' (new NULL) or
+ * 'M' (content, mode or type differ).  Changes come in pre-order of paths;
+ * a type change to or from a directory is an 'M' of the path followed by
+ * 'D' of the old children / 'A' of the new ones. */
+struct al_change {
+	char op;
+	const char *path;
+	const struct al_entry *old, *new;
+};
+typedef int (*al_diff_fn)(void *ctx, const struct al_change *c, struct al_error *err);
+/* Only subtrees whose digests differ are read. */
+int al_manifest_diff(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32], al_diff_fn fn,
+		     void *ctx, struct al_error *err);
+
+/* Total file bytes and the root node's entry count of a snapshot. */
+int al_manifest_stat(struct al_cas *cas, const uint8_t id[32], uint64_t *bytes, size_t *entries,
+		     struct al_error *err);
+
+const char *al_entry_type_name(int type); /* "file", "symlink", "dir" */
+
+#endif

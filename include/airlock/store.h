@@ -1,0 +1,51 @@
+/* airlock — a home directory and the storage of one tenant in it.
+ *
+ * Layout (docs/architecture.md):
+ *   $AIRLOCK_HOME/airlock.db              global: tenants (later principals)
+ *   $AIRLOCK_HOME/tenants/<tenant>/       one tenant, nothing shared
+ *       objects.db  objects/  tmp/        the content-addressed store (cas.h)
+ *       meta.db                           snapshots (later volumes, ledger)
+ *       statcache.db                      import stat cache (safe to delete)
+ */
+#ifndef AIRLOCK_STORE_H
+#define AIRLOCK_STORE_H
+
+#include <stdint.h>
+
+#include "airlock/error.h"
+
+struct al_store;
+struct al_cas;
+
+#define AL_DEFAULT_TENANT "default"
+
+/* Create a home (idempotent) with the default tenant. */
+int al_home_init(const char *home, struct al_error *err);
+/* Create a tenant in an existing home (AL_EEXIST if it exists). */
+int al_home_tenant_create(const char *home, const char *tenant, struct al_error *err);
+/* Is name a valid tenant name: [a-z0-9][a-z0-9_-]{0,62}. */
+int al_tenant_name_check(const char *name, struct al_error *err);
+
+/* Open the storage of one tenant; AL_ENOTFOUND if the home or the tenant
+ * does not exist. */
+int al_store_open(const char *home, const char *tenant, struct al_store **out,
+		  struct al_error *err);
+void al_store_close(struct al_store *s);
+
+struct al_cas *al_store_cas(struct al_store *s); /* borrowed */
+const char *al_store_dir(struct al_store *s);    /* the tenant directory */
+
+/* Snapshots known to this tenant (roots that fsck walks). */
+struct al_snapshot_info {
+	uint8_t id[32];
+	int64_t created;
+	uint64_t files, bytes;
+	const char *source;
+};
+int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info,
+			  struct al_error *err);
+typedef int (*al_snapshot_fn)(void *ctx, const struct al_snapshot_info *info, struct al_error *err);
+int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx,
+			      struct al_error *err);
+
+#endif

@@ -1,0 +1,56 @@
+/* airlock CLI: shared state and helpers of the subcommands. */
+#ifndef AL_CLI_H
+#define AL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "airlock/error.h"
+
+struct al_store;
+
+struct cli {
+	const char *home;
+	const char *tenant;
+	const char *prog;   /* "airlock snapshot import" for messages */
+	bool json;
+};
+
+struct cli_cmd {
+	const char *name;
+	int (*run)(struct cli *cli, int argc, char **argv);
+	const char *summary;
+};
+
+/* Report err (stderr; and the JSON error object on stdout with --json) and
+ * return the exit code for it. */
+int cli_error(struct cli *cli, const struct al_error *err);
+/* A usage error: message and the hint to --help; returns 2. */
+int cli_usage(struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_open(struct cli *cli, struct al_store **out, struct al_error *err);
+/* Print a JSON value on stdout (compact, one line) and release it. */
+int cli_json_print(json_t *v);
+json_t *cli_json_id(const uint8_t id[32]);
+/* JSON string from bytes that may not be UTF-8 (escaped as in messages). */
+json_t *cli_json_bytes(const char *s, size_t n);
+
+/* Progress on a TTY, shown once an operation has taken more than a second. */
+struct cli_progress {
+	const char *what;
+	uint64_t start_ns, last_ns, total_bytes;
+	bool shown, enabled;
+};
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes);
+void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes);
+void cli_progress_done(struct cli_progress *p);
+
+/* Dispatch argv[0] through a table of subcommands; prints help on --help. */
+int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc,
+		 char **argv);
+
+int cmd_init(struct cli *cli, int argc, char **argv);
+int cmd_snapshot(struct cli *cli, int argc, char **argv);
+int cmd_fsck(struct cli *cli, int argc, char **argv);
+
+#endif

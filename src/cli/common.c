@@ -1,0 +1,116 @@
+/* Helpers shared by the subcommands: errors, JSON, progress. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "airlock/store.h"
+#include "cli.h"
+#include "util.h"
+
+int cli_error(struct cli *cli, const struct al_error *err)
+{
+	fprintf(stderr, "%s: %s\n", cli->prog, err->msg);
+	if (cli->json) {
+		json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", al_code_name(err->code),
+				      "message", err->msg);
+		cli_json_print(e);
+	}
+	return al_code_exit(err->code);
+}
+
+int cli_usage(struct cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", cli->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see %s --help)\n", cli->prog);
+	return 2;
+}
+
+int cli_open(struct cli *cli, struct al_store **out, struct al_error *err)
+{
+	return al_store_open(cli->home, cli->tenant, out, err);
+}
+
+int cli_json_print(json_t *v)
+{
+	if (!v)
+		return 1;
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(v);
+	if (!s)
+		return 1;
+	puts(s);
+	free(s);
+	return 0;
+}
+
+json_t *cli_json_id(const uint8_t id[32])
+{
+	char s[AL_ID_STRLEN + 1];
+	al_id_fmt(id, s);
+	return json_string(s);
+}
+
+json_t *cli_json_bytes(const char *s, size_t n)
+{
+	if (al_utf8_valid((const uint8_t *)s, n) && !memchr(s, 0, n))
+		return json_stringn(s, n);
+	char q[4 * 4096 + 1];
+	al_quote(s, n, q, sizeof(q));
+	return json_string(q);
+}
+
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes)
+{
+	memset(p, 0, sizeof(*p));
+	p->what = what;
+	p->start_ns = p->last_ns = al_now_ns();
+	p->total_bytes = total_bytes;
+	p->enabled = isatty(2);
+}
+
+static void human(uint64_t b, char *out, size_t n)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes)
+{
+	struct cli_progress *p = ctx;
+	if (!p->enabled)
+		return;
+	uint64_t now = al_now_ns();
+	if (now - p->start_ns < 1000000000ull || now - p->last_ns < 100000000ull)
+		return;
+	p->last_ns = now;
+	p->shown = true;
+	char hb[32], tb[32];
+	human(bytes, hb, sizeof(hb));
+	double secs = (double)(now - p->start_ns) / 1e9;
+	if (p->total_bytes) {
+		human(p->total_bytes, tb, sizeof(tb));
+		fprintf(stderr, "\r%s: %llu files, %s of %s (%.0f%%), %.0f MiB/s   ", p->what,
+			(unsigned long long)files, hb, tb, 100.0 * (double)bytes / (double)p->total_bytes,
+			(double)bytes / 1048576.0 / secs);
+	} else {
+		fprintf(stderr, "\r%s: %llu files, %s, %.0f MiB/s   ", p->what, (unsigned long long)files, hb,
+			(double)bytes / 1048576.0 / secs);
+	}
+}
+
+void cli_progress_done(struct cli_progress *p)
+{
+	if (p->shown)
+		fprintf(stderr, "\r\033[K");
+}

@@ -1,0 +1,117 @@
+/* airlock: the command line.  One file per subcommand; the table is here. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "airlock/manifest.h"
+#include "airlock/store.h"
+#include "cli.h"
+#include "util.h"
+
+#define AIRLOCK_VERSION "0.1.0"
+
+static const struct cli_cmd commands[] = {
+	{ "init", cmd_init, "create the airlock home (and the default tenant)" },
+	{ "snapshot", cmd_snapshot, "import, show, export and diff snapshots" },
+	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: airlock [--home DIR] [--tenant NAME] COMMAND [ARGS]\n"
+		"\n"
+		"Run untrusted automation against a project's files: isolated, reviewable,\n"
+		"recoverable.\n"
+		"\n"
+		"options:\n"
+		"  --home DIR      airlock home (env AIRLOCK_HOME; default ~/.local/share/airlock)\n"
+		"  --tenant NAME   tenant to act as (env AIRLOCK_TENANT; default \"default\")\n"
+		"  --version       print the version\n"
+		"  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
+		   "5 conflict, 6 invalid input, 7 already exists, 8 limit (docs/cli.md)\n");
+}
+
+int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)
+{
+	size_t n = 0;
+	while (cmds[n].name)
+		n++;
+	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+		FILE *f = argc < 1 ? stderr : stdout;
+		fprintf(f, "usage: airlock %s SUBCOMMAND [ARGS]\n\nsubcommands:\n", group);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		return argc < 1 ? 2 : 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(argv[0], cmds[i].name) == 0) {
+			char prog[64];
+			snprintf(prog, sizeof(prog), "airlock %s %s", group, cmds[i].name);
+			cli->prog = strdup(prog);
+			return cmds[i].run(cli, argc, argv);
+		}
+	}
+	return cli_usage(cli, "unknown %s subcommand '%s'", group, argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+	static char home_buf[4096];
+	struct cli cli = { .prog = "airlock" };
+	cli.home = getenv("AIRLOCK_HOME");
+	cli.tenant = getenv("AIRLOCK_TENANT");
+	static const struct option opts[] = {
+		{ "home", required_argument, NULL, 'H' },
+		{ "tenant", required_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'H': cli.home = optarg; break;
+		case 'T': cli.tenant = optarg; break;
+		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!cli.home || !*cli.home) {
+		const char *h = getenv("HOME");
+		const char *xdg = getenv("XDG_DATA_HOME");
+		if (xdg && *xdg)
+			snprintf(home_buf, sizeof(home_buf), "%s/airlock", xdg);
+		else
+			snprintf(home_buf, sizeof(home_buf), "%s/.local/share/airlock", h && *h ? h : ".");
+		cli.home = home_buf;
+	}
+	if (!cli.tenant || !*cli.tenant)
+		cli.tenant = AL_DEFAULT_TENANT;
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[optind];
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (strcmp(name, commands[i].name) == 0) {
+			char prog[64];
+			snprintf(prog, sizeof(prog), "airlock %s", name);
+			cli.prog = prog;
+			optind++;
+			/* subcommands parse from their own argv[0] */
+			return commands[i].run(&cli, argc - optind + 1, argv + optind - 1);
+		}
+	}
+	fprintf(stderr, "airlock: unknown command '%s' (see airlock --help)\n", name);
+	return 2;
+}

@@ -1,0 +1,215 @@
+/* fsck: verify everything stored and everything reachable (fsck.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "airlock/cas.h"
+#include "airlock/fsck.h"
+#include "airlock/manifest.h"
+#include "airlock/store.h"
+#include "util.h"
+
+/* open-addressing set of digests: nodes already checked */
+struct idset {
+	uint8_t (*slot)[32];
+	bool *used;
+	size_t cap, n;
+};
+
+static size_t idset_hash(const uint8_t d[32], size_t cap)
+{
+	uint64_t h;
+	memcpy(&h, d, sizeof(h)); /* digests are uniformly distributed */
+	return (size_t)(h & (cap - 1));
+}
+
+static int idset_add(struct idset *s, const uint8_t d[32]) /* 1 added, 0 present, -1 oom */
+{
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint8_t(*slot)[32] = calloc(cap, 32);
+		bool *used = calloc(cap, 1);
+		if (!slot || !used) {
+			free(slot);
+			free(used);
+			return -1;
+		}
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->used[i])
+				continue;
+			size_t j = idset_hash(s->slot[i], cap);
+			while (used[j])
+				j = (j + 1) & (cap - 1);
+			used[j] = true;
+			memcpy(slot[j], s->slot[i], 32);
+		}
+		free(s->slot);
+		free(s->used);
+		s->slot = slot;
+		s->used = used;
+		s->cap = cap;
+	}
+	size_t j = idset_hash(d, s->cap);
+	while (s->used[j]) {
+		if (memcmp(s->slot[j], d, 32) == 0)
+			return 0;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->used[j] = true;
+	memcpy(s->slot[j], d, 32);
+	s->n++;
+	return 1;
+}
+
+struct fsck {
+	struct al_store *st;
+	struct al_cas *cas;
+	struct idset seen;
+	al_fsck_report_fn report;
+	void *ctx;
+	struct al_fsck_summary *sum;
+	char path[AL_PATH_MAX + 1];
+	size_t pathlen;
+	char snap[AL_ID_STRLEN + 1];
+};
+
+static void problem(struct fsck *f, const char *kind, const uint8_t id[32], const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void problem(struct fsck *f, const char *kind, const uint8_t id[32], const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!strcmp(kind, "missing"))
+		f->sum->missing++;
+	else
+		f->sum->corrupt++;
+	if (f->report)
+		f->report(f->ctx, kind, id, why);
+}
+
+static const char *where(struct fsck *f)
+{
+	return f->pathlen ? f->path : "(root)";
+}
+
+static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, struct al_error *err)
+{
+	int added = idset_add(&f->seen, id);
+	if (added < 0)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "fsck");
+	if (added == 0)
+		return 0;
+	if (depth > AL_DEPTH_MAX) {
+		problem(f, "corrupt", id, "tree deeper than %d levels at %s in snapshot %s", AL_DEPTH_MAX,
+			where(f), f->snap);
+		return 0;
+	}
+	struct al_node *node = NULL;
+	struct al_error e = { 0 };
+	int r = al_node_load(f->cas, id, &node, &e);
+	if (r == AL_ENOTFOUND) {
+		problem(f, "missing", id, "directory %s of snapshot %s", where(f), f->snap);
+		return 0;
+	}
+	if (r == AL_ECORRUPT || r == AL_EINVAL) {
+		problem(f, "corrupt", id, "directory %s of snapshot %s: %s", where(f), f->snap, e.msg);
+		return 0;
+	}
+	if (r < 0) {
+		*err = e;
+		return r;
+	}
+	f->sum->nodes++;
+	for (size_t i = 0; i < node->n && r == 0; i++) {
+		const struct al_entry *en = &node->entries[i];
+		f->sum->entries++;
+		size_t saved = f->pathlen;
+		if (saved + 1 + en->namelen > AL_PATH_MAX) {
+			problem(f, "corrupt", id, "path too long under %s in snapshot %s", where(f), f->snap);
+			continue;
+		}
+		if (saved)
+			f->path[f->pathlen++] = '/';
+		memcpy(f->path + f->pathlen, en->name, en->namelen);
+		f->pathlen += en->namelen;
+		f->path[f->pathlen] = 0;
+		if (en->type == AL_T_DIR) {
+			r = check_node(f, en->digest, depth + 1, err);
+		} else {
+			uint64_t size;
+			struct al_error e2 = { 0 };
+			int s = al_cas_size(f->cas, en->digest, &size, &e2);
+			if (s == AL_ENOTFOUND)
+				problem(f, "missing", en->digest, "%s %s of snapshot %s",
+					al_entry_type_name(en->type), f->path, f->snap);
+			else if (s < 0) {
+				*err = e2;
+				r = s;
+			} else if (size != en->size)
+				problem(f, "corrupt", en->digest, "%s %s of snapshot %s: size %llu, stored %llu",
+					al_entry_type_name(en->type), f->path, f->snap,
+					(unsigned long long)en->size, (unsigned long long)size);
+		}
+		f->pathlen = saved;
+		f->path[saved] = 0;
+	}
+	al_node_free(node);
+	return r;
+}
+
+static int check_snapshot(void *ctx, const struct al_snapshot_info *info, struct al_error *err)
+{
+	struct fsck *f = ctx;
+	f->sum->snapshots++;
+	al_id_fmt(info->id, f->snap);
+	f->pathlen = 0;
+	f->path[0] = 0;
+	return check_node(f, info->id, 0, err);
+}
+
+struct bad_ctx {
+	struct fsck *f;
+};
+
+static void bad_object(void *ctx, const uint8_t d[32], const char *why)
+{
+	struct fsck *f = ctx;
+	problem(f, strstr(why, "missing") ? "missing" : "corrupt", d, "%s", why);
+}
+
+int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_fsck_summary *summary,
+	    struct al_error *err)
+{
+	struct al_fsck_summary sum = { 0 };
+	struct fsck *f = calloc(1, sizeof(*f));
+	if (!f)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "fsck");
+	f->st = st;
+	f->cas = al_store_cas(st);
+	f->report = report;
+	f->ctx = ctx;
+	f->sum = &sum;
+	struct al_cas_stats cs = { 0 };
+	int r = al_cas_verify_all(f->cas, bad_object, f, &cs, err);
+	if (r >= 0) {
+		sum.packed = cs.packed;
+		sum.loose = cs.loose;
+		sum.objects = cs.packed + cs.loose;
+		sum.bytes = cs.bytes;
+		sum.unreferenced_files = cs.unreferenced_files;
+		r = al_store_snapshot_foreach(st, check_snapshot, f, err);
+	}
+	free(f->seen.slot);
+	free(f->seen.used);
+	free(f);
+	if (summary)
+		*summary = sum;
+	if (r < 0)
+		return r;
+	return (int)(sum.corrupt + sum.missing > 0x7fffffff ? 0x7fffffff : sum.corrupt + sum.missing);
+}

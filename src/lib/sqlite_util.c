@@ -1,0 +1,67 @@
+#include <errno.h>
+#include <stdio.h>
+
+#include "sqlite_util.h"
+#include "util.h"
+
+int al_sqlite_fail(sqlite3 *db, struct al_error *err, const char *what)
+{
+	int rc = sqlite3_errcode(db);
+	int code = AL_EIO;
+	if (rc == SQLITE_FULL)
+		code = AL_ELIMIT;
+	else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+		code = AL_ECORRUPT;
+	else if (rc == SQLITE_NOMEM)
+		code = AL_ENOMEM;
+	return al_fail(err, code, 0, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err)
+{
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return al_sqlite_fail(db, err, "database");
+	return 0;
+}
+
+int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err)
+{
+	if (sqlite3_prepare_v2(db, sql, -1, out, NULL) != SQLITE_OK)
+		return al_sqlite_fail(db, err, "database");
+	return 0;
+}
+
+int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync, sqlite3 **out,
+			struct al_error *err)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc != SQLITE_OK) {
+		int r = al_fail(err, AL_EIO, 0, "open %s: %s", path,
+				db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		sqlite3_close(db);
+		return r;
+	}
+	sqlite3_busy_timeout(db, 120000);
+	char pragmas[256];
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;"
+		 "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
+		 sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
+	int r = al_sqlite_exec(db, pragmas, err);
+	if (r == 0 && schema)
+		r = al_sqlite_exec(db, schema, err);
+	if (r < 0) {
+		al_error_prefix(err, "%s: ", path);
+		sqlite3_close(db);
+		return r;
+	}
+	*out = db;
+	return 0;
+}
+
+int al_sqlite_open(const char *path, const char *schema, sqlite3 **out, struct al_error *err)
+{
+	return al_sqlite_open_sync(path, schema, AL_SYNC_FULL, out, err);
+}

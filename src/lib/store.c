@@ -1,0 +1,255 @@
+/* store: the home directory layout and one tenant's opened storage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "airlock/cas.h"
+#include "airlock/store.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+
+struct al_store {
+	char dir[4096];
+	struct al_cas *cas;
+	sqlite3 *meta;
+	sqlite3 *statcache;
+};
+
+static const char global_schema[] =
+	"CREATE TABLE IF NOT EXISTS tenants("
+	"  name TEXT PRIMARY KEY, created INTEGER NOT NULL);";
+
+static const char meta_schema[] =
+	"CREATE TABLE IF NOT EXISTS snapshots("
+	"  id BLOB PRIMARY KEY, created INTEGER NOT NULL,"
+	"  files INTEGER NOT NULL, bytes INTEGER NOT NULL, source TEXT);";
+
+static const char statcache_schema[] =
+	"CREATE TABLE IF NOT EXISTS roots(id INTEGER PRIMARY KEY, path BLOB NOT NULL UNIQUE);"
+	"CREATE TABLE IF NOT EXISTS sc("
+	"  root INTEGER NOT NULL, dir BLOB NOT NULL, name BLOB NOT NULL,"
+	"  dev INTEGER, ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER,"
+	"  mode INTEGER, digest BLOB NOT NULL,"
+	"  PRIMARY KEY(root, dir, name)) WITHOUT ROWID;";
+
+int al_tenant_name_check(const char *name, struct al_error *err)
+{
+	size_t n = strlen(name);
+	bool ok = n >= 1 && n <= 63;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		ok = alnum || (i > 0 && (c == '-' || c == '_'));
+	}
+	if (!ok) {
+		char q[80];
+		al_quote(name, strnlen(name, 64), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0,
+			       "invalid tenant name '%s' (expected [a-z0-9][a-z0-9_-]{0,62})", q);
+	}
+	return 0;
+}
+
+static int open_global(const char *home, sqlite3 **db, struct al_error *err)
+{
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
+		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	return al_sqlite_open(path, global_schema, db, err);
+}
+
+static int tenant_dir(const char *home, const char *tenant, char *out, size_t n, struct al_error *err)
+{
+	if ((size_t)snprintf(out, n, "%s/tenants/%s", home, tenant) >= n)
+		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	return 0;
+}
+
+static int tenant_create(const char *home, const char *tenant, bool exist_ok, struct al_error *err)
+{
+	int r = al_tenant_name_check(tenant, err);
+	if (r < 0)
+		return r;
+	sqlite3 *db = NULL;
+	if ((r = open_global(home, &db, err)) < 0)
+		return r;
+	char dir[4096];
+	if ((r = tenant_dir(home, tenant, dir, sizeof(dir), err)) < 0)
+		goto out;
+	if ((r = al_mkdir_p(dir, 0700, err)) < 0)
+		goto out;
+	{
+		/* create the tenant's stores before it is listed */
+		struct al_store *s = NULL;
+		struct al_cas *cas = NULL;
+		if ((r = al_cas_open(dir, &cas, err)) < 0)
+			goto out;
+		al_cas_close(cas);
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/meta.db", dir);
+		sqlite3 *meta = NULL;
+		if ((r = al_sqlite_open(path, meta_schema, &meta, err)) < 0)
+			goto out;
+		sqlite3_close(meta);
+		(void)s;
+	}
+	if ((r = al_fsync_dir(-1, dir, err)) < 0)
+		goto out;
+	sqlite3_stmt *st = NULL;
+	if ((r = al_sqlite_prepare(db, "INSERT INTO tenants(name, created) VALUES (?, ?)", &st, err)) < 0)
+		goto out;
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, al_wall_s());
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+		r = exist_ok ? 0 : al_fail(err, AL_EEXIST, 0, "tenant %s already exists", tenant);
+	} else if (rc != SQLITE_DONE) {
+		r = al_sqlite_fail(db, err, "create tenant");
+	}
+out:
+	sqlite3_close(db);
+	return r;
+}
+
+int al_home_init(const char *home, struct al_error *err)
+{
+	int r = al_mkdir_p(home, 0700, err);
+	if (r < 0)
+		return r;
+	char t[4096];
+	if ((r = tenant_dir(home, "", t, sizeof(t), err)) < 0)
+		return r;
+	if ((r = al_mkdir_p(t, 0700, err)) < 0)
+		return r;
+	return tenant_create(home, AL_DEFAULT_TENANT, true, err);
+}
+
+int al_home_tenant_create(const char *home, const char *tenant, struct al_error *err)
+{
+	return tenant_create(home, tenant, false, err);
+}
+
+static int tenant_known(const char *home, const char *tenant, struct al_error *err)
+{
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
+		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	if (access(path, F_OK) < 0)
+		return al_fail(err, AL_ENOTFOUND, 0,
+			       "no airlock home at %s (run: airlock --home %s init)", home, home);
+	sqlite3 *db = NULL;
+	int r = open_global(home, &db, err);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *st = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT 1 FROM tenants WHERE name = ?", &st, err)) == 0) {
+		sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in %s", tenant, home);
+		else if (rc != SQLITE_ROW)
+			r = al_sqlite_fail(db, err, "tenants");
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return r;
+}
+
+int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
+{
+	int r = al_tenant_name_check(tenant, err);
+	if (r < 0 || (r = tenant_known(home, tenant, err)) < 0)
+		return r;
+	struct al_store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "store");
+	if ((r = tenant_dir(home, tenant, s->dir, sizeof(s->dir), err)) < 0)
+		goto fail;
+	if ((r = al_cas_open(s->dir, &s->cas, err)) < 0)
+		goto fail;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
+	if ((r = al_sqlite_open(path, meta_schema, &s->meta, err)) < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	al_store_close(s);
+	return r;
+}
+
+void al_store_close(struct al_store *s)
+{
+	if (!s)
+		return;
+	al_cas_close(s->cas);
+	sqlite3_close(s->meta);
+	sqlite3_close(s->statcache);
+	free(s);
+}
+
+struct al_cas *al_store_cas(struct al_store *s) { return s->cas; }
+const char *al_store_dir(struct al_store *s) { return s->dir; }
+sqlite3 *al_store__meta(struct al_store *s) { return s->meta; }
+
+int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
+{
+	if (!s->statcache) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/statcache.db", s->dir);
+		/* a cache: NORMAL sync is enough, WAL keeps it consistent */
+		int r = al_sqlite_open_sync(path, statcache_schema, AL_SYNC_NORMAL, &s->statcache, err);
+		if (r < 0)
+			return r;
+	}
+	*out = s->statcache;
+	return 0;
+}
+
+int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(s->meta,
+				  "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
+				  "VALUES (?,?,?,?,?)", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(st, 1, info->id, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, info->created);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)info->files);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)info->bytes);
+	sqlite3_bind_text(st, 5, info->source, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return al_sqlite_fail(s->meta, err, "record snapshot");
+	return 0;
+}
+
+int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(s->meta,
+				  "SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id",
+				  &st, err);
+	if (r < 0)
+		return r;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct al_snapshot_info info = { 0 };
+		if (sqlite3_column_bytes(st, 0) != 32)
+			return al_fail(err, AL_ECORRUPT, 0, "snapshot table holds a malformed id");
+		memcpy(info.id, sqlite3_column_blob(st, 0), 32);
+		info.created = sqlite3_column_int64(st, 1);
+		info.files = (uint64_t)sqlite3_column_int64(st, 2);
+		info.bytes = (uint64_t)sqlite3_column_int64(st, 3);
+		info.source = (const char *)sqlite3_column_text(st, 4);
+		if ((r = fn(ctx, &info, err)) != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return al_sqlite_fail(s->meta, err, "list snapshots");
+	return 0;
+}

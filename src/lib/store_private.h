@@ -1,0 +1,13 @@
+/* Private to libairlock: what manifest needs of the store. */
+#ifndef AL_STORE_PRIVATE_H
+#define AL_STORE_PRIVATE_H
+
+#include <sqlite3.h>
+
+#include "airlock/store.h"
+
+/* The stat cache database of the tenant, opened on first use. */
+int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
+sqlite3 *al_store__meta(struct al_store *s);
+
+#endif

@@ -1,0 +1,392 @@
+/* libairlock utilities: errors, hex, sha256, file helpers, name checks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <linux/openat2.h>
+
+#include <openssl/evp.h>
+
+#include "util.h"
+
+int al_fail(struct al_error *err, int code, int sys_errno, const char *fmt, ...)
+{
+	if (!err)
+		return code;
+	err->code = code;
+	err->sys_errno = sys_errno;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	if (sys_errno && n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(sys_errno));
+	return code;
+}
+
+int al_error_prefix(struct al_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return AL_EIO;
+	char pre[128], old[sizeof(err->msg)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(pre, sizeof(pre), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	size_t pl = strnlen(pre, sizeof(pre) - 1);
+	if (pl >= sizeof(err->msg))
+		pl = sizeof(err->msg) - 1;
+	memcpy(err->msg, pre, pl);
+	size_t ol = strnlen(old, sizeof(old));
+	if (ol > sizeof(err->msg) - 1 - pl)
+		ol = sizeof(err->msg) - 1 - pl;
+	memcpy(err->msg + pl, old, ol);
+	err->msg[pl + ol] = 0;
+	return err->code;
+}
+
+static const struct {
+	int code;
+	const char *name;
+	int exit;
+} codes[] = {
+	{ AL_OK, "OK", 0 },
+	{ AL_EIO, "IOError", 1 },
+	{ AL_EUSAGE, "UsageError", 2 },
+	{ AL_ENOTFOUND, "NotFound", 3 },
+	{ AL_ECORRUPT, "CorruptObject", 4 },
+	{ AL_ECONFLICT, "VolumeConflictError", 5 },
+	{ AL_EINVAL, "InvalidInput", 6 },
+	{ AL_EEXIST, "AlreadyExists", 7 },
+	{ AL_ENOMEM, "OutOfMemory", 1 },
+	{ AL_ELIMIT, "LimitExceeded", 8 },
+};
+
+const char *al_code_name(int code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+		if (codes[i].code == code)
+			return codes[i].name;
+	return "IOError";
+}
+
+int al_code_exit(int code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+		if (codes[i].code == code)
+			return codes[i].exit;
+	return 1;
+}
+
+void al_hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1; /* uppercase is not canonical */
+}
+
+int al_unhex(const char *in, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(in[2 * i]), lo = hexval(in[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+void al_id_fmt(const uint8_t d[AL_DIGEST_LEN], char out[AL_ID_STRLEN + 1])
+{
+	memcpy(out, "sha256:", 7);
+	al_hex(d, AL_DIGEST_LEN, out + 7);
+}
+
+int al_id_parse(const char *s, uint8_t d[AL_DIGEST_LEN], struct al_error *err)
+{
+	if (strncmp(s, "sha256:", 7) == 0)
+		s += 7;
+	if (strlen(s) != 2 * AL_DIGEST_LEN || al_unhex(s, AL_DIGEST_LEN, d) < 0) {
+		char q[96];
+		al_quote(s, strnlen(s, 80), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0,
+			       "not an object id: '%s' (expected sha256:<64 lowercase hex>)", q);
+	}
+	return 0;
+}
+
+struct al_sha {
+	EVP_MD_CTX *ctx;
+};
+
+struct al_sha *al_sha_new(void)
+{
+	struct al_sha *s = malloc(sizeof(*s));
+	if (!s)
+		return NULL;
+	s->ctx = EVP_MD_CTX_new();
+	if (!s->ctx || !EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(s->ctx);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void al_sha_free(struct al_sha *s)
+{
+	if (!s)
+		return;
+	EVP_MD_CTX_free(s->ctx);
+	free(s);
+}
+
+void al_sha_update(struct al_sha *s, const void *p, size_t n)
+{
+	EVP_DigestUpdate(s->ctx, p, n);
+}
+
+void al_sha_final(struct al_sha *s, uint8_t out[AL_DIGEST_LEN])
+{
+	unsigned int len = 0;
+	EVP_DigestFinal_ex(s->ctx, out, &len);
+	EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL);
+}
+
+void al_sha256(const void *p, size_t n, uint8_t out[AL_DIGEST_LEN])
+{
+	unsigned int len = 0;
+	EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+}
+
+ssize_t al_read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int al_write_full(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int al_mkdir_p(const char *path, mode_t mode, struct al_error *err)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof(buf))
+		return al_fail(err, AL_EINVAL, 0, "bad directory path");
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != 0)
+			continue;
+		char c = buf[i];
+		buf[i] = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return al_fail(err, AL_EIO, errno, "mkdir %s", buf);
+		buf[i] = c;
+	}
+	return 0;
+}
+
+int al_fsync_dir(int dirfd, const char *path, struct al_error *err)
+{
+	_cleanup_close_ int fd = openat(dirfd < 0 ? AT_FDCWD : dirfd, path,
+					O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "open directory %s", path);
+	if (fsync(fd) < 0)
+		return al_fail(err, AL_EIO, errno, "fsync directory %s", path);
+	return 0;
+}
+
+int al_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	for (;;) {
+		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			return (int)fd;
+	}
+}
+
+bool al_utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint8_t c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len;
+		uint32_t cp;
+		if ((c & 0xe0) == 0xc0) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (i + len > n)
+			return false;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		/* overlong, surrogate, out of range */
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+bool al_name_valid(const char *s, size_t n, const char **why)
+{
+	const char *w = NULL;
+	if (n == 0)
+		w = "empty name";
+	else if (n > 255)
+		w = "name longer than 255 bytes";
+	else if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+		w = "'.' and '..' are not names";
+	else if (memchr(s, '/', n))
+		w = "'/' inside a name";
+	else if (!al_utf8_valid((const uint8_t *)s, n))
+		w = "name is not valid UTF-8";
+	else {
+		for (size_t i = 0; i < n; i++) {
+			uint8_t c = (uint8_t)s[i];
+			if (c < 0x20 || c == 0x7f) {
+				w = c == 0 ? "NUL inside a name" : "control character in a name";
+				break;
+			}
+		}
+	}
+	if (why)
+		*why = w;
+	return w == NULL;
+}
+
+void al_quote(const char *s, size_t n, char *out, size_t outsz)
+{
+	/* Valid UTF-8 without control characters is shown as is; anything else
+	 * byte by byte with \xNN, so a hostile name cannot drive a terminal. */
+	bool plain = al_utf8_valid((const uint8_t *)s, n);
+	for (size_t i = 0; plain && i < n; i++)
+		if ((uint8_t)s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\')
+			plain = false;
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 5 < outsz; i++) {
+		uint8_t c = (uint8_t)s[i];
+		if (plain || (c >= 0x20 && c < 0x7f && c != '\\'))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outsz - o, "\\x%02x", c);
+	}
+	if (outsz)
+		out[o < outsz ? o : outsz - 1] = 0;
+}
+
+uint64_t al_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t al_wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec;
+}
+
+int al_buf_reserve(struct al_buf *b, size_t extra)
+{
+	if (extra > SIZE_MAX - b->len)
+		return -1;
+	size_t need = b->len + extra;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2)
+			return -1;
+		cap *= 2;
+	}
+	uint8_t *p = realloc(b->p, cap);
+	if (!p)
+		return -1;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int al_buf_put(struct al_buf *b, const void *p, size_t n)
+{
+	if (al_buf_reserve(b, n) < 0)
+		return -1;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+void al_buf_release(struct al_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
