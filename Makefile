@@ -81,7 +81,7 @@ fuzz: | deps
 unit: $(UNIT_BIN)
 
 check: $(BUILD)/airlock $(UNIT_BIN) $(FUZZ_REPLAY)
-	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) prove -f --timer \
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 
 demo: $(BUILD)/airlock

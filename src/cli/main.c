@@ -54,9 +54,9 @@ int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds,
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(argv[0], cmds[i].name) == 0) {
-			char prog[64];
+			static char prog[64];
 			snprintf(prog, sizeof(prog), "airlock %s %s", group, cmds[i].name);
-			cli->prog = strdup(prog);
+			cli->prog = prog;
 			return cmds[i].run(cli, argc, argv);
 		}
 	}

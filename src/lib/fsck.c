@@ -24,6 +24,19 @@ static size_t idset_hash(const uint8_t d[32], size_t cap)
 	return (size_t)(h & (cap - 1));
 }
 
+static bool idset_has(const struct idset *s, const uint8_t d[32])
+{
+	if (!s->cap)
+		return false;
+	size_t j = idset_hash(d, s->cap);
+	while (s->used[j]) {
+		if (memcmp(s->slot[j], d, 32) == 0)
+			return true;
+		j = (j + 1) & (s->cap - 1);
+	}
+	return false;
+}
+
 static int idset_add(struct idset *s, const uint8_t d[32]) /* 1 added, 0 present, -1 oom */
 {
 	if (2 * (s->n + 1) > s->cap) {
@@ -66,6 +79,7 @@ struct fsck {
 	struct al_store *st;
 	struct al_cas *cas;
 	struct idset seen;
+	struct idset bad; /* objects verify_all found corrupt */
 	al_fsck_report_fn report;
 	void *ctx;
 	struct al_fsck_summary *sum;
@@ -144,7 +158,10 @@ static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, stru
 			uint64_t size;
 			struct al_error e2 = { 0 };
 			int s = al_cas_size(f->cas, en->digest, &size, &e2);
-			if (s == AL_ENOTFOUND)
+			if (s == 0 && idset_has(&f->bad, en->digest))
+				problem(f, "corrupt", en->digest, "%s %s of snapshot %s",
+					al_entry_type_name(en->type), f->path, f->snap);
+			else if (s == AL_ENOTFOUND)
 				problem(f, "missing", en->digest, "%s %s of snapshot %s",
 					al_entry_type_name(en->type), f->path, f->snap);
 			else if (s < 0) {
@@ -172,14 +189,11 @@ static int check_snapshot(void *ctx, const struct al_snapshot_info *info, struct
 	return check_node(f, info->id, 0, err);
 }
 
-struct bad_ctx {
-	struct fsck *f;
-};
-
 static void bad_object(void *ctx, const uint8_t d[32], const char *why)
 {
 	struct fsck *f = ctx;
 	problem(f, strstr(why, "missing") ? "missing" : "corrupt", d, "%s", why);
+	idset_add(&f->bad, d);
 }
 
 int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_fsck_summary *summary,
@@ -204,6 +218,8 @@ int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_
 		sum.unreferenced_files = cs.unreferenced_files;
 		r = al_store_snapshot_foreach(st, check_snapshot, f, err);
 	}
+	free(f->bad.slot);
+	free(f->bad.used);
 	free(f->seen.slot);
 	free(f->seen.used);
 	free(f);

@@ -394,7 +394,8 @@ static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout, 
 		free_ients(v, n);
 		return r;
 	}
-	qsort(v, n, sizeof(*v), cmp_ient);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_ient);
 	*out = v;
 	*nout = n;
 	return 0;
@@ -505,8 +506,8 @@ static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *i
 {
 	char q[512];
 	if (depth + 1 > AL_DEPTH_MAX)
-		return al_fail(err, AL_ELIMIT, 0, "cannot import %s: deeper than %d levels",
-			       child_show(im, it, q, sizeof(q)), AL_DEPTH_MAX);
+		return al_fail(err, AL_ELIMIT, 0, "cannot import: tree deeper than %d levels at %s",
+			       AL_DEPTH_MAX, child_show(im, it, q, sizeof(q)));
 	_cleanup_close_ int sub = openat(dfd, it->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0)
 		return al_fail(err, AL_EIO, errno, "open %s", child_show(im, it, q, sizeof(q)));

@@ -1,0 +1,197 @@
+/* cas: batches are all-or-nothing, every read verifies, corruption is loud. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "airlock/cas.h"
+#include "util.h"
+
+struct fx {
+	char dir[64];
+	struct al_cas *cas;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	strcpy(f->dir, "/tmp/airlock-cas-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	if (al_cas_open(f->dir, &f->cas, NULL) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	al_cas_close(f->cas);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+static uint8_t *pattern(size_t n, unsigned seed)
+{
+	uint8_t *p = malloc(n);
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		p[i] = (i % 3) ? (uint8_t)x : (uint8_t)'a' + (uint8_t)(i % 7); /* partly compressible */
+	}
+	return p;
+}
+
+static void test_put_get(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	uint8_t d[32], e[32], z[32];
+	assert_int_equal(al_cas_put(f->cas, "x", 1, d, &err), AL_EUSAGE);
+	size_t big = AL_CAS_LOOSE_MIN + 12345;
+	uint8_t *p = pattern(big, 1);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, p, big, e, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "", 0, z, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, d, &err), 0); /* dedup: a no-op */
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+
+	uint8_t want[32];
+	al_sha256(p, big, want);
+	assert_memory_equal(e, want, 32);
+	uint8_t *out = NULL;
+	size_t len = 0;
+	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), 0);
+	assert_int_equal(len, 6);
+	assert_memory_equal(out, "hello\n", 6);
+	free(out);
+	assert_int_equal(al_cas_get(f->cas, e, &out, &len, &err), 0);
+	assert_int_equal(len, big);
+	assert_memory_equal(out, p, big);
+	free(out);
+	assert_int_equal(al_cas_get(f->cas, z, &out, &len, &err), 0);
+	assert_int_equal(len, 0);
+	free(out);
+	uint64_t sz;
+	assert_int_equal(al_cas_size(f->cas, e, &sz, &err), 0);
+	assert_int_equal(sz, big);
+
+	/* the large object is a file of its own, zstd-compressed, read-only */
+	char hex[65], path[256];
+	al_hex(e, 32, hex);
+	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
+	struct stat s;
+	assert_int_equal(stat(path, &s), 0);
+	assert_true((uint64_t)s.st_size < big);
+
+	/* a second handle sees committed objects */
+	struct al_cas *c2 = NULL;
+	assert_int_equal(al_cas_open(f->dir, &c2, &err), 0);
+	assert_int_equal(al_cas_has(c2, e, &err), 1);
+	al_cas_close(c2);
+	free(p);
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	uint8_t d[32], e[32];
+	size_t big = AL_CAS_LOOSE_MIN * 2;
+	uint8_t *p = pattern(big, 2);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "only in an aborted batch", 24, d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, p, big, e, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, d, &err), 1); /* visible inside the batch */
+	al_cas_abort(f->cas);
+	assert_int_equal(al_cas_has(f->cas, d, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, e, &err), 0);
+	char hex[65], path[256];
+	al_hex(e, 32, hex);
+	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "rmdir %s/tmp 2>/dev/null", f->dir); /* empty: no temp files left */
+	assert_int_equal(system(path), 0);
+	free(p);
+}
+
+static void test_put_fd_changed(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	char path[128];
+	snprintf(path, sizeof(path), "%s/in", f->dir);
+	FILE *fp = fopen(path, "w");
+	fputs("0123456789", fp);
+	fclose(fp);
+	int fd = open(path, O_RDONLY);
+	uint8_t d[32];
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 5, d, &err), AL_EINVAL); /* longer than said */
+	assert_non_null(strstr(err.msg, "changed while being read"));
+	lseek(fd, 0, SEEK_SET);
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 20, d, &err), AL_EINVAL); /* shorter than said */
+	lseek(fd, 0, SEEK_SET);
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 10, d, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	close(fd);
+	uint8_t want[32];
+	al_sha256("0123456789", 10, want);
+	assert_memory_equal(d, want, 32);
+}
+
+static void test_corruption_detected(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	uint8_t d[32];
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "abcdefgh", 8, d, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	sqlite3_prepare_v2(db, "UPDATE objects SET data = ? WHERE id = ?", -1, &st, NULL);
+	sqlite3_bind_blob(st, 1, "abcdefgX", 8, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, d, 32, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+
+	uint8_t *out = (uint8_t *)"untouched";
+	size_t len = 77;
+	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), AL_ECORRUPT);
+	assert_string_equal((char *)out, "untouched"); /* never returned */
+	assert_int_equal(len, 77);
+	assert_non_null(strstr(err.msg, "digest mismatch"));
+	int bad = al_cas_verify_all(f->cas, NULL, NULL, NULL, &err);
+	assert_int_equal(bad, 1);
+
+	uint8_t missing[32] = { 1 };
+	assert_int_equal(al_cas_get(f->cas, missing, &out, &len, &err), AL_ENOTFOUND);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_abort_leaves_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_fd_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
