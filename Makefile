@@ -22,8 +22,8 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
-ALL_LDFLAGS := $(LDFLAGS)
+ALL_CFLAGS := -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_LDFLAGS := -pthread $(LDFLAGS)
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)

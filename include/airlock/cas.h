@@ -39,6 +39,23 @@ int al_cas_put(struct al_cas *cas, const void *data, size_t len,
 int al_cas_put_fd(struct al_cas *cas, int fd, uint64_t size,
 		  uint8_t digest_out[32], struct al_error *err);
 
+/* Hash and compress an object without touching the store, so several
+ * threads can prepare while one thread stores.  ctx is per thread: start it
+ * NULL, free it with al_cas_prep_ctx_free().  Only for len < AL_CAS_LOOSE_MIN. */
+struct al_cas_prep {
+	uint8_t digest[32];
+	uint64_t size;
+	int enc;
+	uint8_t *data; /* malloc'ed, owned by the prep */
+	size_t len;
+};
+int al_cas_prepare(void **ctx, const void *data, size_t len, struct al_cas_prep *out,
+		   struct al_error *err);
+void al_cas_prep_ctx_free(void *ctx);
+void al_cas_prep_release(struct al_cas_prep *p);
+/* Store a prepared object (inside a batch); no-op if present. */
+int al_cas_put_prepared(struct al_cas *cas, const struct al_cas_prep *p, struct al_error *err);
+
 /* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
 int al_cas_has(struct al_cas *cas, const uint8_t digest[32], struct al_error *err);
 

@@ -23,7 +23,12 @@
 #define IOBUF (1u << 20)
 #define ZLEVEL 1
 
-enum { ENC_RAW = 0, ENC_ZSTD = 1, ENC_LOOSE = 2 };
+/* ENC_LOOSE_RAW: a large object that did not compress (sampled) is stored
+ * as is, so random data costs no compression time. */
+enum { ENC_RAW = 0, ENC_ZSTD = 1, ENC_LOOSE = 2, ENC_LOOSE_RAW = 3 };
+#define SAMPLE (128u * 1024)
+
+static bool is_loose(int enc) { return enc == ENC_LOOSE || enc == ENC_LOOSE_RAW; }
 
 struct pending {
 	char tmp[32];
@@ -40,6 +45,7 @@ struct al_cas {
 	size_t npend, cappend;
 	unsigned tmpseq;
 	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *cctx_mt; /* streaming large objects on every core */
 	ZSTD_DCtx *dctx;
 	struct al_sha *sha;
 	uint8_t *iobuf;
@@ -124,15 +130,20 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 				   &c->st_put, err)) < 0)
 		goto fail;
 	c->cctx = ZSTD_createCCtx();
+	c->cctx_mt = ZSTD_createCCtx();
 	c->dctx = ZSTD_createDCtx();
 	c->sha = al_sha_new();
 	c->iobuf = malloc(IOBUF);
-	if (!c->cctx || !c->dctx || !c->sha || !c->iobuf) {
+	if (!c->cctx || !c->cctx_mt || !c->dctx || !c->sha || !c->iobuf) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 		goto fail;
 	}
 	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, ZLEVEL);
 	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_compressionLevel, ZLEVEL);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	/* fails harmlessly (stays single-threaded) where libzstd has no MT */
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers, cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
 	sweep_stale_batches(c->tmpfd);
 	*out = c;
 	return 0;
@@ -152,6 +163,7 @@ void al_cas_close(struct al_cas *c)
 	sqlite3_finalize(c->st_put);
 	sqlite3_close(c->db);
 	ZSTD_freeCCtx(c->cctx);
+	ZSTD_freeCCtx(c->cctx_mt);
 	ZSTD_freeDCtx(c->dctx);
 	al_sha_free(c->sha);
 	free(c->iobuf);
@@ -348,6 +360,7 @@ struct loose_writer {
 	int fd;
 	char tmp[32];
 	ZSTD_outBuffer out;
+	bool decided, raw;
 };
 
 static int loose_begin(struct al_cas *c, struct loose_writer *w, struct al_error *err)
@@ -359,9 +372,10 @@ static int loose_begin(struct al_cas *c, struct loose_writer *w, struct al_error
 	w->fd = openat(c->batchfd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
 	if (w->fd < 0)
 		return al_fail(err, AL_EIO, errno, "cas: create temp object");
-	ZSTD_CCtx_reset(c->cctx, ZSTD_reset_session_only);
+	ZSTD_CCtx_reset(c->cctx_mt, ZSTD_reset_session_only);
+	w->decided = w->raw = false;
 	c->zbuf.len = 0;
-	if (al_buf_reserve(&c->zbuf, ZSTD_CStreamOutSize()) < 0)
+	if (al_buf_reserve(&c->zbuf, ZSTD_compressBound(SAMPLE) + ZSTD_CStreamOutSize()) < 0)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	w->out = (ZSTD_outBuffer){ c->zbuf.p, ZSTD_CStreamOutSize(), 0 };
 	return 0;
@@ -370,9 +384,22 @@ static int loose_begin(struct al_cas *c, struct loose_writer *w, struct al_error
 static int loose_feed(struct al_cas *c, struct loose_writer *w, const void *p, size_t n, bool last,
 		      struct al_error *err)
 {
+	if (!w->decided && (n || last)) {
+		/* compress a sample of the first bytes: store raw what will not shrink */
+		size_t sn = n < SAMPLE ? n : SAMPLE;
+		size_t z = ZSTD_compressCCtx(c->cctx, c->zbuf.p + ZSTD_CStreamOutSize(),
+					     ZSTD_compressBound(SAMPLE), p, sn, ZLEVEL);
+		w->raw = ZSTD_isError(z) || z > sn - sn / 20;
+		w->decided = true;
+	}
+	if (w->raw) {
+		if (al_write_full(w->fd, p, n) < 0)
+			return al_fail(err, errno == ENOSPC ? AL_ELIMIT : AL_EIO, errno, "cas: write object");
+		return 0;
+	}
 	ZSTD_inBuffer in = { p, n, 0 };
 	for (;;) {
-		size_t rem = ZSTD_compressStream2(c->cctx, &w->out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+		size_t rem = ZSTD_compressStream2(c->cctx_mt, &w->out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
 		if (ZSTD_isError(rem))
 			return al_fail(err, AL_EIO, 0, "cas: zstd: %s", ZSTD_getErrorName(rem));
 		if (w->out.pos == w->out.size || (last && rem == 0) || (!last && in.pos == in.size)) {
@@ -398,7 +425,7 @@ static int loose_finish(struct al_cas *c, struct loose_writer *w, const uint8_t 
 		unlinkat(c->batchfd, w->tmp, 0);
 		return has < 0 ? has : 0;
 	}
-	int r = insert_row(c, d, size, ENC_LOOSE, NULL, 0, err);
+	int r = insert_row(c, d, size, w->raw ? ENC_LOOSE_RAW : ENC_LOOSE, NULL, 0, err);
 	if (r == 0)
 		r = add_pending(c, w->tmp, d, err);
 	if (r < 0)
@@ -413,6 +440,54 @@ static void loose_cancel(struct al_cas *c, struct loose_writer *w)
 		w->fd = -1;
 		unlinkat(c->batchfd, w->tmp, 0);
 	}
+}
+
+int al_cas_prepare(void **ctx, const void *data, size_t len, struct al_cas_prep *out,
+		   struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (len >= AL_CAS_LOOSE_MIN)
+		return al_fail(err, AL_EUSAGE, 0, "cas: prepare is for small objects");
+	if (!*ctx && !(*ctx = ZSTD_createCCtx()))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	al_sha256(data, len, out->digest);
+	out->size = len;
+	size_t bound = ZSTD_compressBound(len);
+	out->data = malloc(bound ? bound : 1);
+	if (!out->data)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	size_t z = ZSTD_compressCCtx(*ctx, out->data, bound, data, len, ZLEVEL);
+	if (!ZSTD_isError(z) && z < len - len / 16) {
+		out->enc = ENC_ZSTD;
+		out->len = z;
+	} else {
+		out->enc = ENC_RAW;
+		if (len)
+			memcpy(out->data, data, len);
+		out->len = len;
+	}
+	return 0;
+}
+
+void al_cas_prep_ctx_free(void *ctx)
+{
+	ZSTD_freeCCtx(ctx);
+}
+
+void al_cas_prep_release(struct al_cas_prep *p)
+{
+	free(p->data);
+	p->data = NULL;
+}
+
+int al_cas_put_prepared(struct al_cas *c, const struct al_cas_prep *p, struct al_error *err)
+{
+	if (!c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
+	int has = al_cas_has(c, p->digest, err);
+	if (has != 0)
+		return has < 0 ? has : 0;
+	return insert_row(c, p->digest, p->size, p->enc, p->data, p->len, err);
 }
 
 int al_cas_put(struct al_cas *c, const void *data, size_t len, uint8_t d[AL_DIGEST_LEN],
@@ -489,7 +564,7 @@ static int corrupt(struct al_error *err, const uint8_t d[AL_DIGEST_LEN], const c
 }
 
 /* Stream a loose object's decompressed bytes to sink, verifying. */
-static int stream_loose(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t size,
+static int stream_loose(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t size, bool raw,
 			al_cas_sink sink, void *ctx, struct al_error *err)
 {
 	char sub[3], file[63], path[67];
@@ -519,6 +594,21 @@ static int stream_loose(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64
 		}
 		if (n == 0)
 			break;
+		if (raw) {
+			total += (uint64_t)n;
+			if (total > size) {
+				al_sha_final(sha, out);
+				return corrupt(err, d, "longer than recorded");
+			}
+			al_sha_update(sha, c->iobuf, (size_t)n);
+			int r = sink ? sink(ctx, c->iobuf, (size_t)n, err) : 0;
+			if (r) {
+				al_sha_final(sha, out);
+				return r;
+			}
+			last = 0;
+			continue;
+		}
 		ZSTD_inBuffer in = { c->iobuf, (size_t)n, 0 };
 		while (in.pos < in.size) {
 			ZSTD_outBuffer ob = { out, outsz, 0 };
@@ -627,7 +717,7 @@ int al_cas_get(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint8_t **out, 
 	int r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
-	if (enc != ENC_LOOSE) {
+	if (!is_loose(enc)) {
 		r = decode_packed(c, d, enc, size, out, err);
 		sqlite3_reset(c->st_get);
 		if (r == 0)
@@ -640,7 +730,7 @@ int al_cas_get(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint8_t **out, 
 	struct al_buf b = { 0 };
 	if (al_buf_reserve(&b, (size_t)size + 1) < 0)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
-	r = stream_loose(c, d, size, append_sink, &b, err);
+	r = stream_loose(c, d, size, enc == ENC_LOOSE_RAW, append_sink, &b, err);
 	if (r < 0) {
 		al_buf_release(&b);
 		return r;
@@ -658,9 +748,9 @@ int al_cas_stream(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], al_cas_sink 
 	int r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
-	if (enc == ENC_LOOSE) {
+	if (is_loose(enc)) {
 		sqlite3_reset(c->st_get);
-		return stream_loose(c, d, size, sink, ctx, err);
+		return stream_loose(c, d, size, enc == ENC_LOOSE_RAW, sink, ctx, err);
 	}
 	_cleanup_free_ uint8_t *buf = NULL;
 	r = decode_packed(c, d, enc, size, &buf, err);
@@ -699,9 +789,9 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 		uint64_t size = (uint64_t)sqlite3_column_int64(st, 1);
 		int enc = sqlite3_column_int(st, 2);
 		struct al_error e = { 0 };
-		if (enc == ENC_LOOSE) {
+		if (is_loose(enc)) {
 			s.loose++;
-			r = stream_loose(c, d, size, NULL, NULL, &e);
+			r = stream_loose(c, d, size, enc == ENC_LOOSE_RAW, NULL, NULL, &e);
 		} else {
 			s.packed++;
 			int enc2;

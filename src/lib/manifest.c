@@ -10,6 +10,7 @@
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "pool.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -231,12 +232,24 @@ struct imp {
 	const struct al_import_opts *opts;
 	struct al_import_result *res;
 	struct pathbuf path;
+	struct al_pool *pool;
+	void **zctx;      /* per worker: compression context */
+	uint8_t **rbuf;   /* per worker: read buffer for small files */
+	int dfd;          /* directory of the current batch */
+	struct ient *batch;
 };
 
 struct ient {
 	struct al_entry e;
 	bool from_cache;
 	char *name;
+	/* a small file read, hashed and compressed by the pool */
+	bool pending;
+	struct stat st;
+	struct cached *c;
+	struct al_cas_prep prep;
+	struct al_error jerr;
+	int jrc;
 };
 
 static int64_t ts_ns(const struct timespec *t) { return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec; }
@@ -249,8 +262,10 @@ static int cmp_ient(const void *a, const void *b)
 
 static void free_ients(struct ient *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(v[i].name);
+		al_cas_prep_release(&v[i].prep);
+	}
 	free(v);
 }
 
@@ -444,24 +459,12 @@ static struct cached *cache_find(struct cached *cv, size_t ncv, size_t *ci, cons
 	return NULL;
 }
 
-static int import_regular(struct imp *im, int dfd, struct ient *it, const struct stat *s,
-			  struct cached *c, struct al_error *err)
+/* After a regular file's digest is known: stat cache, counts, progress. */
+static int finish_regular(struct imp *im, struct ient *it, const struct stat *s, struct cached *c,
+			  struct al_error *err)
 {
-	it->e.type = AL_T_FILE;
-	it->e.size = (uint64_t)s->st_size;
-	if (c)
-		c->used = true;
-	bool hit = c && c->dev == (int64_t)s->st_dev && c->ino == (int64_t)s->st_ino &&
-		   c->size == (int64_t)s->st_size && c->mtime == ts_ns(&s->st_mtim) &&
-		   c->ctime == ts_ns(&s->st_ctim) && c->mode == (int64_t)s->st_mode;
 	int r = 0;
-	if (hit) {
-		memcpy(it->e.digest, c->digest, 32);
-		it->from_cache = true;
-		im->res->cache_hits++;
-	} else {
-		if ((r = import_file(im, dfd, it, s, err)) < 0)
-			return r;
+	if (!it->from_cache) {
 		/* a file changed within the current second could change again
 		 * without its mtime moving: never cache it (git's "racy" rule) */
 		bool racy = s->st_mtim.tv_sec >= im->start_s || s->st_ctim.tv_sec >= im->start_s;
@@ -477,6 +480,80 @@ static int import_regular(struct imp *im, int dfd, struct ient *it, const struct
 	if (im->opts && im->opts->progress)
 		im->opts->progress(im->opts->progress_ctx, im->res->files, im->res->bytes);
 	return 0;
+}
+
+static int import_regular(struct imp *im, int dfd, struct ient *it, const struct stat *s,
+			  struct cached *c, struct al_error *err)
+{
+	it->e.type = AL_T_FILE;
+	it->e.size = (uint64_t)s->st_size;
+	it->c = c;
+	if (c)
+		c->used = true;
+	bool hit = c && c->dev == (int64_t)s->st_dev && c->ino == (int64_t)s->st_ino &&
+		   c->size == (int64_t)s->st_size && c->mtime == ts_ns(&s->st_mtim) &&
+		   c->ctime == ts_ns(&s->st_ctim) && c->mode == (int64_t)s->st_mode;
+	if (hit) {
+		memcpy(it->e.digest, c->digest, 32);
+		it->from_cache = true;
+		im->res->cache_hits++;
+		return finish_regular(im, it, s, c, err);
+	}
+	if ((uint64_t)s->st_size < AL_CAS_LOOSE_MIN) {
+		it->pending = true; /* read by the pool, stored in pass two */
+		it->st = *s;
+		return 0;
+	}
+	int r = import_file(im, dfd, it, s, err);
+	return r < 0 ? r : finish_regular(im, it, s, c, err);
+}
+
+/* Pool job: read, hash and compress one small file. No store access. */
+static void read_small(void *ctx, size_t i, unsigned w)
+{
+	struct imp *im = ctx;
+	struct ient *it = &im->batch[i];
+	char q[512];
+	it->jrc = 0;
+	int fd = openat(im->dfd, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "open %s", child_show(im, it, q, sizeof(q)));
+		return;
+	}
+	struct stat s;
+	ssize_t n = -1;
+	if (fstat(fd, &s) < 0) {
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "stat %s", child_show(im, it, q, sizeof(q)));
+	} else if (!S_ISREG(s.st_mode) || s.st_ino != it->st.st_ino || s.st_dev != it->st.st_dev) {
+		it->jrc = al_fail(&it->jerr, AL_EINVAL, 0, "%s changed while being imported",
+				  child_show(im, it, q, sizeof(q)));
+	} else if ((n = al_read_full(fd, im->rbuf[w], (size_t)it->st.st_size + 1)) < 0) {
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "read %s", child_show(im, it, q, sizeof(q)));
+	} else if (n != it->st.st_size) {
+		it->jrc = al_fail(&it->jerr, AL_EINVAL, 0, "%s changed while being imported",
+				  child_show(im, it, q, sizeof(q)));
+	}
+	close(fd);
+	if (it->jrc == 0)
+		it->jrc = al_cas_prepare(&im->zctx[w], im->rbuf[w], (size_t)n, &it->prep, &it->jerr);
+}
+
+/* Pass two for a file the pool read: store it. */
+static int store_pending(struct imp *im, struct ient *it, struct al_error *err)
+{
+	if (it->jrc < 0) {
+		if (err)
+			*err = it->jerr;
+		return it->jrc;
+	}
+	int r = al_cas_put_prepared(im->cas, &it->prep, err);
+	if (r < 0)
+		return r;
+	memcpy(it->e.digest, it->prep.digest, 32);
+	im->res->bytes_read += it->e.size;
+	al_cas_prep_release(&it->prep);
+	it->pending = false;
+	return finish_regular(im, it, &it->st, it->c, err);
 }
 
 static int import_symlink(struct imp *im, int dfd, struct ient *it, struct al_error *err)
@@ -537,8 +614,11 @@ static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it
 		return import_regular(im, dfd, it, &s, c, err);
 	if (S_ISLNK(s.st_mode))
 		return import_symlink(im, dfd, it, err);
-	if (S_ISDIR(s.st_mode))
-		return import_subdir(im, dfd, depth, it, err);
+	if (S_ISDIR(s.st_mode)) {
+		it->e.type = AL_T_DIR; /* descended into in pass two */
+		(void)depth;
+		return 0;
+	}
 	const char *kind = S_ISCHR(s.st_mode) || S_ISBLK(s.st_mode) ? "a device file"
 			   : S_ISFIFO(s.st_mode)			   ? "a FIFO"
 			   : S_ISSOCK(s.st_mode)			   ? "a socket"
@@ -599,9 +679,42 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 			goto out;
 		}
 	}
+	/* pass one: stat and classify; small files needing a read are batched */
+	size_t npending = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cached *c = cache_find(cv, ncv, &ci, &v[i]);
 		if ((r = import_entry(im, dfd, depth, &v[i], c, err)) < 0)
+			goto out;
+		npending += v[i].pending;
+	}
+	if (npending) {
+		/* pending entries first, in order, so the pool sees a dense array */
+		struct ient *batch = malloc(npending * sizeof(*batch));
+		size_t *where = malloc(npending * sizeof(*where));
+		if (!batch || !where) {
+			free(batch);
+			free(where);
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
+			goto out;
+		}
+		for (size_t i = 0, k = 0; i < n; i++)
+			if (v[i].pending) {
+				where[k] = i;
+				batch[k++] = v[i];
+			}
+		im->dfd = dfd;
+		im->batch = batch;
+		al_pool_run(im->pool, npending, read_small, im);
+		for (size_t k = 0; k < npending; k++)
+			v[where[k]] = batch[k];
+		free(batch);
+		free(where);
+	}
+	/* pass two, in name order: store what the pool read, descend */
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].pending && (r = store_pending(im, &v[i], err)) < 0)
+			goto out;
+		if (v[i].e.type == AL_T_DIR && (r = import_subdir(im, dfd, depth, &v[i], err)) < 0)
 			goto out;
 		if (v[i].e.type != AL_T_SYMLINK && __builtin_add_overflow(total, v[i].e.size, &total)) {
 			r = al_fail(err, AL_ELIMIT, 0, "size overflow");
@@ -681,6 +794,19 @@ static int imp_prepare(struct imp *im, const char *root, struct al_error *err)
 
 static void imp_release(struct imp *im)
 {
+	unsigned nw = im->pool ? al_pool_size(im->pool) : 0;
+	al_pool_free(im->pool);
+	im->pool = NULL;
+	for (unsigned w = 0; w < nw; w++) {
+		if (im->zctx)
+			al_cas_prep_ctx_free(im->zctx[w]);
+		if (im->rbuf)
+			free(im->rbuf[w]);
+	}
+	free(im->zctx);
+	free(im->rbuf);
+	im->zctx = NULL;
+	im->rbuf = NULL;
 	sqlite3_finalize(im->sc_sel);
 	sqlite3_finalize(im->sc_put);
 	sqlite3_finalize(im->sc_del);
@@ -723,6 +849,20 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	};
 	int r = 0;
 	bool cache = !(opts && opts->no_cache);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned extra = cores > 1 ? (unsigned)(cores > 8 ? 7 : cores - 1) : 0;
+	if (al_pool_new(extra, &im.pool) < 0)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "import");
+	unsigned nw = al_pool_size(im.pool);
+	im.zctx = calloc(nw, sizeof(void *));
+	im.rbuf = calloc(nw, sizeof(uint8_t *));
+	for (unsigned w = 0; im.rbuf && w < nw; w++)
+		if (!(im.rbuf[w] = malloc(AL_CAS_LOOSE_MIN + 1)))
+			break;
+	if (!im.zctx || !im.rbuf || !im.rbuf[nw - 1]) {
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
+		goto fail_cache;
+	}
 	if (cache && (r = imp_prepare(&im, root, err)) < 0)
 		goto fail_cache;
 	if ((r = al_cas_begin(im.cas, err)) < 0)
