@@ -215,7 +215,7 @@ static const char *path_show(struct pathbuf *pb, char *out, size_t n)
 /* ---- import ------------------------------------------------------------- */
 
 struct cached {
-	char *name;
+	const char *name; /* into the directory's cache blob */
 	size_t namelen;
 	int64_t dev, ino, size, mtime, ctime, mode;
 	uint8_t digest[32];
@@ -250,6 +250,7 @@ struct ient {
 	struct al_cas_prep prep;
 	struct al_error jerr;
 	int jrc;
+	bool cacheable;
 };
 
 static int64_t ts_ns(const struct timespec *t) { return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec; }
@@ -269,92 +270,91 @@ static void free_ients(struct ient *v, size_t n)
 	free(v);
 }
 
-static void free_cached(struct cached *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
-}
+/* The stat cache keeps one row per directory: a packed array of its
+ * regular files, sorted by name (one query per directory, no per-file row).
+ * Entry: u16 namelen, name, then dev ino size mtime ctime mode (i64 each,
+ * host order: the cache never leaves this machine), digest[32]. */
+#define SC_MAGIC "ALSC1"
+#define SC_FIXED (2 + 6 * 8 + 32)
 
-static int load_cache(struct imp *im, struct cached **out, size_t *nout, struct al_error *err)
+static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, size_t *nout,
+		      struct al_error *err)
 {
 	*out = NULL;
 	*nout = 0;
+	blob->len = 0;
 	if (!im->sc)
 		return 0;
 	sqlite3_stmt *st = im->sc_sel;
 	sqlite3_bind_int64(st, 1, im->root_id);
 	sqlite3_bind_blob(st, 2, im->path.p, (int)im->path.len, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc == SQLITE_ROW) {
+		if (al_buf_put(blob, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0)) < 0)
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
+	} else if (rc != SQLITE_DONE) {
+		r = al_sqlite_fail(im->sc, err, "stat cache");
+	}
+	sqlite3_reset(st);
+	if (r < 0 || blob->len < 5 || memcmp(blob->p, SC_MAGIC, 5) != 0)
+		return r; /* nothing cached (or an unknown format: ignored) */
+	size_t cap = 0, n = 0, off = 5;
 	struct cached *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc, r = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 8) != 32)
-			continue;
+	while (off + SC_FIXED <= blob->len) {
+		uint16_t nl;
+		memcpy(&nl, blob->p + off, 2);
+		if (off + SC_FIXED + nl > blob->len)
+			break;
 		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
+			cap = cap ? cap * 2 : 64;
 			struct cached *nv = realloc(v, cap * sizeof(*v));
 			if (!nv) {
-				r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
-				break;
+				free(v);
+				return al_fail(err, AL_ENOMEM, ENOMEM, "import");
 			}
 			v = nv;
 		}
-		struct cached *c = &v[n];
-		c->namelen = (size_t)sqlite3_column_bytes(st, 0);
-		c->name = malloc(c->namelen + 1);
-		if (!c->name) {
-			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
-			break;
-		}
-		memcpy(c->name, sqlite3_column_blob(st, 0), c->namelen);
-		c->dev = sqlite3_column_int64(st, 1);
-		c->ino = sqlite3_column_int64(st, 2);
-		c->size = sqlite3_column_int64(st, 3);
-		c->mtime = sqlite3_column_int64(st, 4);
-		c->ctime = sqlite3_column_int64(st, 5);
-		c->mode = sqlite3_column_int64(st, 6);
-		memcpy(c->digest, sqlite3_column_blob(st, 8), 32);
+		struct cached *c = &v[n++];
+		c->namelen = nl;
+		c->name = (const char *)blob->p + off + 2;
+		const uint8_t *q = blob->p + off + 2 + nl;
+		int64_t f[6];
+		memcpy(f, q, sizeof(f));
+		c->dev = f[0], c->ino = f[1], c->size = f[2], c->mtime = f[3], c->ctime = f[4], c->mode = f[5];
+		memcpy(c->digest, q + 48, 32);
 		c->used = false;
-		n++;
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = al_sqlite_fail(im->sc, err, "stat cache");
-	sqlite3_reset(st);
-	if (r < 0) {
-		free_cached(v, n);
-		return r;
+		off += SC_FIXED + nl;
 	}
 	*out = v;
 	*nout = n;
 	return 0;
 }
 
-static int cache_put(struct imp *im, const char *name, size_t n, const struct stat *s,
-		     const uint8_t d[32], struct al_error *err)
+static int cache_append(struct al_buf *b, const struct ient *it)
 {
-	sqlite3_stmt *st = im->sc_put;
-	sqlite3_bind_int64(st, 1, im->root_id);
-	sqlite3_bind_blob(st, 2, im->path.p, (int)im->path.len, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 3, name, (int)n, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, (int64_t)s->st_dev);
-	sqlite3_bind_int64(st, 5, (int64_t)s->st_ino);
-	sqlite3_bind_int64(st, 6, (int64_t)s->st_size);
-	sqlite3_bind_int64(st, 7, ts_ns(&s->st_mtim));
-	sqlite3_bind_int64(st, 8, ts_ns(&s->st_ctim));
-	sqlite3_bind_int64(st, 9, (int64_t)s->st_mode);
-	sqlite3_bind_blob(st, 10, d, 32, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(im->sc, err, "stat cache");
+	if (b->len == 0 && al_buf_put(b, SC_MAGIC, 5) < 0)
+		return -1;
+	uint16_t nl = (uint16_t)it->e.namelen;
+	int64_t f[6] = { (int64_t)it->st.st_dev, (int64_t)it->st.st_ino, (int64_t)it->st.st_size,
+			 ts_ns(&it->st.st_mtim), ts_ns(&it->st.st_ctim), (int64_t)it->st.st_mode };
+	if (al_buf_put(b, &nl, 2) < 0 || al_buf_put(b, it->e.name, nl) < 0 || al_buf_put(b, f, sizeof(f)) < 0 ||
+	    al_buf_put(b, it->e.digest, 32) < 0)
+		return -1;
+	return 0;
 }
 
-static int cache_del(struct imp *im, const char *name, size_t n, struct al_error *err)
+/* Write this directory's cache row if it differs from what was loaded. */
+static int cache_store(struct imp *im, const struct al_buf *old, const struct al_buf *new,
+		       struct al_error *err)
 {
-	sqlite3_stmt *st = im->sc_del;
+	if (!im->sc || (old->len == new->len && (!new->len || memcmp(old->p, new->p, new->len) == 0)))
+		return 0;
+	sqlite3_stmt *st = new->len ? im->sc_put : im->sc_del;
 	sqlite3_bind_int64(st, 1, im->root_id);
 	sqlite3_bind_blob(st, 2, im->path.p, (int)im->path.len, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 3, name, (int)n, SQLITE_STATIC);
+	if (new->len)
+		sqlite3_bind_blob(st, 3, new->p, (int)new->len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(im->sc, err, "stat cache");
@@ -463,18 +463,12 @@ static struct cached *cache_find(struct cached *cv, size_t ncv, size_t *ci, cons
 static int finish_regular(struct imp *im, struct ient *it, const struct stat *s, struct cached *c,
 			  struct al_error *err)
 {
-	int r = 0;
-	if (!it->from_cache) {
-		/* a file changed within the current second could change again
-		 * without its mtime moving: never cache it (git's "racy" rule) */
-		bool racy = s->st_mtim.tv_sec >= im->start_s || s->st_ctim.tv_sec >= im->start_s;
-		if (im->sc && !racy)
-			r = cache_put(im, it->e.name, it->e.namelen, s, it->e.digest, err);
-		else if (im->sc && c)
-			r = cache_del(im, it->e.name, it->e.namelen, err);
-		if (r < 0)
-			return r;
-	}
+	(void)c;
+	(void)err;
+	/* a file changed within the current second could change again without
+	 * its mtime moving: never cache it (git's "racy" rule) */
+	it->st = *s;
+	it->cacheable = s->st_mtim.tv_sec < im->start_s && s->st_ctim.tv_sec < im->start_s;
 	im->res->files++;
 	im->res->bytes += it->e.size;
 	if (im->opts && im->opts->progress)
@@ -599,6 +593,16 @@ static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *i
 	return r;
 }
 
+/* Pool job: lstat one entry of the directory (like git's preloaded index,
+ * the stat calls of a large tree go faster on every core). */
+static void stat_one(void *ctx, size_t i, unsigned w)
+{
+	(void)w;
+	struct imp *im = ctx;
+	struct ient *it = &im->batch[i];
+	it->jrc = fstatat(im->dfd, it->name, &it->st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+}
+
 static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it, struct cached *c,
 			struct al_error *err)
 {
@@ -606,9 +610,9 @@ static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it
 	const char *why;
 	if (!al_name_valid(it->e.name, it->e.namelen, &why))
 		return al_fail(err, AL_EINVAL, 0, "cannot import %s: %s", child_show(im, it, q, sizeof(q)), why);
-	struct stat s;
-	if (fstatat(dfd, it->name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-		return al_fail(err, AL_EIO, errno, "stat %s", child_show(im, it, q, sizeof(q)));
+	if (it->jrc)
+		return al_fail(err, AL_EIO, it->jrc, "stat %s", child_show(im, it, q, sizeof(q)));
+	struct stat s = it->st;
 	it->e.mode = s.st_mode & 07777;
 	if (S_ISREG(s.st_mode))
 		return import_regular(im, dfd, it, &s, c, err);
@@ -661,6 +665,7 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 	struct ient *v = NULL;
 	size_t n = 0, ncv = 0, ci = 0;
 	struct cached *cv = NULL;
+	struct al_buf oldc = { 0 }, newc = { 0 };
 	_cleanup_free_ uint8_t *enc = NULL;
 	_cleanup_free_ struct al_entry *ents = NULL;
 	size_t enclen = 0;
@@ -668,7 +673,7 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 	int r = read_names(im, dfd, &v, &n, err);
 	if (r < 0)
 		return r;
-	if ((r = load_cache(im, &cv, &ncv, err)) < 0)
+	if ((r = load_cache(im, &oldc, &cv, &ncv, err)) < 0)
 		goto out;
 	if (im->seen_put) {
 		sqlite3_bind_blob(im->seen_put, 1, im->path.p, (int)im->path.len, SQLITE_TRANSIENT);
@@ -679,7 +684,15 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 			goto out;
 		}
 	}
-	/* pass one: stat and classify; small files needing a read are batched */
+	/* pass one: stat (on the pool) and classify; small files needing a
+	 * read are batched */
+	im->dfd = dfd;
+	im->batch = v;
+	if (n >= 16)
+		al_pool_run(im->pool, n, stat_one, im);
+	else
+		for (size_t i = 0; i < n; i++)
+			stat_one(im, i, 0);
 	size_t npending = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cached *c = cache_find(cv, ncv, &ci, &v[i]);
@@ -721,10 +734,13 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 			goto out;
 		}
 	}
-	/* forget cache rows of names that are gone or no longer files */
-	for (size_t i = 0; im->sc && i < ncv; i++)
-		if (!cv[i].used && (r = cache_del(im, cv[i].name, cv[i].namelen, err)) < 0)
+	for (size_t i = 0; im->sc && i < n; i++)
+		if (v[i].e.type == AL_T_FILE && v[i].cacheable && cache_append(&newc, &v[i]) < 0) {
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
 			goto out;
+		}
+	if ((r = cache_store(im, &oldc, &newc, err)) < 0)
+		goto out;
 	ents = malloc((n ? n : 1) * sizeof(*ents));
 	if (!ents) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
@@ -749,7 +765,9 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 	}
 	*bytes_out = total;
 out:
-	free_cached(cv, ncv);
+	free(cv);
+	al_buf_release(&oldc);
+	al_buf_release(&newc);
 	free_ients(v, n);
 	return r;
 }
@@ -779,12 +797,10 @@ static int imp_prepare(struct imp *im, const char *root, struct al_error *err)
 		return al_sqlite_fail(im->sc, err, "stat cache");
 	im->root_id = sqlite3_column_int64(st, 0);
 	if ((r = al_sqlite_prepare(im->sc,
-				   "SELECT name, dev, ino, size, mtime, ctime, mode, 0, digest FROM sc "
-				   "WHERE root = ? AND dir = ? ORDER BY name", &im->sc_sel, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc,
-				   "INSERT OR REPLACE INTO sc(root, dir, name, dev, ino, size, mtime, ctime, mode, digest) "
-				   "VALUES (?,?,?,?,?,?,?,?,?,?)", &im->sc_put, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc, "DELETE FROM sc WHERE root = ? AND dir = ? AND name = ?",
+				   "SELECT data FROM scdir WHERE root = ? AND dir = ?", &im->sc_sel, err)) < 0 ||
+	    (r = al_sqlite_prepare(im->sc, "INSERT OR REPLACE INTO scdir(root, dir, data) VALUES (?,?,?)",
+				   &im->sc_put, err)) < 0 ||
+	    (r = al_sqlite_prepare(im->sc, "DELETE FROM scdir WHERE root = ? AND dir = ?",
 				   &im->sc_del, err)) < 0 ||
 	    (r = al_sqlite_prepare(im->sc, "INSERT OR IGNORE INTO temp.seen(dir) VALUES (?)",
 				   &im->seen_put, err)) < 0)
@@ -818,7 +834,7 @@ static int imp_finish_cache(struct imp *im)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	if (al_sqlite_prepare(im->sc,
-			      "DELETE FROM sc WHERE root = ? AND dir NOT IN (SELECT dir FROM temp.seen)",
+			      "DELETE FROM scdir WHERE root = ? AND dir NOT IN (SELECT dir FROM temp.seen)",
 			      &st, NULL) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, im->root_id);

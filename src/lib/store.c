@@ -29,11 +29,9 @@ static const char meta_schema[] =
 
 static const char statcache_schema[] =
 	"CREATE TABLE IF NOT EXISTS roots(id INTEGER PRIMARY KEY, path BLOB NOT NULL UNIQUE);"
-	"CREATE TABLE IF NOT EXISTS sc("
-	"  root INTEGER NOT NULL, dir BLOB NOT NULL, name BLOB NOT NULL,"
-	"  dev INTEGER, ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER,"
-	"  mode INTEGER, digest BLOB NOT NULL,"
-	"  PRIMARY KEY(root, dir, name)) WITHOUT ROWID;";
+	"CREATE TABLE IF NOT EXISTS scdir("
+	"  root INTEGER NOT NULL, dir BLOB NOT NULL, data BLOB NOT NULL,"
+	"  UNIQUE(root, dir));";
 
 int al_tenant_name_check(const char *name, struct al_error *err)
 {

@@ -1,0 +1,88 @@
+#!/bin/bash
+# airlock benchmarks, side by side with the peer tool in the same run.
+# Prints figures and ratios; never fails on time.
+#   make bench                 100k-file workspace figures (+ synthetic 1M diff)
+#   BENCH_1M=1 make bench      also the peak RSS of importing a 1M-entry tree from disk
+#   BENCH_DIR=/path            where trees and homes go (default bench/out)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=${AIRLOCK_BUILD:-$root/build}
+AL="$B/airlock"
+OUT=${BENCH_DIR:-$root/bench/out}
+mkdir -p "$OUT"
+TREE="$OUT/tree"
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+time_ms() { local s; s=$(date +%s%N); "$@" >/dev/null 2>&1; ms "$s"; }
+med5() { for _ in 1 2 3 4 5; do time_ms "$@"; done | median; }
+rows=()
+row() { rows+=("$(printf '%-46s %12s %12s %8s   %s' "$@")"); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+
+echo "== workspace: $TREE" >&2
+if [ ! -f "$OUT/tree.complete" ]; then
+	rm -rf "$TREE"; "$B/bench/gentree" "$TREE" 100000 100; touch "$OUT/tree.complete"
+fi
+echo "   $(find "$TREE" -type f | wc -l) files, $(du -sh "$TREE" | cut -f1)" >&2
+find "$TREE" -type f -exec cat {} + >/dev/null   # warm the page cache for both tools
+
+echo "== import vs git init && git add -A" >&2
+rm -rf "$OUT/git" "$OUT/home"
+G="git --git-dir=$OUT/git --work-tree=$TREE"
+s=$(date +%s%N); $G init -q; $G add -A; git_add=$(ms "$s")
+"$AL" --home "$OUT/home" init >/dev/null
+s=$(date +%s%N)
+/usr/bin/time -f %M -o "$OUT/rss" "$AL" --home "$OUT/home" snapshot import "$TREE" >"$OUT/id1"
+al_import=$(ms "$s"); rss_import=$(cat "$OUT/rss")
+row "import 100k files / 1 GiB (ms)" "$al_import" "$git_add" "$(ratio "$al_import" "$git_add")" "<= 0.25 x git add"
+
+echo "== re-import of the unchanged tree vs git status" >&2
+sleep 1.1; "$AL" --home "$OUT/home" snapshot import "$TREE" >/dev/null   # files now older than the cache
+$G status --porcelain >/dev/null; $G status --porcelain >/dev/null
+al_re=$(med5 "$AL" --home "$OUT/home" snapshot import "$TREE")
+git_st=$(med5 $G status --porcelain)
+row "re-import unchanged (ms, median of 5)" "$al_re" "$git_st" "$(ratio "$al_re" "$git_st")" "<= 1.0 x git status"
+
+echo "== diff of two snapshots differing in 10 files" >&2
+t1=$($G write-tree)
+files=$(cd "$TREE" && find dept* -name '*.csv' | sort | awk 'NR % 9973 == 1' | head -10)
+for f in $files; do cp "$TREE/$f" "$OUT/save.$(echo "$f" | tr / _)"; echo "edited" >> "$TREE/$f"; done
+id1=$(cat "$OUT/id1"); id2=$("$AL" --home "$OUT/home" snapshot import "$TREE")
+$G add -A; t2=$($G write-tree)
+for f in $files; do cp -p "$OUT/save.$(echo "$f" | tr / _)" "$TREE/$f"; done
+rm -f "$OUT"/save.*
+n=$("$AL" --home "$OUT/home" snapshot diff "$id1" "$id2" | wc -l)
+al_diff=$(med5 "$AL" --home "$OUT/home" snapshot diff "$id1" "$id2")
+git_diff=$(med5 git --git-dir="$OUT/git" diff-tree -r "$t1" "$t2")
+row "diff, 10 changes in 100k (ms, CLI, $n lines)" "$al_diff" "$git_diff" "$(ratio "$al_diff" "$git_diff")" "< 5 ms"
+
+echo "== diff at 1M entries (synthetic tree through the real store)" >&2
+rm -rf "$OUT/home1m"
+read -r a b build first med max changes < <("$B/bench/diff1m" "$OUT/home1m" 1000000)
+row "diff, 10 changes in 1M (ms, in-process median)" "$med" "-" "-" "< 5 ms (first $first, max $max)"
+cli1m=$(med5 "$AL" --home "$OUT/home1m" snapshot diff "$a" "$b")
+row "diff, 10 changes in 1M (ms, whole CLI)" "$cli1m" "-" "-" "$changes changes"
+
+echo "== sha256 throughput of a 1 GiB file vs openssl speed" >&2
+[ -f "$OUT/1g.bin" ] || head -c 1073741824 /dev/urandom >"$OUT/1g.bin"
+cat "$OUT/1g.bin" >/dev/null
+al_hash=$("$B/bench/hash" "$OUT/1g.bin")
+ossl=$(openssl speed -evp sha256 -bytes 1048576 -seconds 3 2>/dev/null | awk '/^sha256/ {sub("k","",$2); printf "%.0f", $2 * 1000 / 1e6}')
+row "sha256 of 1 GiB (MB/s)" "$al_hash" "$ossl" "$(ratio "$al_hash" "$ossl")" ">= 0.80 x openssl speed"
+
+row "peak RSS, import of 100k tree (KiB)" "$rss_import" "-" "-" "streams"
+if [ "${BENCH_1M:-0}" = 1 ]; then
+	echo "== peak RSS importing a 1M-entry tree from disk" >&2
+	if [ ! -f "$OUT/tree1m.complete" ]; then
+		rm -rf "$OUT/tree1m"; TINY=1 "$B/bench/gentree" "$OUT/tree1m" 1000000 0; touch "$OUT/tree1m.complete"
+	fi
+	rm -rf "$OUT/home1mdisk"; "$AL" --home "$OUT/home1mdisk" init >/dev/null
+	s=$(date +%s%N)
+	/usr/bin/time -f %M -o "$OUT/rss1m" "$AL" --home "$OUT/home1mdisk" snapshot import "$OUT/tree1m" >/dev/null
+	t1m=$(ms "$s")
+	row "peak RSS, import of 1M-entry tree (KiB)" "$(cat "$OUT/rss1m")" "-" "-" "< 262144 KiB (took $t1m ms)"
+fi
+
+echo
+printf '%-46s %12s %12s %8s   %s\n' "figure" "airlock" "peer" "ratio" "target"
+printf '%s\n' "${rows[@]}"
