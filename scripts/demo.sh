@@ -1,0 +1,47 @@
+#!/bin/bash
+# The quick start: import an example project, look at it, change a copy,
+# diff the two snapshots, export one back, verify the store.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+AL="${AIRLOCK_BUILD:-$root/build}/airlock"
+work=$(mktemp -d "${TMPDIR:-/tmp}/airlock-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export AIRLOCK_HOME="$work/home"
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+say airlock init
+"$AL" init
+
+say airlock snapshot import examples/ledger-project
+A=$("$AL" snapshot import "$root/examples/ledger-project")
+echo "$A"
+
+say airlock snapshot show "${A:0:19}…"
+"$AL" snapshot show "$A"
+
+# an agent's edits, on a copy
+cp -a "$root/examples/ledger-project" "$work/edited"
+cd "$work/edited"
+printf '3000,2026-11,80.00,0.00\n' >> data/journal.csv
+printf '# Q4 close\n\nIn progress.\n' > reports/2026/q4.md
+rm README.txt
+chmod 700 scripts/totals.sh
+mkdir -p data/archive
+cd - >/dev/null
+
+say airlock snapshot import edited-copy
+B=$("$AL" snapshot import "$work/edited")
+echo "$B"
+
+say airlock snapshot diff A B
+"$AL" snapshot diff "$A" "$B"
+
+say airlock snapshot diff --json A B
+"$AL" snapshot diff --json "$A" "$B" | head -c 400; echo " …"
+
+say airlock snapshot export B restored/ '&&' diff -r edited-copy restored/
+"$AL" snapshot export "$B" "$work/restored"
+diff -r "$work/edited" "$work/restored" && echo "identical"
+
+say airlock fsck
+"$AL" fsck
