@@ -14,16 +14,18 @@ endif
 
 CC ?= cc
 PKGS := libcrypto sqlite3 libzstd
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
-JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
-CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+# Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
+# scripts/deps.sh has installed pkg-config and the libraries on a new machine.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
+JANSSON_LIBS = $(shell pkg-config --libs jansson)
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
-ALL_LDFLAGS := -pthread $(LDFLAGS)
+ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_LDFLAGS = -pthread $(LDFLAGS)
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)

@@ -54,10 +54,14 @@ static int parse(struct cli *cli, int argc, char **argv, const char *help, bool 
 	return -1;
 }
 
-static int parse_id(struct cli *cli, const char *s, uint8_t id[32])
+/* Parse n ids from argv[optind…] and open the store; 0 or an exit code. */
+static int ids_and_store(struct cli *cli, char **argv, int n, uint8_t (*ids)[32], struct al_store **st)
 {
 	struct al_error err = { 0 };
-	if (al_id_parse(s, id, &err) < 0)
+	for (int i = 0; i < n; i++)
+		if (al_id_parse(argv[optind + i], ids[i], &err) < 0)
+			return cli_error(cli, &err);
+	if (cli_open(cli, st, &err) < 0)
 		return cli_error(cli, &err);
 	return 0;
 }
@@ -160,23 +164,21 @@ static int snap_show(struct cli *cli, int argc, char **argv)
 		       true, false, false, &fl, 1);
 	if (rc >= 0)
 		return rc;
-	uint8_t id[32];
-	if ((rc = parse_id(cli, argv[optind], id)))
+	uint8_t id[1][32];
+	struct al_store *st = NULL;
+	if ((rc = ids_and_store(cli, argv, 1, id, &st)))
 		return rc;
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
 	struct show_ctx s = { cli, al_store_cas(st), true };
 	/* check existence first so --json errors are not mixed into output */
-	int r = al_manifest_stat(s.cas, id, NULL, NULL, &err);
+	int r = al_manifest_stat(s.cas, id[0], NULL, NULL, &err);
 	if (r == 0) {
 		if (cli->json) {
 			char ids[AL_ID_STRLEN + 1];
-			al_id_fmt(id, ids);
+			al_id_fmt(id[0], ids);
 			printf("{\"id\":\"%s\",\"entries\":[", ids);
 		}
-		r = al_manifest_walk(s.cas, id, show_one, &s, &err);
+		r = al_manifest_walk(s.cas, id[0], show_one, &s, &err);
 		if (cli->json)
 			printf("]}\n");
 	}
@@ -197,20 +199,18 @@ static int snap_export(struct cli *cli, int argc, char **argv)
 		       false, true, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
-	uint8_t id[32];
-	if ((rc = parse_id(cli, argv[optind], id)))
+	uint8_t id[1][32];
+	struct al_store *st = NULL;
+	if ((rc = ids_and_store(cli, argv, 1, id, &st)))
 		return rc;
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
 	uint64_t total = 0;
-	int r = al_manifest_stat(al_store_cas(st), id, &total, NULL, &err);
+	int r = al_manifest_stat(al_store_cas(st), id[0], &total, NULL, &err);
 	if (r == 0) {
 		struct cli_progress prog;
 		cli_progress_init(&prog, "export", total);
 		struct al_export_opts opts = { .force = fl.force, .progress = cli_progress_cb, .progress_ctx = &prog };
-		r = al_manifest_export(al_store_cas(st), id, argv[optind + 1], &opts, &err);
+		r = al_manifest_export(al_store_cas(st), id[0], argv[optind + 1], &opts, &err);
 		cli_progress_done(&prog);
 	}
 	al_store_close(st);
@@ -260,13 +260,12 @@ static int snap_diff(struct cli *cli, int argc, char **argv)
 		       true, false, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
-	uint8_t a[32], b[32];
-	if ((rc = parse_id(cli, argv[optind], a)) || (rc = parse_id(cli, argv[optind + 1], b)))
-		return rc;
-	struct al_error err = { 0 };
+	uint8_t ab[2][32];
 	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
+	if ((rc = ids_and_store(cli, argv, 2, ab, &st)))
+		return rc;
+	uint8_t *a = ab[0], *b = ab[1];
+	struct al_error err = { 0 };
 	struct diff_ctx d = { cli, al_store_cas(st), true, 0 };
 	int r = al_manifest_stat(d.cas, a, NULL, NULL, &err);
 	if (r == 0)

@@ -63,14 +63,9 @@ static const char schema[] =
 static void sweep_stale_batches(int tmpfd)
 {
 	/* A batch directory whose lock can be taken belongs to a dead writer. */
-	int fd = dup(tmpfd);
-	if (fd < 0)
+	DIR *d = al_opendir_fd(tmpfd);
+	if (!d)
 		return;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "b-", 2) != 0)
@@ -79,13 +74,9 @@ static void sweep_stale_batches(int tmpfd)
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0 || flock(bfd, LOCK_EX | LOCK_NB) < 0)
 			continue;
-		int cfd = dup(bfd);
-		DIR *bd = cfd >= 0 ? fdopendir(cfd) : NULL;
-		if (!bd) {
-			if (cfd >= 0)
-				close(cfd);
+		DIR *bd = al_opendir_fd(bfd);
+		if (!bd)
 			continue;
-		}
 		struct dirent *e;
 		while ((e = readdir(bd)))
 			if (e->d_name[0] != '.')
@@ -819,14 +810,10 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 	for (int i = 0; i < 256; i++) {
 		char sub[3];
 		snprintf(sub, sizeof(sub), "%02x", i);
-		int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sfd < 0)
+		_cleanup_close_ int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *dir = sfd >= 0 ? al_opendir_fd(sfd) : NULL;
+		if (!dir)
 			continue;
-		DIR *dir = fdopendir(sfd);
-		if (!dir) {
-			close(sfd);
-			continue;
-		}
 		struct dirent *de;
 		while ((de = readdir(dir))) {
 			if (de->d_name[0] == '.')

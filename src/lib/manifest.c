@@ -363,14 +363,9 @@ static int cache_store(struct imp *im, const struct al_buf *old, const struct al
 static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout, struct al_error *err)
 {
 	char q[512];
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = al_opendir_fd(dfd);
+	if (!d)
 		return al_fail(err, AL_EIO, errno, "read directory %s", path_show(&im->path, q, sizeof(q)));
-	}
-	rewinddir(d);
 	struct ient *v = NULL;
 	size_t n = 0, cap = 0;
 	int r = 0;
@@ -1226,13 +1221,9 @@ static int export_dir(struct exporter *ex, const uint8_t id[32], int dfd, unsign
 
 static int dir_is_empty(int dfd)
 {
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = al_opendir_fd(dfd);
+	if (!d)
 		return -1;
-	}
 	struct dirent *de;
 	int empty = 1;
 	while ((de = readdir(d)))

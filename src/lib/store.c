@@ -131,30 +131,21 @@ int al_home_tenant_create(const char *home, const char *tenant, struct al_error 
 	return tenant_create(home, tenant, false, err);
 }
 
+/* The tenant's directory (created before the tenant is listed) is what
+ * makes it exist for the CLI; this avoids opening the registry on every
+ * command. */
 static int tenant_known(const char *home, const char *tenant, struct al_error *err)
 {
-	char path[4096];
+	char path[4200];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	if (access(path, F_OK) < 0)
 		return al_fail(err, AL_ENOTFOUND, 0,
 			       "no airlock home at %s (run: airlock --home %s init)", home, home);
-	sqlite3 *db = NULL;
-	int r = open_global(home, &db, err);
-	if (r < 0)
-		return r;
-	sqlite3_stmt *st = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT 1 FROM tenants WHERE name = ?", &st, err)) == 0) {
-		sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-		int rc = sqlite3_step(st);
-		if (rc == SQLITE_DONE)
-			r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in %s", tenant, home);
-		else if (rc != SQLITE_ROW)
-			r = al_sqlite_fail(db, err, "tenants");
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return r;
+	snprintf(path, sizeof(path), "%s/tenants/%s/objects.db", home, tenant);
+	if (access(path, F_OK) < 0)
+		return al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in %s", tenant, home);
+	return 0;
 }
 
 int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
@@ -168,10 +159,6 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 	if ((r = tenant_dir(home, tenant, s->dir, sizeof(s->dir), err)) < 0)
 		goto fail;
 	if ((r = al_cas_open(s->dir, &s->cas, err)) < 0)
-		goto fail;
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
-	if ((r = al_sqlite_open(path, meta_schema, &s->meta, err)) < 0)
 		goto fail;
 	*out = s;
 	return 0;
@@ -192,7 +179,15 @@ void al_store_close(struct al_store *s)
 
 struct al_cas *al_store_cas(struct al_store *s) { return s->cas; }
 const char *al_store_dir(struct al_store *s) { return s->dir; }
-sqlite3 *al_store__meta(struct al_store *s) { return s->meta; }
+/* meta.db is opened on first use: reading a snapshot needs only the cas */
+static int meta(struct al_store *s, struct al_error *err)
+{
+	if (s->meta)
+		return 0;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
+	return al_sqlite_open(path, meta_schema, &s->meta, err);
+}
 
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 {
@@ -211,7 +206,10 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(s->meta,
+	int r = meta(s, err);
+	if (r < 0)
+		return r;
+	r = al_sqlite_prepare(s->meta,
 				  "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
 				  "VALUES (?,?,?,?,?)", &st, err);
 	if (r < 0)
@@ -229,7 +227,10 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(s->meta,
+	int r = meta(s, err);
+	if (r < 0)
+		return r;
+	r = al_sqlite_prepare(s->meta,
 				  "SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id",
 				  &st, err);
 	if (r < 0)

@@ -8,6 +8,5 @@
 
 /* The stat cache database of the tenant, opened on first use. */
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
-sqlite3 *al_store__meta(struct al_store *s);
 
 #endif

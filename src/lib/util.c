@@ -1,5 +1,6 @@
 /* libairlock utilities: errors, hex, sha256, file helpers, name checks. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -237,6 +238,22 @@ int al_fsync_dir(int dirfd, const char *path, struct al_error *err)
 	if (fsync(fd) < 0)
 		return al_fail(err, AL_EIO, errno, "fsync directory %s", path);
 	return 0;
+}
+
+DIR *al_opendir_fd(int dirfd)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
 }
 
 int al_open_beneath(int dirfd, const char *path, int flags, mode_t mode)

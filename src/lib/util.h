@@ -2,6 +2,7 @@
 #ifndef AL_UTIL_H
 #define AL_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +59,9 @@ int al_fsync_dir(int dirfd_or_neg, const char *path, struct al_error *err);
 /* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS); falls back to O_NOFOLLOW
  * component-by-component walking where openat2 is missing. */
 int al_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* opendir over a duplicate of dirfd (dirfd stays open and usable), rewound */
+DIR *al_opendir_fd(int dirfd);
 
 /* names */
 bool al_utf8_valid(const uint8_t *s, size_t n);
