@@ -104,6 +104,51 @@ int al_manifest_diff(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32
 int al_manifest_stat(struct al_cas *cas, const uint8_t id[32], uint64_t *bytes, size_t *entries,
 		     struct al_error *err);
 
-const char *al_entry_type_name(int type); /* "file", "symlink", "dir" */
+const char *al_entry_type_name(int type);
+
+/* Look up one path ('/'-separated). AL_ENOTFOUND if absent. out->name is
+ * not set. */
+int al_manifest_lookup(struct al_cas *cas, const uint8_t root[32], const char *path,
+		       struct al_entry *out, struct al_error *err);
+
+/* Edits of a tree.  SET puts entry at path, replacing what is there.  For a
+ * directory entry, an all-zero digest means "this directory with this mode,
+ * keeping its contents (empty if it did not exist or was not a directory)";
+ * a non-zero digest grafts that subtree.  DELETE removes the path and
+ * everything beneath; edits beneath a deleted or replaced path must be
+ * deletions (ignored).  The parent of a SET must exist or be set in the same
+ * call.  Cost: the nodes on the edited paths, not the tree.  Needs an open
+ * cas batch (new nodes are put in it). */
+enum al_edit_op { AL_EDIT_SET = 1, AL_EDIT_DELETE = 2 };
+struct al_edit {
+	const char *path;
+	int op;
+	struct al_entry entry; /* SET: type, mode, size, digest (name unused) */
+};
+int al_manifest_edit(struct al_cas *cas, const uint8_t base[32], struct al_edit *edits, size_t n,
+		     uint8_t out[32], struct al_error *err);
+
+/* A diff materialised: every change owned (paths, entries). */
+struct al_change_rec {
+	char op;            /* 'A', 'M', 'D' */
+	char *path;
+	bool has_old, has_new;
+	struct al_entry old, new; /* names unset */
+};
+struct al_changes {
+	struct al_change_rec *v;
+	size_t n, cap;
+};
+int al_manifest_changes(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32],
+			struct al_changes *out, struct al_error *err);
+void al_changes_release(struct al_changes *c);
+/* The edits that turn a into b (paths borrowed from c). Caller frees *out. */
+int al_changes_edits(const struct al_changes *c, struct al_edit **out, struct al_error *err);
+
+/* Validate a relative path: components are valid names, no empty ones,
+ * at most AL_PATH_MAX bytes.  Reason in *why. */
+bool al_path_valid(const char *path, const char **why);
+/* Order of paths in a tree walk ('/' sorts before every other byte). */
+int al_path_cmp(const char *a, const char *b); /* "file", "symlink", "dir" */
 
 #endif
