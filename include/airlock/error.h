@@ -18,6 +18,7 @@ enum al_code {
 	AL_EEXIST = -7,     /* the target already exists or is not empty */
 	AL_ENOMEM = -8,     /* out of memory */
 	AL_ELIMIT = -9,     /* a cap was exceeded */
+	AL_ESTATE = -10,    /* not allowed in the object's state (draft already applied) */
 };
 
 struct al_error {

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include "airlock/error.h"
@@ -49,7 +50,20 @@ void cli_progress_done(struct cli_progress *p);
 int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc,
 		 char **argv);
 
+struct al_conflict;
+struct al_commit_result;
+const char *cli_author(const char *given);
+int cli_import(struct cli *cli, struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err);
+json_t *cli_conflicts_json(const struct al_conflict *c, size_t n);
+void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n);
+int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
+		      json_t *extra);
+
 int cmd_init(struct cli *cli, int argc, char **argv);
+int cmd_project(struct cli *cli, int argc, char **argv);
+int cmd_commit(struct cli *cli, int argc, char **argv);
+int cmd_draft(struct cli *cli, int argc, char **argv);
+int cmd_apply(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fsck(struct cli *cli, int argc, char **argv);
 

@@ -16,6 +16,10 @@
 static const struct cli_cmd commands[] = {
 	{ "init", cmd_init, "create the airlock home (and the default tenant)" },
 	{ "snapshot", cmd_snapshot, "import, show, export and diff snapshots" },
+	{ "project", cmd_project, "create projects, show their head and history" },
+	{ "commit", cmd_commit, "commit a directory to a project (compare-and-swap)" },
+	{ "draft", cmd_draft, "fork and list drafts of a project" },
+	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
 };
 
@@ -37,7 +41,8 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
-		   "5 conflict, 6 invalid input, 7 already exists, 8 limit (docs/cli.md)\n");
+		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state\n"
+		   "(docs/cli.md)\n");
 }
 
 int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)

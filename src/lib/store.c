@@ -22,10 +22,31 @@ static const char global_schema[] =
 	"CREATE TABLE IF NOT EXISTS tenants("
 	"  name TEXT PRIMARY KEY, created INTEGER NOT NULL);";
 
+/* meta.db: every snapshot a head ever named is in snapshots (fsck walks it) */
 static const char meta_schema[] =
 	"CREATE TABLE IF NOT EXISTS snapshots("
 	"  id BLOB PRIMARY KEY, created INTEGER NOT NULL,"
-	"  files INTEGER NOT NULL, bytes INTEGER NOT NULL, source TEXT);";
+	"  files INTEGER NOT NULL, bytes INTEGER NOT NULL, source TEXT);"
+	"CREATE TABLE IF NOT EXISTS projects("
+	"  id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, volume INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS volumes("
+	"  id INTEGER PRIMARY KEY, project INTEGER NOT NULL, kind TEXT NOT NULL,"
+	"  head BLOB NOT NULL, base BLOB, public_id TEXT UNIQUE,"
+	"  state TEXT NOT NULL DEFAULT 'open', seq INTEGER NOT NULL DEFAULT 0,"
+	"  created INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS volumes_project ON volumes(project, kind);"
+	"CREATE TABLE IF NOT EXISTS commits("
+	"  id INTEGER PRIMARY KEY, volume INTEGER NOT NULL, seq INTEGER NOT NULL,"
+	"  parent BLOB NOT NULL, base BLOB NOT NULL, result BLOB NOT NULL,"
+	"  author TEXT, message TEXT, strategy TEXT NOT NULL, kind TEXT NOT NULL,"
+	"  draft TEXT, time INTEGER NOT NULL, UNIQUE(volume, seq));"
+	"CREATE TABLE IF NOT EXISTS conflicts("
+	"  commit_id INTEGER NOT NULL, path TEXT NOT NULL, copy_path TEXT,"
+	"  base_type INTEGER, base_mode INTEGER, base_size INTEGER, base_digest BLOB,"
+	"  theirs_type INTEGER, theirs_mode INTEGER, theirs_size INTEGER, theirs_digest BLOB,"
+	"  ours_type INTEGER, ours_mode INTEGER, ours_size INTEGER, ours_digest BLOB);"
+	"CREATE INDEX IF NOT EXISTS conflicts_commit ON conflicts(commit_id);";
 
 static const char statcache_schema[] =
 	"CREATE TABLE IF NOT EXISTS roots(id INTEGER PRIMARY KEY, path BLOB NOT NULL UNIQUE);"
@@ -187,6 +208,14 @@ static int meta(struct al_store *s, struct al_error *err)
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
 	return al_sqlite_open(path, meta_schema, &s->meta, err);
+}
+
+int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err)
+{
+	int r = meta(s, err);
+	if (r == 0)
+		*out = s->meta;
+	return r;
 }
 
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)

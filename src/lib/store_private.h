@@ -8,5 +8,7 @@
 
 /* The stat cache database of the tenant, opened on first use. */
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
+/* The tenant's metadata database (snapshots, projects, volumes, commits). */
+int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
 
 #endif

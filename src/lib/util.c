@@ -66,6 +66,7 @@ static const struct {
 	{ AL_EEXIST, "AlreadyExists", 7 },
 	{ AL_ENOMEM, "OutOfMemory", 1 },
 	{ AL_ELIMIT, "LimitExceeded", 8 },
+	{ AL_ESTATE, "InvalidState", 9 },
 };
 
 const char *al_code_name(int code)

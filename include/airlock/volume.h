@@ -1,0 +1,123 @@
+/* airlock — projects, volumes, commits with merge strategies, drafts.
+ *
+ * A project has a live volume: a head (snapshot id) and its history.  A
+ * commit declares the base it was made from; the head moves only by
+ * compare-and-swap in one transaction, after every object of the new
+ * snapshot is durable.  When the head is no longer the base, the strategy
+ * decides: strict fails, rebase_if_disjoint replays the change when it
+ * touches no path the head changed, conflict_copy commits what is disjoint
+ * and lands the incoming version of each overlap beside ours.  A draft is a
+ * volume forked from the live head; applying it commits into the live
+ * volume; until then the live head does not move. */
+#ifndef AIRLOCK_VOLUME_H
+#define AIRLOCK_VOLUME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/error.h"
+#include "airlock/manifest.h"
+
+struct al_store;
+
+enum al_strategy { AL_STRICT = 1, AL_REBASE_IF_DISJOINT = 2, AL_CONFLICT_COPY = 3 };
+const char *al_strategy_name(int s);
+int al_strategy_parse(const char *s, int *out, struct al_error *err);
+
+#define AL_NAME_MAX 64
+/* Project names: [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
+int al_project_name_check(const char *name, struct al_error *err);
+
+struct al_project_info {
+	char name[AL_NAME_MAX + 1];
+	int64_t volume;
+	uint8_t head[32];
+	int64_t created;
+	int64_t commits;
+};
+
+/* Create a project whose first commit is snapshot (NULL: the empty tree). */
+int al_project_create(struct al_store *st, const char *name, const uint8_t *snapshot, const char *author,
+		      struct al_project_info *out, struct al_error *err);
+int al_project_get(struct al_store *st, const char *name, struct al_project_info *out,
+		   struct al_error *err);
+typedef int (*al_project_fn)(void *ctx, const struct al_project_info *p, struct al_error *err);
+int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct al_error *err);
+
+/* One overlap resolved (conflict_copy) or refused (strict, rebase). */
+struct al_conflict {
+	char *path;        /* the shallowest overlapping path */
+	char *copy_path;   /* where the incoming version landed (NULL: none) */
+	bool has_base, has_theirs, has_ours;
+	struct al_entry base, theirs, ours; /* names unset */
+};
+
+struct al_commit_opts {
+	int strategy;
+	const char *author;
+	const char *message;
+};
+
+struct al_commit_result {
+	uint8_t head[32];     /* the new head; on AL_ECONFLICT the current head */
+	int64_t seq;          /* the commit's number in its volume */
+	bool rebased;         /* the head had moved; the change was replayed */
+	struct al_conflict *conflicts;
+	size_t nconflicts;
+};
+void al_commit_result_release(struct al_commit_result *r);
+
+/* Commit "base -> snapshot" into a project's live volume. */
+int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
+		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
+		      struct al_commit_result *res, struct al_error *err);
+
+struct al_commit_info {
+	int64_t seq;
+	uint8_t parent[32], base[32], result[32];
+	const char *author, *message, *strategy, *kind, *draft;
+	int64_t time;
+	const struct al_conflict *conflicts;
+	size_t nconflicts;
+};
+typedef int (*al_commit_fn)(void *ctx, const struct al_commit_info *c, struct al_error *err);
+/* Commits of a project's live volume, oldest first. */
+int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx,
+		   struct al_error *err);
+
+/* Drafts */
+#define AL_DRAFT_ID_LEN 14
+struct al_draft_info {
+	char id[AL_DRAFT_ID_LEN + 1];    /* "d" + 13 hex */
+	char project[AL_NAME_MAX + 1];
+	uint8_t base[32], head[32];
+	char state[12];                   /* open, applied, rejected */
+	int64_t created;
+};
+/* Fork a draft from the project's head; with content, the draft's head is
+ * that snapshot (one commit on the draft). */
+int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
+		    struct al_draft_info *out, struct al_error *err);
+int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err);
+typedef int (*al_draft_fn)(void *ctx, const struct al_draft_info *d, struct al_error *err);
+int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,
+		     struct al_error *err);
+/* Commit to a draft's own volume (its base stays the fork point). */
+int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32], const uint8_t snapshot[32],
+		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err);
+
+enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 3 };
+/* Apply a draft to its project (one commit into the live volume, with the
+ * caller's strategy), or reject it.  accept_selected takes paths: a
+ * directory means everything under it; a path the draft does not change is
+ * an error.  An applied or rejected draft cannot be applied again
+ * (AL_ESTATE).  On any error nothing changes. */
+int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths,
+		   size_t npaths, const struct al_commit_opts *opts, struct al_commit_result *res,
+		   struct al_error *err);
+
+/* The conflict copy name for path (docs/formats.md), before uniqueness. */
+int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,213 @@
+/* airlock draft create|list, airlock apply */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "cli.h"
+#include "util.h"
+
+static int draft_create(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' }, { "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *from = NULL, *author = NULL;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': from = optarg; break;
+		case 'a': author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 'h':
+			printf("usage: airlock draft create NAME [--from DIR] [--author A] [--json]\n\n"
+			       "Fork a draft from project NAME's live head and print its id. With --from,\n"
+			       "the draft's content is DIR (its changes are DIR against the head).\n");
+			return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage(cli, "expected the project name");
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	uint8_t snap[32];
+	struct al_draft_info d;
+	struct al_project_info p;
+	int r = al_project_get(st, argv[optind], &p, &err);
+	if (r == 0 && from)
+		r = cli_import(cli, st, from, snap, &err);
+	if (r == 0)
+		r = al_draft_create(st, argv[optind], from ? snap : NULL, cli_author(author), &d, &err);
+	al_store_close(st);
+	if (r < 0)
+		return cli_error(cli, &err);
+	if (cli->json) {
+		json_t *o = json_pack("{s:s,s:s}", "id", d.id, "project", d.project);
+		json_object_set_new(o, "base", cli_json_id(d.base));
+		json_object_set_new(o, "head", cli_json_id(d.head));
+		return cli_json_print(o);
+	}
+	printf("%s\n", d.id);
+	return 0;
+}
+
+static int list_one(void *ctx, const struct al_draft_info *d, struct al_error *err)
+{
+	(void)err;
+	json_t *arr = ctx;
+	char base[AL_ID_STRLEN + 1], head[AL_ID_STRLEN + 1];
+	al_id_fmt(d->base, base);
+	al_id_fmt(d->head, head);
+	if (!arr)
+		printf("%s %s base %s head %s\n", d->id, d->state, base, head);
+	else
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I}", "id", d->id, "state", d->state, "base",
+						     base, "head", head, "created", (json_int_t)d->created));
+	return 0;
+}
+
+static int draft_list(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			printf("usage: airlock draft list NAME [--json]\n\n"
+			       "The drafts of project NAME: id state (open, applied, rejected) base head.\n");
+			return 0;
+		}
+		if (c != 'j')
+			return cli_usage(cli, "bad option");
+		cli->json = true;
+	}
+	if (argc - optind != 1)
+		return cli_usage(cli, "expected the project name");
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	json_t *arr = cli->json ? json_array() : NULL;
+	int r = al_draft_foreach(st, argv[optind], list_one, arr, &err);
+	al_store_close(st);
+	if (r < 0) {
+		json_decref(arr);
+		return cli_error(cli, &err);
+	}
+	return arr ? cli_json_print(arr) : 0;
+}
+
+int cmd_draft(struct cli *cli, int argc, char **argv)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "create", draft_create, "fork a draft from a project's head" },
+		{ "list", draft_list, "list a project's drafts" },
+		{ 0 },
+	};
+	return cli_dispatch(cli, "draft", cmds, argc - 1, argv + 1);
+}
+
+int cmd_apply(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "accept-all", no_argument, NULL, 'A' },    { "accept", required_argument, NULL, 'p' },
+		{ "reject-all", no_argument, NULL, 'R' },    { "strategy", required_argument, NULL, 's' },
+		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },	     { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int mode = 0, strategy = AL_REBASE_IF_DISJOINT, c, nmodes = 0;
+	const char *msg = NULL, *author = NULL;
+	const char **paths = calloc((size_t)argc + 1, sizeof(char *));
+	size_t npaths = 0;
+	struct al_error err = { 0 };
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'A': mode = AL_ACCEPT_ALL; nmodes++; break;
+		case 'R': mode = AL_REJECT_ALL; nmodes++; break;
+		case 'p':
+			if (mode != AL_ACCEPT_SELECTED)
+				nmodes++;
+			mode = AL_ACCEPT_SELECTED;
+			paths[npaths++] = optarg;
+			break;
+		case 'm': msg = optarg; break;
+		case 'a': author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 's':
+			if (al_strategy_parse(optarg, &strategy, &err) < 0) {
+				free(paths);
+				return cli_error(cli, &err);
+			}
+			break;
+		case 'h':
+			free(paths);
+			printf("usage: airlock apply DRAFT (--accept-all | --accept PATH... | --reject-all)\n"
+			       "                     [--strategy S] [-m MSG] [--author A] [--json]\n\n"
+			       "Apply a draft to its project's live head in one commit: every change\n"
+			       "(--accept-all), only the changes at or under the listed paths (--accept;\n"
+			       "a path the draft does not change is an error), or none (--reject-all\n"
+			       "discards the draft). The commit uses --strategy (default rebase_if_disjoint;\n"
+			       "strict, conflict_copy). An applied or rejected draft cannot be applied again\n"
+			       "(exit 9). Prints the new head.\n");
+			return 0;
+		default: free(paths); return cli_usage(cli, "bad option");
+		}
+	}
+	if (argc - optind < 1) {
+		free(paths);
+		return cli_usage(cli, "expected the draft id");
+	}
+	const char *draft = argv[optind];
+	for (int i = optind + 1; i < argc; i++) {
+		if (mode != AL_ACCEPT_SELECTED) {
+			free(paths);
+			return cli_usage(cli, "unexpected argument '%s'", argv[i]);
+		}
+		paths[npaths++] = argv[i];
+	}
+	if (nmodes != 1) {
+		free(paths);
+		return cli_usage(cli, "give exactly one of --accept-all, --accept PATH..., --reject-all");
+	}
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0) {
+		free(paths);
+		return cli_error(cli, &err);
+	}
+	char message[256];
+	snprintf(message, sizeof(message), "%s", msg ? msg : "");
+	if (!msg)
+		snprintf(message, sizeof(message), "%s draft %s",
+			 mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected",
+			 draft);
+	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = message };
+	struct al_commit_result res = { 0 };
+	int r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
+	al_store_close(st);
+	json_t *extra = NULL;
+	if (cli->json) {
+		extra = json_pack("{s:s,s:s,s:s}", "draft", draft, "mode",
+				  mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected",
+				  "strategy", al_strategy_name(strategy));
+		json_t *pa = json_array();
+		for (size_t i = 0; i < npaths; i++)
+			json_array_append_new(pa, json_string(paths[i]));
+		json_object_set_new(extra, "paths", pa);
+	}
+	free(paths);
+	int rc = cli_commit_report(cli, r, &res, &err, extra);
+	al_commit_result_release(&res);
+	return rc;
+}

@@ -1,0 +1,1063 @@
+/* volume: projects, commits by compare-and-swap, merge strategies, drafts
+ * (include/airlock/volume.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "airlock/cas.h"
+#include "airlock/manifest.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+
+static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy" };
+
+const char *al_strategy_name(int s)
+{
+	return s >= AL_STRICT && s <= AL_CONFLICT_COPY ? strategy_names[s] : "?";
+}
+
+int al_strategy_parse(const char *s, int *out, struct al_error *err)
+{
+	for (int i = AL_STRICT; i <= AL_CONFLICT_COPY; i++)
+		if (strcmp(s, strategy_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return al_fail(err, AL_EINVAL, 0, "unknown strategy '%.40s' (strict, rebase_if_disjoint, conflict_copy)", s);
+}
+
+int al_project_name_check(const char *name, struct al_error *err)
+{
+	size_t n = strlen(name);
+	bool ok = n >= 1 && n <= AL_NAME_MAX;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		ok = alnum || (i > 0 && (c == '.' || c == '_' || c == '-'));
+	}
+	if (!ok) {
+		char q[100];
+		al_quote(name, strnlen(name, 80), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0, "invalid project name '%s' (expected [A-Za-z0-9][A-Za-z0-9._-]{0,63})", q);
+	}
+	return 0;
+}
+
+void al_commit_result_release(struct al_commit_result *r)
+{
+	for (size_t i = 0; i < r->nconflicts; i++) {
+		free(r->conflicts[i].path);
+		free(r->conflicts[i].copy_path);
+	}
+	free(r->conflicts);
+	r->conflicts = NULL;
+	r->nconflicts = 0;
+}
+
+/* ---- the empty tree ------------------------------------------------------- */
+
+static int empty_tree(struct al_cas *cas, uint8_t out[32], struct al_error *err)
+{
+	uint8_t *enc = NULL;
+	size_t len = 0;
+	int r = al_node_encode(NULL, 0, &enc, &len, err);
+	if (r < 0)
+		return r;
+	if ((r = al_cas_begin(cas, err)) == 0) {
+		r = al_cas_put(cas, enc, len, out, err);
+		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+	}
+	free(enc);
+	return r;
+}
+
+/* ---- volumes in meta.db -------------------------------------------------- */
+
+struct vol {
+	int64_t id, project, seq;
+	uint8_t head[32], base[32];
+	bool has_base;
+	char kind[8], state[12], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
+};
+
+static int get_blob32(sqlite3_stmt *st, int col, uint8_t out[32])
+{
+	if (sqlite3_column_bytes(st, col) != 32)
+		return -1;
+	memcpy(out, sqlite3_column_blob(st, col), 32);
+	return 0;
+}
+
+static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	snprintf(dst, n, "%s", t ? (const char *)t : "");
+}
+
+#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name"
+
+static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
+{
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return AL_ENOTFOUND;
+	if (rc != SQLITE_ROW)
+		return al_sqlite_fail(db, err, "volumes");
+	memset(v, 0, sizeof(*v));
+	v->id = sqlite3_column_int64(st, 0);
+	v->project = sqlite3_column_int64(st, 1);
+	v->seq = sqlite3_column_int64(st, 2);
+	if (get_blob32(st, 3, v->head) < 0)
+		return al_fail(err, AL_ECORRUPT, 0, "volume %lld has a malformed head", (long long)v->id);
+	v->has_base = get_blob32(st, 4, v->base) == 0;
+	copy_text(v->kind, sizeof(v->kind), st, 5);
+	copy_text(v->state, sizeof(v->state), st, 6);
+	copy_text(v->public_id, sizeof(v->public_id), st, 7);
+	copy_text(v->project_name, sizeof(v->project_name), st, 8);
+	return 0;
+}
+
+static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(db, "SELECT " VOL_COLS " FROM projects p JOIN volumes v ON v.id = p.volume "
+				      "WHERE p.name = ?", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	r = read_vol(db, st, v, err);
+	if (r == AL_ENOTFOUND) {
+		char q[100];
+		al_quote(project, strnlen(project, 80), q, sizeof(q));
+		return al_fail(err, AL_ENOTFOUND, 0, "no project %s", q);
+	}
+	return r;
+}
+
+static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(db, "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
+				      "WHERE v.public_id = ? AND v.kind = 'draft'", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	r = read_vol(db, st, v, err);
+	if (r == AL_ENOTFOUND) {
+		char q[100];
+		al_quote(id, strnlen(id, 80), q, sizeof(q));
+		return al_fail(err, AL_ENOTFOUND, 0, "no draft %s", q);
+	}
+	return r;
+}
+
+static int record_snapshot(sqlite3 *db, const uint8_t id[32], const char *source, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(db, "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
+				      "VALUES (?, ?, 0, 0, ?)", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, al_wall_s());
+	sqlite3_bind_text(st, 3, source, -1, SQLITE_STATIC);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record snapshot");
+}
+
+static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entry *e)
+{
+	if (!has) {
+		for (int i = 0; i < 4; i++)
+			sqlite3_bind_null(st, col + i);
+		return;
+	}
+	sqlite3_bind_int(st, col, e->type);
+	sqlite3_bind_int(st, col + 1, (int)e->mode);
+	sqlite3_bind_int64(st, col + 2, (int64_t)e->size);
+	sqlite3_bind_blob(st, col + 3, e->digest, 32, SQLITE_TRANSIENT);
+}
+
+/* Move a volume's head (compare-and-swap on the head read) and record the
+ * commit, in the caller's transaction. */
+static int record_commit(sqlite3 *db, struct vol *v, const uint8_t base[32], const uint8_t result[32],
+			 const struct al_commit_opts *o, const char *kind, const char *draft,
+			 const struct al_commit_result *res, int64_t *seq, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL, *ins = NULL, *cf = NULL;
+	int r = al_sqlite_prepare(db, "UPDATE volumes SET head = ?, seq = seq + 1 WHERE id = ? AND head = ?",
+				  &up, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(up, 1, result, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(up, 2, v->id);
+	sqlite3_bind_blob(up, 3, v->head, 32, SQLITE_STATIC);
+	if (sqlite3_step(up) != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "move head");
+	if (sqlite3_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
+		return al_fail(err, AL_ECONFLICT, 0, "VolumeConflictError: the head moved during the commit");
+	if ((r = al_sqlite_prepare(db, "INSERT INTO commits(volume, seq, parent, base, result, author, message, "
+				       "strategy, kind, draft, time) VALUES (?,?,?,?,?,?,?,?,?,?,?)", &ins, err)) < 0)
+		return r;
+	*seq = v->seq + 1;
+	sqlite3_bind_int64(ins, 1, v->id);
+	sqlite3_bind_int64(ins, 2, *seq);
+	sqlite3_bind_blob(ins, 3, v->head, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 4, base, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 5, result, 32, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 6, o && o->author ? o->author : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 7, o && o->message ? o->message : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 8, al_strategy_name(o ? o->strategy : AL_STRICT), -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 9, kind, -1, SQLITE_STATIC);
+	if (draft)
+		sqlite3_bind_text(ins, 10, draft, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(ins, 10);
+	sqlite3_bind_int64(ins, 11, al_wall_s());
+	if (sqlite3_step(ins) != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "record commit");
+	int64_t cid = sqlite3_last_insert_rowid(db);
+	if (res && res->nconflicts) {
+		if ((r = al_sqlite_prepare(db, "INSERT INTO conflicts VALUES (?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?)",
+					   &cf, err)) < 0)
+			return r;
+		for (size_t i = 0; i < res->nconflicts; i++) {
+			const struct al_conflict *c = &res->conflicts[i];
+			sqlite3_reset(cf);
+			sqlite3_bind_int64(cf, 1, cid);
+			sqlite3_bind_text(cf, 2, c->path, -1, SQLITE_STATIC);
+			if (c->copy_path)
+				sqlite3_bind_text(cf, 3, c->copy_path, -1, SQLITE_STATIC);
+			else
+				sqlite3_bind_null(cf, 3);
+			bind_entry(cf, 4, c->has_base, &c->base);
+			bind_entry(cf, 8, c->has_theirs, &c->theirs);
+			bind_entry(cf, 12, c->has_ours, &c->ours);
+			if (sqlite3_step(cf) != SQLITE_DONE)
+				return al_sqlite_fail(db, err, "record conflict");
+		}
+	}
+	memcpy(v->head, result, 32);
+	v->seq = *seq;
+	return record_snapshot(db, result, kind, err);
+}
+
+/* ---- overlaps ------------------------------------------------------------ */
+
+static bool same_new(const struct al_change_rec *a, const struct al_change_rec *b)
+{
+	if (a->has_new != b->has_new)
+		return false;
+	if (!a->has_new)
+		return true; /* both deleted */
+	if (a->new.type != b->new.type || a->new.mode != b->new.mode)
+		return false;
+	/* a directory's contents are judged path by path beneath it */
+	return a->new.type == AL_T_DIR || memcmp(a->new.digest, b->new.digest, 32) == 0;
+}
+
+/* a change that removes or replaces everything beneath its path */
+static bool destroys(const struct al_change_rec *c)
+{
+	return c->op == 'D' || (c->op == 'M' && c->has_old && c->has_new && c->old.type != c->new.type &&
+				c->old.type == AL_T_DIR);
+}
+
+static const struct al_change_rec *find_change(const struct al_changes *cs, const char *path)
+{
+	size_t lo = 0, hi = cs->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = al_path_cmp(cs->v[mid].path, path);
+		if (c == 0)
+			return &cs->v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Does cs change anything strictly beneath path? */
+static bool changes_beneath(const struct al_changes *cs, const char *path)
+{
+	size_t n = strlen(path), lo = 0, hi = cs->n;
+	while (lo < hi) { /* first change sorting after path */
+		size_t mid = (lo + hi) / 2;
+		if (al_path_cmp(cs->v[mid].path, path) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < cs->n && strncmp(cs->v[lo].path, path, n) == 0 && cs->v[lo].path[n] == '/';
+}
+
+struct roots {
+	char **v;
+	size_t n, cap;
+};
+
+static int roots_add(struct roots *r, const char *path, size_t len)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		char **v = realloc(r->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		r->v = v;
+		r->cap = cap;
+	}
+	if (!(r->v[r->n] = strndup(path, len)))
+		return -1;
+	r->n++;
+	return 0;
+}
+
+static void roots_release(struct roots *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i]);
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+static int cmp_str_path(const void *a, const void *b)
+{
+	return al_path_cmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	return strncmp(path, root, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* Overlaps of theirs (the incoming change) with ours (changes since its
+ * base), as their shallowest paths: the same path changed differently; a
+ * path deleted or turned into another type on one side with changes beneath
+ * it on the other. */
+static int overlap_roots(const struct al_changes *theirs, const struct al_changes *ours, struct roots *out,
+			 struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	const struct al_changes *side[2] = { theirs, ours };
+	for (int s = 0; s < 2; s++) {
+		const struct al_changes *a = side[s], *b = side[1 - s];
+		for (size_t i = 0; i < a->n; i++) {
+			const struct al_change_rec *c = &a->v[i];
+			const struct al_change_rec *d = find_change(b, c->path);
+			bool hit = s == 0 && d && !same_new(c, d);
+			if (!hit && destroys(c) && changes_beneath(b, c->path))
+				hit = true;
+			if (hit && roots_add(out, c->path, strlen(c->path)) < 0)
+				goto oom;
+		}
+	}
+	if (out->n)
+		qsort(out->v, out->n, sizeof(char *), cmp_str_path);
+	/* keep the shallowest: drop duplicates and paths under another root */
+	size_t k = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		if (k && is_under(out->v[i], out->v[k - 1])) {
+			free(out->v[i]);
+			continue;
+		}
+		out->v[k++] = out->v[i];
+	}
+	out->n = k;
+	return 0;
+oom:
+	roots_release(out);
+	return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+}
+
+/* ---- conflict copies ------------------------------------------------------ */
+
+int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, size_t outsz)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+	const char *dot = strrchr(name, '.');
+	if (dot == name)
+		dot = NULL; /* ".bashrc": no extension */
+	size_t stemlen = dot ? (size_t)(dot - name) : strlen(name);
+	const char *ext = dot ? dot : "";
+	/* never nest markers: drop an earlier ".conflict-<8 hex>[-N]" */
+	const char *m = NULL;
+	for (const char *p = name; p + 18 <= name + stemlen; p++)
+		if (strncmp(p, ".conflict-", 10) == 0)
+			m = p;
+	if (m)
+		stemlen = (size_t)(m - name);
+	char hex[65];
+	al_hex(change_id, 32, hex);
+	size_t extlen = strlen(ext);
+	if (stemlen + 18 + extlen > 250) /* a name stays within 255 bytes */
+		stemlen = 250 > 18 + extlen ? 250 - 18 - extlen : 0;
+	int n = snprintf(out, outsz, "%.*s%.*s.conflict-%.8s%s", (int)dirlen, path, (int)stemlen, name, hex, ext);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+static int unique_copy_path(struct al_cas *cas, const uint8_t tree[32], const char *path,
+			    const uint8_t change_id[32], const struct roots *taken, char *out, size_t outsz,
+			    struct al_error *err)
+{
+	char first[AL_PATH_MAX + 64];
+	if (al_conflict_name(path, change_id, first, sizeof(first)) < 0 || strlen(first) > AL_PATH_MAX)
+		return al_fail(err, AL_ELIMIT, 0, "conflict copy of %s: path too long", path);
+	const char *dot = strrchr(first, '.');
+	const char *marker = strstr(first, ".conflict-");
+	if (dot && dot < marker)
+		dot = NULL;
+	for (int k = 1; k < 1000; k++) {
+		if (k == 1)
+			snprintf(out, outsz, "%s", first);
+		else if (dot && dot > marker)
+			snprintf(out, outsz, "%.*s-%d%s", (int)(dot - first), first, k, dot);
+		else
+			snprintf(out, outsz, "%s-%d", first, k);
+		bool used = false;
+		for (size_t i = 0; i < taken->n && !used; i++)
+			used = strcmp(taken->v[i], out) == 0;
+		struct al_entry e;
+		struct al_error e2 = { 0 };
+		int r = used ? 0 : al_manifest_lookup(cas, tree, out, &e, &e2);
+		if (!used && r == AL_ENOTFOUND)
+			return 0;
+		if (r < 0 && r != AL_ENOTFOUND) {
+			*err = e2;
+			return r;
+		}
+	}
+	return al_fail(err, AL_ELIMIT, 0, "no free conflict name for %s", path);
+}
+
+static int lookup_opt(struct al_cas *cas, const uint8_t tree[32], const char *path, bool *has,
+		      struct al_entry *e, struct al_error *err)
+{
+	struct al_error e2 = { 0 };
+	int r = al_manifest_lookup(cas, tree, path, e, &e2);
+	*has = r == 0;
+	if (r == AL_ENOTFOUND)
+		return 0;
+	if (r < 0)
+		*err = e2;
+	return r;
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+struct merge {
+	struct al_cas *cas;
+	const uint8_t *base, *incoming;
+	uint8_t head[32];
+	struct al_changes theirs, ours;
+	struct roots roots;
+};
+
+static void merge_release(struct merge *m)
+{
+	al_changes_release(&m->theirs);
+	al_changes_release(&m->ours);
+	roots_release(&m->roots);
+}
+
+static int fill_conflicts(struct merge *m, struct al_commit_result *res, struct al_error *err)
+{
+	res->conflicts = calloc(m->roots.n ? m->roots.n : 1, sizeof(*res->conflicts));
+	if (!res->conflicts)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	for (size_t i = 0; i < m->roots.n; i++) {
+		struct al_conflict *c = &res->conflicts[res->nconflicts++];
+		if (!(c->path = strdup(m->roots.v[i])))
+			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+		int r;
+		if ((r = lookup_opt(m->cas, m->base, c->path, &c->has_base, &c->base, err)) < 0 ||
+		    (r = lookup_opt(m->cas, m->incoming, c->path, &c->has_theirs, &c->theirs, err)) < 0 ||
+		    (r = lookup_opt(m->cas, m->head, c->path, &c->has_ours, &c->ours, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int conflict_error(struct merge *m, struct al_commit_result *res, const char *why, struct al_error *err)
+{
+	int r = fill_conflicts(m, res, err);
+	if (r < 0)
+		return r;
+	memcpy(res->head, m->head, 32);
+	char id[AL_ID_STRLEN + 1], paths[160] = "";
+	al_id_fmt(m->head, id);
+	size_t o = 0;
+	for (size_t i = 0; i < m->roots.n && o + 4 < sizeof(paths); i++)
+		o += (size_t)snprintf(paths + o, sizeof(paths) - o, "%s%s", i ? ", " : "", m->roots.v[i]);
+	return al_fail(err, AL_ECONFLICT, 0, "VolumeConflictError: head is %s, not the declared base (%s)%s%s",
+		       id, why, m->roots.n ? "; overlapping paths: " : "", paths);
+}
+
+/* Apply "incoming minus overlaps" onto head, then land each overlap's
+ * incoming version beside ours. */
+static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struct al_commit_result *res,
+		       struct al_error *err)
+{
+	struct al_edit *ed = NULL;
+	int r = al_changes_edits(&m->theirs, &ed, err);
+	if (r < 0)
+		return r;
+	size_t k = 0;
+	for (size_t i = 0; i < m->theirs.n; i++) {
+		bool skip = false;
+		for (size_t j = 0; j < m->roots.n && !skip; j++)
+			skip = is_under(ed[i].path, m->roots.v[j]);
+		if (!skip)
+			ed[k++] = ed[i];
+	}
+	uint8_t mid[32];
+	r = al_manifest_edit(m->cas, m->head, ed, k, mid, err);
+	free(ed);
+	if (r < 0 || !with_copies || m->roots.n == 0) {
+		if (r == 0)
+			memcpy(out, mid, 32);
+		return r;
+	}
+	if ((r = fill_conflicts(m, res, err)) < 0)
+		return r;
+	/* the change's id: what it was made from and what it made */
+	uint8_t cid[32], buf[64];
+	memcpy(buf, m->base, 32);
+	memcpy(buf + 32, m->incoming, 32);
+	al_sha256(buf, sizeof(buf), cid);
+	struct al_edit *copies = calloc(m->roots.n, sizeof(*copies));
+	struct roots taken = { 0 };
+	if (!copies)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	size_t nc = 0;
+	for (size_t i = 0; i < res->nconflicts && r == 0; i++) {
+		struct al_conflict *c = &res->conflicts[i];
+		if (!c->has_theirs)
+			continue; /* theirs deleted it: ours stays, the conflict is recorded */
+		char cp[AL_PATH_MAX + 64];
+		if ((r = unique_copy_path(m->cas, mid, c->path, cid, &taken, cp, sizeof(cp), err)) < 0)
+			break;
+		if (!(c->copy_path = strdup(cp)) || roots_add(&taken, cp, strlen(cp)) < 0) {
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+			break;
+		}
+		copies[nc].path = c->copy_path;
+		copies[nc].op = AL_EDIT_SET;
+		copies[nc].entry = c->theirs; /* a directory is grafted whole */
+		nc++;
+	}
+	if (r == 0)
+		r = al_manifest_edit(m->cas, mid, copies, nc, out, err);
+	free(copies);
+	roots_release(&taken);
+	return r;
+}
+
+/* In an open meta transaction: commit base -> incoming into v. */
+static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const uint8_t base[32],
+			 const uint8_t incoming[32], const struct al_commit_opts *o, const char *kind,
+			 const char *draft, struct al_commit_result *res, struct al_error *err)
+{
+	struct al_cas *cas = al_store_cas(st);
+	int strategy = o ? o->strategy : AL_STRICT;
+	uint8_t result[32];
+	int r = 0;
+	/* the incoming snapshot must be a complete tree of this tenant */
+	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
+	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
+		return r;
+	if (memcmp(v->head, base, 32) == 0) {
+		memcpy(result, incoming, 32);
+	} else {
+		struct merge m = { .cas = cas, .base = base, .incoming = incoming };
+		memcpy(m.head, v->head, 32);
+		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
+		    (r = al_manifest_changes(cas, base, v->head, &m.ours, err)) < 0 ||
+		    (r = overlap_roots(&m.theirs, &m.ours, &m.roots, err)) < 0) {
+			merge_release(&m);
+			return r;
+		}
+		if (strategy == AL_STRICT)
+			r = conflict_error(&m, res, "strict", err);
+		else if (strategy == AL_REBASE_IF_DISJOINT && m.roots.n)
+			r = conflict_error(&m, res, "rebase_if_disjoint: changes overlap", err);
+		else if ((r = al_cas_begin(cas, err)) == 0) {
+			r = merge_apply(&m, strategy == AL_CONFLICT_COPY, result, res, err);
+			/* every new node durable before the head names it */
+			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+			res->rebased = r == 0;
+		}
+		merge_release(&m);
+		if (r < 0)
+			return r;
+	}
+	if ((r = record_commit(db, v, base, result, o, kind, draft, res, &res->seq, err)) < 0)
+		return r;
+	memcpy(res->head, result, 32);
+	return 0;
+}
+
+static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
+{
+	int r = al_store__meta(st, db, err);
+	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
+}
+
+static int finish(sqlite3 *db, int r, struct al_error *err)
+{
+	if (r < 0) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
+	}
+	return al_sqlite_exec(db, "COMMIT", err);
+}
+
+int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
+		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
+		      struct al_commit_result *res, struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	sqlite3 *db;
+	int r = begin(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol v;
+	if ((r = live_volume(db, project, &v, err)) == 0)
+		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, res, err);
+	return finish(db, r, err);
+}
+
+/* ---- projects ------------------------------------------------------------- */
+
+int al_project_create(struct al_store *st, const char *name, const uint8_t *snapshot, const char *author,
+		      struct al_project_info *out, struct al_error *err)
+{
+	int r = al_project_name_check(name, err);
+	if (r < 0)
+		return r;
+	struct al_cas *cas = al_store_cas(st);
+	uint8_t head[32];
+	if (snapshot) {
+		memcpy(head, snapshot, 32);
+		if ((r = al_manifest_stat(cas, head, NULL, NULL, err)) < 0)
+			return r;
+	} else if ((r = empty_tree(cas, head, err)) < 0) {
+		return r;
+	}
+	sqlite3 *db;
+	if ((r = begin(st, &db, err)) < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *pv = NULL, *pp = NULL, *up = NULL;
+	int64_t now = al_wall_s();
+	if ((r = al_sqlite_prepare(db, "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)", &pp, err)) < 0)
+		return finish(db, r, err);
+	sqlite3_bind_text(pp, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(pp, 2, now);
+	int rc = sqlite3_step(pp);
+	if (rc == SQLITE_CONSTRAINT_UNIQUE)
+		return finish(db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
+	if (rc != SQLITE_DONE)
+		return finish(db, al_sqlite_fail(db, err, "create project"), err);
+	int64_t pid = sqlite3_last_insert_rowid(db);
+	/* the volume starts at the empty tree; the first commit brings snapshot */
+	uint8_t empty[32];
+	if ((r = empty_tree(cas, empty, err)) < 0)
+		return finish(db, r, err);
+	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
+				   &pv, err)) < 0)
+		return finish(db, r, err);
+	sqlite3_bind_int64(pv, 1, pid);
+	sqlite3_bind_blob(pv, 2, empty, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(pv, 3, now);
+	if (sqlite3_step(pv) != SQLITE_DONE)
+		return finish(db, al_sqlite_fail(db, err, "create volume"), err);
+	int64_t vid = sqlite3_last_insert_rowid(db);
+	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) < 0)
+		return finish(db, r, err);
+	sqlite3_bind_int64(up, 1, vid);
+	sqlite3_bind_int64(up, 2, pid);
+	if (sqlite3_step(up) != SQLITE_DONE)
+		return finish(db, al_sqlite_fail(db, err, "create project"), err);
+	struct vol v = { .id = vid, .project = pid };
+	memcpy(v.head, empty, 32);
+	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
+	struct al_commit_result res = { 0 };
+	int64_t seq;
+	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0)
+		return finish(db, r, err);
+	if ((r = finish(db, 0, err)) < 0)
+		return r;
+	if (out) {
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "%s", name);
+		out->volume = vid;
+		memcpy(out->head, head, 32);
+		out->created = now;
+		out->commits = 1;
+	}
+	return 0;
+}
+
+static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p, struct al_error *err)
+{
+	memset(p, 0, sizeof(*p));
+	copy_text(p->name, sizeof(p->name), st, 0);
+	p->volume = sqlite3_column_int64(st, 1);
+	if (get_blob32(st, 2, p->head) < 0)
+		return al_fail(err, AL_ECORRUPT, 0, "project %s has a malformed head", p->name);
+	p->created = sqlite3_column_int64(st, 3);
+	p->commits = sqlite3_column_int64(st, 4);
+	(void)db;
+	return 0;
+}
+
+#define PROJECT_SELECT "SELECT p.name, p.volume, v.head, p.created, v.seq FROM projects p " \
+		       "JOIN volumes v ON v.id = p.volume "
+
+int al_project_get(struct al_store *st, const char *name, struct al_project_info *out, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, PROJECT_SELECT "WHERE p.name = ?", &q, err)) < 0)
+		return r;
+	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE) {
+		char n[100];
+		al_quote(name, strnlen(name, 80), n, sizeof(n));
+		return al_fail(err, AL_ENOTFOUND, 0, "no project %s", n);
+	}
+	if (rc != SQLITE_ROW)
+		return al_sqlite_fail(db, err, "projects");
+	return project_row(db, q, out, err);
+}
+
+int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, PROJECT_SELECT "ORDER BY p.name", &q, err)) < 0)
+		return r;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct al_project_info p;
+		if ((r = project_row(db, q, &p, err)) < 0 || (r = fn(ctx, &p, err)) != 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "projects");
+}
+
+static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == 32;
+	if (!*has)
+		return;
+	e->type = sqlite3_column_int(st, col);
+	e->mode = (unsigned)sqlite3_column_int(st, col + 1);
+	e->size = (uint64_t)sqlite3_column_int64(st, col + 2);
+	memcpy(e->digest, sqlite3_column_blob(st, col + 3), 32);
+}
+
+int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol v;
+	if ((r = live_volume(db, project, &v, err)) < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *cq = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT id, seq, parent, base, result, author, message, strategy, kind, "
+				       "draft, time FROM commits WHERE volume = ? ORDER BY seq", &q, err)) < 0 ||
+	    (r = al_sqlite_prepare(db, "SELECT path, copy_path, base_type, base_mode, base_size, base_digest, "
+				       "theirs_type, theirs_mode, theirs_size, theirs_digest, ours_type, ours_mode, "
+				       "ours_size, ours_digest FROM conflicts WHERE commit_id = ? ORDER BY rowid",
+				   &cq, err)) < 0)
+		return r;
+	sqlite3_bind_int64(q, 1, v.id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct al_commit_info c = { 0 };
+		c.seq = sqlite3_column_int64(q, 1);
+		if (get_blob32(q, 2, c.parent) < 0 || get_blob32(q, 3, c.base) < 0 || get_blob32(q, 4, c.result) < 0)
+			return al_fail(err, AL_ECORRUPT, 0, "commit %lld is malformed", (long long)c.seq);
+		c.author = (const char *)sqlite3_column_text(q, 5);
+		c.message = (const char *)sqlite3_column_text(q, 6);
+		c.strategy = (const char *)sqlite3_column_text(q, 7);
+		c.kind = (const char *)sqlite3_column_text(q, 8);
+		c.draft = (const char *)sqlite3_column_text(q, 9);
+		c.time = sqlite3_column_int64(q, 10);
+		struct al_conflict *cf = NULL;
+		size_t ncf = 0, capcf = 0;
+		sqlite3_reset(cq);
+		sqlite3_bind_int64(cq, 1, sqlite3_column_int64(q, 0));
+		while (sqlite3_step(cq) == SQLITE_ROW) {
+			if (ncf == capcf) {
+				capcf = capcf ? capcf * 2 : 8;
+				struct al_conflict *n = realloc(cf, capcf * sizeof(*n));
+				if (!n) {
+					free(cf);
+					return al_fail(err, AL_ENOMEM, ENOMEM, "log");
+				}
+				cf = n;
+			}
+			struct al_conflict *x = &cf[ncf++];
+			const char *p0 = (const char *)sqlite3_column_text(cq, 0);
+			const char *p1 = (const char *)sqlite3_column_text(cq, 1);
+			x->path = strdup(p0 ? p0 : "");
+			x->copy_path = p1 ? strdup(p1) : NULL;
+			read_entry(cq, 2, &x->has_base, &x->base);
+			read_entry(cq, 6, &x->has_theirs, &x->theirs);
+			read_entry(cq, 10, &x->has_ours, &x->ours);
+		}
+		c.conflicts = cf;
+		c.nconflicts = ncf;
+		r = fn(ctx, &c, err);
+		struct al_commit_result tmp = { .conflicts = cf, .nconflicts = ncf };
+		al_commit_result_release(&tmp);
+		if (r != 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "log");
+}
+
+/* ---- drafts ------------------------------------------------------------- */
+
+static void draft_info(const struct vol *v, struct al_draft_info *d)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->id, sizeof(d->id), "%s", v->public_id);
+	snprintf(d->project, sizeof(d->project), "%s", v->project_name);
+	memcpy(d->base, v->base, 32);
+	memcpy(d->head, v->head, 32);
+	snprintf(d->state, sizeof(d->state), "%s", v->state);
+}
+
+int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
+		    struct al_draft_info *out, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = begin(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol live;
+	if ((r = live_volume(db, project, &live, err)) < 0)
+		return finish(db, r, err);
+	uint8_t rnd[7];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return finish(db, al_fail(err, AL_EIO, errno, "draft id"), err);
+	char hex[15], id[AL_DRAFT_ID_LEN + 1];
+	al_hex(rnd, sizeof(rnd), hex);
+	snprintf(id, sizeof(id), "d%.13s", hex);
+	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created) "
+				       "VALUES (?, 'draft', ?, ?, ?, ?)", &ins, err)) < 0)
+		return finish(db, r, err);
+	sqlite3_bind_int64(ins, 1, live.project);
+	sqlite3_bind_blob(ins, 2, live.head, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, live.head, 32, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 5, al_wall_s());
+	if (sqlite3_step(ins) != SQLITE_DONE)
+		return finish(db, al_sqlite_fail(db, err, "create draft"), err);
+	struct vol v = live;
+	v.id = sqlite3_last_insert_rowid(db);
+	v.seq = 0;
+	memcpy(v.base, live.head, 32);
+	v.has_base = true;
+	snprintf(v.kind, sizeof(v.kind), "draft");
+	snprintf(v.state, sizeof(v.state), "open");
+	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
+	if (content) {
+		struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
+		struct al_commit_result res = { 0 };
+		r = commit_locked(st, db, &v, live.head, content, &o, "commit", id, &res, err);
+		al_commit_result_release(&res);
+		if (r < 0)
+			return finish(db, r, err);
+	}
+	if ((r = finish(db, 0, err)) < 0)
+		return r;
+	if (out)
+		draft_info(&v, out);
+	return 0;
+}
+
+int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol v;
+	if ((r = draft_volume(db, id, &v, err)) < 0)
+		return r;
+	draft_info(&v, out);
+	return 0;
+}
+
+int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol live;
+	if ((r = live_volume(db, project, &live, err)) < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT " VOL_COLS ", v.created FROM volumes v JOIN projects p ON p.id = v.project "
+				       "WHERE v.project = ? AND v.kind = 'draft' ORDER BY v.id", &q, err)) < 0)
+		return r;
+	sqlite3_bind_int64(q, 1, live.project);
+	for (;;) {
+		struct vol v;
+		r = read_vol(db, q, &v, err);
+		if (r == AL_ENOTFOUND)
+			return 0;
+		if (r < 0)
+			return r;
+		struct al_draft_info d;
+		draft_info(&v, &d);
+		d.created = sqlite3_column_int64(q, 9);
+		if ((r = fn(ctx, &d, err)) != 0)
+			return r;
+	}
+}
+
+int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32], const uint8_t snapshot[32],
+		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	sqlite3 *db;
+	int r = begin(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol v;
+	if ((r = draft_volume(db, id, &v, err)) == 0) {
+		if (strcmp(v.state, "open") != 0)
+			r = al_fail(err, AL_ESTATE, 0, "draft %s is %s", id, v.state);
+		else
+			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, res, err);
+	}
+	return finish(db, r, err);
+}
+
+/* The changes of the draft under the selected paths, plus the directories
+ * they need, applied to the draft's base. */
+static int select_changes(struct al_cas *cas, const struct vol *d, const char *const *paths, size_t npaths,
+			  uint8_t out[32], struct al_error *err)
+{
+	struct al_changes ch;
+	int r = al_manifest_changes(cas, d->base, d->head, &ch, err);
+	if (r < 0)
+		return r;
+	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
+	struct al_edit *ed = NULL;
+	if (!keep) {
+		al_changes_release(&ch);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
+	}
+	for (size_t p = 0; p < npaths && r == 0; p++) {
+		const char *why;
+		char sel[AL_PATH_MAX + 1];
+		size_t len = strlen(paths[p]);
+		while (len > 1 && paths[p][len - 1] == '/')
+			len--; /* "dir/" means dir */
+		if (len > AL_PATH_MAX) {
+			r = al_fail(err, AL_EINVAL, 0, "path too long");
+			break;
+		}
+		memcpy(sel, paths[p], len);
+		sel[len] = 0;
+		if (!al_path_valid(sel, &why)) {
+			char q[300];
+			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
+			r = al_fail(err, AL_EINVAL, 0, "bad path '%s': %s", q, why);
+			break;
+		}
+		bool any = false;
+		for (size_t i = 0; i < ch.n; i++) {
+			if (!is_under(ch.v[i].path, sel))
+				continue;
+			any = keep[i] = true;
+			/* the directories it lives in, if the draft made them */
+			for (size_t j = 0; j < i; j++)
+				if (!keep[j] && ch.v[j].has_new && ch.v[j].new.type == AL_T_DIR &&
+				    is_under(ch.v[i].path, ch.v[j].path))
+					keep[j] = true;
+		}
+		if (!any)
+			r = al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", sel, d->public_id);
+	}
+	if (r == 0 && (r = al_changes_edits(&ch, &ed, err)) == 0) {
+		size_t k = 0;
+		for (size_t i = 0; i < ch.n; i++)
+			if (keep[i])
+				ed[k++] = ed[i];
+		if ((r = al_cas_begin(cas, err)) == 0) {
+			r = al_manifest_edit(cas, d->base, ed, k, out, err);
+			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+		}
+	}
+	free(ed);
+	free(keep);
+	al_changes_release(&ch);
+	return r;
+}
+
+int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths, size_t npaths,
+		   const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (mode != AL_ACCEPT_ALL && mode != AL_ACCEPT_SELECTED && mode != AL_REJECT_ALL)
+		return al_fail(err, AL_EUSAGE, 0, "apply: bad mode");
+	if (mode == AL_ACCEPT_SELECTED && npaths == 0)
+		return al_fail(err, AL_EINVAL, 0, "accept_selected needs at least one path");
+	sqlite3 *db;
+	int r = begin(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol d, live;
+	if ((r = draft_volume(db, id, &d, err)) < 0)
+		return finish(db, r, err);
+	if (strcmp(d.state, "open") != 0)
+		return finish(db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
+	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
+		return finish(db, r, err);
+	const char *state = mode == AL_REJECT_ALL ? "rejected" : "applied";
+	if (mode != AL_REJECT_ALL) {
+		uint8_t incoming[32];
+		memcpy(incoming, d.head, 32);
+		if (mode == AL_ACCEPT_SELECTED &&
+		    (r = select_changes(al_store_cas(st), &d, paths, npaths, incoming, err)) < 0)
+			return finish(db, r, err);
+		if ((r = commit_locked(st, db, &live, d.base, incoming, opts, "apply", id, res, err)) < 0)
+			return finish(db, r, err);
+	} else {
+		memcpy(res->head, live.head, 32);
+	}
+	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
+	if ((r = al_sqlite_prepare(db, "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'", &up, err)) < 0)
+		return finish(db, r, err);
+	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(up, 2, d.id);
+	if (sqlite3_step(up) != SQLITE_DONE || sqlite3_changes(db) != 1)
+		return finish(db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
+	return finish(db, 0, err);
+}
