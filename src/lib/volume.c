@@ -282,7 +282,8 @@ static const struct al_change_rec *find_change(const struct al_changes *cs, cons
 	return NULL;
 }
 
-/* Does cs change anything strictly beneath path? */
+/* Does cs add or modify anything strictly beneath path?  (Deletions
+ * beneath a path the other side deletes agree with it.) */
 static bool changes_beneath(const struct al_changes *cs, const char *path)
 {
 	size_t n = strlen(path), lo = 0, hi = cs->n;
@@ -293,7 +294,10 @@ static bool changes_beneath(const struct al_changes *cs, const char *path)
 		else
 			hi = mid;
 	}
-	return lo < cs->n && strncmp(cs->v[lo].path, path, n) == 0 && cs->v[lo].path[n] == '/';
+	for (size_t i = lo; i < cs->n && strncmp(cs->v[i].path, path, n) == 0 && cs->v[i].path[n] == '/'; i++)
+		if (cs->v[i].has_new)
+			return true;
+	return false;
 }
 
 struct roots {
@@ -511,7 +515,9 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 		return r;
 	size_t k = 0;
 	for (size_t i = 0; i < m->theirs.n; i++) {
-		bool skip = false;
+		/* identical on both sides: already in the head */
+		const struct al_change_rec *o = find_change(&m->ours, m->theirs.v[i].path);
+		bool skip = o && same_new(&m->theirs.v[i], o);
 		for (size_t j = 0; j < m->roots.n && !skip; j++)
 			skip = is_under(ed[i].path, m->roots.v[j]);
 		if (!skip)

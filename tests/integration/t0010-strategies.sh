@@ -61,6 +61,11 @@ fresh; edit 'echo same >> a.txt; mkdir both'; commit >/dev/null
 edit 'echo same >> a.txt; mkdir both; echo t > b.txt'
 run commit --strategy rebase_if_disjoint
 is "$rc" 0 "identical changes on both sides are not an overlap"
+fresh; edit 'rm -rf dir b.txt'; commit >/dev/null
+edit 'rm -rf dir b.txt; echo t >> a.txt'
+run commit --strategy rebase_if_disjoint
+is "$rc" 0 "a deletion made on both sides replays cleanly"
+is "$(tree)" "file a.txt file f " "  leaving both deletions and the edit"
 
 # conflict_copy on each kind: nothing is lost
 for k in same deldir under type del; do
