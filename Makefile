@@ -13,7 +13,7 @@ BUILD ?= build-san
 endif
 
 CC ?= cc
-PKGS := libcrypto sqlite3 libzstd
+PKGS := libcrypto sqlite3 libzstd libgit2 libarchive
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))

@@ -6,7 +6,7 @@
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libzstd-dev libsqlite3-dev
-libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl"
+libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl libgit2-dev"
 
 missing=""
 for p in $PKGS; do

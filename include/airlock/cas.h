@@ -59,7 +59,8 @@ int al_cas_put_prepared(struct al_cas *cas, const struct al_cas_prep *p, struct 
 /* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
 int al_cas_has(struct al_cas *cas, const uint8_t digest[32], struct al_error *err);
 
-/* Read a whole object, verified.  *out is malloc'ed, caller frees. */
+/* Read a whole object, verified.  *out is malloc'ed, caller frees; it has
+ * one byte beyond len, set to NUL. */
 int al_cas_get(struct al_cas *cas, const uint8_t digest[32], uint8_t **out,
 	       size_t *len, struct al_error *err);
 

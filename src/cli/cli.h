@@ -64,6 +64,7 @@ int cmd_project(struct cli *cli, int argc, char **argv);
 int cmd_commit(struct cli *cli, int argc, char **argv);
 int cmd_draft(struct cli *cli, int argc, char **argv);
 int cmd_apply(struct cli *cli, int argc, char **argv);
+int cmd_review(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fsck(struct cli *cli, int argc, char **argv);
 

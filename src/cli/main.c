@@ -19,6 +19,7 @@ static const struct cli_cmd commands[] = {
 	{ "project", cmd_project, "create projects, show their head and history" },
 	{ "commit", cmd_commit, "commit a directory to a project (compare-and-swap)" },
 	{ "draft", cmd_draft, "fork and list drafts of a project" },
+	{ "review", cmd_review, "show a draft's changes with diffs" },
 	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
 };

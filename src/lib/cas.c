@@ -663,9 +663,10 @@ static int decode_packed(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], int e
 	size_t dlen = (size_t)sqlite3_column_bytes(st, 2);
 	if (size >= AL_CAS_LOOSE_MIN * 64ull)
 		return corrupt(err, d, "implausible size");
-	uint8_t *buf = malloc(size ? (size_t)size : 1);
+	uint8_t *buf = malloc((size_t)size + 1);
 	if (!buf)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	buf[size] = 0; /* callers may treat small objects as strings */
 	int r = 0;
 	if (enc == ENC_RAW) {
 		if (dlen != size)
@@ -726,6 +727,7 @@ int al_cas_get(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint8_t **out, 
 		al_buf_release(&b);
 		return r;
 	}
+	b.p[b.len] = 0; /* reserved above */
 	*out = b.p;
 	*len = b.len;
 	return 0;
