@@ -60,23 +60,23 @@ $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS)
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
 $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
 
 fuzz: | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
 	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(PKG_CFLAGS) $(PKG_LIBS) || exit 1; \
+	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
 

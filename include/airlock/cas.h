@@ -56,6 +56,14 @@ void al_cas_prep_release(struct al_cas_prep *p);
 /* Store a prepared object (inside a batch); no-op if present. */
 int al_cas_put_prepared(struct al_cas *cas, const struct al_cas_prep *p, struct al_error *err);
 
+/* Store an object arriving as a stream of exactly size bytes (inside a
+ * batch).  end verifies the length and stores it (no-op if present). */
+struct al_cas_writer;
+int al_cas_write_begin(struct al_cas *cas, uint64_t size, struct al_cas_writer **out, struct al_error *err);
+int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_error *err);
+int al_cas_write_end(struct al_cas_writer *w, uint8_t digest_out[32], struct al_error *err);
+void al_cas_write_abort(struct al_cas_writer *w); /* accepts NULL */
+
 /* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
 int al_cas_has(struct al_cas *cas, const uint8_t digest[32], struct al_error *err);
 

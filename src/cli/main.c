@@ -21,6 +21,7 @@ static const struct cli_cmd commands[] = {
 	{ "draft", cmd_draft, "fork and list drafts of a project" },
 	{ "review", cmd_review, "show a draft's changes with diffs" },
 	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
+	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
 };
 

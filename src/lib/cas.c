@@ -864,3 +864,76 @@ int al_cas_hash_fd(int fd, uint8_t d[AL_DIGEST_LEN], uint64_t *size_out, struct 
 		*size_out = total;
 	return 0;
 }
+
+/* ---- streaming writer ----------------------------------------------------- */
+
+struct al_cas_writer {
+	struct al_cas *cas;
+	uint64_t size, got;
+	struct al_sha *sha;
+	struct al_buf small;       /* objects below AL_CAS_LOOSE_MIN */
+	struct loose_writer lw;    /* larger ones */
+	bool loose;
+};
+
+int al_cas_write_begin(struct al_cas *c, uint64_t size, struct al_cas_writer **out, struct al_error *err)
+{
+	if (!c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: write outside a batch");
+	struct al_cas_writer *w = calloc(1, sizeof(*w));
+	if (!w || !(w->sha = al_sha_new())) {
+		free(w);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	}
+	w->cas = c;
+	w->size = size;
+	w->lw.fd = -1;
+	w->loose = size >= AL_CAS_LOOSE_MIN;
+	int r = w->loose ? loose_begin(c, &w->lw, err)
+			 : (al_buf_reserve(&w->small, (size_t)size + 1) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "cas") : 0);
+	if (r < 0) {
+		al_cas_write_abort(w);
+		return r;
+	}
+	*out = w;
+	return 0;
+}
+
+int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_error *err)
+{
+	if (n > w->size - w->got)
+		return al_fail(err, AL_EINVAL, 0, "more bytes than declared");
+	w->got += n;
+	al_sha_update(w->sha, p, n);
+	if (!w->loose)
+		return al_buf_put(&w->small, p, n) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "cas") : 0;
+	return loose_feed(w->cas, &w->lw, p, n, false, err);
+}
+
+int al_cas_write_end(struct al_cas_writer *w, uint8_t d[AL_DIGEST_LEN], struct al_error *err)
+{
+	int r = 0;
+	if (w->got != w->size)
+		r = al_fail(err, AL_EINVAL, 0, "fewer bytes than declared");
+	else if (!w->loose)
+		r = al_cas_put(w->cas, w->small.p ? w->small.p : (const uint8_t *)"", w->small.len, d, err);
+	else if ((r = loose_feed(w->cas, &w->lw, "", 0, true, err)) == 0) {
+		al_sha_final(w->sha, d);
+		r = loose_finish(w->cas, &w->lw, d, w->size, err);
+	}
+	if (r == 0)
+		w->lw.fd = -1; /* handed over */
+	al_cas_write_abort(w);
+	return r;
+}
+
+void al_cas_write_abort(struct al_cas_writer *w)
+{
+	if (!w)
+		return;
+	if (w->loose)
+		loose_cancel(w->cas, &w->lw);
+	al_sha_free(w->sha);
+	al_buf_release(&w->small);
+	free(w);
+}

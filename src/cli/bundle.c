@@ -1,0 +1,225 @@
+/* airlock bundle export|inspect|apply */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "airlock/cas.h"
+#include "airlock/delta.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "cli.h"
+#include "util.h"
+
+static int bundle_export(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			printf("usage: airlock bundle export DRAFT FILE [--json]\n\n"
+			       "Write the draft's changes (its base to its head) as a DeltaBundle: a tar.zst\n"
+			       "whose first member .airlock/bundle.json is the index (docs/formats.md).\n"
+			       "Prints the bundle id (sha256 of the index).\n");
+			return 0;
+		}
+		if (c != 'j')
+			return cli_usage(cli, "bad option");
+		cli->json = true;
+	}
+	if (argc - optind != 2)
+		return cli_usage(cli, "expected DRAFT and FILE");
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	struct al_draft_info d;
+	uint8_t id[32];
+	int r = al_draft_get(st, argv[optind], &d, &err);
+	if (r == 0)
+		r = al_bundle_write(al_store_cas(st), d.base, d.head, argv[optind + 1], id, &err);
+	al_store_close(st);
+	if (r < 0)
+		return cli_error(cli, &err);
+	if (cli->json) {
+		json_t *o = json_pack("{s:s,s:s}", "draft", d.id, "file", argv[optind + 1]);
+		json_object_set_new(o, "id", cli_json_id(id));
+		return cli_json_print(o);
+	}
+	char s[AL_ID_STRLEN + 1];
+	al_id_fmt(id, s);
+	printf("%s\n", s);
+	return 0;
+}
+
+static json_t *side(bool has, const struct al_entry *e)
+{
+	if (!has)
+		return json_null();
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	json_t *o = json_pack("{s:s,s:s}", "type", al_entry_type_name(e->type), "mode", mode);
+	if (e->type != AL_T_DIR) {
+		json_object_set_new(o, "size", json_integer((json_int_t)e->size));
+		json_object_set_new(o, "sha256", cli_json_id(e->digest));
+	}
+	return o;
+}
+
+static int open_bundle(struct cli *cli, const char *path, int *fd)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		struct al_error err;
+		al_fail(&err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "open %s", path);
+		return cli_error(cli, &err);
+	}
+	return 0;
+}
+
+static int bundle_inspect(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			printf("usage: airlock bundle inspect FILE [--json]\n\n"
+			       "Verify a bundle completely (index, members, sizes, digests, paths) without\n"
+			       "storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
+			       "A refused bundle exits 6 with the reason.\n");
+			return 0;
+		}
+		if (c != 'j')
+			return cli_usage(cli, "bad option");
+		cli->json = true;
+	}
+	if (argc - optind != 1)
+		return cli_usage(cli, "expected FILE");
+	int fd, rc;
+	if ((rc = open_bundle(cli, argv[optind], &fd)))
+		return rc;
+	struct al_error err = { 0 };
+	struct al_bundle b;
+	int r = al_bundle_read_fd(NULL, fd, &b, &err);
+	close(fd);
+	if (r < 0)
+		return cli_error(cli, &err);
+	char id[AL_ID_STRLEN + 1], base[AL_ID_STRLEN + 1], head[AL_ID_STRLEN + 1];
+	al_id_fmt(b.id, id);
+	al_id_fmt(b.base, base);
+	al_id_fmt(b.head, head);
+	if (cli->json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < b.n; i++) {
+			char op[2] = { b.entries[i].op, 0 };
+			json_t *o = json_pack("{s:s,s:s}", "op", op, "path", b.entries[i].path);
+			json_object_set_new(o, "old", side(b.entries[i].has_old, &b.entries[i].old));
+			json_object_set_new(o, "new", side(b.entries[i].has_new, &b.entries[i].new));
+			json_array_append_new(arr, o);
+		}
+		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:o}", "id", id, "base", base, "head", head, "bytes",
+				      (json_int_t)b.content_bytes, "entries", arr);
+		al_bundle_release(&b);
+		return cli_json_print(o);
+	}
+	printf("bundle %s\nbase %s\nhead %s\n", id, base, head);
+	for (size_t i = 0; i < b.n; i++)
+		printf("%c %s\n", b.entries[i].op, b.entries[i].path);
+	al_bundle_release(&b);
+	return 0;
+}
+
+static int bundle_apply(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "base", required_argument, NULL, 'b' },   { "strategy", required_argument, NULL, 's' },
+		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },	    { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *base = NULL, *msg = NULL, *author = NULL;
+	int strategy = AL_STRICT, c;
+	struct al_error err = { 0 };
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': base = optarg; break;
+		case 'm': msg = optarg; break;
+		case 'a': author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 's':
+			if (al_strategy_parse(optarg, &strategy, &err) < 0)
+				return cli_error(cli, &err);
+			break;
+		case 'h':
+			printf("usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
+			       "Verify the bundle, apply its changes to snapshot ID (every old version it\n"
+			       "names must be what ID has) and commit the result to project NAME as the\n"
+			       "change from ID, with --strategy (default strict). A refused bundle changes\n"
+			       "nothing. Prints the new head.\n");
+			return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage(cli, "expected FILE and NAME");
+	if (!base)
+		return cli_usage(cli, "--base ID is required");
+	uint8_t b[32], snap[32];
+	if (al_id_parse(base, b, &err) < 0)
+		return cli_error(cli, &err);
+	int fd, rc;
+	if ((rc = open_bundle(cli, argv[optind], &fd)))
+		return rc;
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0) {
+		close(fd);
+		return cli_error(cli, &err);
+	}
+	struct al_cas *cas = al_store_cas(st);
+	struct al_bundle bd = { 0 };
+	struct al_project_info p;
+	struct al_commit_result res = { 0 };
+	int r = al_project_get(st, argv[optind + 1], &p, &err);
+	if (r == 0 && (r = al_manifest_stat(cas, b, NULL, NULL, &err)) == 0 && (r = al_cas_begin(cas, &err)) == 0) {
+		/* everything verified and the tree built before one byte is kept */
+		r = al_bundle_read_fd(cas, fd, &bd, &err);
+		if (r == 0)
+			r = al_bundle_apply_tree(cas, &bd, b, snap, &err);
+		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, &err);
+	}
+	close(fd);
+	char message[128];
+	char bid[AL_ID_STRLEN + 1] = "";
+	if (r == 0)
+		al_id_fmt(bd.id, bid);
+	snprintf(message, sizeof(message), "bundle %s", bid);
+	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = msg ? msg : message };
+	if (r == 0)
+		r = al_project_commit(st, argv[optind + 1], b, snap, &o, &res, &err);
+	al_store_close(st);
+	json_t *extra = cli->json && r == 0 ? json_pack("{s:s}", "bundle", bid) : NULL;
+	al_bundle_release(&bd);
+	rc = cli_commit_report(cli, r, &res, &err, extra);
+	al_commit_result_release(&res);
+	return rc;
+}
+
+int cmd_bundle(struct cli *cli, int argc, char **argv)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "export", bundle_export, "write a draft's changes as a DeltaBundle" },
+		{ "inspect", bundle_inspect, "verify and list a bundle" },
+		{ "apply", bundle_apply, "verify a bundle and commit it to a project" },
+		{ 0 },
+	};
+	return cli_dispatch(cli, "bundle", cmds, argc - 1, argv + 1);
+}
