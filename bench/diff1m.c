@@ -11,52 +11,13 @@
 #include "airlock/store.h"
 #include "util.h"
 
-static long files_per_dir;
-
-static int put_dir(struct al_cas *cas, struct al_entry *e, size_t n, uint8_t out[32])
-{
-	uint8_t *enc = NULL;
-	size_t len = 0;
-	if (al_node_encode(e, n, &enc, &len, NULL) < 0)
-		return -1;
-	int r = al_cas_put(cas, enc, len, out, NULL);
-	free(enc);
-	return r;
-}
+#include "synth.h"
 
 /* variant 1 changes file 7 of ten leaf directories */
-static int build(struct al_cas *cas, int variant, uint8_t root[32])
+static int ten(int a, int b, long f, int variant)
 {
-	struct al_entry top[100], mid[100];
-	struct al_entry *leaf = calloc((size_t)files_per_dir, sizeof(*leaf));
-	char (*names)[32] = calloc((size_t)files_per_dir + 200, 32);
-	char buf[64];
-	for (int a = 0; a < 100; a++) {
-		for (int b = 0; b < 100; b++) {
-			for (long f = 0; f < files_per_dir; f++) {
-				int n = snprintf(buf, sizeof(buf), "file %d/%d/%ld%s\n", a, b, f,
-						 variant && f == 7 && b == 3 && a % 10 == 0 ? " changed" : "");
-				snprintf(names[f], 32, "f%06ld.txt", f);
-				leaf[f] = (struct al_entry){ .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)n,
-							     .name = names[f], .namelen = strlen(names[f]) };
-				if (al_cas_put(cas, buf, (size_t)n, leaf[f].digest, NULL) < 0)
-					return -1;
-			}
-			snprintf(names[files_per_dir + 100 + b], 32, "s%03d", b);
-			mid[b] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755,
-						    .name = names[files_per_dir + 100 + b], .namelen = 4 };
-			if (put_dir(cas, leaf, (size_t)files_per_dir, mid[b].digest) < 0)
-				return -1;
-		}
-		static char tn[100][8];
-		snprintf(tn[a], 8, "d%03d", a);
-		top[a] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755, .name = tn[a], .namelen = 4 };
-		if (put_dir(cas, mid, 100, top[a].digest) < 0)
-			return -1;
-	}
-	free(leaf);
-	free(names);
-	return put_dir(cas, top, 100, root);
+	(void)variant;
+	return f == 7 && b == 3 && a % 10 == 0;
 }
 
 static int count(void *ctx, const struct al_change *c, struct al_error *err)
@@ -78,7 +39,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	long files = argc > 2 ? atol(argv[2]) : 1000000;
-	files_per_dir = files / 10000 > 0 ? files / 10000 : 1;
+	long files_per_dir = files / 10000 > 0 ? files / 10000 : 1;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (al_home_init(argv[1], &err) < 0 || al_store_open(argv[1], "default", &st, &err) < 0) {
@@ -88,7 +49,8 @@ int main(int argc, char **argv)
 	struct al_cas *cas = al_store_cas(st);
 	uint8_t a[32], b[32];
 	uint64_t t0 = al_now_ns();
-	if (al_cas_begin(cas, &err) < 0 || build(cas, 0, a) < 0 || build(cas, 1, b) < 0 ||
+	if (al_cas_begin(cas, &err) < 0 || synth_build(cas, files_per_dir, 0, ten, a) < 0 ||
+	    synth_build(cas, files_per_dir, 1, ten, b) < 0 ||
 	    al_cas_commit(cas, &err) < 0) {
 		fprintf(stderr, "build failed: %s\n", err.msg);
 		return 1;

@@ -70,6 +70,27 @@ al_hash=$("$B/bench/hash" "$OUT/1g.bin")
 ossl=$(openssl speed -evp sha256 -bytes 1048576 -seconds 3 2>/dev/null | awk '/^sha256/ {sub("k","",$2); printf "%.0f", $2 * 1000 / 1e6}')
 row "sha256 of 1 GiB (MB/s)" "$al_hash" "$ossl" "$(ratio "$al_hash" "$ossl")" ">= 0.80 x openssl speed"
 
+echo "== volume layer (synthetic trees through the real store)" >&2
+rm -rf "$OUT/homevol"
+"$B/bench/volume" "$OUT/homevol" 1000000 8 50 >"$OUT/volume.txt"
+v() { awk -v k="$1" '$1 == k {print $2}' "$OUT/volume.txt"; }
+row "commit 10 changed files on 1M (ms, head==base)" "$(v commit_10_of_1000000_ms)" "-" "-" "< 5 ms"
+row "diff of those 10 changes on 1M (ms)" "$(v diff_10_of_1000000_ms)" "-" "-" "< 5 ms"
+row "commit 10 files on 1M, rebased (ms)" "$(v rebase_commit_10_of_1000000_ms)" "-" "-" "< 5 ms"
+row "accept_selected 10 of 1,000 changes, 100k (ms)" "$(v accept_selected_10_of_1000_changes_100k_ms)" "-" "-" "< 50 ms"
+w=$(awk '$1 == "writers" {print $6}' "$OUT/volume.txt")
+row "8 writers, disjoint, rebase_if_disjoint (commits/s)" "$w" "-" "-" ">= 200/s, $(grep -o '[0-9]* of [0-9]* files in head' "$OUT/volume.txt")"
+
+echo "== commit of 10 changed files in the 100k tree: CLI vs git" >&2
+rm -rf "$OUT/homec"; "$AL" --home "$OUT/homec" init >/dev/null
+hc=$("$AL" --home "$OUT/homec" project create t --from "$TREE")
+sleep 1.1; "$AL" --home "$OUT/homec" snapshot import "$TREE" >/dev/null   # warm the stat cache
+for f in $files; do cp "$TREE/$f" "$OUT/save.$(echo "$f" | tr / _)"; echo "edited again" >> "$TREE/$f"; done
+s=$(date +%s%N); "$AL" --home "$OUT/homec" commit t "$TREE" --base "$hc" >/dev/null; al_commit=$(ms "$s")
+s=$(date +%s%N); (cd "$TREE" && $G add $files && $G -c user.name=bench -c user.email=bench@localhost commit -q -m ten); git_commit=$(ms "$s")
+for f in $files; do cp -p "$OUT/save.$(echo "$f" | tr / _)" "$TREE/$f"; done; rm -f "$OUT"/save.*
+row "commit 10 changed files, 100k tree, CLI (ms)" "$al_commit" "$git_commit" "$(ratio "$al_commit" "$git_commit")" "git add + git commit"
+
 row "peak RSS, import of 100k tree (KiB)" "$rss_import" "-" "-" "streams"
 if [ "${BENCH_1M:-0}" = 1 ]; then
 	echo "== peak RSS importing a 1M-entry tree from disk" >&2

@@ -43,5 +43,26 @@ say airlock snapshot export B restored/ '&&' diff -r edited-copy restored/
 "$AL" snapshot export "$B" "$work/restored"
 diff -r "$work/edited" "$work/restored" && echo "identical"
 
+say airlock project create finance --from examples/ledger-project
+"$AL" project create finance --from "$root/examples/ledger-project"
+
+say airlock draft create finance --from edited-copy "  # an agent's work, as a draft"
+D=$("$AL" draft create finance --from "$work/edited")
+echo "$D"
+say airlock project head finance "  # the live head has not moved"
+"$AL" project head finance
+
+say airlock review "$D"
+"$AL" review "$D"
+
+say airlock apply "$D" --accept data/journal.csv reports/2026/q4.md
+"$AL" apply "$D" --accept data/journal.csv reports/2026/q4.md
+
+say airlock apply "$D" --accept-all "  # a draft applies once"
+"$AL" apply "$D" --accept-all || echo "(exit $?: refused)"
+
+say airlock project log finance
+"$AL" project log finance
+
 say airlock fsck
 "$AL" fsck
