@@ -15,25 +15,13 @@
 
 static int bundle_export(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			printf("usage: airlock bundle export DRAFT FILE [--json]\n\n"
-			       "Write the draft's changes (its base to its head) as a DeltaBundle: a tar.zst\n"
-			       "whose first member .airlock/bundle.json is the index (docs/formats.md).\n"
-			       "Prints the bundle id (sha256 of the index).\n");
-			return 0;
-		}
-		if (c != 'j')
-			return cli_usage(cli, "bad option");
-		cli->json = true;
-	}
-	if (argc - optind != 2)
-		return cli_usage(cli, "expected DRAFT and FILE");
+	int rc = cli_simple_opts(cli, argc, argv,
+				 "usage: airlock bundle export DRAFT FILE [--json]\n\n"
+				 "Write the draft's changes (its base to its head) as a DeltaBundle: a tar.zst\n"
+				 "whose first member .airlock/bundle.json is the index (docs/formats.md).\n"
+				 "Prints the bundle id (sha256 of the index).\n", 2);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
@@ -57,19 +45,6 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-static json_t *side(bool has, const struct al_entry *e)
-{
-	if (!has)
-		return json_null();
-	char mode[8];
-	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s}", "type", al_entry_type_name(e->type), "mode", mode);
-	if (e->type != AL_T_DIR) {
-		json_object_set_new(o, "size", json_integer((json_int_t)e->size));
-		json_object_set_new(o, "sha256", cli_json_id(e->digest));
-	}
-	return o;
-}
 
 static int open_bundle(struct cli *cli, const char *path, int *fd)
 {
@@ -84,26 +59,13 @@ static int open_bundle(struct cli *cli, const char *path, int *fd)
 
 static int bundle_inspect(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			printf("usage: airlock bundle inspect FILE [--json]\n\n"
-			       "Verify a bundle completely (index, members, sizes, digests, paths) without\n"
-			       "storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
-			       "A refused bundle exits 6 with the reason.\n");
-			return 0;
-		}
-		if (c != 'j')
-			return cli_usage(cli, "bad option");
-		cli->json = true;
-	}
-	if (argc - optind != 1)
-		return cli_usage(cli, "expected FILE");
-	int fd, rc;
+	int fd, rc = cli_simple_opts(cli, argc, argv,
+				     "usage: airlock bundle inspect FILE [--json]\n\n"
+				     "Verify a bundle completely (index, members, sizes, digests, paths) without\n"
+				     "storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
+				     "A refused bundle exits 6 with the reason.\n", 1);
+	if (rc >= 0)
+		return rc;
 	if ((rc = open_bundle(cli, argv[optind], &fd)))
 		return rc;
 	struct al_error err = { 0 };
@@ -121,8 +83,8 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; i < b.n; i++) {
 			char op[2] = { b.entries[i].op, 0 };
 			json_t *o = json_pack("{s:s,s:s}", "op", op, "path", b.entries[i].path);
-			json_object_set_new(o, "old", side(b.entries[i].has_old, &b.entries[i].old));
-			json_object_set_new(o, "new", side(b.entries[i].has_new, &b.entries[i].new));
+			json_object_set_new(o, "old", cli_entry_json(b.entries[i].has_old ? &b.entries[i].old : NULL, NULL));
+			json_object_set_new(o, "new", cli_entry_json(b.entries[i].has_new ? &b.entries[i].new : NULL, NULL));
 			json_array_append_new(arr, o);
 		}
 		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:o}", "id", id, "base", base, "head", head, "bytes",
@@ -139,44 +101,19 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 
 static int bundle_apply(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "base", required_argument, NULL, 'b' },   { "strategy", required_argument, NULL, 's' },
-		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	    { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *base = NULL, *msg = NULL, *author = NULL;
-	int strategy = AL_STRICT, c;
+	struct cli_commit_flags f = { .strategy = AL_STRICT };
+	int rc = cli_commit_opts(cli, argc, argv,
+				 "usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
+				 "Verify the bundle, apply its changes to snapshot ID (every old version it\n"
+				 "names must be what ID has) and commit the result to project NAME as the\n"
+				 "change from ID, with --strategy (default strict). A refused bundle changes\n"
+				 "nothing. Prints the new head.\n",
+				 2, &f);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b': base = optarg; break;
-		case 'm': msg = optarg; break;
-		case 'a': author = optarg; break;
-		case 'j': cli->json = true; break;
-		case 's':
-			if (al_strategy_parse(optarg, &strategy, &err) < 0)
-				return cli_error(cli, &err);
-			break;
-		case 'h':
-			printf("usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
-			       "Verify the bundle, apply its changes to snapshot ID (every old version it\n"
-			       "names must be what ID has) and commit the result to project NAME as the\n"
-			       "change from ID, with --strategy (default strict). A refused bundle changes\n"
-			       "nothing. Prints the new head.\n");
-			return 0;
-		default: return cli_usage(cli, "bad option");
-		}
-	}
-	if (argc - optind != 2)
-		return cli_usage(cli, "expected FILE and NAME");
-	if (!base)
-		return cli_usage(cli, "--base ID is required");
-	uint8_t b[32], snap[32];
-	if (al_id_parse(base, b, &err) < 0)
-		return cli_error(cli, &err);
-	int fd, rc;
+	uint8_t *b = f.base_id, snap[32];
+	int fd;
 	if ((rc = open_bundle(cli, argv[optind], &fd)))
 		return rc;
 	struct al_store *st = NULL;
@@ -202,7 +139,7 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	if (r == 0)
 		al_id_fmt(bd.id, bid);
 	snprintf(message, sizeof(message), "bundle %s", bid);
-	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = msg ? msg : message };
+	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message ? f.message : message };
 	if (r == 0)
 		r = al_project_commit(st, argv[optind + 1], b, snap, &o, &res, &err);
 	al_store_close(st);

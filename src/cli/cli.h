@@ -59,6 +59,21 @@ void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n);
 int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
 		      json_t *extra);
 
+struct al_entry;
+/* An entry as JSON {type, mode, size[, sha256][, target]}; NULL -> null. */
+json_t *cli_entry_json(const struct al_entry *e, const char *target);
+/* Options parsers: return -1 to go on, else the exit code (help, usage). */
+int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs); /* --json */
+int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, const char **from,
+		    const char **author); /* NAME [--from DIR] [--author A] [--json] */
+struct cli_commit_flags {
+	const char *base, *message, *author;
+	uint8_t base_id[32];
+	int strategy; /* set the default before parsing */
+};
+int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
+		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */
+
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);
 int cmd_commit(struct cli *cli, int argc, char **argv);

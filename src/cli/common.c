@@ -1,10 +1,13 @@
 /* Helpers shared by the subcommands: errors, JSON, progress. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "airlock/volume.h"
 #include "cli.h"
 #include "util.h"
 
@@ -113,4 +116,103 @@ void cli_progress_done(struct cli_progress *p)
 {
 	if (p->shown)
 		fprintf(stderr, "\r\033[K");
+}
+
+json_t *cli_entry_json(const struct al_entry *e, const char *target)
+{
+	if (!e)
+		return json_null();
+	static const uint8_t zero[32];
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
+			      (json_int_t)e->size);
+	if (memcmp(e->digest, zero, 32) != 0) /* a bundle's directories carry none */
+		json_object_set_new(o, "sha256", cli_json_id(e->digest));
+	if (target)
+		json_object_set_new(o, "target", cli_json_bytes(target, strlen(target)));
+	return o;
+}
+
+int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (c != 'j')
+			return cli_usage(cli, "bad option");
+		cli->json = true;
+	}
+	if (argc - optind != nargs)
+		return cli_usage(cli, "expected %d argument%s", nargs, nargs == 1 ? "" : "s");
+	return -1;
+}
+
+int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, const char **from,
+		    const char **author)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' }, { "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	*from = *author = NULL;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': *from = optarg; break;
+		case 'a': *author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage(cli, "expected the project name");
+	return -1;
+}
+
+int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
+		    struct cli_commit_flags *f)
+{
+	static const struct option opts[] = {
+		{ "base", required_argument, NULL, 'b' },   { "strategy", required_argument, NULL, 's' },
+		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },	    { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *author = NULL;
+	struct al_error err = { 0 };
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': f->base = optarg; break;
+		case 'm': f->message = optarg; break;
+		case 'a': author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 's':
+			if (al_strategy_parse(optarg, &f->strategy, &err) < 0)
+				return cli_error(cli, &err);
+			break;
+		case 'h': fputs(help, stdout); return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (argc - optind != nargs)
+		return cli_usage(cli, "expected %d arguments", nargs);
+	if (!f->base)
+		return cli_usage(cli, "--base ID is required (the snapshot the change was made from)");
+	if (al_id_parse(f->base, f->base_id, &err) < 0)
+		return cli_error(cli, &err);
+	f->author = cli_author(author);
+	return -1;
 }

@@ -11,29 +11,14 @@
 
 static int draft_create(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "from", required_argument, NULL, 'f' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *from = NULL, *author = NULL;
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f': from = optarg; break;
-		case 'a': author = optarg; break;
-		case 'j': cli->json = true; break;
-		case 'h':
-			printf("usage: airlock draft create NAME [--from DIR] [--author A] [--json]\n\n"
-			       "Fork a draft from project NAME's live head and print its id. With --from,\n"
-			       "the draft's content is DIR (its changes are DIR against the head).\n");
-			return 0;
-		default: return cli_usage(cli, "bad option");
-		}
-	}
-	if (argc - optind != 1)
-		return cli_usage(cli, "expected the project name");
+	const char *from, *author;
+	int rc = cli_create_opts(cli, argc, argv,
+				 "usage: airlock draft create NAME [--from DIR] [--author A] [--json]\n\n"
+				 "Fork a draft from project NAME's live head and print its id. With --from,\n"
+				 "the draft's content is DIR (its changes are DIR against the head).\n",
+				 &from, &author);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
@@ -76,23 +61,11 @@ static int list_one(void *ctx, const struct al_draft_info *d, struct al_error *e
 
 static int draft_list(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			printf("usage: airlock draft list NAME [--json]\n\n"
-			       "The drafts of project NAME: id state (open, applied, rejected) base head.\n");
-			return 0;
-		}
-		if (c != 'j')
-			return cli_usage(cli, "bad option");
-		cli->json = true;
-	}
-	if (argc - optind != 1)
-		return cli_usage(cli, "expected the project name");
+	int rc = cli_simple_opts(cli, argc, argv,
+				 "usage: airlock draft list NAME [--json]\n\n"
+				 "The drafts of project NAME: id state (open, applied, rejected) base head.\n", 1);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)

@@ -37,17 +37,6 @@ int cli_import(struct cli *cli, struct al_store *st, const char *dir, uint8_t id
 	return r;
 }
 
-static json_t *entry_or_null(bool has, const struct al_entry *e)
-{
-	if (!has)
-		return json_null();
-	char mode[8];
-	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
-			      (json_int_t)e->size);
-	json_object_set_new(o, "sha256", cli_json_id(e->digest));
-	return o;
-}
 
 json_t *cli_conflicts_json(const struct al_conflict *c, size_t n)
 {
@@ -55,9 +44,9 @@ json_t *cli_conflicts_json(const struct al_conflict *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_pack("{s:s}", "path", c[i].path);
 		json_object_set_new(o, "copy_path", c[i].copy_path ? json_string(c[i].copy_path) : json_null());
-		json_object_set_new(o, "base", entry_or_null(c[i].has_base, &c[i].base));
-		json_object_set_new(o, "theirs", entry_or_null(c[i].has_theirs, &c[i].theirs));
-		json_object_set_new(o, "ours", entry_or_null(c[i].has_ours, &c[i].ours));
+		json_object_set_new(o, "base", cli_entry_json(c[i].has_base ? &c[i].base : NULL, NULL));
+		json_object_set_new(o, "theirs", cli_entry_json(c[i].has_theirs ? &c[i].theirs : NULL, NULL));
+		json_object_set_new(o, "ours", cli_entry_json(c[i].has_ours ? &c[i].ours : NULL, NULL));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -116,29 +105,14 @@ int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res
 
 static int proj_create(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "from", required_argument, NULL, 'f' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *from = NULL, *author = NULL;
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f': from = optarg; break;
-		case 'a': author = optarg; break;
-		case 'j': cli->json = true; break;
-		case 'h':
-			printf("usage: airlock project create NAME [--from DIR] [--author A] [--json]\n\n"
-			       "Create a project (names: [A-Za-z0-9][A-Za-z0-9._-]{0,63}) whose live head is\n"
-			       "DIR imported as a snapshot, or the empty tree; print the head snapshot id.\n");
-			return 0;
-		default: return cli_usage(cli, "bad option");
-		}
-	}
-	if (argc - optind != 1)
-		return cli_usage(cli, "expected the project name");
+	const char *from, *author;
+	int rc = cli_create_opts(cli, argc, argv,
+				 "usage: airlock project create NAME [--from DIR] [--author A] [--json]\n\n"
+				 "Create a project (names: [A-Za-z0-9][A-Za-z0-9._-]{0,63}) whose live head is\n"
+				 "DIR imported as a snapshot, or the empty tree; print the head snapshot id.\n",
+				 &from, &author);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
@@ -164,26 +138,6 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-static int simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (c != 'j')
-			return cli_usage(cli, "bad option");
-		cli->json = true;
-	}
-	if (argc - optind != nargs)
-		return cli_usage(cli, "expected %d argument%s", nargs, nargs == 1 ? "" : "s");
-	return -1;
-}
 
 static int list_one(void *ctx, const struct al_project_info *p, struct al_error *err)
 {
@@ -202,7 +156,7 @@ static int list_one(void *ctx, const struct al_project_info *p, struct al_error 
 
 static int proj_list(struct cli *cli, int argc, char **argv)
 {
-	int rc = simple_opts(cli, argc, argv,
+	int rc = cli_simple_opts(cli, argc, argv,
 			     "usage: airlock project list [--json]\n\nOne line per project: name head commits.\n", 0);
 	if (rc >= 0)
 		return rc;
@@ -222,7 +176,7 @@ static int proj_list(struct cli *cli, int argc, char **argv)
 
 static int proj_head(struct cli *cli, int argc, char **argv)
 {
-	int rc = simple_opts(cli, argc, argv,
+	int rc = cli_simple_opts(cli, argc, argv,
 			     "usage: airlock project head NAME [--json]\n\nPrint the live head snapshot id.\n", 1);
 	if (rc >= 0)
 		return rc;
@@ -273,7 +227,7 @@ static int log_one(void *ctx, const struct al_commit_info *c, struct al_error *e
 
 static int proj_log(struct cli *cli, int argc, char **argv)
 {
-	int rc = simple_opts(cli, argc, argv,
+	int rc = cli_simple_opts(cli, argc, argv,
 			     "usage: airlock project log NAME [--json]\n\n"
 			     "The live volume's commits, oldest first: seq result kind strategy author\n"
 			     "[draft D]: message, then one line per conflict it recorded.\n", 1);
@@ -307,58 +261,33 @@ int cmd_project(struct cli *cli, int argc, char **argv)
 
 int cmd_commit(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "base", required_argument, NULL, 'b' },   { "strategy", required_argument, NULL, 's' },
-		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	    { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *base = NULL, *msg = "", *author = NULL;
-	int strategy = AL_STRICT, c;
+	struct cli_commit_flags f = { .strategy = AL_STRICT, .message = "" };
+	int rc = cli_commit_opts(cli, argc, argv,
+				 "usage: airlock commit NAME DIR --base ID [--strategy strict|rebase_if_disjoint|conflict_copy]\n"
+				 "                      [-m MSG] [--author A] [--json]\n\n"
+				 "Import DIR and commit it to project NAME as the change from snapshot ID.\n"
+				 "If the head is no longer ID: strict (default) fails with exit 5 naming the\n"
+				 "head and the overlapping paths; rebase_if_disjoint replays the change when\n"
+				 "it touches nothing the head changed; conflict_copy commits what is disjoint\n"
+				 "and lands each overlapping incoming version beside ours. Prints the new head.\n",
+				 2, &f);
+	if (rc >= 0)
+		return rc;
 	struct al_error err = { 0 };
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b': base = optarg; break;
-		case 'm': msg = optarg; break;
-		case 'a': author = optarg; break;
-		case 'j': cli->json = true; break;
-		case 's':
-			if (al_strategy_parse(optarg, &strategy, &err) < 0)
-				return cli_error(cli, &err);
-			break;
-		case 'h':
-			printf("usage: airlock commit NAME DIR --base ID [--strategy strict|rebase_if_disjoint|conflict_copy]\n"
-			       "                      [-m MSG] [--author A] [--json]\n\n"
-			       "Import DIR and commit it to project NAME as the change from snapshot ID.\n"
-			       "If the head is no longer ID: strict (default) fails with exit 5 naming the\n"
-			       "head and the overlapping paths; rebase_if_disjoint replays the change when\n"
-			       "it touches nothing the head changed; conflict_copy commits what is disjoint\n"
-			       "and lands each overlapping incoming version beside ours. Prints the new head.\n");
-			return 0;
-		default: return cli_usage(cli, "bad option");
-		}
-	}
-	if (argc - optind != 2)
-		return cli_usage(cli, "expected NAME and DIR");
-	if (!base)
-		return cli_usage(cli, "--base ID is required (the snapshot DIR was made from)");
-	uint8_t b[32], snap[32];
-	if (al_id_parse(base, b, &err) < 0)
-		return cli_error(cli, &err);
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
 		return cli_error(cli, &err);
+	uint8_t snap[32];
 	struct al_commit_result res = { 0 };
-	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = msg };
+	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0)
 		r = cli_import(cli, st, argv[optind + 1], snap, &err);
 	if (r == 0)
-		r = al_project_commit(st, argv[optind], b, snap, &o, &res, &err);
+		r = al_project_commit(st, argv[optind], f.base_id, snap, &o, &res, &err);
 	al_store_close(st);
-	int rc = cli_commit_report(cli, r, &res, &err, NULL);
+	rc = cli_commit_report(cli, r, &res, &err, NULL);
 	al_commit_result_release(&res);
 	return rc;
 }

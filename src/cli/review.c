@@ -50,18 +50,6 @@ static json_t *side_by_side(const struct al_review_hunk *h)
 	return rows;
 }
 
-static json_t *entry_json(bool has, const struct al_entry *e, const char *target)
-{
-	if (!has)
-		return json_null();
-	char mode[8];
-	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size", (json_int_t)e->size);
-	json_object_set_new(o, "sha256", cli_json_id(e->digest));
-	if (target)
-		json_object_set_new(o, "target", json_string(target));
-	return o;
-}
 
 static int one(void *ctx, const struct al_review_file *f, struct al_error *err)
 {
@@ -75,8 +63,8 @@ static int one(void *ctx, const struct al_review_file *f, struct al_error *err)
 		json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path, "binary", f->binary,
 				      "content_changed", f->content_changed, "mode_changed", f->mode_changed,
 				      "type_changed", f->type_changed, "additions", f->additions, "deletions", f->deletions);
-		json_object_set_new(o, "old", entry_json(f->has_old, &f->old, f->symlink_old));
-		json_object_set_new(o, "new", entry_json(f->has_new, &f->new, f->symlink_new));
+		json_object_set_new(o, "old", cli_entry_json(f->has_old ? &f->old : NULL, f->symlink_old));
+		json_object_set_new(o, "new", cli_entry_json(f->has_new ? &f->new : NULL, f->symlink_new));
 		if (!r->stat && f->unified) {
 			json_object_set_new(o, "unified", json_string(f->unified));
 			json_t *hs = json_array();

@@ -110,18 +110,12 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 
 static json_t *entry_json(struct al_cas *cas, const struct al_entry *e)
 {
-	char mode[8];
-	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode,
-			      "size", (json_int_t)e->size);
-	json_object_set_new(o, "sha256", cli_json_id(e->digest));
-	if (e->type == AL_T_SYMLINK && cas) {
-		uint8_t *t = NULL;
-		size_t n = 0;
-		if (al_cas_get(cas, e->digest, &t, &n, NULL) == 0)
-			json_object_set_new(o, "target", cli_json_bytes((char *)t, n));
-		free(t);
-	}
+	uint8_t *t = NULL;
+	size_t n = 0;
+	if (e->type == AL_T_SYMLINK && cas && al_cas_get(cas, e->digest, &t, &n, NULL) < 0)
+		t = NULL;
+	json_t *o = cli_entry_json(e, (char *)t);
+	free(t);
 	return o;
 }
 

@@ -121,38 +121,33 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	return 0;
 }
 
-static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct al_error *err)
+static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what, struct vol *v,
+		       struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT " VOL_COLS " FROM projects p JOIN volumes v ON v.id = p.volume "
-				      "WHERE p.name = ?", &st, err);
+	int r = al_sqlite_prepare(db, sql, &st, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	r = read_vol(db, st, v, err);
 	if (r == AL_ENOTFOUND) {
 		char q[100];
-		al_quote(project, strnlen(project, 80), q, sizeof(q));
-		return al_fail(err, AL_ENOTFOUND, 0, "no project %s", q);
+		al_quote(key, strnlen(key, 80), q, sizeof(q));
+		return al_fail(err, AL_ENOTFOUND, 0, "no %s %s", what, q);
 	}
 	return r;
 }
 
+static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct al_error *err)
+{
+	return find_volume(db, "SELECT " VOL_COLS " FROM projects p JOIN volumes v ON v.id = p.volume WHERE p.name = ?",
+			   project, "project", v, err);
+}
+
 static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
-				      "WHERE v.public_id = ? AND v.kind = 'draft'", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	r = read_vol(db, st, v, err);
-	if (r == AL_ENOTFOUND) {
-		char q[100];
-		al_quote(id, strnlen(id, 80), q, sizeof(q));
-		return al_fail(err, AL_ENOTFOUND, 0, "no draft %s", q);
-	}
-	return r;
+	return find_volume(db, "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
+			       "WHERE v.public_id = ? AND v.kind = 'draft'", id, "draft", v, err);
 }
 
 static int record_snapshot(sqlite3 *db, const uint8_t id[32], const char *source, struct al_error *err)

@@ -50,6 +50,7 @@ is "$rc" 3 "an unknown tenant is not found"
 mkdir -p "$T/src" && echo hi > "$T/src/f"
 run "$AL" snapshot import "$T/src"
 like "$out" '^sha256:[0-9a-f]{64}$' "import prints exactly the id"
+is "$err" "" "  and, off a terminal, nothing on stderr (progress is for terminals)"
 id=$out
 run "$AL" snapshot list --json
 like "$out" "\"id\":\"$id\"" "snapshot list --json names it"
