@@ -34,6 +34,7 @@ void al_store_close(struct al_store *s);
 
 struct al_cas *al_store_cas(struct al_store *s); /* borrowed */
 const char *al_store_dir(struct al_store *s);    /* the tenant directory */
+const char *al_store_tenant(struct al_store *s); /* its name */
 
 /* Snapshots known to this tenant (roots that fsck walks). */
 struct al_snapshot_info {

@@ -57,6 +57,7 @@ struct al_commit_opts {
 	int strategy;
 	const char *author;
 	const char *message;
+	const char *group;    /* the unit of work's id in the ledger (NULL: a new one) */
 };
 
 struct al_commit_result {
@@ -94,6 +95,7 @@ struct al_draft_info {
 	uint8_t base[32], head[32];
 	char state[12];                   /* open, applied, rejected */
 	int64_t created;
+	char group[17];                   /* its unit of work in the ledger */
 };
 /* Fork a draft from the project's head; with content, the draft's head is
  * that snapshot (one commit on the draft). */

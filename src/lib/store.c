@@ -5,6 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include "airlock/cas.h"
 #include "airlock/store.h"
 #include "sqlite_util.h"
@@ -13,6 +16,9 @@
 
 struct al_store {
 	char dir[4096];
+	char home[4096];
+	char tenant[64];
+	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
 	sqlite3 *meta;
 	sqlite3 *statcache;
@@ -34,7 +40,7 @@ static const char meta_schema[] =
 	"  id INTEGER PRIMARY KEY, project INTEGER NOT NULL, kind TEXT NOT NULL,"
 	"  head BLOB NOT NULL, base BLOB, public_id TEXT UNIQUE,"
 	"  state TEXT NOT NULL DEFAULT 'open', seq INTEGER NOT NULL DEFAULT 0,"
-	"  created INTEGER NOT NULL);"
+	"  created INTEGER NOT NULL, grp TEXT);"
 	"CREATE INDEX IF NOT EXISTS volumes_project ON volumes(project, kind);"
 	"CREATE TABLE IF NOT EXISTS commits("
 	"  id INTEGER PRIMARY KEY, volume INTEGER NOT NULL, seq INTEGER NOT NULL,"
@@ -46,7 +52,17 @@ static const char meta_schema[] =
 	"  base_type INTEGER, base_mode INTEGER, base_size INTEGER, base_digest BLOB,"
 	"  theirs_type INTEGER, theirs_mode INTEGER, theirs_size INTEGER, theirs_digest BLOB,"
 	"  ours_type INTEGER, ours_mode INTEGER, ours_size INTEGER, ours_digest BLOB);"
-	"CREATE INDEX IF NOT EXISTS conflicts_commit ON conflicts(commit_id);";
+	"CREATE INDEX IF NOT EXISTS conflicts_commit ON conflicts(commit_id);"
+	"CREATE TABLE IF NOT EXISTS ledger("
+	"  seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, grp TEXT NOT NULL, project TEXT,"
+	"  time INTEGER NOT NULL, entry BLOB NOT NULL, leaf BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS ledger_grp ON ledger(grp);"
+	"CREATE TABLE IF NOT EXISTS ledger_tree("
+	"  level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL,"
+	"  PRIMARY KEY(level, idx)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS checkpoints("
+	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
+	"  origin TEXT NOT NULL, signature BLOB NOT NULL);";
 
 static const char statcache_schema[] =
 	"CREATE TABLE IF NOT EXISTS roots(id INTEGER PRIMARY KEY, path BLOB NOT NULL UNIQUE);"
@@ -134,11 +150,70 @@ out:
 	return r;
 }
 
+/* The deployment's ledger signing key: Ed25519, PEM, 0600.  Created with
+ * link() so two processes racing to create it agree on one key. */
+static int ledger_key_load(const char *home, EVP_PKEY **out, struct al_error *err)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/ledger.key", home);
+	FILE *f = fopen(path, "re");
+	if (!f && errno == ENOENT) {
+		EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+		snprintf(tmp, sizeof(tmp), "%s/ledger.key.tmp-%d", home, (int)getpid());
+		int fd = k ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+		FILE *w = fd >= 0 ? fdopen(fd, "w") : NULL;
+		bool ok = w && PEM_write_PrivateKey(w, k, NULL, NULL, 0, NULL, NULL) && fflush(w) == 0 && fsync(fd) == 0;
+		if (w)
+			fclose(w);
+		else if (fd >= 0)
+			close(fd);
+		EVP_PKEY_free(k);
+		if (!ok) {
+			unlink(tmp);
+			return al_fail(err, AL_EIO, errno, "create the ledger key %s", path);
+		}
+		if (link(tmp, path) < 0 && errno != EEXIST) {
+			unlink(tmp);
+			return al_fail(err, AL_EIO, errno, "create the ledger key %s", path);
+		}
+		unlink(tmp);
+		al_fsync_dir(-1, home, NULL);
+		f = fopen(path, "re");
+	}
+	if (!f)
+		return al_fail(err, AL_EIO, errno, "open the ledger key %s", path);
+	EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	if (!k || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
+		EVP_PKEY_free(k);
+		return al_fail(err, AL_ECORRUPT, 0, "%s is not an Ed25519 private key", path);
+	}
+	*out = k;
+	return 0;
+}
+
+int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *err)
+{
+	if (!s->ledger_key) {
+		int r = ledger_key_load(s->home, &s->ledger_key, err);
+		if (r < 0)
+			return r;
+	}
+	*out = s->ledger_key;
+	return 0;
+}
+
+const char *al_store_tenant(struct al_store *s) { return s->tenant; }
+
 int al_home_init(const char *home, struct al_error *err)
 {
 	int r = al_mkdir_p(home, 0700, err);
 	if (r < 0)
 		return r;
+	EVP_PKEY *k = NULL;
+	if ((r = ledger_key_load(home, &k, err)) < 0)
+		return r;
+	EVP_PKEY_free(k);
 	char t[4096];
 	if ((r = tenant_dir(home, "", t, sizeof(t), err)) < 0)
 		return r;
@@ -179,6 +254,8 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 		return al_fail(err, AL_ENOMEM, ENOMEM, "store");
 	if ((r = tenant_dir(home, tenant, s->dir, sizeof(s->dir), err)) < 0)
 		goto fail;
+	snprintf(s->home, sizeof(s->home), "%s", home);
+	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	if ((r = al_cas_open(s->dir, &s->cas, err)) < 0)
 		goto fail;
 	*out = s;
@@ -193,6 +270,7 @@ void al_store_close(struct al_store *s)
 	if (!s)
 		return;
 	al_cas_close(s->cas);
+	EVP_PKEY_free(s->ledger_key);
 	sqlite3_close(s->meta);
 	sqlite3_close(s->statcache);
 	free(s);

@@ -2,6 +2,7 @@
 #ifndef AL_STORE_PRIVATE_H
 #define AL_STORE_PRIVATE_H
 
+#include <openssl/evp.h>
 #include <sqlite3.h>
 
 #include "airlock/store.h"
@@ -10,5 +11,8 @@
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
 /* The tenant's metadata database (snapshots, projects, volumes, commits). */
 int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
+
+/* The deployment's ledger signing key (borrowed; loaded or created once). */
+int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *err);
 
 #endif

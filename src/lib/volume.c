@@ -10,6 +10,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "sqlite_util.h"
+#include "ledger_private.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -82,6 +83,7 @@ struct vol {
 	uint8_t head[32], base[32];
 	bool has_base;
 	char kind[8], state[12], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
+	char group[17];
 };
 
 static int get_blob32(sqlite3_stmt *st, int col, uint8_t out[32])
@@ -98,7 +100,7 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name"
+#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp"
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
 {
@@ -118,7 +120,71 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	copy_text(v->state, sizeof(v->state), st, 6);
 	copy_text(v->public_id, sizeof(v->public_id), st, 7);
 	copy_text(v->project_name, sizeof(v->project_name), st, 8);
+	copy_text(v->group, sizeof(v->group), st, 9);
 	return 0;
+}
+
+/* ---- the ledger: one entry per action, in the action's transaction ---------- */
+
+static json_t *jid(const uint8_t d[32])
+{
+	char s[AL_ID_STRLEN + 1];
+	al_id_fmt(d, s);
+	return json_string(s);
+}
+
+static json_t *jentry(bool has, const struct al_entry *e)
+{
+	if (!has)
+		return json_null();
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size", (json_int_t)e->size);
+	json_object_set_new(o, "sha256", jid(e->digest));
+	return o;
+}
+
+/* data is consumed */
+static int log_action(struct al_store *st, sqlite3 *db, const char *kind, const char *group, const char *project,
+		      const char *actor, json_t *data, uint64_t *seq, struct al_error *err)
+{
+	if (!data)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+	struct al_ledger_rec rec = { .kind = kind, .group = group, .project = project, .actor = actor, .data = data };
+	int r = al_ledger__append(st, db, &rec, seq, err);
+	json_decref(data);
+	return r;
+}
+
+static const char *group_of(const struct al_commit_opts *o, char buf[17])
+{
+	if (o && o->group && *o->group)
+		return o->group;
+	al_ledger__new_group(buf);
+	return buf;
+}
+
+/* The refusal itself is an action: recorded in its own transaction once
+ * the refused one has rolled back. */
+static void log_refusal(struct al_store *st, sqlite3 *db, const char *project, const char *group, const uint8_t base[32],
+			const uint8_t incoming[32], const struct al_commit_opts *o, const struct al_commit_result *res,
+			const char *draft)
+{
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return;
+	json_t *paths = json_array();
+	for (size_t i = 0; i < res->nconflicts; i++)
+		json_array_append_new(paths, json_string(res->conflicts[i].path));
+	json_t *d = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "outcome", "refused", "strategy",
+			      al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(res->head), "base", jid(base),
+			      "incoming", jid(incoming), "paths", paths);
+	if (draft)
+		json_object_set_new(d, "draft", json_string(draft));
+	struct al_error e2 = { 0 };
+	int r = log_action(st, db, "conflict", group, project, o ? o->author : NULL, d, NULL, &e2);
+	if (r == 0)
+		r = al_ledger__seal(st, db, &e2);
+	sqlite3_exec(db, r == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what, struct vol *v,
@@ -564,7 +630,8 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 /* In an open meta transaction: commit base -> incoming into v. */
 static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const uint8_t base[32],
 			 const uint8_t incoming[32], const struct al_commit_opts *o, const char *kind,
-			 const char *draft, struct al_commit_result *res, struct al_error *err)
+			 const char *draft, const char *group, json_t *extra, struct al_commit_result *res,
+			 struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(st);
 	int strategy = o ? o->strategy : AL_STRICT;
@@ -599,10 +666,31 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		if (r < 0)
 			return r;
 	}
+	uint8_t parent[32];
+	memcpy(parent, v->head, 32);
 	if ((r = record_commit(db, v, base, result, o, kind, draft, res, &res->seq, err)) < 0)
 		return r;
 	memcpy(res->head, result, 32);
-	return 0;
+	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
+			      strcmp(v->kind, "draft") == 0 ? v->public_id : "live", "seq", (json_int_t)res->seq,
+			      "parent", jid(parent), "base", jid(base), "incoming", jid(incoming), "result", jid(result),
+			      "strategy", al_strategy_name(strategy), "message", o && o->message ? o->message : "",
+			      "rebased", res->rebased, "conflicts", (json_int_t)res->nconflicts);
+	if (d && extra)
+		json_object_update(d, extra);
+	uint64_t cseq;
+	if ((r = log_action(st, db, kind, group, v->project_name, o ? o->author : NULL, d, &cseq, err)) < 0)
+		return r;
+	for (size_t i = 0; i < res->nconflicts && r == 0; i++) {
+		const struct al_conflict *c = &res->conflicts[i];
+		json_t *cd = json_pack("{s:I,s:s,s:s,s:o,s:o,s:o}", "commit_seq", (json_int_t)cseq, "path", c->path,
+				       "outcome", c->copy_path ? "copied" : "kept_ours", "base", jentry(c->has_base, &c->base),
+				       "theirs", jentry(c->has_theirs, &c->theirs), "ours", jentry(c->has_ours, &c->ours));
+		if (cd)
+			json_object_set_new(cd, "copy_path", c->copy_path ? json_string(c->copy_path) : json_null());
+		r = log_action(st, db, "conflict", group, v->project_name, o ? o->author : NULL, cd, NULL, err);
+	}
+	return r;
 }
 
 static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
@@ -611,14 +699,19 @@ static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
 	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
 }
 
-static int finish(sqlite3 *db, int r, struct al_error *err)
+/* End a write transaction: on success sign a checkpoint of the ledger in
+ * it, so the entries and the checkpoint land with the effect or not at all. */
+static int finish_st(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
 {
+	if (r == 0)
+		r = al_ledger__seal(st, db, err);
 	if (r < 0) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return r;
 	}
 	return al_sqlite_exec(db, "COMMIT", err);
 }
+#define finish(db, r, err) finish_st(st, (db), (r), (err))
 
 int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
 		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
@@ -630,9 +723,14 @@ int al_project_commit(struct al_store *st, const char *project, const uint8_t ba
 	if (r < 0)
 		return r;
 	struct vol v;
+	char gbuf[17];
+	const char *group = group_of(opts, gbuf);
 	if ((r = live_volume(db, project, &v, err)) == 0)
-		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, res, err);
-	return finish(db, r, err);
+		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, group, NULL, res, err);
+	r = finish(db, r, err);
+	if (r == AL_ECONFLICT)
+		log_refusal(st, db, project, group, base, snapshot, opts, res, NULL);
+	return r;
 }
 
 /* ---- projects ------------------------------------------------------------- */
@@ -691,7 +789,10 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
 	struct al_commit_result res = { 0 };
 	int64_t seq;
-	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0)
+	char gbuf[17];
+	al_ledger__new_group(gbuf);
+	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
+	    (r = log_action(st, db, "project_create", gbuf, name, author, json_pack("{s:o}", "head", jid(head)), NULL, err)) < 0)
 		return finish(db, r, err);
 	if ((r = finish(db, 0, err)) < 0)
 		return r;
@@ -842,6 +943,7 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 static void draft_info(const struct vol *v, struct al_draft_info *d)
 {
 	memset(d, 0, sizeof(*d));
+	snprintf(d->group, sizeof(d->group), "%s", v->group);
 	snprintf(d->id, sizeof(d->id), "%s", v->public_id);
 	snprintf(d->project, sizeof(d->project), "%s", v->project_name);
 	memcpy(d->base, v->base, 32);
@@ -866,9 +968,12 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	al_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "d%.13s", hex);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created) "
-				       "VALUES (?, 'draft', ?, ?, ?, ?)", &ins, err)) < 0)
+	char group[17];
+	al_ledger__new_group(group);
+	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp) "
+				       "VALUES (?, 'draft', ?, ?, ?, ?, ?)", &ins, err)) < 0)
 		return finish(db, r, err);
+	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
 	sqlite3_bind_blob(ins, 2, live.head, 32, SQLITE_STATIC);
 	sqlite3_bind_blob(ins, 3, live.head, 32, SQLITE_STATIC);
@@ -884,10 +989,14 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	snprintf(v.kind, sizeof(v.kind), "draft");
 	snprintf(v.state, sizeof(v.state), "open");
 	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
+	snprintf(v.group, sizeof(v.group), "%s", group);
+	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
+			    json_pack("{s:s,s:o}", "draft", id, "base", jid(live.head)), NULL, err)) < 0)
+		return finish(db, r, err);
 	if (content) {
 		struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
-		r = commit_locked(st, db, &v, live.head, content, &o, "commit", id, &res, err);
+		r = commit_locked(st, db, &v, live.head, content, &o, "commit", id, group, NULL, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
 			return finish(db, r, err);
@@ -935,7 +1044,7 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 			return r;
 		struct al_draft_info d;
 		draft_info(&v, &d);
-		d.created = sqlite3_column_int64(q, 9);
+		d.created = sqlite3_column_int64(q, 10);
 		if ((r = fn(ctx, &d, err)) != 0)
 			return r;
 	}
@@ -954,9 +1063,12 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 		if (strcmp(v.state, "open") != 0)
 			r = al_fail(err, AL_ESTATE, 0, "draft %s is %s", id, v.state);
 		else
-			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, res, err);
+			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, v.group, NULL, res, err);
 	}
-	return finish(db, r, err);
+	r = finish(db, r, err);
+	if (r == AL_ECONFLICT)
+		log_refusal(st, db, v.project_name, v.group, base, snapshot, opts, res, id);
+	return r;
 }
 
 /* The changes of the draft under the selected paths, plus the directories
@@ -1042,16 +1154,29 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
 		return finish(db, r, err);
 	const char *state = mode == AL_REJECT_ALL ? "rejected" : "applied";
+	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
+	json_t *jp = json_array();
+	for (size_t i = 0; i < npaths; i++)
+		json_array_append_new(jp, json_string(paths[i]));
+	json_t *extra = json_pack("{s:s,s:s,s:o}", "draft", id, "mode", mname, "paths", jp);
+	uint8_t incoming[32];
+	memcpy(incoming, d.head, 32);
 	if (mode != AL_REJECT_ALL) {
-		uint8_t incoming[32];
-		memcpy(incoming, d.head, 32);
-		if (mode == AL_ACCEPT_SELECTED &&
-		    (r = select_changes(al_store_cas(st), &d, paths, npaths, incoming, err)) < 0)
-			return finish(db, r, err);
-		if ((r = commit_locked(st, db, &live, d.base, incoming, opts, "apply", id, res, err)) < 0)
-			return finish(db, r, err);
+		if (mode == AL_ACCEPT_SELECTED)
+			r = select_changes(al_store_cas(st), &d, paths, npaths, incoming, err);
+		if (r == 0)
+			r = commit_locked(st, db, &live, d.base, incoming, opts, "apply", id, d.group, extra, res, err);
 	} else {
 		memcpy(res->head, live.head, 32);
+		r = log_action(st, db, "reject", d.group, d.project_name, opts ? opts->author : NULL, json_incref(extra),
+			       NULL, err);
+	}
+	json_decref(extra);
+	if (r < 0) {
+		r = finish(db, r, err);
+		if (r == AL_ECONFLICT)
+			log_refusal(st, db, d.project_name, d.group, d.base, incoming, opts, res, id);
+		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
 	if ((r = al_sqlite_prepare(db, "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'", &up, err)) < 0)

@@ -1,0 +1,22 @@
+/* Private: how the layers that act append to the ledger, inside their own
+ * transaction of meta.db, so an entry exists exactly when its effect does. */
+#ifndef AL_LEDGER_PRIVATE_H
+#define AL_LEDGER_PRIVATE_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "airlock/ledger.h"
+
+struct al_ledger_rec {
+	const char *kind, *group, *project, *actor;
+	json_t *data; /* an object; not stolen */
+};
+int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq,
+		      struct al_error *err);
+/* Sign a checkpoint for the current size (once per transaction). */
+int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err);
+/* A fresh group id: "g" + 15 hex digits. */
+void al_ledger__new_group(char out[17]);
+
+#endif
