@@ -64,5 +64,13 @@ say airlock apply "$D" --accept-all "  # a draft applies once"
 say airlock project log finance
 "$AL" project log finance
 
+say airlock audit "  # every action, in the tamper-evident ledger"
+"$AL" audit | cut -c1-110
+
+say airlock audit export ledger.export '&&' airlock audit verify ledger.export --key pubkey.pem
+"$AL" audit pubkey > "$work/pubkey.pem"
+"$AL" audit export "$work/ledger.export"
+"$AL" audit verify "$work/ledger.export" --key "$work/pubkey.pem"
+
 say airlock fsck
 "$AL" fsck

@@ -1007,14 +1007,22 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 			if (!header)
 				r = al_fail(err, AL_EINVAL, 0, "%s is not an airlock ledger export", path);
 		} else if (!strncmp(line, "origin ", 7)) {
+			/* header lines come once, before any entry: a second key
+			 * would let a forger switch keys half-way */
+			if (v->origin[0] || v->key)
+				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: origin repeated or late", (unsigned long long)v->line);
 			snprintf(v->origin, sizeof(v->origin), "%s", line + 7);
 		} else if (!strncmp(line, "pubkey ", 7)) {
-			if (strlen(line + 7) != 64 || al_unhex(line + 7, 32, export_key) < 0)
+			if (v->key)
+				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: a second public key", (unsigned long long)v->line);
+			else if (strlen(line + 7) != 64 || al_unhex(line + 7, 32, export_key) < 0)
 				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed public key", (unsigned long long)v->line);
-			rep->key_from_export = !key;
-			v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, key ? key : export_key, 32);
-			if (!v->key && r == 0)
-				r = al_fail(err, AL_EINVAL, 0, "bad Ed25519 public key");
+			if (r == 0) {
+				rep->key_from_export = !key;
+				v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, key ? key : export_key, 32);
+				if (!v->key)
+					r = al_fail(err, AL_EINVAL, 0, "bad Ed25519 public key");
+			}
 		} else if (!strncmp(line, "R ", 2)) {
 			unsigned level;
 			char hex[80];

@@ -82,6 +82,7 @@ bad "an entry appended without a checkpoint" "not covered by a signed checkpoint
 L=open('$T/t.ledger').read().rstrip('\n').split('\n'); e=[l for l in L if l.startswith('E ')][-1]
 L.insert(len(L)-1, e.replace('\"seq\":9,','\"seq\":10,')); L[-1]='end 11'; open('$T/t.ledger','w').write('\n'.join(L)+'\n')"
 bad "a truncated export" "truncated" -- sed -i '$d' "$T/t.ledger"
+bad "a second public key half-way (a key switch)" "a second public key" -- sed -i '0,/^C /s//pubkey 00000000000000000000000000000000000000000000000000000000000000aa\nC /' "$T/t.ledger"
 
 # a checkpoint forged with another key
 openssl genpkey -algorithm ed25519 -out "$T/other.pem" 2>/dev/null
