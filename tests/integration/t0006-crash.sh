@@ -35,7 +35,7 @@ echo "# $killed of $N importers were killed before finishing"
 is "$clean" "$N" "fsck is clean after each of $N kill -9 (before and after re-import)"
 is "$reimported" "$N" "a re-import after each kill succeeds with the right id"
 is "$swept" "$N" "temp files of killed importers are swept"
-ok "some importers were really killed mid-way" -- test "$killed" -gt $((N / 4))
+ok "some importers were really killed mid-way" -- test "$killed" -ge 3
 run "$AL" snapshot export "$want" "$T/out"
 ok "the snapshot exports completely" -- diff -r "$S" "$T/out"
 done_testing

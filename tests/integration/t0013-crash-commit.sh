@@ -39,7 +39,7 @@ done 2>/dev/null
 echo "# $killed of $N were killed before finishing"
 is "$complete" "$N" "after each kill the head names a complete snapshot (exports)"
 is "$clean" "$N" "and fsck is clean"
-ok "some commits were really killed mid-way" -- test "$killed" -gt $((N / 5))
+ok "some commits were really killed mid-way" -- test "$killed" -ge 5
 run "$AL" project log c
 is "$rc" 0 "the log is readable"
 done_testing
