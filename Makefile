@@ -42,7 +42,12 @@ FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 .PHONY: all deps check unit demo bench fuzz clean
-all: $(BUILD)/airlock
+all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
+
+# the default sandbox image's root filesystem, from Debian's busybox-static
+$(BUILD)/image/busybox/bin/busybox: scripts/mkimage-busybox.sh | deps
+	@mkdir -p $(BUILD)/image
+	scripts/mkimage-busybox.sh $(BUILD)/image/busybox
 
 deps:
 	@scripts/deps.sh
@@ -50,6 +55,11 @@ deps:
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# the in-sandbox init: static, without sanitizers (it runs inside images)
+$(BUILD)/airlock-init: src/agent/init.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
 
 $(BUILD)/libairlock.a: $(LIB_OBJ)
 	@rm -f $@
@@ -82,7 +92,7 @@ fuzz: | deps
 
 unit: $(UNIT_BIN)
 
-check: $(BUILD)/airlock $(UNIT_BIN) $(FUZZ_REPLAY)
+check: all $(UNIT_BIN) $(FUZZ_REPLAY)
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 

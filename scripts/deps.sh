@@ -6,7 +6,8 @@
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libzstd-dev libsqlite3-dev
-libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl libgit2-dev"
+libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl libgit2-dev
+busybox-static bubblewrap libseccomp-dev libcap-dev util-linux"
 
 missing=""
 for p in $PKGS; do

@@ -54,6 +54,7 @@ typedef void (*al_progress_fn)(void *ctx, uint64_t files, uint64_t bytes);
 
 struct al_import_opts {
 	bool no_cache;            /* ignore and do not update the stat cache */
+	bool skip_special;        /* skip device files, FIFOs, sockets (images: the sandbox provides /dev) */
 	al_progress_fn progress;
 	void *progress_ctx;
 };
@@ -63,6 +64,7 @@ struct al_import_result {
 	uint64_t files, dirs, symlinks, bytes;
 	uint64_t bytes_read;      /* file bytes actually read (cache misses) */
 	uint64_t cache_hits;
+	uint64_t skipped;         /* special files skipped (skip_special) */
 };
 
 /* Import directory dir as a snapshot of the store's tenant.  All or nothing:

@@ -82,6 +82,7 @@ int cmd_apply(struct cli *cli, int argc, char **argv);
 int cmd_review(struct cli *cli, int argc, char **argv);
 int cmd_bundle(struct cli *cli, int argc, char **argv);
 int cmd_audit(struct cli *cli, int argc, char **argv);
+int cmd_image(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fsck(struct cli *cli, int argc, char **argv);
 

@@ -16,6 +16,7 @@
 static const struct cli_cmd commands[] = {
 	{ "init", cmd_init, "create the airlock home (and the default tenant)" },
 	{ "snapshot", cmd_snapshot, "import, show, export and diff snapshots" },
+	{ "image", cmd_image, "import and list sandbox root filesystems" },
 	{ "project", cmd_project, "create projects, show their head and history" },
 	{ "commit", cmd_commit, "commit a directory to a project (compare-and-swap)" },
 	{ "draft", cmd_draft, "fork and list drafts of a project" },

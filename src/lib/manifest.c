@@ -618,6 +618,11 @@ static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it
 		(void)depth;
 		return 0;
 	}
+	if (im->opts && im->opts->skip_special) {
+		im->res->skipped++;
+		it->e.type = 0; /* dropped from the node */
+		return 0;
+	}
 	const char *kind = S_ISCHR(s.st_mode) || S_ISBLK(s.st_mode) ? "a device file"
 			   : S_ISFIFO(s.st_mode)			   ? "a FIFO"
 			   : S_ISSOCK(s.st_mode)			   ? "a socket"
@@ -741,9 +746,11 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
 		goto out;
 	}
+	size_t kept = 0;
 	for (size_t i = 0; i < n; i++)
-		ents[i] = v[i].e;
-	if ((r = al_node_encode(ents, n, &enc, &enclen, err)) < 0)
+		if (v[i].e.type)
+			ents[kept++] = v[i].e;
+	if ((r = al_node_encode(ents, kept, &enc, &enclen, err)) < 0)
 		goto out;
 	al_sha256(enc, enclen, out);
 	int has = al_cas_has(im->cas, out, err);

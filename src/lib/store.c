@@ -60,6 +60,8 @@ static const char meta_schema[] =
 	"CREATE TABLE IF NOT EXISTS ledger_tree("
 	"  level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL,"
 	"  PRIMARY KEY(level, idx)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS images("
+	"  name TEXT UNIQUE, snapshot BLOB NOT NULL, created INTEGER NOT NULL, source TEXT);"
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  origin TEXT NOT NULL, signature BLOB NOT NULL);";

@@ -1,0 +1,32 @@
+/* airlock — images: snapshots used as a sandbox's read-only root
+ * filesystem, with names.  Device files, FIFOs and sockets in an image are
+ * skipped (counted): the sandbox provides its own /dev. */
+#ifndef AIRLOCK_IMAGE_H
+#define AIRLOCK_IMAGE_H
+
+#include <stdint.h>
+
+#include "airlock/error.h"
+#include "airlock/manifest.h"
+
+struct al_store;
+
+struct al_image_info {
+	char name[65];     /* "" when unnamed */
+	uint8_t id[32];
+	int64_t created;
+	const char *source;
+};
+
+/* Import a directory, or a tar archive (any compression libarchive reads),
+ * as an image; name may be NULL.  A tarball is unpacked into the tenant's
+ * temp directory with libarchive's secure flags (no "..", no absolute
+ * paths, no writing through symlinks), imported, and removed. */
+int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
+		    struct al_error *err);
+typedef int (*al_image_fn)(void *ctx, const struct al_image_info *img, struct al_error *err);
+int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err);
+/* A name or an id (sha256:…) to an image's snapshot id. */
+int al_image_resolve(struct al_store *st, const char *name_or_id, uint8_t id[32], struct al_error *err);
+
+#endif

@@ -1,0 +1,199 @@
+/* image: named snapshots for sandbox root filesystems (image.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "airlock/image.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+
+static int rm_one(const char *path, const struct stat *s, int flag, struct FTW *f)
+{
+	(void)s;
+	(void)f;
+	if (flag == FTW_DP)
+		chmod(path, 0700); /* a read-only directory must still be removable */
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int unpack(const char *tarball, const char *dest, uint64_t *skipped, struct al_error *err)
+{
+	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
+	if (!a || !w) {
+		archive_read_free(a);
+		archive_write_free(w);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "image");
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	/* members are placed under dest by prefixing it, so absolute member
+	 * names are refused here; ".." and writing through symlinks by
+	 * libarchive's guards */
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+						  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+	int r = 0;
+	if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK)
+		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball, archive_error_string(a));
+	struct archive_entry *e;
+	int rc;
+	while (r == 0 && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		mode_t t = archive_entry_filetype(e);
+		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
+			(*skipped)++;
+			continue;
+		}
+		char path[4200];
+		const char *name = archive_entry_pathname(e);
+		if (!name || name[0] == '/' || snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
+			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: absolute or too long", name ? name : "");
+			break;
+		}
+		archive_entry_set_pathname(e, path);
+		const char *hl = archive_entry_hardlink(e);
+		if (hl) {
+			char hpath[4200];
+			if (hl[0] == '/' || snprintf(hpath, sizeof(hpath), "%s/%s", dest, hl) >= (int)sizeof(hpath)) {
+				r = al_fail(err, AL_EINVAL, 0, "image: bad hardlink target");
+				break;
+			}
+			archive_entry_set_hardlink(e, hpath);
+		}
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: %s", name, archive_error_string(w));
+			break;
+		}
+		const void *buf;
+		size_t size;
+		la_int64_t off;
+		while ((rc = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+			if (archive_write_data_block(w, buf, size, off) != ARCHIVE_OK) {
+				r = al_fail(err, AL_EIO, 0, "image: write %s: %s", name, archive_error_string(w));
+				break;
+			}
+		if (r == 0 && rc != ARCHIVE_EOF)
+			r = al_fail(err, AL_EINVAL, 0, "image: read %s: %s", name, archive_error_string(a));
+		if (r == 0 && archive_write_finish_entry(w) != ARCHIVE_OK)
+			r = al_fail(err, AL_EIO, 0, "image: %s: %s", name, archive_error_string(w));
+	}
+	if (r == 0 && rc != ARCHIVE_EOF)
+		r = al_fail(err, AL_EINVAL, 0, "image: %s", archive_error_string(a));
+	archive_write_close(w);
+	archive_write_free(w);
+	archive_read_free(a);
+	return r;
+}
+
+static int record(struct al_store *st, const uint8_t id[32], const char *name, const char *source, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "INSERT INTO images(name, snapshot, created, source) VALUES (?,?,?,?) "
+				       "ON CONFLICT(name) DO UPDATE SET snapshot = excluded.snapshot, "
+				       "created = excluded.created, source = excluded.source", &q, err)) < 0)
+		return r;
+	if (name)
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, 1);
+	sqlite3_bind_blob(q, 2, id, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, al_wall_s());
+	sqlite3_bind_text(q, 4, source, -1, SQLITE_STATIC);
+	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
+}
+
+int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
+		    struct al_error *err)
+{
+	int r;
+	if (name && (r = al_project_name_check(name, err)) < 0)
+		return al_error_prefix(err, "image: ");
+	struct stat s;
+	if (stat(src, &s) < 0)
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "image %s", src);
+	struct al_import_opts o = { .no_cache = true, .skip_special = true };
+	if (S_ISDIR(s.st_mode)) {
+		r = al_manifest_import(st, src, &o, res, err);
+	} else if (S_ISREG(s.st_mode)) {
+		char tmp[4200];
+		snprintf(tmp, sizeof(tmp), "%s/tmp/image-XXXXXX", al_store_dir(st));
+		if (!mkdtemp(tmp))
+			return al_fail(err, AL_EIO, errno, "image: temp directory");
+		uint64_t skipped = 0;
+		r = unpack(src, tmp, &skipped, err);
+		if (r == 0)
+			r = al_manifest_import(st, tmp, &o, res, err);
+		if (r == 0)
+			res->skipped += skipped;
+		rm_tree(tmp);
+	} else {
+		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
+	}
+	if (r == 0)
+		r = record(st, res->id, name, src, err);
+	return r;
+}
+
+int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT name, snapshot, created, source FROM images ORDER BY created, rowid", &q, err)) < 0)
+		return r;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct al_image_info im = { 0 };
+		const unsigned char *n = sqlite3_column_text(q, 0);
+		snprintf(im.name, sizeof(im.name), "%s", n ? (const char *)n : "");
+		if (sqlite3_column_bytes(q, 1) != 32)
+			return al_fail(err, AL_ECORRUPT, 0, "image %s has a malformed id", im.name);
+		memcpy(im.id, sqlite3_column_blob(q, 1), 32);
+		im.created = sqlite3_column_int64(q, 2);
+		im.source = (const char *)sqlite3_column_text(q, 3);
+		if ((r = fn(ctx, &im, err)) != 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "images");
+}
+
+int al_image_resolve(struct al_store *st, const char *ref, uint8_t id[32], struct al_error *err)
+{
+	if (strncmp(ref, "sha256:", 7) == 0) {
+		int r = al_id_parse(ref, id, err);
+		return r < 0 ? r : al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
+	}
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)
+		return r;
+	sqlite3_bind_text(q, 1, ref, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != 32) {
+		char s[100];
+		al_quote(ref, strnlen(ref, 80), s, sizeof(s));
+		return al_fail(err, AL_ENOTFOUND, 0, "no image %s", s);
+	}
+	memcpy(id, sqlite3_column_blob(q, 0), 32);
+	return 0;
+}

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Images: the default busybox image, directories and tarballs.
+. "$(dirname "$0")/../lib.sh"
+"$AL" init >/dev/null
+IMG="$AIRLOCK_BUILD/image/busybox"
+ok "make builds the default busybox image" -- test -x "$IMG/bin/busybox" -a -L "$IMG/bin/sh" -a -L "$IMG/bin/wget" -a -L "$IMG/bin/nc"
+run "$AL" image import "$IMG" --name busybox
+is "$rc" 0 "import the busybox image"
+id=$out
+run "$AL" image list
+like "$out" "^busybox $id " "image list names it"
+run "$AL" snapshot show "$id"
+like "$out" "symlink 0777 7 .* bin/sh" "  with its applet links as symlinks"
+
+# a tarball with device nodes and a FIFO: those are skipped, counted
+mkdir -p "$T/root/etc" "$T/root/dev"; echo hi > "$T/root/etc/motd"
+mknod "$T/root/dev/null" c 1 3 2>/dev/null; mkfifo "$T/root/dev/fifo"
+tar -C "$T/root" -czf "$T/root.tar.gz" .
+run "$AL" image import "$T/root.tar.gz" --name small --json
+like "$out" '"files":1' "a tarball image imports"
+like "$out" '"skipped":[12]' "  device files and FIFOs are skipped and counted"
+run "$AL" image import "$T/root" --name smalldir
+is "$rc" 0 "a directory with device files imports as an image (skipped)"
+like "$err" "skipped [12] device files" "  and says so"
+
+# hostile tarballs: paths escaping the unpack directory are refused
+python3 - "$T/evil.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    ti = tarfile.TarInfo("../../escape"); ti.size = 1; t.addfile(ti, io.BytesIO(b"x"))
+PY
+run "$AL" image import "$T/evil.tar" --name evil
+is "$rc" 6 "a tarball member with .. is refused"
+ok "  nothing escaped" -- test ! -e "$AIRLOCK_HOME/tenants/escape" -a ! -e "$AIRLOCK_HOME/escape"
+python3 - "$T/evil2.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    ti = tarfile.TarInfo("link"); ti.type = tarfile.SYMTYPE; ti.linkname = "/tmp"; t.addfile(ti)
+    ti = tarfile.TarInfo("link/airlock-evil"); ti.size = 1; t.addfile(ti, io.BytesIO(b"x"))
+PY
+run "$AL" image import "$T/evil2.tar" --name evil2
+is "$rc" 6 "a tarball writing through its own symlink is refused"
+ok "  nothing was written through it" -- test ! -e /tmp/airlock-evil
+python3 - "$T/evil3.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    ti = tarfile.TarInfo("/tmp/airlock-abs"); ti.size = 1; t.addfile(ti, io.BytesIO(b"x"))
+PY
+run "$AL" image import "$T/evil3.tar" --name evil3
+is "$rc" 6 "a tarball member with an absolute path is refused"
+ok "  nothing was written there" -- test ! -e /tmp/airlock-abs
+run "$AL" image import "$T/nope" --name x
+is "$rc" 3 "a missing source is not found"
+run "$AL" image import "$IMG" --name "bad/name"
+is "$rc" 6 "a bad image name is refused"
+is "$(ls "$AIRLOCK_HOME/tenants/default/tmp" | wc -l)" 0 "temp unpack directories are removed"
+run "$AL" fsck
+is "$rc" 0 "fsck is clean"
+done_testing
