@@ -23,6 +23,9 @@ for i in $(seq 1 "$N"); do  # stderr: hide the shell's "Killed" job notices
 	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
 	kill -9 -- "$pid" 2>/dev/null; pkill -9 -f "airlock --home $H " 2>/dev/null
 	if { wait "$pid"; } 2>/dev/null; then :; else killed=$((killed + 1)); fi
+	# the subshell is reaped; make sure the airlock it ran is gone too (a
+	# dying process still holds its batch lock, which the sweep respects)
+	for _ in $(seq 1 100); do pgrep -f "airlock --home $H " >/dev/null || break; sleep 0.02; done
 	# the home may not even exist yet: then there is nothing to check but a fresh start
 	"$AL" --home "$H" init >/dev/null 2>&1
 	if "$AL" --home "$H" fsck >"$T/fsck.out" 2>&1; then clean=$((clean + 1)); else sed 's/^/# /' "$T/fsck.out" | head; fi
