@@ -5,6 +5,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
+#include "airlock/overlay.h"
 #include "airlock/store.h"
 #include "cli.h"
 #include "util.h"
@@ -329,6 +330,50 @@ static int snap_list(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
+static int snap_apply_upper(struct cli *cli, int argc, char **argv)
+{
+	struct flags fl = { 0 };
+	int rc = parse(cli, argc, argv,
+		       "usage: airlock snapshot apply-upper BASE UPPERDIR [--json]\n\n"
+		       "Plumbing (what a run does when it ends): apply an overlayfs upper directory\n"
+		       "to snapshot BASE and print the resulting snapshot id. Whiteouts delete,\n"
+		       "opaque directories replace, identical copy-ups are no change. Device files,\n"
+		       "FIFOs and sockets are not kept, setuid/setgid bits are removed, hardlinks\n"
+		       "become independent files: each is reported on stderr. Symlinks are never\n"
+		       "followed.\n",
+		       true, false, false, &fl, 2);
+	if (rc >= 0)
+		return rc;
+	uint8_t base[1][32], out[32];
+	struct al_store *st = NULL;
+	if ((rc = ids_and_store(cli, argv, 1, base, &st)))
+		return rc;
+	struct al_error err = { 0 };
+	struct al_overlay_report rep;
+	int r = al_overlay_apply(st, base[0], argv[optind + 1], out, &rep, &err);
+	al_store_close(st);
+	if (r < 0)
+		return cli_error(cli, &err);
+	if (cli->json) {
+		json_t *notes = json_array();
+		for (size_t i = 0; i < rep.nnotes; i++)
+			json_array_append_new(notes, json_string(rep.notes[i]));
+		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:o}", "set", (json_int_t)rep.set, "deleted", (json_int_t)rep.deleted,
+				      "unchanged_copyups", (json_int_t)rep.unchanged_copyups, "neutralised",
+				      (json_int_t)rep.neutralised, "notes", notes);
+		json_object_set_new(o, "id", cli_json_id(out));
+		al_overlay_report_release(&rep);
+		return cli_json_print(o);
+	}
+	char id[AL_ID_STRLEN + 1];
+	al_id_fmt(out, id);
+	printf("%s\n", id);
+	for (size_t i = 0; i < rep.nnotes; i++)
+		fprintf(stderr, "%s: %s\n", cli->prog, rep.notes[i]);
+	al_overlay_report_release(&rep);
+	return 0;
+}
+
 int cmd_snapshot(struct cli *cli, int argc, char **argv)
 {
 	static const struct cli_cmd cmds[] = {
@@ -337,6 +382,7 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv)
 		{ "export", snap_export, "write a snapshot into a directory" },
 		{ "diff", snap_diff, "list the changes between two snapshots" },
 		{ "list", snap_list, "list imported snapshots" },
+		{ "apply-upper", snap_apply_upper, "apply an overlayfs upper directory (plumbing)" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "snapshot", cmds, argc - 1, argv + 1);
