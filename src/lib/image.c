@@ -56,10 +56,12 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			(*skipped)++;
 			continue;
 		}
-		char path[4200];
-		const char *name = archive_entry_pathname(e);
-		if (!name || name[0] == '/' || snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
-			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: absolute or too long", name ? name : "");
+		char path[4200], name[4096];
+		/* a copy: setting the pathname below frees libarchive's string */
+		const char *orig = archive_entry_pathname(e);
+		snprintf(name, sizeof(name), "%s", orig ? orig : "");
+		if (!orig || name[0] == '/' || snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
+			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: absolute or too long", name);
 			break;
 		}
 		archive_entry_set_pathname(e, path);
