@@ -74,6 +74,11 @@ struct cli_commit_flags {
 int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
 		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */
 
+/* A list command: options (--json), open the store, run (which prints a
+ * line per item, or appends to arr with --json), print the array. */
+typedef int (*cli_list_fn)(struct al_store *st, const char *arg, json_t *arr, struct al_error *err);
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, cli_list_fn run);
+
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);
 int cmd_commit(struct cli *cli, int argc, char **argv);

@@ -216,3 +216,22 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	f->author = cli_author(author);
 	return -1;
 }
+
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, cli_list_fn run)
+{
+	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
+	if (rc >= 0)
+		return rc;
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	json_t *arr = cli->json ? json_array() : NULL;
+	int r = run(st, nargs ? argv[optind] : NULL, arr, &err);
+	al_store_close(st);
+	if (r < 0) {
+		json_decref(arr);
+		return cli_error(cli, &err);
+	}
+	return arr ? cli_json_print(arr) : 0;
+}

@@ -59,25 +59,17 @@ static int list_one(void *ctx, const struct al_draft_info *d, struct al_error *e
 	return 0;
 }
 
+static int run_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
+{
+	return al_draft_foreach(st, project, list_one, arr, err);
+}
+
 static int draft_list(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock draft list NAME [--json]\n\n"
-				 "The drafts of project NAME: id state (open, applied, rejected) base head.\n", 1);
-	if (rc >= 0)
-		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	json_t *arr = cli->json ? json_array() : NULL;
-	int r = al_draft_foreach(st, argv[optind], list_one, arr, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(arr);
-		return cli_error(cli, &err);
-	}
-	return arr ? cli_json_print(arr) : 0;
+	return cli_list(cli, argc, argv,
+			"usage: airlock draft list NAME [--json]\n\n"
+			"The drafts of project NAME: id state (open, applied, rejected) base head.\n",
+			1, run_list);
 }
 
 int cmd_draft(struct cli *cli, int argc, char **argv)

@@ -75,24 +75,16 @@ static int list_one(void *ctx, const struct al_image_info *im, struct al_error *
 	return 0;
 }
 
+static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
+{
+	(void)arg;
+	return al_image_foreach(st, list_one, arr, err);
+}
+
 static int image_list(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock image list [--json]\n\nOne line per image: name id source.\n", 0);
-	if (rc >= 0)
-		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	json_t *arr = cli->json ? json_array() : NULL;
-	int r = al_image_foreach(st, list_one, arr, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(arr);
-		return cli_error(cli, &err);
-	}
-	return arr ? cli_json_print(arr) : 0;
+	return cli_list(cli, argc, argv, "usage: airlock image list [--json]\n\nOne line per image: name id source.\n", 0,
+			run_list);
 }
 
 int cmd_image(struct cli *cli, int argc, char **argv)

@@ -154,24 +154,16 @@ static int list_one(void *ctx, const struct al_project_info *p, struct al_error 
 	return 0;
 }
 
+static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
+{
+	(void)arg;
+	return al_project_foreach(st, list_one, arr, err);
+}
+
 static int proj_list(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-			     "usage: airlock project list [--json]\n\nOne line per project: name head commits.\n", 0);
-	if (rc >= 0)
-		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	json_t *arr = cli->json ? json_array() : NULL;
-	int r = al_project_foreach(st, list_one, arr, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(arr);
-		return cli_error(cli, &err);
-	}
-	return arr ? cli_json_print(arr) : 0;
+	return cli_list(cli, argc, argv, "usage: airlock project list [--json]\n\nOne line per project: name head commits.\n",
+			0, run_list);
 }
 
 static int proj_head(struct cli *cli, int argc, char **argv)
