@@ -68,8 +68,13 @@ static void sweep_stale_batches(int tmpfd)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "b-", 2) != 0)
+		bool leftover = strncmp(de->d_name, "nb-", 3) == 0;
+		if (strncmp(de->d_name, "b-", 2) != 0 && !leftover)
 			continue;
+		struct stat ls;
+		if (leftover && (fstatat(tmpfd, de->d_name, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
+				 ls.st_mtime > al_wall_s() - 60))
+			continue; /* possibly being created right now */
 		_cleanup_close_ int bfd = openat(tmpfd, de->d_name,
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0 || flock(bfd, LOCK_EX | LOCK_NB) < 0)
@@ -201,13 +206,20 @@ static int ensure_batch_dir(struct al_cas *c, struct al_error *err)
 	uint8_t rnd[4] = { 0 };
 	if (getrandom(rnd, sizeof(rnd), 0) < 0)
 		memset(rnd, 0, sizeof(rnd)); /* the pid and time are unique enough */
+	char tmpname[80];
 	snprintf(c->batchname, sizeof(c->batchname), "b-%d-%llx-%02x%02x%02x%02x", (int)getpid(),
 		 (unsigned long long)al_now_ns(), rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (mkdirat(c->tmpfd, c->batchname, 0700) < 0)
+	/* made under a name the sweeper ignores, locked, then renamed into
+	 * view: a batch is never visible unlocked */
+	snprintf(tmpname, sizeof(tmpname), "n%s", c->batchname);
+	if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
 		return al_fail(err, AL_EIO, errno, "cas: create temp directory");
-	c->batchfd = openat(c->tmpfd, c->batchname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->batchfd < 0 || flock(c->batchfd, LOCK_EX) < 0)
-		return al_fail(err, AL_EIO, errno, "cas: lock temp directory");
+	c->batchfd = openat(c->tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->batchfd < 0 || flock(c->batchfd, LOCK_EX) < 0 || renameat(c->tmpfd, tmpname, c->tmpfd, c->batchname) < 0) {
+		int e = errno;
+		unlinkat(c->tmpfd, tmpname, AT_REMOVEDIR);
+		return al_fail(err, AL_EIO, e, "cas: lock temp directory");
+	}
 	return 0;
 }
 

@@ -185,6 +185,27 @@ static void test_corruption_detected(void **state)
 	assert_int_equal(al_cas_get(f->cas, missing, &out, &len, &err), AL_ENOTFOUND);
 }
 
+static void test_live_batch_not_swept(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	uint8_t d[32];
+	size_t big = AL_CAS_LOOSE_MIN + 1;
+	uint8_t *p = pattern(big, 3);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, p, big, d, &err), 0); /* a temp file in the batch directory */
+	struct al_cas *other = NULL;
+	assert_int_equal(al_cas_open(f->dir, &other, &err), 0); /* its open sweeps dead batches */
+	al_cas_close(other);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0); /* ours was alive: untouched */
+	uint8_t *out = NULL;
+	size_t len = 0;
+	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), 0);
+	assert_int_equal(len, big);
+	free(out);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +213,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_abort_leaves_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_fd_changed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
