@@ -71,10 +71,9 @@ static void sweep_stale_batches(int tmpfd)
 		bool leftover = strncmp(de->d_name, "nb-", 3) == 0;
 		if (strncmp(de->d_name, "b-", 2) != 0 && !leftover)
 			continue;
-		struct stat ls;
-		if (leftover && (fstatat(tmpfd, de->d_name, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
-				 ls.st_mtime > al_wall_s() - 60))
-			continue; /* possibly being created right now */
+		/* an unlocked "nb-" directory is a dead creator's (a live one
+		 * that loses it to us retries) */
+		(void)leftover;
 		_cleanup_close_ int bfd = openat(tmpfd, de->d_name,
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0 || flock(bfd, LOCK_EX | LOCK_NB) < 0)
@@ -212,15 +211,22 @@ static int ensure_batch_dir(struct al_cas *c, struct al_error *err)
 	/* made under a name the sweeper ignores, locked, then renamed into
 	 * view: a batch is never visible unlocked */
 	snprintf(tmpname, sizeof(tmpname), "n%s", c->batchname);
-	if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
-		return al_fail(err, AL_EIO, errno, "cas: create temp directory");
-	c->batchfd = openat(c->tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->batchfd < 0 || flock(c->batchfd, LOCK_EX) < 0 || renameat(c->tmpfd, tmpname, c->tmpfd, c->batchname) < 0) {
+	for (int attempt = 0;; attempt++) {
+		if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
+			return al_fail(err, AL_EIO, errno, "cas: create temp directory");
+		c->batchfd = openat(c->tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c->batchfd >= 0 && flock(c->batchfd, LOCK_EX) == 0 &&
+		    renameat(c->tmpfd, tmpname, c->tmpfd, c->batchname) == 0)
+			return 0;
 		int e = errno;
+		if (c->batchfd >= 0)
+			close(c->batchfd);
+		c->batchfd = -1;
 		unlinkat(c->tmpfd, tmpname, AT_REMOVEDIR);
-		return al_fail(err, AL_EIO, e, "cas: lock temp directory");
+		/* swept between mkdir and lock by another opener: once more */
+		if (e != ENOENT || attempt >= 3)
+			return al_fail(err, AL_EIO, e, "cas: lock temp directory");
 	}
-	return 0;
 }
 
 static int fsync_named(int dirfd, const char *name, struct al_error *err)

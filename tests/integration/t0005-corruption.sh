@@ -41,7 +41,8 @@ PY
 is "$("$AL" fsck >/dev/null 2>&1; echo $?)" 0 "a re-import repairs it"
 f="$TD/objects/${large:0:2}/${large:2}"
 ok "a large object is a file of its own" -- test -f "$f"
-chmod u+w "$f"; printf '\xff' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
+chmod u+w "$f"; python3 -c "
+import sys; f=open(sys.argv[1],'r+b'); f.seek(100); b=f.read(1)[0]; f.seek(100); f.write(bytes([b ^ 0x01]))" "$f"   # flip one bit
 run "$AL" snapshot export "$id" "$T/out2"
 is "$rc" 4 "export with a corrupt loose object fails (exit 4)"
 like "$err" "object sha256:$large is corrupt" "  naming it"
