@@ -70,6 +70,4 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 	return synth_put_dir(cas, top, 100, root);
 }
 
-static inline uint64_t synth_ms_to_ns(double ms) { return (uint64_t)(ms * 1e6); }
-
 #endif

@@ -53,7 +53,7 @@ int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds,
 struct al_conflict;
 struct al_commit_result;
 const char *cli_author(const char *given);
-int cli_import(struct cli *cli, struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err);
+int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err);
 json_t *cli_conflicts_json(const struct al_conflict *c, size_t n);
 void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n);
 int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,

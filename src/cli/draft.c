@@ -28,7 +28,7 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0 && from)
-		r = cli_import(cli, st, from, snap, &err);
+		r = cli_import(st, from, snap, &err);
 	if (r == 0)
 		r = al_draft_create(st, argv[optind], from ? snap : NULL, cli_author(author), &d, &err);
 	al_store_close(st);

@@ -23,7 +23,7 @@ const char *cli_author(const char *given)
 	return pw ? pw->pw_name : "unknown";
 }
 
-int cli_import(struct cli *cli, struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err)
+int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err)
 {
 	struct cli_progress prog;
 	cli_progress_init(&prog, "import", 0);
@@ -31,7 +31,6 @@ int cli_import(struct cli *cli, struct al_store *st, const char *dir, uint8_t id
 	struct al_import_result res;
 	int r = al_manifest_import(st, dir, &o, &res, err);
 	cli_progress_done(&prog);
-	(void)cli;
 	if (r == 0)
 		memcpy(id, res.id, 32);
 	return r;
@@ -121,7 +120,7 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 	struct al_project_info p;
 	int r = al_project_name_check(argv[optind], &err);
 	if (r == 0 && from)
-		r = cli_import(cli, st, from, snap, &err);
+		r = cli_import(st, from, snap, &err);
 	if (r == 0)
 		r = al_project_create(st, argv[optind], from ? snap : NULL, cli_author(author), &p, &err);
 	al_store_close(st);
@@ -275,7 +274,7 @@ int cmd_commit(struct cli *cli, int argc, char **argv)
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0)
-		r = cli_import(cli, st, argv[optind + 1], snap, &err);
+		r = cli_import(st, argv[optind + 1], snap, &err);
 	if (r == 0)
 		r = al_project_commit(st, argv[optind], f.base_id, snap, &o, &res, &err);
 	al_store_close(st);

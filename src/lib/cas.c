@@ -68,12 +68,11 @@ static void sweep_stale_batches(int tmpfd)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		bool leftover = strncmp(de->d_name, "nb-", 3) == 0;
-		if (strncmp(de->d_name, "b-", 2) != 0 && !leftover)
+		/* "b-" batches, and "nb-" ones not yet renamed into view: unlocked,
+		 * either is a dead writer's (a live creator that loses an "nb-"
+		 * directory to us retries) */
+		if (strncmp(de->d_name, "b-", 2) != 0 && strncmp(de->d_name, "nb-", 3) != 0)
 			continue;
-		/* an unlocked "nb-" directory is a dead creator's (a live one
-		 * that loses it to us retries) */
-		(void)leftover;
 		_cleanup_close_ int bfd = openat(tmpfd, de->d_name,
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0 || flock(bfd, LOCK_EX | LOCK_NB) < 0)

@@ -432,14 +432,6 @@ int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *qy, al_
 	return run_query(db, q, fn, ctx, err);
 }
 
-static int found(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
-{
-	(void)e;
-	(void)err;
-	(*(int *)ctx)++;
-	return 0;
-}
-
 struct get_ctx {
 	al_ledger_fn fn;
 	void *ctx;
@@ -466,7 +458,6 @@ int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
 	struct get_ctx g = { fn, ctx, 0 };
 	if ((r = run_query(db, q, get_one, &g, err)) < 0)
 		return r;
-	(void)found;
 	return g.n ? 0 : al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %llu", (unsigned long long)seq);
 }
 

@@ -598,8 +598,7 @@ static void stat_one(void *ctx, size_t i, unsigned w)
 	it->jrc = fstatat(im->dfd, it->name, &it->st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
 }
 
-static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it, struct cached *c,
-			struct al_error *err)
+static int import_entry(struct imp *im, int dfd, struct ient *it, struct cached *c, struct al_error *err)
 {
 	char q[512];
 	const char *why;
@@ -615,7 +614,6 @@ static int import_entry(struct imp *im, int dfd, unsigned depth, struct ient *it
 		return import_symlink(im, dfd, it, err);
 	if (S_ISDIR(s.st_mode)) {
 		it->e.type = AL_T_DIR; /* descended into in pass two */
-		(void)depth;
 		return 0;
 	}
 	if (im->opts && im->opts->skip_special) {
@@ -696,7 +694,7 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 	size_t npending = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cached *c = cache_find(cv, ncv, &ci, &v[i]);
-		if ((r = import_entry(im, dfd, depth, &v[i], c, err)) < 0)
+		if ((r = import_entry(im, dfd, &v[i], c, err)) < 0)
 			goto out;
 		npending += v[i].pending;
 	}

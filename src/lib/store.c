@@ -120,7 +120,6 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		goto out;
 	{
 		/* create the tenant's stores before it is listed */
-		struct al_store *s = NULL;
 		struct al_cas *cas = NULL;
 		if ((r = al_cas_open(dir, &cas, err)) < 0)
 			goto out;
@@ -131,7 +130,6 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		if ((r = al_sqlite_open(path, meta_schema, &meta, err)) < 0)
 			goto out;
 		sqlite3_close(meta);
-		(void)s;
 	}
 	if ((r = al_fsync_dir(-1, dir, err)) < 0)
 		goto out;

@@ -701,7 +701,7 @@ static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
 
 /* End a write transaction: on success sign a checkpoint of the ledger in
  * it, so the entries and the checkpoint land with the effect or not at all. */
-static int finish_st(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
+static int finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
 {
 	if (r == 0)
 		r = al_ledger__seal(st, db, err);
@@ -711,7 +711,6 @@ static int finish_st(struct al_store *st, sqlite3 *db, int r, struct al_error *e
 	}
 	return al_sqlite_exec(db, "COMMIT", err);
 }
-#define finish(db, r, err) finish_st(st, (db), (r), (err))
 
 int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
 		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
@@ -727,7 +726,7 @@ int al_project_commit(struct al_store *st, const char *project, const uint8_t ba
 	const char *group = group_of(opts, gbuf);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, group, NULL, res, err);
-	r = finish(db, r, err);
+	r = finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, project, group, base, snapshot, opts, res, NULL);
 	return r;
@@ -742,48 +741,43 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	if (r < 0)
 		return r;
 	struct al_cas *cas = al_store_cas(st);
-	uint8_t head[32];
-	if (snapshot) {
-		memcpy(head, snapshot, 32);
-		if ((r = al_manifest_stat(cas, head, NULL, NULL, err)) < 0)
-			return r;
-	} else if ((r = empty_tree(cas, head, err)) < 0) {
+	/* the volume starts at the empty tree; the first commit brings snapshot */
+	uint8_t head[32], empty[32];
+	if ((r = empty_tree(cas, empty, err)) < 0)
 		return r;
-	}
+	memcpy(head, snapshot ? snapshot : empty, 32);
+	if (snapshot && (r = al_manifest_stat(cas, head, NULL, NULL, err)) < 0)
+		return r;
 	sqlite3 *db;
 	if ((r = begin(st, &db, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *pv = NULL, *pp = NULL, *up = NULL;
 	int64_t now = al_wall_s();
 	if ((r = al_sqlite_prepare(db, "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)", &pp, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	sqlite3_bind_text(pp, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(pp, 2, now);
 	int rc = sqlite3_step(pp);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
-		return finish(db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
+		return finish(st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
 	if (rc != SQLITE_DONE)
-		return finish(db, al_sqlite_fail(db, err, "create project"), err);
+		return finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	int64_t pid = sqlite3_last_insert_rowid(db);
-	/* the volume starts at the empty tree; the first commit brings snapshot */
-	uint8_t empty[32];
-	if ((r = empty_tree(cas, empty, err)) < 0)
-		return finish(db, r, err);
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
 				   &pv, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	sqlite3_bind_int64(pv, 1, pid);
 	sqlite3_bind_blob(pv, 2, empty, 32, SQLITE_STATIC);
 	sqlite3_bind_int64(pv, 3, now);
 	if (sqlite3_step(pv) != SQLITE_DONE)
-		return finish(db, al_sqlite_fail(db, err, "create volume"), err);
+		return finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
 	int64_t vid = sqlite3_last_insert_rowid(db);
 	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	sqlite3_bind_int64(up, 1, vid);
 	sqlite3_bind_int64(up, 2, pid);
 	if (sqlite3_step(up) != SQLITE_DONE)
-		return finish(db, al_sqlite_fail(db, err, "create project"), err);
+		return finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
 	memcpy(v.head, empty, 32);
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
@@ -793,8 +787,8 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	al_ledger__new_group(gbuf);
 	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
 	    (r = log_action(st, db, "project_create", gbuf, name, author, json_pack("{s:o}", "head", jid(head)), NULL, err)) < 0)
-		return finish(db, r, err);
-	if ((r = finish(db, 0, err)) < 0)
+		return finish(st, db, r, err);
+	if ((r = finish(st, db, 0, err)) < 0)
 		return r;
 	if (out) {
 		memset(out, 0, sizeof(*out));
@@ -960,10 +954,10 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 		return r;
 	struct vol live;
 	if ((r = live_volume(db, project, &live, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	uint8_t rnd[7];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return finish(db, al_fail(err, AL_EIO, errno, "draft id"), err);
+		return finish(st, db, al_fail(err, AL_EIO, errno, "draft id"), err);
 	char hex[15], id[AL_DRAFT_ID_LEN + 1];
 	al_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "d%.13s", hex);
@@ -972,7 +966,7 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	al_ledger__new_group(group);
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp) "
 				       "VALUES (?, 'draft', ?, ?, ?, ?, ?)", &ins, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
 	sqlite3_bind_blob(ins, 2, live.head, 32, SQLITE_STATIC);
@@ -980,7 +974,7 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 5, al_wall_s());
 	if (sqlite3_step(ins) != SQLITE_DONE)
-		return finish(db, al_sqlite_fail(db, err, "create draft"), err);
+		return finish(st, db, al_sqlite_fail(db, err, "create draft"), err);
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
 	v.seq = 0;
@@ -992,16 +986,16 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	snprintf(v.group, sizeof(v.group), "%s", group);
 	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
 			    json_pack("{s:s,s:o}", "draft", id, "base", jid(live.head)), NULL, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	if (content) {
 		struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
 		r = commit_locked(st, db, &v, live.head, content, &o, "commit", id, group, NULL, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
-			return finish(db, r, err);
+			return finish(st, db, r, err);
 	}
-	if ((r = finish(db, 0, err)) < 0)
+	if ((r = finish(st, db, 0, err)) < 0)
 		return r;
 	if (out)
 		draft_info(&v, out);
@@ -1065,7 +1059,7 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 		else
 			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, v.group, NULL, res, err);
 	}
-	r = finish(db, r, err);
+	r = finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, v.project_name, v.group, base, snapshot, opts, res, id);
 	return r;
@@ -1148,11 +1142,11 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 		return r;
 	struct vol d, live;
 	if ((r = draft_volume(db, id, &d, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	if (strcmp(d.state, "open") != 0)
-		return finish(db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
+		return finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	const char *state = mode == AL_REJECT_ALL ? "rejected" : "applied";
 	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
 	json_t *jp = json_array();
@@ -1173,17 +1167,17 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	}
 	json_decref(extra);
 	if (r < 0) {
-		r = finish(db, r, err);
+		r = finish(st, db, r, err);
 		if (r == AL_ECONFLICT)
 			log_refusal(st, db, d.project_name, d.group, d.base, incoming, opts, res, id);
 		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
 	if ((r = al_sqlite_prepare(db, "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'", &up, err)) < 0)
-		return finish(db, r, err);
+		return finish(st, db, r, err);
 	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, d.id);
 	if (sqlite3_step(up) != SQLITE_DONE || sqlite3_changes(db) != 1)
-		return finish(db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
-	return finish(db, 0, err);
+		return finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
+	return finish(st, db, 0, err);
 }
