@@ -13,7 +13,7 @@ BUILD ?= build-san
 endif
 
 CC ?= cc
-PKGS := libcrypto sqlite3 libzstd libgit2 libarchive
+PKGS := libcrypto sqlite3 libzstd libgit2 libarchive libseccomp libcap
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
@@ -24,14 +24,14 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
 ALL_LDFLAGS = -pthread $(LDFLAGS)
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/lib/*.c)
+LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -85,7 +85,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 fuzz: | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
-	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -g -O1 -fsanitize=fuzzer,address,undefined \
+	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"

@@ -75,6 +75,8 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 
 struct al_export_opts {
 	bool force;               /* write into a non-empty directory */
+	bool chown;               /* give every entry (and dir itself) to uid:gid */
+	uint32_t uid, gid;
 	al_progress_fn progress;
 	void *progress_ctx;
 };

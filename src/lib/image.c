@@ -16,20 +16,6 @@
 #include "store_private.h"
 #include "util.h"
 
-static int rm_one(const char *path, const struct stat *s, int flag, struct FTW *f)
-{
-	(void)s;
-	(void)f;
-	if (flag == FTW_DP)
-		chmod(path, 0700); /* a read-only directory must still be removable */
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static void rm_tree(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static int unpack(const char *tarball, const char *dest, uint64_t *skipped, struct al_error *err)
 {
 	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
@@ -143,7 +129,7 @@ int al_image_import(struct al_store *st, const char *src, const char *name, stru
 			r = al_manifest_import(st, tmp, &o, res, err);
 		if (r == 0)
 			res->skipped += skipped;
-		rm_tree(tmp);
+		al_rm_tree(tmp);
 	} else {
 		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
 	}

@@ -1160,6 +1160,8 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 		if (fd < 0)
 			return al_fail(err, AL_EIO, errno, "create %s", path_show(&ex->path, q, sizeof(q)));
 		r = al_cas_stream(ex->cas, e->digest, fd_sink, &fd, err);
+		if (r == 0 && ex->opts && ex->opts->chown && fchown(fd, ex->opts->uid, ex->opts->gid) < 0)
+			r = al_fail(err, AL_EIO, errno, "chown %s", path_show(&ex->path, q, sizeof(q)));
 		if (r == 0 && fchmod(fd, e->mode) < 0)
 			r = al_fail(err, AL_EIO, errno, "chmod %s", path_show(&ex->path, q, sizeof(q)));
 		if (r < 0) {
@@ -1187,6 +1189,9 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 		 * with O_NOFOLLOW relative to directory fds */
 		if (symlinkat(target, dfd, name) < 0)
 			return al_fail(err, AL_EIO, errno, "symlink %s", path_show(&ex->path, q, sizeof(q)));
+		if (ex->opts && ex->opts->chown &&
+		    fchownat(dfd, name, ex->opts->uid, ex->opts->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return al_fail(err, AL_EIO, errno, "chown %s", path_show(&ex->path, q, sizeof(q)));
 		return 0;
 	}
 	if (!room && mkdirat(dfd, name, 0700) < 0)
@@ -1196,6 +1201,8 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 		return al_fail(err, AL_EIO, errno, "open %s", path_show(&ex->path, q, sizeof(q)));
 	if (room && fchmod(sub, 0700) < 0)
 		return al_fail(err, AL_EIO, errno, "chmod %s", path_show(&ex->path, q, sizeof(q)));
+	if (ex->opts && ex->opts->chown && fchown(sub, ex->opts->uid, ex->opts->gid) < 0)
+		return al_fail(err, AL_EIO, errno, "chown %s", path_show(&ex->path, q, sizeof(q)));
 	if ((r = export_dir(ex, e->digest, sub, depth + 1, err)) < 0)
 		return r;
 	/* last, so a read-only directory could still be filled */
@@ -1266,6 +1273,8 @@ int al_manifest_export(struct al_cas *cas, const uint8_t id[32], const char *dir
 	ex->opts = opts;
 	r = export_dir(ex, id, dfd, 0, err);
 	free(ex);
+	if (r == 0 && opts && opts->chown && fchown(dfd, opts->uid, opts->gid) < 0)
+		r = al_fail(err, AL_EIO, errno, "chown %s", dir);
 	return r;
 }
 

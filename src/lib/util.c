@@ -1,5 +1,6 @@
 /* libairlock utilities: errors, hex, sha256, file helpers, name checks. */
 #include <errno.h>
+#include <ftw.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -407,4 +408,26 @@ void al_buf_release(struct al_buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
+}
+
+static int rm_unlock(const char *path, const struct stat *s, int flag, struct FTW *f)
+{
+	(void)f;
+	if ((flag == FTW_D || flag == FTW_DNR) && (s->st_mode & 0700) != 0700)
+		chmod(path, 0700); /* a read-only directory must still be emptied */
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *s, int flag, struct FTW *f)
+{
+	(void)s;
+	(void)flag;
+	(void)f;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+void al_rm_tree(const char *dir)
+{
+	nftw(dir, rm_unlock, 16, FTW_PHYS);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -56,6 +56,8 @@ ssize_t al_read_full(int fd, void *buf, size_t n);   /* short only at EOF */
 int al_write_full(int fd, const void *buf, size_t n); /* 0 or -1 */
 int al_mkdir_p(const char *path, mode_t mode, struct al_error *err);
 int al_fsync_dir(int dirfd_or_neg, const char *path, struct al_error *err);
+/* Remove a tree (never following symlinks), read-only directories too. */
+void al_rm_tree(const char *dir);
 /* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS); falls back to O_NOFOLLOW
  * component-by-component walking where openat2 is missing. */
 int al_open_beneath(int dirfd, const char *path, int flags, mode_t mode);

@@ -1,0 +1,79 @@
+/* airlock — sandboxes: run one command isolated from the host.
+ *
+ * The sandbox's root filesystem is a writable overlay over a read-only
+ * image directory; /workspace is a writable overlay over a read-only
+ * snapshot directory.  Nothing else of the host is reachable: no host path,
+ * no host process, no network unless the policy grants it.  The run's
+ * writes land in upper layers on a size-capped tmpfs; after every process
+ * of the sandbox is dead, the caller reads the workspace's upper layer
+ * (overlay.h) through res->upper_fd.
+ *
+ * Backends sit behind this header: "ns" (Linux namespaces, seccomp,
+ * cgroups) today; a microVM backend later, reusing airlock-init and the
+ * same result. */
+#ifndef AIRLOCK_SANDBOX_H
+#define AIRLOCK_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/error.h"
+
+enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
+const char *al_network_name(int net);
+int al_network_parse(const char *s, int *out, struct al_error *err);
+
+struct al_limits {
+	uint64_t memory;      /* bytes of memory (cgroup), 0: none */
+	uint64_t pids;        /* processes and threads (cgroup; RLIMIT_NPROC without one) */
+	uint64_t cpus_milli;  /* CPU bandwidth, 1000 = one CPU; 0: none */
+	uint64_t timeout_ms;  /* wall clock; then the whole sandbox is killed */
+	uint64_t output;      /* bytes kept of each of stdout and stderr */
+	uint64_t disk;        /* bytes the run may write (its upper layers and /tmp) */
+	uint64_t files;       /* files and directories the run may create */
+};
+/* The defaults documented in docs/cli.md. */
+void al_limits_default(struct al_limits *l);
+
+/* Called with the command's output as it arrives; stream is 1 or 2. */
+typedef void (*al_sandbox_output_fn)(void *ctx, int stream, const void *p, size_t n);
+
+struct al_sandbox_spec {
+	const char *backend;          /* "ns"; NULL: the default */
+	/* The read-only lower layers: two directories in lowers_fd, named
+	 * without '/' (the namespace backend resolves them in the sandbox's
+	 * own mount namespace; lowers_fd must be searchable by host_uid). */
+	int lowers_fd;
+	const char *image_dir;        /* lower layer of / */
+	const char *workspace_dir;    /* lower layer of /workspace */
+	int init_fd;                  /* airlock-init, executable */
+	const char *const *argv;      /* the command (run by airlock-init) */
+	const char *const *envp;      /* its whole environment */
+	int network;
+	struct al_limits limits;
+	bool best_effort_limits;      /* the defaults: a limit no cgroup can enforce is skipped */
+	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */
+	al_sandbox_output_fn output;
+	void *output_ctx;
+};
+
+struct al_sandbox_result {
+	int exit_code;                /* the command's: 0..255, 128+signal if killed */
+	bool timed_out, oom;
+	uint64_t stdout_bytes, stderr_bytes;
+	uint64_t wall_ms, cpu_user_ms, cpu_sys_ms;
+	uint64_t max_rss_kb;          /* largest process */
+	uint64_t peak_memory;         /* the sandbox's peak (cgroup), 0 if unknown */
+	const char *cgroup;           /* "v2", "v1" or "none": where the limits were enforced */
+	int upper_fd;                 /* the workspace's upper layer (O_PATH dir); caller closes */
+};
+
+/* Run spec->argv in a new sandbox and wait for every process in it to end.
+ * A failure to set the sandbox up is an error naming the step ("sandbox:
+ * mount /proc: Operation not permitted"), never a hang; the command's own
+ * failure is in res.  AL_EINVAL for a policy the backend cannot enforce
+ * (network egress on "ns"). */
+int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
+
+#endif

@@ -1,0 +1,576 @@
+/* The namespace sandbox backend (sandbox.h).
+ *
+ * The parent prepares everything that allocates (seccomp BPF, option
+ * strings, argv, the sealed copy of airlock-init, the cgroup), then clones
+ * a child into new user, mount, pid, net, ipc and uts namespaces.  The
+ * child waits until the parent has written its uid/gid maps and put it in
+ * the run's cgroup, then, without allocating:
+ *
+ *   cgroup namespace; mounts private; a size-capped tmpfs on /tmp holding
+ *   the upper layers (its fd goes to the parent, which reads the
+ *   workspace's upper layer after the run); overlay / (image) and
+ *   /workspace (snapshot); /proc; a minimal /dev; /tmp; hostname; lo up;
+ *   pivot_root and detach the old root; rlimits; stdio; no_new_privs;
+ *   every capability dropped; seccomp; exec airlock-init.
+ *
+ * A failing step writes {stage, errno} to a close-on-exec pipe; EOF on that
+ * pipe means airlock-init is running.  The child is PID 1 of the sandbox:
+ * when it exits the kernel kills everything else in it, so waiting for it
+ * waits for the whole sandbox, and killing it (timeout) kills everything. */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
+
+#include "sandbox_private.h"
+#include "util.h"
+
+enum stage {
+	ST_SYNC, ST_IDS, ST_CGROUPNS, ST_PRIVATE, ST_TMPFS, ST_SEND, ST_DIRS, ST_ROOT, ST_WORKSPACE, ST_PROC,
+	ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
+	ST_SECCOMP, ST_EXEC, ST_N
+};
+static const char *const stage_names[ST_N] = {
+	[ST_SYNC] = "waiting for the parent", [ST_IDS] = "setting the sandbox's ids",
+	[ST_CGROUPNS] = "cgroup namespace", [ST_PRIVATE] = "making mounts private",
+	[ST_TMPFS] = "mounting the run's tmpfs", [ST_SEND] = "handing the upper layer to the parent",
+	[ST_DIRS] = "creating the layer directories", [ST_ROOT] = "mounting the root overlay",
+	[ST_WORKSPACE] = "mounting the /workspace overlay", [ST_PROC] = "mounting /proc",
+	[ST_DEV] = "populating /dev", [ST_TMP] = "mounting /tmp", [ST_HOSTNAME] = "setting the hostname",
+	[ST_LO] = "bringing up loopback", [ST_PIVOT] = "pivot_root", [ST_CHDIR] = "entering /workspace",
+	[ST_RLIMIT] = "setting rlimits", [ST_STDIO] = "setting up stdio", [ST_NNP] = "no_new_privs",
+	[ST_CAPS] = "dropping capabilities", [ST_SECCOMP] = "loading the seccomp filter",
+	[ST_EXEC] = "starting airlock-init",
+};
+
+struct report {
+	int stage, err;
+};
+
+/* Everything the child needs, prepared by the parent. */
+struct child {
+	int sock, status_w, out_w, err_w, devnull, init_fd;
+	char tmpfs_opts[96], root_opts[160], ws_opts[160];
+	const char *const *argv;
+	const char *const *envp;
+	const struct sock_fprog *prog;
+	int last_cap;
+	uint64_t fsize, nproc;
+};
+
+static _Noreturn void child_fail(const struct child *c, int stage)
+{
+	struct report m = { stage, errno };
+	if (write(c->status_w, &m, sizeof(m)) < 0)
+		_exit(126);
+	_exit(125);
+}
+#define TRY(cond, stage)                      \
+	do {                                  \
+		if (!(cond))                  \
+			child_fail(c, stage); \
+	} while (0)
+
+/* a + b into buf (no allocation between clone and exec) */
+static const char *join(char *buf, size_t n, const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la + lb + 1 > n)
+		return "";
+	memcpy(buf, a, la);
+	memcpy(buf + la, b, lb + 1);
+	return buf;
+}
+
+static bool mkdir_ok(const char *path, mode_t mode)
+{
+	return mkdir(path, mode) == 0 || errno == EEXIST;
+}
+
+static void child_dev(const struct child *c)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	char src[64], dst[64];
+	TRY(mkdir_ok("/tmp/new/dev", 0755), ST_DEV);
+	TRY(mount("tmpfs", "/tmp/new/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") == 0,
+	    ST_DEV);
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		join(src, sizeof(src), "/dev/", nodes[i]);
+		join(dst, sizeof(dst), "/tmp/new/dev/", nodes[i]);
+		int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		TRY(fd >= 0, ST_DEV);
+		close(fd);
+		TRY(mount(src, dst, NULL, MS_BIND, NULL) == 0, ST_DEV);
+	}
+	TRY(mkdir("/tmp/new/dev/pts", 0755) == 0, ST_DEV);
+	TRY(mount("devpts", "/tmp/new/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") ==
+		    0,
+	    ST_DEV);
+	TRY(symlink("pts/ptmx", "/tmp/new/dev/ptmx") == 0, ST_DEV);
+	TRY(symlink("/proc/self/fd", "/tmp/new/dev/fd") == 0, ST_DEV);
+	TRY(symlink("/proc/self/fd/0", "/tmp/new/dev/stdin") == 0, ST_DEV);
+	TRY(symlink("/proc/self/fd/1", "/tmp/new/dev/stdout") == 0, ST_DEV);
+	TRY(symlink("/proc/self/fd/2", "/tmp/new/dev/stderr") == 0, ST_DEV);
+	TRY(mkdir("/tmp/new/dev/shm", 01777) == 0, ST_DEV);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char byte = 'u';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+static _Noreturn void child_main(const struct child *c)
+{
+	char go;
+	TRY(read(c->sock, &go, 1) == 1, ST_SYNC);
+	TRY(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0, ST_IDS);
+	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
+	umask(0);
+	TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, ST_PRIVATE);
+
+	/* the run's writable storage: upper layers of / and /workspace, and
+	 * /tmp, in one tmpfs whose size and inode caps are the disk limits */
+	TRY(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, c->tmpfs_opts) == 0, ST_TMPFS);
+	int t = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	TRY(t >= 0, ST_TMPFS);
+	TRY(send_fd(c->sock, t) == 0, ST_SEND);
+	TRY(mkdirat(t, "root", 0755) == 0 && mkdirat(t, "root/upper", 0755) == 0 &&
+		    mkdirat(t, "root/work", 0700) == 0 && mkdirat(t, "ws", 0755) == 0 &&
+		    mkdirat(t, "ws/upper", 0755) == 0 && mkdirat(t, "ws/work", 0700) == 0 &&
+		    mkdirat(t, "tmp", 01777) == 0 && mkdirat(t, "new", 0755) == 0,
+	    ST_DIRS);
+	close(t);
+
+	TRY(mount("overlay", "/tmp/new", "overlay", MS_NOSUID | MS_NODEV, c->root_opts) == 0, ST_ROOT);
+	TRY(mkdir_ok("/tmp/new/workspace", 0755), ST_WORKSPACE);
+	TRY(mount("overlay", "/tmp/new/workspace", "overlay", MS_NOSUID | MS_NODEV, c->ws_opts) == 0, ST_WORKSPACE);
+	TRY(mkdir_ok("/tmp/new/proc", 0555), ST_PROC);
+	TRY(mount("proc", "/tmp/new/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0, ST_PROC);
+	child_dev(c);
+	TRY(mkdir_ok("/tmp/new/tmp", 01777), ST_TMP);
+	TRY(mount("/tmp/tmp", "/tmp/new/tmp", NULL, MS_BIND, NULL) == 0, ST_TMP);
+	TRY(mkdir_ok("/tmp/new/root", 0700), ST_DIRS);
+
+	TRY(sethostname("airlock", 7) == 0, ST_HOSTNAME);
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	TRY(s >= 0, ST_LO);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	TRY(ioctl(s, SIOCGIFFLAGS, &ifr) == 0, ST_LO);
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	TRY(ioctl(s, SIOCSIFFLAGS, &ifr) == 0, ST_LO);
+	close(s);
+
+	TRY(chdir("/tmp/new") == 0, ST_PIVOT);
+	TRY(syscall(SYS_pivot_root, ".", ".") == 0, ST_PIVOT);
+	TRY(umount2(".", MNT_DETACH) == 0, ST_PIVOT);
+	TRY(chdir("/workspace") == 0, ST_CHDIR);
+	umask(022);
+
+	struct rlimit core = { 0, 0 }, nofile = { 1024, 1024 };
+	TRY(setrlimit(RLIMIT_CORE, &core) == 0 && setrlimit(RLIMIT_NOFILE, &nofile) == 0, ST_RLIMIT);
+	if (c->fsize) {
+		struct rlimit fs = { c->fsize, c->fsize };
+		TRY(setrlimit(RLIMIT_FSIZE, &fs) == 0, ST_RLIMIT);
+	}
+	if (c->nproc) {
+		struct rlimit np = { c->nproc, c->nproc };
+		TRY(setrlimit(RLIMIT_NPROC, &np) == 0, ST_RLIMIT);
+	}
+	TRY(dup2(c->devnull, 0) == 0 && dup2(c->out_w, 1) == 1 && dup2(c->err_w, 2) == 2, ST_STDIO);
+	TRY(syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) == 0, ST_STDIO);
+
+	TRY(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, ST_NNP);
+	for (int cap = 0; cap <= c->last_cap; cap++)
+		TRY(prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 || errno == EINVAL, ST_CAPS);
+	TRY(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0, ST_CAPS);
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2];
+	memset(none, 0, sizeof(none));
+	TRY(capset(&hdr, none) == 0, ST_CAPS);
+	TRY(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->prog) == 0, ST_SECCOMP);
+	execveat(c->init_fd, "", (char *const *)c->argv, (char *const *)c->envp, AT_EMPTY_PATH);
+	child_fail(c, ST_EXEC);
+}
+
+/* ---- parent ----------------------------------------------------------------- */
+
+static int write_proc(pid_t pid, const char *file, const char *val)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	return al_write_full(fd, val, strlen(val));
+}
+
+/* airlock-init copied into a sealed memory file: the sandbox can see its
+ * PID 1's executable through /proc/1/exe, and must never be able to write
+ * the host's binary through it (runc's CVE-2019-5736). */
+static int sealed_init(int src, struct al_error *err)
+{
+	struct stat s;
+	if (fstat(src, &s) < 0 || !S_ISREG(s.st_mode))
+		return al_fail(err, AL_EINVAL, errno, "sandbox: airlock-init is not a regular file");
+	int m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: memfd");
+	off_t off = 0;
+	while (off < s.st_size) {
+		ssize_t n = sendfile(m, src, &off, s.st_size - off);
+		if (n <= 0) {
+			close(m);
+			return al_fail(err, AL_EIO, n < 0 ? errno : EIO, "sandbox: copy airlock-init");
+		}
+	}
+	if (fchmod(m, 0555) < 0 ||
+	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+		close(m);
+		return al_fail(err, AL_EIO, errno, "sandbox: seal airlock-init");
+	}
+	return m;
+}
+
+static int last_cap(void)
+{
+	char buf[16] = "";
+	_cleanup_close_ int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && al_read_full(fd, buf, sizeof(buf) - 1) > 0)
+		return atoi(buf);
+	return 63;
+}
+
+struct pump {
+	int fd;
+	int stream;
+	uint64_t *count;
+};
+
+static void pump_read(struct pump *p, const struct al_sandbox_spec *spec)
+{
+	char buf[65536];
+	ssize_t n = read(p->fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close(p->fd);
+		p->fd = -1;
+		return;
+	}
+	*p->count += (uint64_t)n;
+	if (spec->output)
+		spec->output(spec->output_ctx, p->stream, buf, (size_t)n);
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+struct ns_state {
+	int out[2], errp[2], status[2], sock[2];
+	int devnull, init, pidfd, tmpfs;
+	pid_t pid;
+	struct al_cgroup cg;
+	struct sock_fprog prog;
+	const char **argv;
+};
+
+static void ns_release(struct ns_state *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	close_pair(s->out);
+	close_pair(s->errp);
+	close_pair(s->status);
+	close_pair(s->sock);
+	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs };
+	for (size_t i = 0; i < 4; i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	al_cgroup__destroy(&s->cg);
+	free(s->prog.filter);
+	free(s->argv);
+}
+
+static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, struct al_error *err)
+{
+	int r = al_seccomp__build(&s->prog, err);
+	if (r < 0)
+		return r;
+	uint8_t rnd[6];
+	char hex[13], name[40];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return al_fail(err, AL_EIO, errno, "sandbox: random");
+	al_hex(rnd, sizeof(rnd), hex);
+	snprintf(name, sizeof(name), "run-%s", hex);
+	if ((r = al_cgroup__create(&spec->limits, name, spec->best_effort_limits, &s->cg, err)) < 0)
+		return r;
+	if ((s->init = sealed_init(spec->init_fd, err)) < 0)
+		return s->init;
+	size_t argc = 0;
+	while (spec->argv[argc])
+		argc++;
+	if (!argc)
+		return al_fail(err, AL_EUSAGE, 0, "sandbox: no command");
+	if (!(s->argv = calloc(argc + 3, sizeof(char *))))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "sandbox");
+	s->argv[0] = "airlock-init";
+	s->argv[1] = "--";
+	memcpy(s->argv + 2, spec->argv, argc * sizeof(char *));
+
+	struct child c = { .argv = s->argv, .envp = spec->envp, .prog = &s->prog, .last_cap = last_cap() };
+	const struct al_limits *l = &spec->limits;
+	snprintf(c.tmpfs_opts, sizeof(c.tmpfs_opts), "mode=0700,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)(l->disk ? l->disk : 1ull << 40),
+		 (unsigned long long)(l->files ? l->files + 16 : 1ull << 24));
+	snprintf(c.root_opts, sizeof(c.root_opts),
+		 "lowerdir=%s,upperdir=/tmp/root/upper,workdir=/tmp/root/work,userxattr", spec->image_dir);
+	snprintf(c.ws_opts, sizeof(c.ws_opts),
+		 "lowerdir=%s,upperdir=/tmp/ws/upper,workdir=/tmp/ws/work,userxattr", spec->workspace_dir);
+	c.fsize = l->disk;
+	c.nproc = s->cg.pids ? 0 : l->pids;
+
+	if (pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->errp, O_CLOEXEC) < 0 || pipe2(s->status, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->sock) < 0 ||
+	    (s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: pipes");
+	c.sock = s->sock[1];
+	c.status_w = s->status[1];
+	c.out_w = s->out[1];
+	c.err_w = s->errp[1];
+	c.devnull = s->devnull;
+	c.init_fd = s->init;
+
+	/* Overlay takes lower layers only from the mounter's own mount
+	 * namespace, so an fd opened here (a mount of ours) will not do, and
+	 * the sandbox's uid may not search the host path down to them.  The
+	 * kernel moves the working directory into the new namespace at clone:
+	 * clone from inside lowers_fd and the child resolves the layers by
+	 * name, relative.  This thread's working directory is made private
+	 * first, so other threads never see it move. */
+	_cleanup_close_ int saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (saved < 0 || unshare(CLONE_FS) < 0 || fchdir(spec->lowers_fd) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: enter the lower layers' directory");
+	fflush(NULL);
+	pid_t pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+					       CLONE_NEWUTS | SIGCHLD,
+			    NULL, NULL, NULL, NULL);
+	int clone_errno = errno;
+	if (pid != 0 && fchdir(saved) < 0)
+		abort(); /* cannot happen: saved is an open directory */
+	errno = clone_errno;
+	if (pid < 0)
+		return al_fail(err, errno == EPERM || errno == ENOSPC ? AL_EINVAL : AL_EIO, errno,
+			       "sandbox: cannot create namespaces (are unprivileged user namespaces enabled?)");
+	if (pid == 0)
+		child_main(&c);
+	s->pid = pid;
+	close(s->sock[1]);
+	close(s->status[1]);
+	close(s->out[1]);
+	close(s->errp[1]);
+	s->sock[1] = s->status[1] = s->out[1] = s->errp[1] = -1;
+	if ((s->pidfd = syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: pidfd_open");
+
+	char map[64];
+	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_uid);
+	if (write_proc(pid, "uid_map", map) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: write uid_map (host uid %u)", spec->host_uid);
+	if (write_proc(pid, "setgroups", "deny") < 0 && errno != ENOENT)
+		return al_fail(err, AL_EIO, errno, "sandbox: write setgroups");
+	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_gid);
+	if (write_proc(pid, "gid_map", map) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: write gid_map (host gid %u)", spec->host_gid);
+	if ((r = al_cgroup__attach(&s->cg, pid, err)) < 0)
+		return r;
+	if (write(s->sock[0], "g", 1) != 1)
+		return al_fail(err, AL_EIO, errno, "sandbox: the child is gone");
+	s->tmpfs = recv_fd(s->sock[0]);
+	struct report rep;
+	ssize_t n;
+	do
+		n = read(s->status[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
+		return al_fail(err, AL_EIO, rep.err, "sandbox: %s failed", stage_names[rep.stage]);
+	if (n != 0 || s->tmpfs < 0)
+		return al_fail(err, AL_EIO, 0, "sandbox: setup ended without a report");
+	return 0;
+}
+
+static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, struct al_sandbox_result *res)
+{
+	uint64_t start = al_now_ns();
+	uint64_t deadline = spec->limits.timeout_ms ? start + spec->limits.timeout_ms * 1000000ull : 0;
+	struct pump pumps[2] = { { s->out[0], 1, &res->stdout_bytes }, { s->errp[0], 2, &res->stderr_bytes } };
+	s->out[0] = s->errp[0] = -1; /* owned by the pumps now */
+	bool exited = false;
+	int status = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (!exited || pumps[0].fd >= 0 || pumps[1].fd >= 0) {
+		int tmo = -1;
+		if (deadline && !res->timed_out && !exited) {
+			uint64_t now = al_now_ns();
+			if (now >= deadline) {
+				kill(s->pid, SIGKILL); /* PID 1: the kernel kills the rest */
+				res->timed_out = true;
+			} else {
+				tmo = (int)((deadline - now + 999999) / 1000000);
+			}
+		}
+		struct pollfd p[3] = { { pumps[0].fd, POLLIN, 0 }, { pumps[1].fd, POLLIN, 0 },
+				       { exited ? -1 : s->pidfd, POLLIN, 0 } };
+		int k = poll(p, 3, tmo);
+		if (k < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++)
+			if (p[i].fd >= 0 && p[i].revents)
+				pump_read(&pumps[i], spec);
+		if (p[2].fd >= 0 && p[2].revents) {
+			pid_t w;
+			while ((w = wait4(s->pid, &status, 0, &ru)) < 0 && errno == EINTR)
+				;
+			exited = true;
+			s->pid = 0;
+		}
+	}
+	res->wall_ms = (al_now_ns() - start) / 1000000;
+	if (WIFEXITED(status))
+		res->exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		res->exit_code = 128 + WTERMSIG(status);
+	res->cpu_user_ms = (uint64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000;
+	res->cpu_sys_ms = (uint64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+	res->max_rss_kb = (uint64_t)ru.ru_maxrss;
+	al_cgroup__stats(&s->cg, &res->oom, &res->peak_memory);
+	res->cgroup = al_cgroup__kind(&s->cg);
+}
+
+static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
+{
+	struct ns_state s = { .out = { -1, -1 }, .errp = { -1, -1 }, .status = { -1, -1 }, .sock = { -1, -1 },
+			      .devnull = -1, .init = -1, .pidfd = -1, .tmpfs = -1 };
+	int r = ns_start(spec, &s, err);
+	if (r == 0) {
+		ns_wait(spec, &s, res);
+		res->upper_fd = openat(s.tmpfs, "ws/upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (res->upper_fd < 0)
+			r = al_fail(err, AL_EIO, errno, "sandbox: open the workspace's upper layer");
+	}
+	ns_release(&s);
+	return r;
+}
+
+/* ---- the backend switch ----------------------------------------------------- */
+
+const char *al_network_name(int net)
+{
+	return net == AL_NET_EGRESS ? "egress" : "none";
+}
+
+int al_network_parse(const char *s, int *out, struct al_error *err)
+{
+	if (!strcmp(s, "none"))
+		*out = AL_NET_NONE;
+	else if (!strcmp(s, "egress"))
+		*out = AL_NET_EGRESS;
+	else
+		return al_fail(err, AL_EUSAGE, 0, "unknown network policy '%s' (none, egress)", s);
+	return 0;
+}
+
+void al_limits_default(struct al_limits *l)
+{
+	l->memory = 2ull << 30;
+	l->pids = 1024;
+	l->cpus_milli = 0;
+	l->timeout_ms = 3600 * 1000;
+	l->output = 16ull << 20;
+	l->disk = 1ull << 30;
+	l->files = 100000;
+}
+
+int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	res->upper_fd = -1;
+	res->cgroup = "none";
+	const char *layers[2] = { spec->image_dir, spec->workspace_dir };
+	for (int i = 0; i < 2; i++)
+		if (!layers[i] || !layers[i][0] || strpbrk(layers[i], "/,:\\") || !strcmp(layers[i], ".") ||
+		    !strcmp(layers[i], ".."))
+			return al_fail(err, AL_EINVAL, 0, "sandbox: bad lower layer name");
+	if (spec->backend && strcmp(spec->backend, "ns"))
+		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (ns)", spec->backend);
+	if (spec->network == AL_NET_EGRESS)
+		return al_fail(err, AL_EINVAL, 0, "sandbox: namespace backend does not support network access yet "
+						  "(use --network none)");
+	if (spec->network != AL_NET_NONE)
+		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown network policy %d", spec->network);
+	return ns_run(spec, res, err);
+}

@@ -1,0 +1,31 @@
+/* Private to the sandbox backends: cgroups and the seccomp filter. */
+#ifndef AL_SANDBOX_PRIVATE_H
+#define AL_SANDBOX_PRIVATE_H
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include "airlock/sandbox.h"
+
+/* One run's cgroup: per controller, the directory that holds its limit
+ * (v2: one directory for all; v1: one per hierarchy). */
+struct al_cgroup {
+	char v2[512];
+	char v1_memory[512], v1_pids[512], v1_cpu[512];
+	bool memory, pids, cpu; /* which limits are enforced */
+};
+/* Create the run's cgroup with the limits (0 = unlimited).  A limit no
+ * controller can enforce is an error, unless best_effort. */
+int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort, struct al_cgroup *cg,
+		      struct al_error *err);
+int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err);
+/* After every process is dead: was one killed for memory, and the peak. */
+void al_cgroup__stats(const struct al_cgroup *cg, bool *oom, uint64_t *peak);
+void al_cgroup__destroy(struct al_cgroup *cg);
+const char *al_cgroup__kind(const struct al_cgroup *cg);
+
+/* The seccomp filter every sandbox loads (docs/threat-model.md), as BPF
+ * built by libseccomp; out->filter is malloc'ed. */
+int al_seccomp__build(struct sock_fprog *out, struct al_error *err);
+
+#endif
