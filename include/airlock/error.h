@@ -19,6 +19,7 @@ enum al_code {
 	AL_ENOMEM = -8,     /* out of memory */
 	AL_ELIMIT = -9,     /* a cap was exceeded */
 	AL_ESTATE = -10,    /* not allowed in the object's state (draft already applied) */
+	AL_ESANDBOX = -11,  /* a sandbox could not be set up (the step is in the message) */
 };
 
 struct al_error {

@@ -69,6 +69,10 @@ struct al_sandbox_result {
 	int upper_fd;                 /* the workspace's upper layer (O_PATH dir); caller closes */
 };
 
+/* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL
+ * with the reason if not. */
+int al_sandbox_check(const char *backend, int network, struct al_error *err);
+
 /* Run spec->argv in a new sandbox and wait for every process in it to end.
  * A failure to set the sandbox up is an error naming the step ("sandbox:
  * mount /proc: Operation not permitted"), never a hang; the command's own

@@ -101,6 +101,14 @@ struct al_draft_info {
  * that snapshot (one commit on the draft). */
 int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
 		    struct al_draft_info *out, struct al_error *err);
+struct al_draft_opts {
+	const uint8_t *base;      /* the fork point (NULL: the live head now) */
+	const uint8_t *content;   /* the draft's head (NULL: the base) */
+	const char *author;
+	const char *group;        /* its unit of work (NULL: a new one) */
+};
+int al_draft_create_opts(struct al_store *st, const char *project, const struct al_draft_opts *o,
+			 struct al_draft_info *out, struct al_error *err);
 int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err);
 typedef int (*al_draft_fn)(void *ctx, const struct al_draft_info *d, struct al_error *err);
 int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,

@@ -62,6 +62,10 @@ static const char meta_schema[] =
 	"  PRIMARY KEY(level, idx)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS images("
 	"  name TEXT UNIQUE, snapshot BLOB NOT NULL, created INTEGER NOT NULL, source TEXT);"
+	"CREATE TABLE IF NOT EXISTS runs("
+	"  id TEXT PRIMARY KEY, project TEXT NOT NULL, grp TEXT NOT NULL, draft TEXT,"
+	"  created INTEGER NOT NULL, record TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS runs_project ON runs(project, created);"
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  origin TEXT NOT NULL, signature BLOB NOT NULL);";

@@ -68,6 +68,7 @@ static const struct {
 	{ AL_ENOMEM, "OutOfMemory", 1 },
 	{ AL_ELIMIT, "LimitExceeded", 8 },
 	{ AL_ESTATE, "InvalidState", 9 },
+	{ AL_ESANDBOX, "SandboxError", 125 },
 };
 
 const char *al_code_name(int code)

@@ -13,6 +13,7 @@
 #include "ledger_private.h"
 #include "store_private.h"
 #include "util.h"
+#include "volume_private.h"
 
 static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy" };
 
@@ -945,9 +946,11 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	snprintf(d->state, sizeof(d->state), "%s", v->state);
 }
 
-int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
-		    struct al_draft_info *out, struct al_error *err)
+int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
+			    al_volume__draft_hook hook, void *ctx, struct al_draft_info *out, struct al_error *err)
 {
+	const uint8_t *content = o->content;
+	const char *author = o->author;
 	sqlite3 *db;
 	int r = begin(st, &db, err);
 	if (r < 0)
@@ -963,14 +966,20 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	snprintf(id, sizeof(id), "d%.13s", hex);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
 	char group[17];
-	al_ledger__new_group(group);
+	if (o->group)
+		snprintf(group, sizeof(group), "%s", o->group);
+	else
+		al_ledger__new_group(group);
+	const uint8_t *base = o->base ? o->base : live.head;
+	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
+		return finish(st, db, r, err);
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp) "
 				       "VALUES (?, 'draft', ?, ?, ?, ?, ?)", &ins, err)) < 0)
 		return finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
-	sqlite3_bind_blob(ins, 2, live.head, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 3, live.head, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 2, base, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, base, 32, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 5, al_wall_s());
 	if (sqlite3_step(ins) != SQLITE_DONE)
@@ -978,29 +987,48 @@ int al_draft_create(struct al_store *st, const char *project, const uint8_t *con
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
 	v.seq = 0;
-	memcpy(v.base, live.head, 32);
+	memcpy(v.base, base, 32);
+	memcpy(v.head, base, 32);
 	v.has_base = true;
 	snprintf(v.kind, sizeof(v.kind), "draft");
 	snprintf(v.state, sizeof(v.state), "open");
 	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
 	snprintf(v.group, sizeof(v.group), "%s", group);
 	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
-			    json_pack("{s:s,s:o}", "draft", id, "base", jid(live.head)), NULL, err)) < 0)
+			    json_pack("{s:s,s:o}", "draft", id, "base", jid(base)), NULL, err)) < 0)
 		return finish(st, db, r, err);
 	if (content) {
-		struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
+		struct al_commit_opts co = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
-		r = commit_locked(st, db, &v, live.head, content, &o, "commit", id, group, NULL, &res, err);
+		r = commit_locked(st, db, &v, base, content, &co, "commit", id, group, NULL, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
 			return finish(st, db, r, err);
 	}
+	struct al_draft_info info;
+	draft_info(&v, &info);
+	if (hook && (r = hook(ctx, db, &info, err)) < 0)
+		return finish(st, db, r, err);
 	if ((r = finish(st, db, 0, err)) < 0)
 		return r;
 	if (out)
-		draft_info(&v, out);
+		*out = info;
 	return 0;
 }
+
+int al_draft_create_opts(struct al_store *st, const char *project, const struct al_draft_opts *o,
+			 struct al_draft_info *out, struct al_error *err)
+{
+	return al_volume__draft_create(st, project, o, NULL, NULL, out, err);
+}
+
+int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
+		    struct al_draft_info *out, struct al_error *err)
+{
+	struct al_draft_opts o = { .content = content, .author = author };
+	return al_volume__draft_create(st, project, &o, NULL, NULL, out, err);
+}
+
 
 int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err)
 {

@@ -413,7 +413,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	 * first, so other threads never see it move. */
 	_cleanup_close_ int saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (saved < 0 || unshare(CLONE_FS) < 0 || fchdir(spec->lowers_fd) < 0)
-		return al_fail(err, AL_EIO, errno, "sandbox: enter the lower layers' directory");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: enter the lower layers' directory");
 	fflush(NULL);
 	pid_t pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 					       CLONE_NEWUTS | SIGCHLD,
@@ -423,8 +423,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		abort(); /* cannot happen: saved is an open directory */
 	errno = clone_errno;
 	if (pid < 0)
-		return al_fail(err, errno == EPERM || errno == ENOSPC ? AL_EINVAL : AL_EIO, errno,
-			       "sandbox: cannot create namespaces (are unprivileged user namespaces enabled?)");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: cannot create namespaces (are unprivileged user namespaces enabled?)");
 	if (pid == 0)
 		child_main(&c);
 	s->pid = pid;
@@ -434,21 +433,21 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	close(s->errp[1]);
 	s->sock[1] = s->status[1] = s->out[1] = s->errp[1] = -1;
 	if ((s->pidfd = syscall(SYS_pidfd_open, pid, 0)) < 0)
-		return al_fail(err, AL_EIO, errno, "sandbox: pidfd_open");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: pidfd_open");
 
 	char map[64];
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_uid);
 	if (write_proc(pid, "uid_map", map) < 0)
-		return al_fail(err, AL_EIO, errno, "sandbox: write uid_map (host uid %u)", spec->host_uid);
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write uid_map (host uid %u)", spec->host_uid);
 	if (write_proc(pid, "setgroups", "deny") < 0 && errno != ENOENT)
-		return al_fail(err, AL_EIO, errno, "sandbox: write setgroups");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write setgroups");
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_gid);
 	if (write_proc(pid, "gid_map", map) < 0)
-		return al_fail(err, AL_EIO, errno, "sandbox: write gid_map (host gid %u)", spec->host_gid);
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write gid_map (host gid %u)", spec->host_gid);
 	if ((r = al_cgroup__attach(&s->cg, pid, err)) < 0)
 		return r;
 	if (write(s->sock[0], "g", 1) != 1)
-		return al_fail(err, AL_EIO, errno, "sandbox: the child is gone");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
 	s->tmpfs = recv_fd(s->sock[0]);
 	struct report rep;
 	ssize_t n;
@@ -456,9 +455,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		n = read(s->status[0], &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_EIO, rep.err, "sandbox: %s failed", stage_names[rep.stage]);
+		return al_fail(err, AL_ESANDBOX, rep.err, "sandbox: %s failed", stage_names[rep.stage]);
 	if (n != 0 || s->tmpfs < 0)
-		return al_fail(err, AL_EIO, 0, "sandbox: setup ended without a report");
+		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
 	return 0;
 }
 
@@ -565,12 +564,18 @@ int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result 
 		if (!layers[i] || !layers[i][0] || strpbrk(layers[i], "/,:\\") || !strcmp(layers[i], ".") ||
 		    !strcmp(layers[i], ".."))
 			return al_fail(err, AL_EINVAL, 0, "sandbox: bad lower layer name");
-	if (spec->backend && strcmp(spec->backend, "ns"))
-		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (ns)", spec->backend);
-	if (spec->network == AL_NET_EGRESS)
+	int r = al_sandbox_check(spec->backend, spec->network, err);
+	return r < 0 ? r : ns_run(spec, res, err);
+}
+
+int al_sandbox_check(const char *backend, int network, struct al_error *err)
+{
+	if (backend && strcmp(backend, "ns"))
+		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (ns)", backend);
+	if (network == AL_NET_EGRESS)
 		return al_fail(err, AL_EINVAL, 0, "sandbox: namespace backend does not support network access yet "
 						  "(use --network none)");
-	if (spec->network != AL_NET_NONE)
-		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown network policy %d", spec->network);
-	return ns_run(spec, res, err);
+	if (network != AL_NET_NONE)
+		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown network policy %d", network);
+	return 0;
 }

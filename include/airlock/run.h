@@ -1,0 +1,67 @@
+/* airlock — runs: a command in a sandbox against a project, its changes
+ * returned as a draft.
+ *
+ * A run forks from the project's head at its start: the image and that
+ * snapshot are materialised once each (owned by the sandbox's host uid,
+ * shared read-only by every run), the command runs in a sandbox
+ * (sandbox.h), and after every process in it is dead its workspace's upper
+ * layer becomes the run's snapshot (overlay.h), then a DeltaBundle
+ * (delta.h), which is read back, verified and committed into a new draft
+ * whose base is that head.  The live head does not move.  The run's record
+ * (argv, environment without secret values, policy, limits, status,
+ * stdout/stderr blobs, resource use, bundle, draft) and its ledger entry
+ * are written in the draft's transaction. */
+#ifndef AIRLOCK_RUN_H
+#define AIRLOCK_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "airlock/error.h"
+#include "airlock/sandbox.h"
+#include "airlock/volume.h"
+
+struct al_store;
+
+#define AL_RUN_ID_LEN 14               /* "r" + 13 hex */
+#define AL_SANDBOX_UID 1879048192u     /* 0x70000000: the sandbox's root on the host, when airlock is root */
+
+struct al_run_opts {
+	const char *project;
+	const char *image;             /* name or sha256:id */
+	const char *const *argv;       /* the command, NULL-terminated */
+	const char *const *env;        /* "K=V" over the defaults; NULL-terminated or NULL */
+	const char *const *secrets;    /* "K=V": in the environment, the value never stored */
+	int network;
+	struct al_limits limits;
+	bool best_effort_limits;       /* a default limit no cgroup can enforce is skipped */
+	const char *author;
+	const char *group;             /* NULL: a new one, shared by the run's draft */
+	const char *init_path;         /* airlock-init */
+	uint32_t host_uid, host_gid;   /* 0: AL_SANDBOX_UID as root, else our own ids */
+	al_sandbox_output_fn output;   /* live output, within the output limit; may be NULL */
+	void *output_ctx;
+};
+
+struct al_run_info {
+	char id[AL_RUN_ID_LEN + 1];
+	char draft[AL_DRAFT_ID_LEN + 1];
+	char group[17];
+	char project[AL_NAME_MAX + 1];
+	int exit_code;
+	bool timed_out, oom;
+	uint64_t added, modified, deleted;
+	int64_t created;
+	char *record;                  /* the whole record, JSON (docs/formats.md); malloc'ed */
+};
+void al_run_info_release(struct al_run_info *r);
+
+/* Run.  The sandbox's own failures are AL_ESANDBOX and record nothing. */
+int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err);
+
+int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err);
+typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error *err);
+/* A project's runs, oldest first. */
+int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx, struct al_error *err);
+
+#endif

@@ -1,0 +1,537 @@
+/* run: a command in a sandbox, its changes as a draft (run.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "airlock/cas.h"
+#include "airlock/delta.h"
+#include "airlock/image.h"
+#include "airlock/manifest.h"
+#include "airlock/overlay.h"
+#include "airlock/run.h"
+#include "airlock/store.h"
+#include "ledger_private.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+#include "volume_private.h"
+
+#define JSON_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
+#define ARGV_MAX 4096
+#define ENV_MAX 1024
+#define ARGS_BYTES_MAX (256u << 10)
+
+void al_run_info_release(struct al_run_info *r)
+{
+	if (r) {
+		free(r->record);
+		r->record = NULL;
+	}
+}
+
+static json_t *jid(const uint8_t d[32])
+{
+	char s[AL_ID_STRLEN + 1];
+	al_id_fmt(d, s);
+	return json_string(s);
+}
+
+/* ---- lower layers: a snapshot materialised once, owned by the sandbox ------- */
+
+/* <tenant>/lower/<hex>-<uid>: complete when it has its name (exported under
+ * a temporary name, synced, renamed); never written after. */
+static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], uint32_t uid, uint32_t gid,
+			char name[96], struct al_error *err)
+{
+	char hex[65];
+	al_hex(id, 32, hex);
+	snprintf(name, 96, "%s-%u", hex, uid);
+	struct stat s;
+	if (fstatat(lowers, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode))
+		return 0;
+	uint8_t rnd[6];
+	char rhex[13], tmp[128], path[4400];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return al_fail(err, AL_EIO, errno, "run: random");
+	al_hex(rnd, sizeof(rnd), rhex);
+	snprintf(tmp, sizeof(tmp), ".tmp-%s", rhex);
+	snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), tmp);
+	struct al_export_opts eo = { .chown = geteuid() == 0, .uid = uid, .gid = gid };
+	int r = al_manifest_export(al_store_cas(st), id, path, &eo, err);
+	if (r == 0 && syncfs(lowers) < 0)
+		r = al_fail(err, AL_EIO, errno, "run: sync the materialised snapshot");
+	if (r == 0 && renameat(lowers, tmp, lowers, name) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		r = al_fail(err, AL_EIO, errno, "run: publish the materialised snapshot");
+	if (r < 0 || fstatat(lowers, tmp, &s, AT_SYMLINK_NOFOLLOW) == 0)
+		al_rm_tree(path); /* failed, or another run published it first */
+	return r < 0 ? al_error_prefix(err, "run: materialise %s: ", hex) : 0;
+}
+
+/* ---- environment -------------------------------------------------------------- */
+
+static bool env_name_ok(const char *kv, size_t *namelen)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return false;
+	for (const char *p = kv; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (p > kv && *p >= '0' && *p <= '9')))
+			return false;
+	*namelen = (size_t)(eq - kv);
+	return true;
+}
+
+struct env {
+	const char *v[ENV_MAX + 8];
+	size_t n;
+};
+
+static int env_set(struct env *e, const char *kv, struct al_error *err)
+{
+	size_t nl;
+	if (!env_name_ok(kv, &nl))
+		return al_fail(err, AL_EUSAGE, 0, "bad environment variable '%.64s' (NAME=VALUE)", kv);
+	for (size_t i = 0; i < e->n; i++)
+		if (!strncmp(e->v[i], kv, nl + 1)) {
+			e->v[i] = kv;
+			return 0;
+		}
+	if (e->n >= ENV_MAX)
+		return al_fail(err, AL_ELIMIT, 0, "more than %d environment variables", ENV_MAX);
+	e->v[e->n++] = kv;
+	return 0;
+}
+
+static int count_args(const char *const *v, size_t max, size_t *bytes, const char *what, struct al_error *err)
+{
+	size_t n = 0;
+	for (; v && v[n]; n++) {
+		*bytes += strlen(v[n]) + 1;
+		if (n >= max || *bytes > ARGS_BYTES_MAX)
+			return al_fail(err, AL_ELIMIT, 0, "%s too long", what);
+	}
+	return (int)n;
+}
+
+/* ---- output capture ------------------------------------------------------------- */
+
+struct capture {
+	int fd[3];
+	uint64_t kept[3];
+	bool truncated[3];
+	int write_errno;
+	uint64_t limit;
+	al_sandbox_output_fn live;
+	void *live_ctx;
+};
+
+static void on_output(void *ctx, int stream, const void *p, size_t n)
+{
+	struct capture *c = ctx;
+	uint64_t room = c->limit > c->kept[stream] ? c->limit - c->kept[stream] : 0;
+	size_t keep = n < room ? n : (size_t)room;
+	if (keep < n)
+		c->truncated[stream] = true;
+	if (!keep)
+		return;
+	if (al_write_full(c->fd[stream], p, keep) < 0 && !c->write_errno)
+		c->write_errno = errno;
+	c->kept[stream] += keep;
+	if (c->live)
+		c->live(c->live_ctx, stream, p, keep);
+}
+
+/* ---- the record ----------------------------------------------------------------- */
+
+struct rec_ctx {
+	struct al_store *st;
+	const char *id, *project;
+	json_t *record;   /* completed with the draft id inside the transaction */
+	char *text;
+};
+
+static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, struct al_error *err)
+{
+	struct rec_ctx *c = ctx;
+	json_object_set_new(c->record, "draft", json_string(d->id));
+	json_object_set_new(c->record, "group", json_string(d->group));
+	if (!(c->text = json_dumps(c->record, JSON_FLAGS)))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
+	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	int r = al_sqlite_prepare(db, "INSERT INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
+				  &ins, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(ins, 1, c->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 2, c->project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 3, d->group, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 4, d->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 5, json_integer_value(json_object_get(c->record, "started")));
+	sqlite3_bind_text(ins, 6, c->text, -1, SQLITE_STATIC);
+	if (sqlite3_step(ins) != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "record run");
+	/* the ledger keeps the record itself: the command, its policy and
+	 * limits, its status, the digests of its outputs, bundle and draft */
+	struct al_ledger_rec lr = { .kind = "run", .group = d->group, .project = c->project,
+				    .actor = json_string_value(json_object_get(c->record, "author")),
+				    .data = c->record };
+	return al_ledger__append(c->st, db, &lr, NULL, err);
+}
+
+static json_t *limits_json(const struct al_limits *l)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)l->memory, "pids", (json_int_t)l->pids,
+			 "cpus_milli", (json_int_t)l->cpus_milli, "timeout_ms", (json_int_t)l->timeout_ms, "output",
+			 (json_int_t)l->output, "disk", (json_int_t)l->disk, "files", (json_int_t)l->files);
+}
+
+/* Text that may not be UTF-8: as is when it is, else escaped (\xNN). */
+static json_t *jtext(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	size_t n = strlen(s), cap = 4 * n + 1;
+	char *q = malloc(cap);
+	if (!q)
+		return NULL;
+	al_quote(s, n, q, cap);
+	j = json_string(q);
+	free(q);
+	return j;
+}
+
+static json_t *strings_json(const char *const *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; v && v[i]; i++)
+		json_array_append_new(a, jtext(v[i]));
+	return a;
+}
+
+/* ---- the run ---------------------------------------------------------------------- */
+
+struct run {
+	struct al_store *st;
+	const struct al_run_opts *o;
+	char id[AL_RUN_ID_LEN + 1];
+	uint8_t base[32], image[32], result[32], bundle_id[32], bundle_blob[32], out_blob[32], err_blob[32];
+	int lowers, init;
+	char lower_img[96], lower_ws[96];
+	struct capture cap;
+	struct al_sandbox_result sres;
+	struct al_overlay_report rep;
+	uint64_t added, modified, deleted;
+	char bundle_path[4400];
+	int64_t started, finished;
+};
+
+static void run_release(struct run *r)
+{
+	if (r->lowers >= 0)
+		close(r->lowers);
+	if (r->init >= 0)
+		close(r->init);
+	for (int i = 1; i < 3; i++)
+		if (r->cap.fd[i] >= 0)
+			close(r->cap.fd[i]);
+	if (r->sres.upper_fd >= 0)
+		close(r->sres.upper_fd);
+	if (r->bundle_path[0])
+		unlink(r->bundle_path);
+	al_overlay_report_release(&r->rep);
+}
+
+static int put_capture(struct al_cas *cas, int fd, uint64_t size, uint8_t out[32], struct al_error *err)
+{
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return al_fail(err, AL_EIO, errno, "run: rewind output");
+	return al_cas_put_fd(cas, fd, size, out, err);
+}
+
+/* The changes as a DeltaBundle, stored, read back and verified, and the
+ * snapshot it gives on the base: the draft's content. */
+static int bundle_changes(struct run *r, struct al_error *err)
+{
+	struct al_cas *cas = al_store_cas(r->st);
+	snprintf(r->bundle_path, sizeof(r->bundle_path), "%s/tmp/run-%s.bundle", al_store_dir(r->st), r->id);
+	int rc = al_bundle_write(cas, r->base, r->result, r->bundle_path, r->bundle_id, err);
+	if (rc < 0)
+		return rc;
+	_cleanup_close_ int fd = open(r->bundle_path, O_RDONLY | O_CLOEXEC);
+	struct stat s;
+	if (fd < 0 || fstat(fd, &s) < 0)
+		return al_fail(err, AL_EIO, errno, "run: open bundle");
+	if ((rc = al_cas_begin(cas, err)) < 0)
+		return rc;
+	struct al_bundle b = { 0 };
+	uint8_t content[32];
+	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)s.st_size, r->bundle_blob, err)) == 0 &&
+	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle_read_fd(cas, fd, &b, err)) == 0 &&
+	    (rc = al_bundle_apply_tree(cas, &b, r->base, content, err)) == 0 && memcmp(content, r->result, 32))
+		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
+	for (size_t i = 0; rc == 0 && i < b.n; i++)
+		*(b.entries[i].op == 'A' ? &r->added : b.entries[i].op == 'M' ? &r->modified : &r->deleted) += 1;
+	if (rc == 0 && (rc = put_capture(cas, r->cap.fd[1], r->cap.kept[1], r->out_blob, err)) == 0)
+		rc = put_capture(cas, r->cap.fd[2], r->cap.kept[2], r->err_blob, err);
+	al_bundle_release(&b);
+	return rc < 0 ? (al_cas_abort(cas), rc) : al_cas_commit(cas, err);
+}
+
+static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
+{
+	const struct al_run_opts *o = r->o;
+	json_t *env = json_object();
+	for (size_t i = 0; i < nenv; i++) {
+		const char *eq = strchr(envv[i], '=');
+		char k[256];
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - envv[i]), envv[i]);
+		json_object_set_new(env, k, jtext(eq + 1));
+	}
+	/* a secret's name is recorded, its value never: the variable leaves
+	 * the recorded environment (it may have replaced a plain one) */
+	json_t *secrets = json_array();
+	for (size_t i = 0; o->secrets && o->secrets[i]; i++) {
+		const char *eq = strchr(o->secrets[i], '=');
+		char k[256];
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - o->secrets[i]), o->secrets[i]);
+		json_object_del(env, k);
+		json_array_append_new(secrets, json_string(k));
+	}
+	json_t *notes = json_array();
+	for (size_t i = 0; i < r->rep.nnotes; i++)
+		json_array_append_new(notes, jtext(r->rep.notes[i]));
+	const struct al_sandbox_result *s = &r->sres;
+	json_t *rec = json_pack(
+		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:s,s:s,s:i,s:b,s:b,"
+		"s:{s:o,s:I,s:I,s:b},s:{s:o,s:I,s:I,s:b},"
+		"s:{s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
+		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(r->base), "image",
+		jid(r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
+		al_network_name(o->network), "limits", limits_json(&o->limits), "backend", "ns", "cgroup", s->cgroup,
+		"exit_code", s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob", jid(r->out_blob),
+		"bytes", (json_int_t)s->stdout_bytes, "kept", (json_int_t)r->cap.kept[1], "truncated",
+		r->cap.truncated[1], "stderr", "blob", jid(r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
+		(json_int_t)r->cap.kept[2], "truncated", r->cap.truncated[2], "usage", "wall_ms", (json_int_t)s->wall_ms,
+		"cpu_user_ms", (json_int_t)s->cpu_user_ms, "cpu_sys_ms", (json_int_t)s->cpu_sys_ms, "max_rss_kb",
+		(json_int_t)s->max_rss_kb, "peak_memory", (json_int_t)s->peak_memory, "result", jid(r->result), "changes",
+		"added", (json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted", (json_int_t)r->deleted,
+		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(r->bundle_id), "blob", jid(r->bundle_blob)),
+		"started", (json_int_t)r->started, "finished", (json_int_t)r->finished);
+	if (rec && s->exit_code > 128)
+		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
+	return rec;
+}
+
+static int fill_info(struct al_run_info *out, const char *text, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	if (!j)
+		return al_fail(err, AL_ECORRUPT, 0, "run record: %s", je.text);
+	const char *id = NULL, *draft = NULL, *group = NULL, *project = NULL;
+	int exit_code = 0, to = 0, oom = 0;
+	json_int_t a = 0, m = 0, d = 0, started = 0;
+	int rc = json_unpack(j, "{s:s,s:s,s:s,s:s,s:i,s:b,s:b,s:{s:I,s:I,s:I},s:I}", "id", &id, "draft", &draft,
+			     "group", &group, "project", &project, "exit_code", &exit_code, "timed_out", &to, "oom", &oom,
+			     "changes", "added", &a, "modified", &m, "deleted", &d, "started", &started);
+	if (rc == 0) {
+		snprintf(out->id, sizeof(out->id), "%s", id);
+		snprintf(out->draft, sizeof(out->draft), "%s", draft);
+		snprintf(out->group, sizeof(out->group), "%s", group);
+		snprintf(out->project, sizeof(out->project), "%s", project);
+		out->exit_code = exit_code;
+		out->timed_out = to;
+		out->oom = oom;
+		out->added = (uint64_t)a;
+		out->modified = (uint64_t)m;
+		out->deleted = (uint64_t)d;
+		out->created = started;
+	}
+	json_decref(j);
+	if (rc < 0)
+		return al_fail(err, AL_ECORRUPT, 0, "run record: missing fields");
+	if (!(out->record = strdup(text)))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
+	return 0;
+}
+
+static int open_capture(const char *dir, int *fd, struct al_error *err)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	*fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return *fd < 0 ? al_fail(err, AL_EIO, errno, "run: output file in %s", tmp) : 0;
+}
+
+int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	size_t bytes = 0;
+	int argc = count_args(o->argv, ARGV_MAX, &bytes, "command", err);
+	if (argc < 0)
+		return argc;
+	if (argc == 0 || !o->argv[0][0])
+		return al_fail(err, AL_EUSAGE, 0, "run: no command");
+	int nuser = count_args(o->env, ENV_MAX, &bytes, "environment", err), nsec;
+	if (nuser < 0 || (nsec = count_args(o->secrets, ENV_MAX, &bytes, "secrets", err)) < 0)
+		return nuser < 0 ? nuser : nsec;
+	int r = al_sandbox_check(NULL, o->network, err);
+	if (r < 0)
+		return r;
+	static const char *const defaults[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+						"HOME=/root", "TZ=UTC", "LANG=C.UTF-8" };
+	struct env *env = calloc(1, sizeof(*env));
+	if (!env)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	for (size_t i = 0; i < 4; i++)
+		env_set(env, defaults[i], err);
+	for (int i = 0; r == 0 && i < nuser; i++)
+		r = env_set(env, o->env[i], err);
+	for (int i = 0; r == 0 && i < nsec; i++)
+		r = env_set(env, o->secrets[i], err);
+	if (r < 0) {
+		free(env);
+		return r;
+	}
+	env->v[env->n] = NULL;
+
+	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } } };
+	run.sres.upper_fd = -1;
+	struct al_project_info proj;
+	uint8_t rnd[7];
+	char hex[15];
+	if ((r = al_project_get(st, o->project, &proj, err)) < 0 ||
+	    (r = al_image_resolve(st, o->image, run.image, err)) < 0)
+		goto out;
+	memcpy(run.base, proj.head, 32);
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		r = al_fail(err, AL_EIO, errno, "run id");
+		goto out;
+	}
+	al_hex(rnd, sizeof(rnd), hex);
+	snprintf(run.id, sizeof(run.id), "r%.13s", hex);
+
+	uint32_t uid = o->host_uid, gid = o->host_gid;
+	if (!uid) {
+		uid = geteuid() == 0 ? AL_SANDBOX_UID : geteuid();
+		gid = geteuid() == 0 ? AL_SANDBOX_UID : getegid();
+	}
+	char lowers[4200];
+	snprintf(lowers, sizeof(lowers), "%s/lower", al_store_dir(st));
+	/* searchable, not listable, by the sandbox's uid (ns.c resolves the
+	 * layers by name from here) */
+	if ((mkdir(lowers, 0711) < 0 && errno != EEXIST) || chmod(lowers, 0711) < 0 ||
+	    (run.lowers = open(lowers, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = al_fail(err, AL_EIO, errno, "run: %s", lowers);
+		goto out;
+	}
+	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, err)) < 0 ||
+	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, err)) < 0)
+		goto out;
+	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
+	if (run.init < 0) {
+		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)", o->init_path ? o->init_path : "?");
+		goto out;
+	}
+	if ((r = open_capture(al_store_dir(st), &run.cap.fd[1], err)) < 0 ||
+	    (r = open_capture(al_store_dir(st), &run.cap.fd[2], err)) < 0)
+		goto out;
+	run.cap.limit = o->limits.output;
+	run.cap.live = o->output;
+	run.cap.live_ctx = o->output_ctx;
+
+	struct al_sandbox_spec spec = {
+		.lowers_fd = run.lowers, .image_dir = run.lower_img, .workspace_dir = run.lower_ws, .init_fd = run.init,
+		.argv = o->argv, .envp = env->v, .network = o->network, .limits = o->limits,
+		.best_effort_limits = o->best_effort_limits, .host_uid = uid, .host_gid = gid,
+		.output = on_output, .output_ctx = &run.cap,
+	};
+	run.started = al_wall_s();
+	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
+		goto out;
+	run.finished = al_wall_s();
+	if (run.cap.write_errno) {
+		r = al_fail(err, AL_EIO, run.cap.write_errno, "run: keep the command's output");
+		goto out;
+	}
+	char upper[64];
+	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
+	if ((r = al_overlay_apply(st, run.base, upper, run.result, &run.rep, err)) < 0 ||
+	    (r = bundle_changes(&run, err)) < 0)
+		goto out;
+
+	json_t *rec = record_json(&run, env->v, env->n);
+	if (!rec) {
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "run record");
+		goto out;
+	}
+	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
+	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group };
+	struct al_draft_info d;
+	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
+	if (r == 0)
+		r = fill_info(out, rc.text, err);
+	free(rc.text);
+	json_decref(rec);
+out:
+	run_release(&run);
+	free(env);
+	return r;
+}
+
+/* ---- reading records ---------------------------------------------------------- */
+
+int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT record FROM runs WHERE id = ?", &q, err)) < 0)
+		return r;
+	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE)
+		return al_fail(err, AL_ENOTFOUND, 0, "no run %s", id);
+	if (rc != SQLITE_ROW)
+		return al_sqlite_fail(db, err, "run");
+	return fill_info(out, (const char *)sqlite3_column_text(q, 0), err);
+}
+
+int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx, struct al_error *err)
+{
+	struct al_project_info p;
+	int r = al_project_get(st, project, &p, err);
+	if (r < 0)
+		return r;
+	sqlite3 *db;
+	if ((r = al_store__meta(st, &db, err)) < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT record FROM runs WHERE project = ? ORDER BY created, rowid", &q, err)) < 0)
+		return r;
+	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct al_run_info info;
+		if ((r = fill_info(&info, (const char *)sqlite3_column_text(q, 0), err)) < 0)
+			return r;
+		r = fn(ctx, &info, err);
+		al_run_info_release(&info);
+		if (r < 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
+}
