@@ -26,6 +26,7 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
 ALL_LDFLAGS = -pthread $(LDFLAGS)
+LDLIBS_EXTRA = -lm
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
@@ -66,7 +67,7 @@ $(BUILD)/libairlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)

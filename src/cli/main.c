@@ -20,6 +20,8 @@ static const struct cli_cmd commands[] = {
 	{ "project", cmd_project, "create projects, show their head and history" },
 	{ "commit", cmd_commit, "commit a directory to a project (compare-and-swap)" },
 	{ "draft", cmd_draft, "fork and list drafts of a project" },
+	{ "run", cmd_run, "run a command in a sandbox; its changes become a draft" },
+	{ "runs", cmd_runs, "list a project's runs" },
 	{ "review", cmd_review, "show a draft's changes with diffs" },
 	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
@@ -45,7 +47,9 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
-		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state\n"
+		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
+		   "125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
+		   "124 timeout\n"
 		   "(docs/cli.md)\n");
 }
 

@@ -431,7 +431,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	/* searchable, not listable, by the sandbox's uid (ns.c resolves the
 	 * layers by name from here) */
 	if ((mkdir(lowers, 0711) < 0 && errno != EEXIST) || chmod(lowers, 0711) < 0 ||
-	    (run.lowers = open(lowers, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	    (run.lowers = open(lowers, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		r = al_fail(err, AL_EIO, errno, "run: %s", lowers);
 		goto out;
 	}

@@ -211,8 +211,13 @@ static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct a
 			   project, "project", v, err);
 }
 
+/* A draft by its id, or by the id of the run that made it. */
 static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_error *err)
 {
+	if (id[0] == 'r')
+		return find_volume(db, "SELECT " VOL_COLS " FROM runs r JOIN volumes v ON v.public_id = r.draft "
+				       "JOIN projects p ON p.id = v.project WHERE r.id = ? AND v.kind = 'draft'",
+				   id, "run", v, err);
 	return find_volume(db, "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
 			       "WHERE v.public_id = ? AND v.kind = 'draft'", id, "draft", v, err);
 }
