@@ -62,6 +62,11 @@ $(BUILD)/airlock-init: src/agent/init.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
 
+# what the security tests run inside sandboxes: static, like airlock-init
+$(BUILD)/tests/probe: tests/helpers/probe.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+
 $(BUILD)/libairlock.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -93,7 +98,7 @@ fuzz: | deps
 
 unit: $(UNIT_BIN)
 
-check: all $(UNIT_BIN) $(FUZZ_REPLAY)
+check: all $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 

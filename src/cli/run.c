@@ -317,10 +317,11 @@ static int strv_push(struct strv *s, const char *x)
 
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
-	bool dashdash = false;
-	for (int i = 1; i < argc; i++)
-		dashdash |= !strcmp(argv[i], "--");
-	if (argc > 1 && !strcmp(argv[1], "show") && !dashdash) {
+	int dd = 0; /* the "--" before the command: options may come before or after PROJECT */
+	for (int i = 1; i < argc && !dd; i++)
+		if (!strcmp(argv[i], "--"))
+			dd = i;
+	if (argc > 1 && !strcmp(argv[1], "show") && !dd) {
 		cli->prog = "airlock run show";
 		return run_show(cli, argc - 1, argv + 1);
 	}
@@ -343,7 +344,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	int c, rc = -1;
 	double d;
 	optind = 0;
-	while (rc < 0 && (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	int oargc = dd ? dd : argc;
+	while (rc < 0 && (c = getopt_long(oargc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_IMAGE: o.image = optarg; break;
 		case O_NETWORK:
@@ -417,9 +419,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		default: rc = cli_usage(cli, "bad option"); break;
 		}
 	}
-	if (rc < 0 && argc - optind < 1)
+	if (rc < 0 && oargc - optind < 1)
 		rc = cli_usage(cli, "expected a project name");
-	if (rc < 0 && (argc - optind < 3 || strcmp(argv[optind + 1], "--")))
+	if (rc < 0 && oargc - optind > 1)
+		rc = cli_usage(cli, "unexpected argument '%s' (the command goes after --)", argv[optind + 1]);
+	if (rc < 0 && (!dd || dd + 1 >= argc))
 		rc = cli_usage(cli, "expected -- and the command after the project name");
 	if (rc < 0 && o.group && (strlen(o.group) < 1 || strlen(o.group) > 16))
 		rc = cli_usage(cli, "--group takes 1 to 16 characters");
@@ -431,7 +435,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc < 0) {
 		char ibuf[4200];
 		o.project = argv[optind];
-		o.argv = (const char *const *)argv + optind + 2;
+		o.argv = (const char *const *)argv + dd + 1;
 		o.env = env.v;
 		o.secrets = secrets.v;
 		o.image = o.image ? o.image : DEFAULT_IMAGE;

@@ -326,6 +326,11 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		"added", (json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted", (json_int_t)r->deleted,
 		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(r->bundle_id), "blob", jid(r->bundle_blob)),
 		"started", (json_int_t)r->started, "finished", (json_int_t)r->finished);
+	/* the outputs travel with the ledger's export (audit export) */
+	if (rec)
+		json_object_set_new(rec, "content",
+				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(r->out_blob), "name",
+					      "stderr", "sha256", jid(r->err_blob)));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	return rec;

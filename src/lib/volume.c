@@ -1176,6 +1176,7 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	struct vol d, live;
 	if ((r = draft_volume(db, id, &d, err)) < 0)
 		return finish(st, db, r, err);
+	id = d.public_id; /* the draft's own id, also when named by its run's */
 	if (strcmp(d.state, "open") != 0)
 		return finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
