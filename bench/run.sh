@@ -101,6 +101,12 @@ row "ledger verify from export (entries/s)" "$(l verify_entries_per_s)" "-" "-" 
 row "proof hashes at n=100k (inclusion, consistency)" "$(awk '$1 == "proof_hashes" {print $3 "," $5}' "$OUT/ledger.txt")" "-" "-" "O(log n), log2 n = 17"
 
 row "peak RSS, import of 100k tree (KiB)" "$rss_import" "-" "-" "streams"
+
+if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/sandbox.sh" "$TREE" "$OUT")
+else
+	echo "== sandbox figures skipped (need root and bwrap)" >&2
+fi
 if [ "${BENCH_1M:-0}" = 1 ]; then
 	echo "== peak RSS importing a 1M-entry tree from disk" >&2
 	if [ ! -f "$OUT/tree1m.complete" ]; then

@@ -36,6 +36,9 @@ struct al_bundle {
 };
 void al_bundle_release(struct al_bundle *b);
 
+/* Write the change base -> head to fd (at its offset; not synced). */
+int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], int fd,
+		       uint8_t id_out[32], struct al_error *err);
 /* Write the change base -> head to path (temp file, fsync, rename). */
 int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], const char *path,
 		    uint8_t id_out[32], struct al_error *err);

@@ -316,22 +316,17 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 	return 0;
 }
 
-int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], const char *path,
-		    uint8_t id_out[32], struct al_error *err)
+int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], int fd,
+		       uint8_t id_out[32], struct al_error *err)
 {
 	struct al_changes ch;
 	int r = al_manifest_changes(cas, base, head, &ch, err);
 	if (r < 0)
 		return r;
 	char *index = index_dump(base, head, &ch);
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
-	int fd = index ? mkostemp(tmp, O_CLOEXEC) : -1;
+	struct archive *a = NULL;
 	if (!index)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	else if (fd < 0)
-		r = al_fail(err, AL_EIO, errno, "create %s", tmp);
-	struct archive *a = NULL;
 	if (r == 0) {
 		al_sha256(index, strlen(index), id_out);
 		a = archive_write_new();
@@ -346,16 +341,27 @@ int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t he
 			r = al_fail(err, AL_EIO, 0, "bundle: close: %s", archive_error_string(a));
 		archive_write_free(a);
 	}
-	if (r == 0 && fsync(fd) < 0)
-		r = al_fail(err, AL_EIO, errno, "fsync %s", tmp);
-	if (fd >= 0)
-		close(fd);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = al_fail(err, AL_EIO, errno, "rename to %s", path);
-	if (r < 0 && fd >= 0)
-		unlink(tmp);
 	free(index);
 	al_changes_release(&ch);
+	return r;
+}
+
+int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], const char *path,
+		    uint8_t id_out[32], struct al_error *err)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "create %s", tmp);
+	int r = al_bundle_write_fd(cas, base, head, fd, id_out, err);
+	if (r == 0 && fsync(fd) < 0)
+		r = al_fail(err, AL_EIO, errno, "fsync %s", tmp);
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = al_fail(err, AL_EIO, errno, "rename to %s", path);
+	if (r < 0)
+		unlink(tmp);
 	return r;
 }
 

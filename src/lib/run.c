@@ -230,8 +230,8 @@ struct run {
 	struct al_sandbox_result sres;
 	struct al_overlay_report rep;
 	uint64_t added, modified, deleted;
-	char bundle_path[4400];
 	int64_t started, finished;
+	uint64_t materialise_ms, delta_ms;
 };
 
 static void run_release(struct run *r)
@@ -245,8 +245,6 @@ static void run_release(struct run *r)
 			close(r->cap.fd[i]);
 	if (r->sres.upper_fd >= 0)
 		close(r->sres.upper_fd);
-	if (r->bundle_path[0])
-		unlink(r->bundle_path);
 	al_overlay_report_release(&r->rep);
 }
 
@@ -259,22 +257,29 @@ static int put_capture(struct al_cas *cas, int fd, uint64_t size, uint8_t out[32
 
 /* The changes as a DeltaBundle, stored, read back and verified, and the
  * snapshot it gives on the base: the draft's content. */
+static int open_capture(const char *dir, int *fd, struct al_error *err)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	*fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return *fd < 0 ? al_fail(err, AL_EIO, errno, "run: output file in %s", tmp) : 0;
+}
+
 static int bundle_changes(struct run *r, struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(r->st);
-	snprintf(r->bundle_path, sizeof(r->bundle_path), "%s/tmp/run-%s.bundle", al_store_dir(r->st), r->id);
-	int rc = al_bundle_write(cas, r->base, r->result, r->bundle_path, r->bundle_id, err);
-	if (rc < 0)
+	_cleanup_close_ int fd = -1;
+	int rc = open_capture(al_store_dir(r->st), &fd, err); /* an unnamed temp file: never left behind */
+	if (rc < 0 || (rc = al_bundle_write_fd(cas, r->base, r->result, fd, r->bundle_id, err)) < 0)
 		return rc;
-	_cleanup_close_ int fd = open(r->bundle_path, O_RDONLY | O_CLOEXEC);
-	struct stat s;
-	if (fd < 0 || fstat(fd, &s) < 0)
-		return al_fail(err, AL_EIO, errno, "run: open bundle");
+	off_t size = lseek(fd, 0, SEEK_CUR);
+	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return al_fail(err, AL_EIO, errno, "run: bundle");
 	if ((rc = al_cas_begin(cas, err)) < 0)
 		return rc;
 	struct al_bundle b = { 0 };
 	uint8_t content[32];
-	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)s.st_size, r->bundle_blob, err)) == 0 &&
+	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, r->bundle_blob, err)) == 0 &&
 	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle_read_fd(cas, fd, &b, err)) == 0 &&
 	    (rc = al_bundle_apply_tree(cas, &b, r->base, content, err)) == 0 && memcmp(content, r->result, 32))
 		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
@@ -313,7 +318,7 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 	json_t *rec = json_pack(
 		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:s,s:s,s:i,s:b,s:b,"
 		"s:{s:o,s:I,s:I,s:b},s:{s:o,s:I,s:I,s:b},"
-		"s:{s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
 		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(r->base), "image",
 		jid(r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
 		al_network_name(o->network), "limits", limits_json(&o->limits), "backend", "ns", "cgroup", s->cgroup,
@@ -322,7 +327,8 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		r->cap.truncated[1], "stderr", "blob", jid(r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
 		(json_int_t)r->cap.kept[2], "truncated", r->cap.truncated[2], "usage", "wall_ms", (json_int_t)s->wall_ms,
 		"cpu_user_ms", (json_int_t)s->cpu_user_ms, "cpu_sys_ms", (json_int_t)s->cpu_sys_ms, "max_rss_kb",
-		(json_int_t)s->max_rss_kb, "peak_memory", (json_int_t)s->peak_memory, "result", jid(r->result), "changes",
+		(json_int_t)s->max_rss_kb, "peak_memory", (json_int_t)s->peak_memory, "materialise_ms",
+		(json_int_t)r->materialise_ms, "delta_ms", (json_int_t)r->delta_ms, "result", jid(r->result), "changes",
 		"added", (json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted", (json_int_t)r->deleted,
 		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(r->bundle_id), "blob", jid(r->bundle_blob)),
 		"started", (json_int_t)r->started, "finished", (json_int_t)r->finished);
@@ -368,14 +374,6 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	if (!(out->record = strdup(text)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 	return 0;
-}
-
-static int open_capture(const char *dir, int *fd, struct al_error *err)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
-	*fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	return *fd < 0 ? al_fail(err, AL_EIO, errno, "run: output file in %s", tmp) : 0;
 }
 
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err)
@@ -440,9 +438,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		r = al_fail(err, AL_EIO, errno, "run: %s", lowers);
 		goto out;
 	}
+	uint64_t t0 = al_now_ns();
 	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, err)) < 0 ||
 	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, err)) < 0)
 		goto out;
+	run.materialise_ms = (al_now_ns() - t0) / 1000000;
 	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
 	if (run.init < 0) {
 		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)", o->init_path ? o->init_path : "?");
@@ -471,9 +471,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	}
 	char upper[64];
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
+	t0 = al_now_ns();
 	if ((r = al_overlay_apply(st, run.base, upper, run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
+	run.delta_ms = (al_now_ns() - t0) / 1000000;
 
 	json_t *rec = record_json(&run, env->v, env->n);
 	if (!rec) {
