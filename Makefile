@@ -102,7 +102,7 @@ check: all $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 
-demo: $(BUILD)/airlock
+demo: all
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) scripts/demo.sh
 
 bench: $(BUILD)/airlock $(BENCH_BIN)

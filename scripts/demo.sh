@@ -1,6 +1,8 @@
 #!/bin/bash
 # The quick start: import an example project, look at it, change a copy,
-# diff the two snapshots, export one back, verify the store.
+# diff the two snapshots, export one back; make it a project, review and
+# apply a draft, run a command in a sandbox and apply part of its changes;
+# the log, the ledger (verified offline), the store.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 AL="${AIRLOCK_BUILD:-$root/build}/airlock"
@@ -60,6 +62,27 @@ say airlock apply "$D" --accept data/journal.csv reports/2026/q4.md
 
 say airlock apply "$D" --accept-all "  # a draft applies once"
 "$AL" apply "$D" --accept-all || echo "(exit $?: refused)"
+
+say airlock run finance -- sh -c '…' "  # an agent's command, in a sandbox: no network, no host paths"
+"$AL" run finance -- sh -c 'echo "4000,2026-12,120.00,0.00" >> data/journal.csv
+	rm latest-report.md
+	printf "# Q4 close\n\nDone by the agent.\n" > reports/2026/q4.md
+	echo "agent: $(hostname), in $(pwd) as uid $(id -u); network: $(nc -w 1 1.1.1.1 80 </dev/null 2>&1)"' \
+	2>"$work/run.err" || true
+cat "$work/run.err"
+RUN=$(sed -n 's/^run \(r[0-9a-f]*\):.*/\1/p' "$work/run.err")
+
+say airlock project head finance "  # still not moved"
+"$AL" project head finance
+
+say airlock review "$RUN" --stat
+"$AL" review "$RUN" --stat
+
+say airlock apply "$RUN" --accept data/journal.csv reports/2026/q4.md "  # keep latest-report.md"
+"$AL" apply "$RUN" --accept data/journal.csv reports/2026/q4.md
+
+say airlock runs finance
+"$AL" runs finance | cut -c1-110
 
 say airlock project log finance
 "$AL" project log finance
