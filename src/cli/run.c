@@ -53,6 +53,7 @@ static const char run_help[] =
 	"  --secret K[=V]      set a variable whose value is never stored (without =V:\n"
 	"                      taken from airlock's own environment); the record keeps K\n"
 	"  --group G           the unit of work's id in the ledger (default: a new one)\n"
+	"  --author A          who ran it, in the record and the ledger (default: $USER)\n"
 	"  --json              no live output; one JSON object: the run record with the\n"
 	"                      text of stdout and stderr\n"
 	"BYTES take K, M, G or T (powers of 1024).\n"
