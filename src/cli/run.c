@@ -146,6 +146,18 @@ static void live_output(void *ctx, int stream, const void *p, size_t n)
 	fflush(f);
 }
 
+static const char *const streams[] = { "stdout", "stderr" };
+
+/* The bytes of one of a run's streams, named by its record. */
+static int stream_bytes(struct al_store *st, json_t *rec, int i, uint8_t **data, size_t *len, struct al_error *err)
+{
+	uint8_t id[32];
+	json_t *s = json_object_get(rec, streams[i]);
+	if (al_id_parse(json_string_value(json_object_get(s, "blob")), id, err) < 0)
+		return -1;
+	return al_cas_get(al_store_cas(st), id, data, len, err);
+}
+
 /* The record, with the text of stdout and stderr added. */
 static json_t *record_with_output(struct al_store *st, const struct al_run_info *info, struct al_error *err)
 {
@@ -154,18 +166,14 @@ static json_t *record_with_output(struct al_store *st, const struct al_run_info 
 		al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", info->id);
 		return NULL;
 	}
-	static const char *const streams[] = { "stdout", "stderr" };
 	for (int i = 0; i < 2; i++) {
-		json_t *s = json_object_get(rec, streams[i]);
-		uint8_t id[32];
 		uint8_t *data = NULL;
 		size_t len = 0;
-		if (!s || al_id_parse(json_string_value(json_object_get(s, "blob")), id, err) < 0 ||
-		    al_cas_get(al_store_cas(st), id, &data, &len, err) < 0) {
+		if (stream_bytes(st, rec, i, &data, &len, err) < 0) {
 			json_decref(rec);
 			return NULL;
 		}
-		json_object_set_new(s, "text", cli_json_bytes((const char *)data, len));
+		json_object_set_new(json_object_get(rec, streams[i]), "text", cli_json_bytes((const char *)data, len));
 		free(data);
 	}
 	return rec;
@@ -176,14 +184,11 @@ static int print_output(struct al_store *st, const struct al_run_info *info, str
 	json_t *rec = json_loads(info->record, 0, NULL);
 	if (!rec)
 		return al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", info->id);
-	static const char *const streams[] = { "stdout", "stderr" };
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
-		uint8_t id[32];
 		uint8_t *data = NULL;
 		size_t len = 0;
-		if (al_id_parse(json_string_value(json_object_get(s, "blob")), id, err) < 0 ||
-		    al_cas_get(al_store_cas(st), id, &data, &len, err) < 0) {
+		if (stream_bytes(st, rec, i, &data, &len, err) < 0) {
 			json_decref(rec);
 			return -1;
 		}
@@ -233,7 +238,6 @@ static void notes(FILE *f, const struct al_run_info *info)
 	json_t *rec = json_loads(info->record, 0, NULL);
 	if (!rec)
 		return;
-	static const char *const streams[] = { "stdout", "stderr" };
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
 		if (json_is_true(json_object_get(s, "truncated")))

@@ -432,3 +432,15 @@ void al_rm_tree(const char *dir)
 	nftw(dir, rm_unlock, 16, FTW_PHYS);
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int al_write_string(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = al_write_full(fd, s, strlen(s));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}

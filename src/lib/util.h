@@ -56,6 +56,8 @@ ssize_t al_read_full(int fd, void *buf, size_t n);   /* short only at EOF */
 int al_write_full(int fd, const void *buf, size_t n); /* 0 or -1 */
 int al_mkdir_p(const char *path, mode_t mode, struct al_error *err);
 int al_fsync_dir(int dirfd_or_neg, const char *path, struct al_error *err);
+/* Write a string to an existing file (procfs, cgroupfs): 0 or -1 (errno). */
+int al_write_string(const char *path, const char *s);
 /* Remove a tree (never following symlinks), read-only directories too. */
 void al_rm_tree(const char *dir);
 /* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS); falls back to O_NOFOLLOW

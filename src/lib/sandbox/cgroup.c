@@ -20,10 +20,7 @@ static int write_file(const char *dir, const char *file, const char *val)
 {
 	char p[640];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	return al_write_full(fd, val, strlen(val));
+	return al_write_string(p, val);
 }
 
 static int read_file(const char *dir, const char *file, char *buf, size_t n)

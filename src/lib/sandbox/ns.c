@@ -253,10 +253,7 @@ static int write_proc(pid_t pid, const char *file, const char *val)
 {
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
-	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	return al_write_full(fd, val, strlen(val));
+	return al_write_string(p, val);
 }
 
 /* airlock-init copied into a sealed memory file: the sandbox can see its
