@@ -21,10 +21,13 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
+# the daemon (src/server) and the CLI's HTTP client: only the airlock binary
+NET_CFLAGS = $(shell pkg-config --cflags libmicrohttpd libcurl)
+NET_LIBS = $(shell pkg-config --libs libmicrohttpd libcurl)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -Isrc/server $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(NET_CFLAGS)
 ALL_LDFLAGS = -pthread $(LDFLAGS)
 LDLIBS_EXTRA = -lm
 ifneq ($(SANITIZE),)
@@ -33,7 +36,7 @@ ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
-CLI_SRC := $(wildcard src/cli/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/server/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -72,7 +75,7 @@ $(BUILD)/libairlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(NET_LIBS) $(LDLIBS_EXTRA)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)

@@ -20,6 +20,9 @@ enum al_code {
 	AL_ELIMIT = -9,     /* a cap was exceeded */
 	AL_ESTATE = -10,    /* not allowed in the object's state (draft already applied) */
 	AL_ESANDBOX = -11,  /* a sandbox could not be set up (the step is in the message) */
+	AL_EAUTH = -12,     /* no valid credentials (never says which part was wrong) */
+	AL_EDENIED = -13,   /* authenticated, but the principal's roles do not allow it */
+	AL_EUNAVAIL = -14,  /* the service is shutting down or over capacity */
 };
 
 struct al_error {
@@ -42,5 +45,11 @@ const char *al_code_name(int code);
 
 /* Process exit code for a library code (docs/cli.md). */
 int al_code_exit(int code);
+
+/* HTTP status for a library code (docs/api.md). */
+int al_code_http(int code);
+
+/* The code named by al_code_name (AL_EIO for an unknown name). */
+int al_code_from_name(const char *name);
 
 #endif

@@ -24,9 +24,22 @@ struct al_store {
 	sqlite3 *statcache;
 };
 
+/* airlock.db: the directory of the deployment (auth.c).  A token is kept
+ * only as the sha256 of its text. */
 static const char global_schema[] =
 	"CREATE TABLE IF NOT EXISTS tenants("
-	"  name TEXT PRIMARY KEY, created INTEGER NOT NULL);";
+	"  name TEXT PRIMARY KEY, created INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS principals("
+	"  tenant TEXT NOT NULL, name TEXT NOT NULL, roles INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL, PRIMARY KEY(tenant, name));"
+	"CREATE TABLE IF NOT EXISTS grants("
+	"  tenant TEXT NOT NULL, principal TEXT NOT NULL, project TEXT NOT NULL,"
+	"  PRIMARY KEY(tenant, principal, project));"
+	"CREATE TABLE IF NOT EXISTS tokens("
+	"  id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,"
+	"  principal TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL,"
+	"  revoked INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);";
 
 /* meta.db: every snapshot a head ever named is in snapshots (fsck walks it) */
 static const char meta_schema[] =
@@ -94,7 +107,7 @@ int al_tenant_name_check(const char *name, struct al_error *err)
 	return 0;
 }
 
-static int open_global(const char *home, sqlite3 **db, struct al_error *err)
+int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
 {
 	char path[4096];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
@@ -115,7 +128,7 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	if (r < 0)
 		return r;
 	sqlite3 *db = NULL;
-	if ((r = open_global(home, &db, err)) < 0)
+	if ((r = al_store__global(home, &db, err)) < 0)
 		return r;
 	char dir[4096];
 	if ((r = tenant_dir(home, tenant, dir, sizeof(dir), err)) < 0)

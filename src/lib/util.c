@@ -55,20 +55,23 @@ int al_error_prefix(struct al_error *err, const char *fmt, ...)
 static const struct {
 	int code;
 	const char *name;
-	int exit;
+	int exit, http;
 } codes[] = {
-	{ AL_OK, "OK", 0 },
-	{ AL_EIO, "IOError", 1 },
-	{ AL_EUSAGE, "UsageError", 2 },
-	{ AL_ENOTFOUND, "NotFound", 3 },
-	{ AL_ECORRUPT, "CorruptObject", 4 },
-	{ AL_ECONFLICT, "VolumeConflictError", 5 },
-	{ AL_EINVAL, "InvalidInput", 6 },
-	{ AL_EEXIST, "AlreadyExists", 7 },
-	{ AL_ENOMEM, "OutOfMemory", 1 },
-	{ AL_ELIMIT, "LimitExceeded", 8 },
-	{ AL_ESTATE, "InvalidState", 9 },
-	{ AL_ESANDBOX, "SandboxError", 125 },
+	{ AL_OK, "OK", 0, 200 },
+	{ AL_EIO, "IOError", 1, 500 },
+	{ AL_EUSAGE, "UsageError", 2, 400 },
+	{ AL_ENOTFOUND, "NotFound", 3, 404 },
+	{ AL_ECORRUPT, "CorruptObject", 4, 500 },
+	{ AL_ECONFLICT, "VolumeConflictError", 5, 409 },
+	{ AL_EINVAL, "InvalidInput", 6, 422 },
+	{ AL_EEXIST, "AlreadyExists", 7, 409 },
+	{ AL_ENOMEM, "OutOfMemory", 1, 503 },
+	{ AL_ELIMIT, "LimitExceeded", 8, 413 },
+	{ AL_ESTATE, "InvalidState", 9, 409 },
+	{ AL_ESANDBOX, "SandboxError", 125, 500 },
+	{ AL_EAUTH, "Unauthorized", 10, 401 },
+	{ AL_EDENIED, "Forbidden", 11, 403 },
+	{ AL_EUNAVAIL, "Unavailable", 12, 503 },
 };
 
 const char *al_code_name(int code)
@@ -85,6 +88,22 @@ int al_code_exit(int code)
 		if (codes[i].code == code)
 			return codes[i].exit;
 	return 1;
+}
+
+int al_code_http(int code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+		if (codes[i].code == code)
+			return codes[i].http;
+	return 500;
+}
+
+int al_code_from_name(const char *name)
+{
+	for (size_t i = 0; name && i < ARRAY_SIZE(codes); i++)
+		if (strcmp(codes[i].name, name) == 0)
+			return codes[i].code;
+	return AL_EIO;
 }
 
 void al_hex(const uint8_t *in, size_t n, char *out)

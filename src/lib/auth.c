@@ -1,0 +1,380 @@
+/* auth: principals, roles, grants and bearer tokens in the home's global
+ * database (auth.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <openssl/crypto.h>
+
+#include "airlock/auth.h"
+#include "airlock/store.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+
+struct al_auth {
+	sqlite3 *db;
+	pthread_mutex_t lock;
+};
+
+static const char *const role_names[] = { "admin", "author", "reviewer", "agent" };
+
+int al_roles_parse(const char *csv, unsigned *out, struct al_error *err)
+{
+	unsigned roles = 0;
+	const char *p = csv;
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		unsigned bit = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(role_names); i++)
+			if (strlen(role_names[i]) == n && strncmp(p, role_names[i], n) == 0)
+				bit = 1u << i;
+		if (!bit) {
+			char q[80];
+			al_quote(p, n < 64 ? n : 64, q, sizeof(q));
+			return al_fail(err, AL_EINVAL, 0, "unknown role '%s' (expected admin, author, reviewer, agent)", q);
+		}
+		roles |= bit;
+		p += n + (p[n] == ',');
+	}
+	if (!roles)
+		return al_fail(err, AL_EINVAL, 0, "no role given (expected admin, author, reviewer, agent)");
+	*out = roles;
+	return 0;
+}
+
+void al_roles_format(unsigned roles, char *out, size_t n)
+{
+	size_t used = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(role_names); i++)
+		if (roles & (1u << i) && used < n)
+			used += (size_t)snprintf(out + used, n - used, "%s%s", used ? "," : "", role_names[i]);
+}
+
+int al_principal_name_check(const char *name, struct al_error *err)
+{
+	size_t n = strlen(name);
+	bool ok = n >= 1 && n <= AL_PRINCIPAL_MAX;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		ok = alnum || (i > 0 && strchr("._@-", c));
+	}
+	if (!ok) {
+		char q[80];
+		al_quote(name, strnlen(name, 64), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0, "invalid principal name '%s' (expected [A-Za-z0-9][A-Za-z0-9._@-]{0,63})", q);
+	}
+	return 0;
+}
+
+int al_auth_open(const char *home, struct al_auth **out, struct al_error *err)
+{
+	*out = NULL;
+	struct al_auth *a = calloc(1, sizeof(*a));
+	if (!a)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "auth");
+	int r = al_store__global(home, &a->db, err);
+	if (r < 0) {
+		free(a);
+		return r;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	*out = a;
+	return 0;
+}
+
+void al_auth_close(struct al_auth *a)
+{
+	if (!a)
+		return;
+	sqlite3_close(a->db);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+/* One statement with text parameters, under the lock; row (may be NULL)
+ * is called for each result row. */
+typedef int (*row_fn)(void *ctx, sqlite3_stmt *q, struct al_error *err);
+static int query(struct al_auth *a, const char *sql, const char *const *params, size_t np, row_fn row,
+		 void *ctx, struct al_error *err)
+{
+	pthread_mutex_lock(&a->lock);
+	sqlite3_stmt *q = NULL;
+	int r = al_sqlite_prepare(a->db, sql, &q, err);
+	for (size_t i = 0; r == 0 && i < np; i++)
+		sqlite3_bind_text(q, (int)i + 1, params[i], -1, SQLITE_STATIC);
+	int rc = SQLITE_DONE;
+	while (r == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		if (row)
+			r = row(ctx, q, err);
+	if (r == 0 && rc != SQLITE_DONE) {
+		r = (rc & 0xff) == SQLITE_CONSTRAINT ? al_fail(err, AL_EEXIST, 0, "already exists")
+						     : al_sqlite_fail(a->db, err, "directory");
+	}
+	sqlite3_finalize(q);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static int count_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	(void)err;
+	*(int64_t *)ctx = sqlite3_column_int64(q, 0);
+	return 0;
+}
+
+static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error *err)
+{
+	int64_t n = 0;
+	const char *p[] = { tenant };
+	int r = query(a, "SELECT count(*) FROM tenants WHERE name = ?", p, 1, count_row, &n, err);
+	if (r == 0 && !n)
+		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s", tenant);
+	return r;
+}
+
+int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name, unsigned roles,
+			     struct al_error *err)
+{
+	int r;
+	if ((r = al_principal_name_check(name, err)) < 0 || (r = tenant_exists(a, tenant, err)) < 0)
+		return r;
+	if (!roles || roles > 15)
+		return al_fail(err, AL_EINVAL, 0, "principal %s: no valid role", name);
+	char rs[16], now[24];
+	snprintf(rs, sizeof(rs), "%u", roles);
+	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
+	const char *p[] = { tenant, name, rs, now };
+	r = query(a, "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p, 4, NULL, NULL, err);
+	if (r == AL_EEXIST)
+		r = al_fail(err, AL_EEXIST, 0, "principal %s already exists", name);
+	return r;
+}
+
+struct principal_ctx {
+	const char *tenant;
+	struct al_principal *one;
+	al_principal_fn fn;
+	void *ctx;
+};
+
+static int principal_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	struct principal_ctx *c = ctx;
+	struct al_principal p = { 0 };
+	snprintf(p.tenant, sizeof(p.tenant), "%s", c->tenant);
+	snprintf(p.name, sizeof(p.name), "%s", (const char *)sqlite3_column_text(q, 0));
+	p.roles = (unsigned)sqlite3_column_int(q, 1);
+	p.created = sqlite3_column_int64(q, 2);
+	if (c->one) {
+		*c->one = p;
+		return 0;
+	}
+	return c->fn(c->ctx, &p, err);
+}
+
+int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name, struct al_principal *out,
+			  struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct principal_ctx c = { .tenant = tenant, .one = out };
+	const char *p[] = { tenant, name };
+	int r = query(a, "SELECT name, roles, created FROM principals WHERE tenant = ? AND name = ?", p, 2,
+		      principal_row, &c, err);
+	if (r == 0 && !out->name[0])
+		r = al_fail(err, AL_ENOTFOUND, 0, "no principal %s", name);
+	return r;
+}
+
+int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principal_fn fn, void *ctx,
+			      struct al_error *err)
+{
+	struct principal_ctx c = { .tenant = tenant, .fn = fn, .ctx = ctx };
+	const char *p[] = { tenant };
+	return query(a, "SELECT name, roles, created FROM principals WHERE tenant = ? ORDER BY name", p, 1,
+		     principal_row, &c, err);
+}
+
+int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
+		  struct al_error *err)
+{
+	struct al_principal pr;
+	int r = al_auth_principal_get(a, tenant, principal, &pr, err);
+	if (r < 0)
+		return r;
+	const char *p[] = { tenant, principal, project };
+	return query(a, "INSERT OR IGNORE INTO grants(tenant, principal, project) VALUES (?, ?, ?)", p, 3, NULL, NULL,
+		     err);
+}
+
+bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const char *project)
+{
+	int64_t n = 0;
+	const char *p[] = { pr->tenant, pr->name, project };
+	struct al_error err;
+	return query(a, "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = ?", p, 3,
+		     count_row, &n, &err) == 0 && n > 0;
+}
+
+struct grant_ctx {
+	al_grant_fn fn;
+	void *ctx;
+};
+
+static int grant_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	struct grant_ctx *c = ctx;
+	return c->fn(c->ctx, (const char *)sqlite3_column_text(q, 0), err);
+}
+
+int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal, al_grant_fn fn, void *ctx,
+			  struct al_error *err)
+{
+	struct grant_ctx c = { fn, ctx };
+	const char *p[] = { tenant, principal };
+	return query(a, "SELECT project FROM grants WHERE tenant = ? AND principal = ? ORDER BY project", p, 2,
+		     grant_row, &c, err);
+}
+
+static void token_hash(const char *token, char hex[65])
+{
+	uint8_t d[32];
+	al_sha256(token, strlen(token), d);
+	al_hex(d, 32, hex);
+}
+
+int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal, int64_t ttl_s,
+			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, struct al_error *err)
+{
+	memset(info, 0, sizeof(*info));
+	struct al_principal pr;
+	int r = al_auth_principal_get(a, tenant, principal, &pr, err);
+	if (r < 0)
+		return r;
+	if (ttl_s < 0 || ttl_s > 100LL * 365 * 86400)
+		return al_fail(err, AL_EINVAL, 0, "token lifetime out of range");
+	uint8_t rnd[32 + 7];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return al_fail(err, AL_EIO, errno, "token: getrandom");
+	char hex[65], idhex[15], hash[65];
+	al_hex(rnd, 32, hex);
+	al_hex(rnd + 32, 7, idhex);
+	snprintf(token, AL_TOKEN_LEN + 1, "alk_%s", hex);
+	OPENSSL_cleanse(rnd, sizeof(rnd));
+	OPENSSL_cleanse(hex, sizeof(hex));
+	snprintf(info->id, sizeof(info->id), "t%.13s", idhex);
+	snprintf(info->principal, sizeof(info->principal), "%s", principal);
+	info->created = al_wall_s();
+	info->expires = ttl_s ? info->created + ttl_s : 0;
+	token_hash(token, hash);
+	char created[24], expires[24];
+	snprintf(created, sizeof(created), "%lld", (long long)info->created);
+	snprintf(expires, sizeof(expires), "%lld", (long long)info->expires);
+	const char *p[] = { info->id, hash, tenant, principal, created, expires };
+	r = query(a,
+		  "INSERT INTO tokens(id, hash, tenant, principal, created, expires) "
+		  "VALUES (?, ?, ?, ?, ?, ?)",
+		  p, 6, NULL, NULL, err);
+	if (r < 0)
+		OPENSSL_cleanse(token, AL_TOKEN_LEN + 1);
+	return r;
+}
+
+int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, struct al_error *err)
+{
+	int64_t n = 0;
+	const char *p[] = { tenant, id };
+	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ? AND id = ?", p, 2, count_row, &n, err);
+	if (r == 0 && !n)
+		return al_fail(err, AL_ENOTFOUND, 0, "no token %s", id);
+	if (r == 0)
+		r = query(a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", p, 2, NULL, NULL, err);
+	return r;
+}
+
+struct token_ctx {
+	al_token_fn fn;
+	void *ctx;
+};
+
+static int token_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	struct token_ctx *c = ctx;
+	struct al_token_info t = { 0 };
+	snprintf(t.id, sizeof(t.id), "%s", (const char *)sqlite3_column_text(q, 0));
+	snprintf(t.principal, sizeof(t.principal), "%s", (const char *)sqlite3_column_text(q, 1));
+	t.created = sqlite3_column_int64(q, 2);
+	t.expires = sqlite3_column_int64(q, 3);
+	t.revoked = sqlite3_column_int(q, 4) != 0;
+	return c->fn(c->ctx, &t, err);
+}
+
+int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal, al_token_fn fn, void *ctx,
+			  struct al_error *err)
+{
+	struct token_ctx c = { fn, ctx };
+	const char *p[] = { tenant, principal };
+	return query(a,
+		     principal ? "SELECT id, principal, created, expires, revoked FROM tokens "
+				 "WHERE tenant = ? AND principal = ? ORDER BY created, id"
+			       : "SELECT id, principal, created, expires, revoked FROM tokens "
+				 "WHERE tenant = ? ORDER BY created, id",
+		     p, principal ? 2 : 1, token_row, &c, err);
+}
+
+struct check_ctx {
+	struct al_principal *p;
+	int64_t expires;
+	int revoked;
+	bool found;
+};
+
+static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	(void)err;
+	struct check_ctx *c = ctx;
+	c->found = true;
+	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s", (const char *)sqlite3_column_text(q, 0));
+	snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
+	snprintf(c->p->name, sizeof(c->p->name), "%s", (const char *)sqlite3_column_text(q, 2));
+	c->p->roles = (unsigned)sqlite3_column_int(q, 3);
+	c->p->created = sqlite3_column_int64(q, 4);
+	c->expires = sqlite3_column_int64(q, 5);
+	c->revoked = sqlite3_column_int(q, 6);
+	return 0;
+}
+
+int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	/* the lookup is by the hash of whatever was presented: the same work
+	 * for a malformed, unknown, expired or revoked token */
+	char hash[65];
+	token_hash(token ? token : "", hash);
+	struct check_ctx c = { .p = out };
+	const char *p[] = { hash };
+	struct al_error qerr;
+	int r = query(a,
+		      "SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
+		      "FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
+		      "WHERE t.hash = ?",
+		      p, 1, check_row, &c, &qerr);
+	if (r < 0) {
+		memset(out, 0, sizeof(*out));
+		if (err)
+			*err = qerr;
+		return r;
+	}
+	bool ok = c.found && !c.revoked && (c.expires == 0 || c.expires > al_wall_s()) &&
+		  token && strlen(token) == AL_TOKEN_LEN && strncmp(token, "alk_", 4) == 0;
+	if (!ok) {
+		memset(out, 0, sizeof(*out));
+		return al_fail(err, AL_EAUTH, 0, "invalid, expired or revoked token");
+	}
+	return 0;
+}
