@@ -32,6 +32,9 @@ struct al_run_opts {
 	const char *const *argv;       /* the command, NULL-terminated */
 	const char *const *env;        /* "K=V" over the defaults; NULL-terminated or NULL */
 	const char *const *secrets;    /* "K=V": in the environment, the value never stored */
+	const char *const *secret_files; /* "K=V": the file /run/airlock/secrets/K, this run only */
+	const char *id;                /* the run's id ("r" + 13 hex); NULL: a new one */
+	int cancel_fd;                 /* > 0: once readable, the run is killed and recorded cancelled */
 	int network;
 	struct al_limits limits;
 	bool best_effort_limits;       /* a default limit no cgroup can enforce is skipped */
@@ -49,12 +52,15 @@ struct al_run_info {
 	char group[17];
 	char project[AL_NAME_MAX + 1];
 	int exit_code;
-	bool timed_out, oom;
+	bool timed_out, oom, cancelled;
 	uint64_t added, modified, deleted;
 	int64_t created;
 	char *record;                  /* the whole record, JSON (docs/formats.md); malloc'ed */
 };
 void al_run_info_release(struct al_run_info *r);
+
+/* Is id a well-formed run id ("r" + 13 lowercase hex)? */
+bool al_run_id_valid(const char *id);
 
 /* Run.  The sandbox's own failures are AL_ESANDBOX and record nothing. */
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err);

@@ -39,6 +39,16 @@ void al_limits_default(struct al_limits *l);
 /* Called with the command's output as it arrives; stream is 1 or 2. */
 typedef void (*al_sandbox_output_fn)(void *ctx, int stream, const void *p, size_t n);
 
+/* A file the sandbox finds in /run/airlock/secrets (a tmpfs of this run
+ * only, read-only, mode 0400): name is [A-Za-z_][A-Za-z0-9_]*. */
+struct al_sandbox_file {
+	const char *name;
+	const void *data;
+	size_t len;
+};
+#define AL_SECRET_FILES_MAX 64
+#define AL_SECRET_BYTES_MAX (1u << 20)
+
 struct al_sandbox_spec {
 	const char *backend;          /* "ns"; NULL: the default */
 	/* The read-only lower layers: two directories in lowers_fd, named
@@ -56,11 +66,14 @@ struct al_sandbox_spec {
 	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */
 	al_sandbox_output_fn output;
 	void *output_ctx;
+	const struct al_sandbox_file *secret_files;
+	size_t nsecret_files;
+	int cancel_fd;                /* > 0: once readable, the sandbox is killed (res.cancelled) */
 };
 
 struct al_sandbox_result {
 	int exit_code;                /* the command's: 0..255, 128+signal if killed */
-	bool timed_out, oom;
+	bool timed_out, oom, cancelled;
 	uint64_t stdout_bytes, stderr_bytes;
 	uint64_t wall_ms, cpu_user_ms, cpu_sys_ms;
 	uint64_t max_rss_kb;          /* largest process */

@@ -26,7 +26,7 @@ static const char run_help[] =
 	"usage: airlock run PROJECT [--image ID|NAME] [--network none|egress] [--timeout SEC]\n"
 	"                   [--memory BYTES] [--pids N] [--cpus N] [--output-limit BYTES]\n"
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
-	"                   [--group G] [--author A] [--json] -- CMD [ARG...]\n"
+	"                   [--secret-file K[=V]]... [--group G] [--author A] [--json] -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -52,6 +52,9 @@ static const char run_help[] =
 	"  --env K=V           set a variable (over PATH, HOME=/root, TZ=UTC, LANG=C.UTF-8)\n"
 	"  --secret K[=V]      set a variable whose value is never stored (without =V:\n"
 	"                      taken from airlock's own environment); the record keeps K\n"
+	"                      and the value's sha256\n"
+	"  --secret-file K[=V] the same, as the file /run/airlock/secrets/K (mode 0400,\n"
+	"                      on a tmpfs of this run only) instead of a variable\n"
 	"  --group G           the unit of work's id in the ledger (default: a new one)\n"
 	"  --author A          who ran it, in the record and the ledger (default: $USER)\n"
 	"  --json              no live output; one JSON object: the run record with the\n"
@@ -301,7 +304,7 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	return r < 0 ? cli_error(cli, &err) : 0;
 }
 
-enum { O_IMAGE = 256, O_NETWORK, O_TIMEOUT, O_MEMORY, O_PIDS, O_CPUS, O_OUTPUT, O_DISK, O_FILES, O_ENV, O_SECRET,
+enum { O_IMAGE = 256, O_NETWORK, O_TIMEOUT, O_MEMORY, O_PIDS, O_CPUS, O_OUTPUT, O_DISK, O_FILES, O_ENV, O_SECRET, O_SECRET_FILE,
        O_GROUP, O_AUTHOR, O_JSON };
 
 struct strv {
@@ -336,13 +339,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		{ "pids", required_argument, NULL, O_PIDS }, { "cpus", required_argument, NULL, O_CPUS },
 		{ "output-limit", required_argument, NULL, O_OUTPUT }, { "disk-limit", required_argument, NULL, O_DISK },
 		{ "files", required_argument, NULL, O_FILES }, { "env", required_argument, NULL, O_ENV },
-		{ "secret", required_argument, NULL, O_SECRET }, { "group", required_argument, NULL, O_GROUP },
+		{ "secret", required_argument, NULL, O_SECRET }, { "secret-file", required_argument, NULL, O_SECRET_FILE },
+		{ "group", required_argument, NULL, O_GROUP },
 		{ "author", required_argument, NULL, O_AUTHOR }, { "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct al_run_opts o = { .network = AL_NET_NONE, .best_effort_limits = true };
 	al_limits_default(&o.limits);
-	struct strv env = { 0 }, secrets = { 0 };
+	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
 	struct al_error err = { 0 };
@@ -396,12 +400,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			else if (strv_push(&env, optarg) < 0)
 				rc = 1;
 			break;
-		case O_SECRET: {
+		case O_SECRET:
+		case O_SECRET_FILE: {
 			const char *kv = optarg;
 			if (!strchr(optarg, '=')) {
 				const char *v = getenv(optarg);
 				if (!v) {
-					rc = cli_usage(cli, "--secret %s: no such variable in airlock's environment", optarg);
+					rc = cli_usage(cli, "--%s %s: no such variable in airlock's environment",
+						       c == O_SECRET ? "secret" : "secret-file", optarg);
 					break;
 				}
 				char *b = malloc(strlen(optarg) + strlen(v) + 2);
@@ -413,7 +419,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				sprintf(b, "%s=%s", optarg, v);
 				kv = secret_bufs[nbufs++] = b;
 			}
-			if (strv_push(&secrets, kv) < 0)
+			if (strv_push(c == O_SECRET ? &secrets : &secret_files, kv) < 0)
 				rc = 1;
 			break;
 		}
@@ -443,6 +449,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		o.argv = (const char *const *)argv + dd + 1;
 		o.env = env.v;
 		o.secrets = secrets.v;
+		o.secret_files = secret_files.v;
 		o.image = o.image ? o.image : DEFAULT_IMAGE;
 		o.author = cli_author(o.author);
 		o.init_path = init_path(ibuf, sizeof(ibuf));
@@ -466,6 +473,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	al_store_close(st);
 	free(env.v);
 	free(secrets.v);
+	free(secret_files.v);
 	for (size_t i = 0; i < nbufs; i++) {
 		explicit_bzero(secret_bufs[i], strlen(secret_bufs[i]));
 		free(secret_bufs[i]);

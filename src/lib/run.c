@@ -301,15 +301,23 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		snprintf(k, sizeof(k), "%.*s", (int)(eq - envv[i]), envv[i]);
 		json_object_set_new(env, k, jtext(eq + 1));
 	}
-	/* a secret's name is recorded, its value never: the variable leaves
-	 * the recorded environment (it may have replaced a plain one) */
+	/* a secret's name and digest are recorded, its value never: the
+	 * variable leaves the recorded environment (it may have replaced a
+	 * plain one) */
 	json_t *secrets = json_array();
-	for (size_t i = 0; o->secrets && o->secrets[i]; i++) {
-		const char *eq = strchr(o->secrets[i], '=');
-		char k[256];
-		snprintf(k, sizeof(k), "%.*s", (int)(eq - o->secrets[i]), o->secrets[i]);
-		json_object_del(env, k);
-		json_array_append_new(secrets, json_string(k));
+	for (int file = 0; file < 2; file++) {
+		const char *const *v = file ? o->secret_files : o->secrets;
+		for (size_t i = 0; v && v[i]; i++) {
+			const char *eq = strchr(v[i], '=');
+			char k[256];
+			uint8_t d[32];
+			snprintf(k, sizeof(k), "%.*s", (int)(eq - v[i]), v[i]);
+			al_sha256(eq + 1, strlen(eq + 1), d);
+			if (!file)
+				json_object_del(env, k);
+			json_array_append_new(secrets, json_pack("{s:s,s:s,s:o}", "name", k, "as", file ? "file" : "env",
+								 "sha256", jid(d)));
+		}
 	}
 	json_t *notes = json_array();
 	for (size_t i = 0; i < r->rep.nnotes; i++)
@@ -337,6 +345,8 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		json_object_set_new(rec, "content",
 				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(r->out_blob), "name",
 					      "stderr", "sha256", jid(r->err_blob)));
+	if (rec)
+		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	return rec;
@@ -363,6 +373,7 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 		out->exit_code = exit_code;
 		out->timed_out = to;
 		out->oom = oom;
+		out->cancelled = json_is_true(json_object_get(j, "cancelled"));
 		out->added = (uint64_t)a;
 		out->modified = (uint64_t)m;
 		out->deleted = (uint64_t)d;
@@ -407,6 +418,31 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		return r;
 	}
 	env->v[env->n] = NULL;
+	/* secret files: NAME=VALUE split in place into a copy */
+	struct al_sandbox_file files[AL_SECRET_FILES_MAX];
+	size_t nfiles = 0;
+	for (; o->secret_files && o->secret_files[nfiles]; nfiles++) {
+		const char *kv = o->secret_files[nfiles], *eq = strchr(kv, '=');
+		size_t nl;
+		if (nfiles >= AL_SECRET_FILES_MAX) {
+			free(env);
+			return al_fail(err, AL_ELIMIT, 0, "run: more than %d secret files", AL_SECRET_FILES_MAX);
+		}
+		if (!env_name_ok(kv, &nl) || nl >= 64) {
+			free(env);
+			return al_fail(err, AL_EUSAGE, 0, "run: bad secret file '%.32s' (NAME=VALUE)", kv);
+		}
+		files[nfiles] = (struct al_sandbox_file){ .data = eq + 1, .len = strlen(eq + 1) };
+	}
+	char file_names[AL_SECRET_FILES_MAX][64];
+	for (size_t i = 0; i < nfiles; i++) {
+		snprintf(file_names[i], 64, "%.*s", (int)strcspn(o->secret_files[i], "="), o->secret_files[i]);
+		files[i].name = file_names[i];
+	}
+	if (o->id && !al_run_id_valid(o->id)) {
+		free(env);
+		return al_fail(err, AL_EINVAL, 0, "run: bad run id '%.20s'", o->id);
+	}
 
 	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } } };
 	run.sres.upper_fd = -1;
@@ -422,7 +458,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	}
 	al_hex(rnd, sizeof(rnd), hex);
-	snprintf(run.id, sizeof(run.id), "r%.13s", hex);
+	snprintf(run.id, sizeof(run.id), "r%.13s", o->id ? o->id + 1 : hex);
 
 	uint32_t uid = o->host_uid, gid = o->host_gid;
 	if (!uid) {
@@ -459,7 +495,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		.lowers_fd = run.lowers, .image_dir = run.lower_img, .workspace_dir = run.lower_ws, .init_fd = run.init,
 		.argv = o->argv, .envp = env->v, .network = o->network, .limits = o->limits,
 		.best_effort_limits = o->best_effort_limits, .host_uid = uid, .host_gid = gid,
-		.output = on_output, .output_ctx = &run.cap,
+		.output = on_output, .output_ctx = &run.cap, .secret_files = files, .nsecret_files = nfiles,
+		.cancel_fd = o->cancel_fd,
 	};
 	run.started = al_wall_s();
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
@@ -497,6 +534,16 @@ out:
 }
 
 /* ---- reading records ---------------------------------------------------------- */
+
+bool al_run_id_valid(const char *id)
+{
+	if (!id || strlen(id) != AL_RUN_ID_LEN || id[0] != 'r')
+		return false;
+	for (size_t i = 1; i < AL_RUN_ID_LEN; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	return true;
+}
 
 int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err)
 {

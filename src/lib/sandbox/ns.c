@@ -46,7 +46,7 @@
 
 enum stage {
 	ST_SYNC, ST_IDS, ST_CGROUPNS, ST_PRIVATE, ST_TMPFS, ST_SEND, ST_DIRS, ST_ROOT, ST_WORKSPACE, ST_PROC,
-	ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
+	ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_SECRETS, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
 	ST_SECCOMP, ST_EXEC, ST_N
 };
 static const char *const stage_names[ST_N] = {
@@ -56,7 +56,7 @@ static const char *const stage_names[ST_N] = {
 	[ST_DIRS] = "creating the layer directories", [ST_ROOT] = "mounting the root overlay",
 	[ST_WORKSPACE] = "mounting the /workspace overlay", [ST_PROC] = "mounting /proc",
 	[ST_DEV] = "populating /dev", [ST_TMP] = "mounting /tmp", [ST_HOSTNAME] = "setting the hostname",
-	[ST_LO] = "bringing up loopback", [ST_PIVOT] = "pivot_root", [ST_CHDIR] = "entering /workspace",
+	[ST_LO] = "bringing up loopback", [ST_PIVOT] = "pivot_root", [ST_SECRETS] = "writing /run/airlock/secrets", [ST_CHDIR] = "entering /workspace",
 	[ST_RLIMIT] = "setting rlimits", [ST_STDIO] = "setting up stdio", [ST_NNP] = "no_new_privs",
 	[ST_CAPS] = "dropping capabilities", [ST_SECCOMP] = "loading the seccomp filter",
 	[ST_EXEC] = "starting airlock-init",
@@ -69,7 +69,9 @@ struct report {
 /* Everything the child needs, prepared by the parent. */
 struct child {
 	int sock, status_w, out_w, err_w, devnull, init_fd;
-	char tmpfs_opts[96], root_opts[160], ws_opts[160];
+	char tmpfs_opts[96], root_opts[160], ws_opts[160], secrets_opts[96];
+	const struct al_sandbox_file *secrets;
+	size_t nsecrets;
 	const char *const *argv;
 	const char *const *envp;
 	const struct sock_fprog *prog;
@@ -104,6 +106,36 @@ static const char *join(char *buf, size_t n, const char *a, const char *b)
 static bool mkdir_ok(const char *path, mode_t mode)
 {
 	return mkdir(path, mode) == 0 || errno == EEXIST;
+}
+
+/* The run's secret files: a tmpfs of this mount namespace only (it dies
+ * with the sandbox), written, then made read-only.  After pivot_root, so an
+ * image's /run symlink can only point within the sandbox. */
+static void child_secrets(const struct child *c)
+{
+	static const char dir[] = "/run/airlock/secrets";
+	TRY(mkdir_ok("/run", 0755) && mkdir_ok("/run/airlock", 0755) && mkdir_ok(dir, 0700), ST_SECRETS);
+	TRY(mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, c->secrets_opts) == 0, ST_SECRETS);
+	int d = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	TRY(d >= 0, ST_SECRETS);
+	for (size_t i = 0; i < c->nsecrets; i++) {
+		int fd = openat(d, c->secrets[i].name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+		TRY(fd >= 0, ST_SECRETS);
+		const char *p = c->secrets[i].data;
+		size_t left = c->secrets[i].len;
+		while (left) {
+			ssize_t w = write(fd, p, left);
+			TRY(w > 0 || errno == EINTR, ST_SECRETS);
+			if (w > 0) {
+				p += w;
+				left -= (size_t)w;
+			}
+		}
+		close(fd);
+	}
+	close(d);
+	TRY(mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+	    ST_SECRETS);
 }
 
 static void child_dev(const struct child *c)
@@ -218,6 +250,8 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(chdir("/tmp/new") == 0, ST_PIVOT);
 	TRY(syscall(SYS_pivot_root, ".", ".") == 0, ST_PIVOT);
 	TRY(umount2(".", MNT_DETACH) == 0, ST_PIVOT);
+	if (c->nsecrets)
+		child_secrets(c);
 	TRY(chdir("/workspace") == 0, ST_CHDIR);
 	umask(022);
 
@@ -389,6 +423,27 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		 "lowerdir=%s,upperdir=/tmp/ws/upper,workdir=/tmp/ws/work,userxattr", spec->workspace_dir);
 	c.fsize = l->disk;
 	c.nproc = s->cg.pids ? 0 : l->pids;
+	if (spec->nsecret_files) {
+		size_t total = 0;
+		if (spec->nsecret_files > AL_SECRET_FILES_MAX)
+			return al_fail(err, AL_ELIMIT, 0, "sandbox: more than %d secret files", AL_SECRET_FILES_MAX);
+		for (size_t i = 0; i < spec->nsecret_files; i++) {
+			const char *n = spec->secret_files[i].name;
+			bool ok = n && *n && strlen(n) <= 64 && !(n[0] >= '0' && n[0] <= '9');
+			for (const char *q = n; ok && *q; q++)
+				ok = *q == '_' || (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9');
+			if (!ok)
+				return al_fail(err, AL_EINVAL, 0, "sandbox: bad secret file name (expected [A-Za-z_][A-Za-z0-9_]*)");
+			total += spec->secret_files[i].len;
+			if (total > AL_SECRET_BYTES_MAX)
+				return al_fail(err, AL_ELIMIT, 0, "sandbox: secret files larger than %u bytes", AL_SECRET_BYTES_MAX);
+		}
+		/* a page per file at least: tmpfs rounds each up */
+		snprintf(c.secrets_opts, sizeof(c.secrets_opts), "mode=0700,size=%zu,nr_inodes=%zu",
+			 total + (spec->nsecret_files + 1) * 4096, spec->nsecret_files + 8);
+		c.secrets = spec->secret_files;
+		c.nsecrets = spec->nsecret_files;
+	}
 
 	if (pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->errp, O_CLOEXEC) < 0 || pipe2(s->status, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->sock) < 0 ||
@@ -479,9 +534,14 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 				tmo = (int)((deadline - now + 999999) / 1000000);
 			}
 		}
-		struct pollfd p[3] = { { pumps[0].fd, POLLIN, 0 }, { pumps[1].fd, POLLIN, 0 },
-				       { exited ? -1 : s->pidfd, POLLIN, 0 } };
-		int k = poll(p, 3, tmo);
+		int cancel = spec->cancel_fd > 0 && !exited && !res->cancelled ? spec->cancel_fd : -1;
+		struct pollfd p[4] = { { pumps[0].fd, POLLIN, 0 }, { pumps[1].fd, POLLIN, 0 },
+				       { exited ? -1 : s->pidfd, POLLIN, 0 }, { cancel, POLLIN, 0 } };
+		int k = poll(p, 4, tmo);
+		if (p[3].fd >= 0 && p[3].revents) {
+			kill(s->pid, SIGKILL); /* PID 1: the kernel kills the rest */
+			res->cancelled = true;
+		}
 		if (k < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < 2; i++)
