@@ -70,6 +70,9 @@ $(BUILD)/tests/probe: tests/helpers/probe.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
 
+# the OpenAPI document is built into the daemon (.incbin)
+$(BUILD)/src/server/server.o: docs/openapi.json
+
 $(BUILD)/libairlock.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

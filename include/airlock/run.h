@@ -39,6 +39,7 @@ struct al_run_opts {
 	struct al_limits limits;
 	bool best_effort_limits;       /* a default limit no cgroup can enforce is skipped */
 	const char *author;
+	const char *principal;         /* the daemon's principal that started it (NULL: local) */
 	const char *group;             /* NULL: a new one, shared by the run's draft */
 	const char *init_path;         /* airlock-init */
 	uint32_t host_uid, host_gid;   /* 0: AL_SANDBOX_UID as root, else our own ids */

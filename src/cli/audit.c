@@ -44,25 +44,28 @@ static int parse_time(const char *s, int64_t *out)
 	return -1;
 }
 
-struct list_ctx {
-	json_t *arr;
-};
-
-static int list_one(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
+static void entry_text(json_t *e)
 {
-	(void)err;
-	struct list_ctx *l = ctx;
-	if (l->arr) {
-		json_t *j = json_loadb(e->json, e->len, 0, NULL);
-		json_array_append_new(l->arr, j ? j : json_null());
-		return 0;
-	}
 	char when[32];
-	time_t t = (time_t)e->time;
+	time_t t = (time_t)json_integer_value(json_object_get(e, "time"));
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-	printf("%llu %s %s %s %s %.*s\n", (unsigned long long)e->seq, when, e->kind, e->group, e->project ? e->project : "-",
-	       (int)e->len, e->json);
-	return 0;
+	const char *project = json_string_value(json_object_get(e, "project"));
+	/* the canonical encoding (ledger.c): compact, sorted keys, ASCII */
+	char *canon = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	printf("%lld %s %s %s %s %s\n", (long long)json_integer_value(json_object_get(e, "seq")), when,
+	       json_string_value(json_object_get(e, "kind")), json_string_value(json_object_get(e, "group")),
+	       project ? project : "-", canon ? canon : "");
+	free(canon);
+}
+
+/* name=value&… of the given query (values percent-encoded) */
+static void query_add(char *q, size_t n, const char *name, const char *value)
+{
+	if (!value)
+		return;
+	char esc[600];
+	size_t len = strlen(q);
+	snprintf(q + len, n - len, "%c%s=%s", len ? '&' : '?', name, cli_path_escape(value, esc, sizeof(esc)));
 }
 
 static int audit_list(struct cli *cli, int argc, char **argv)
@@ -98,59 +101,40 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-	struct al_store *st = NULL;
-	int rc = open_store(cli, &st);
-	if (rc)
-		return rc;
-	struct list_ctx l = { cli->json ? json_array() : NULL };
-	struct al_error err = { 0 };
-	int r = al_ledger_foreach(st, &q, list_one, &l, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(l.arr);
-		return cli_error(cli, &err);
+	json_t *arr = NULL;
+	int rc;
+	if (cli->server) {
+		char path[2048] = "", since[32];
+		query_add(path, sizeof(path), "group", q.group);
+		query_add(path, sizeof(path), "project", q.project);
+		query_add(path, sizeof(path), "kind", q.kind);
+		snprintf(since, sizeof(since), "%lld", (long long)q.since);
+		query_add(path, sizeof(path), "since", q.since ? since : NULL);
+		char full[2100];
+		snprintf(full, sizeof(full), "/audit%s", path);
+		if ((rc = cli_remote_get(cli, full, &arr)) >= 0)
+			return rc;
+	} else {
+		struct al_store *st = NULL;
+		if ((rc = open_store(cli, &st)))
+			return rc;
+		struct al_error err = { 0 };
+		arr = json_array();
+		int r = view_ledger(st, &q, arr, &err);
+		al_store_close(st);
+		if (r < 0) {
+			json_decref(arr);
+			return cli_error(cli, &err);
+		}
 	}
-	return l.arr ? cli_json_print(l.arr) : 0;
-}
-
-struct show_ctx {
-	json_t *entry;
-	uint8_t leaf[32];
-};
-
-static int keep_entry(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
-{
-	(void)err;
-	struct show_ctx *s = ctx;
-	s->entry = json_loadb(e->json, e->len, 0, NULL);
-	al_merkle_leaf(e->json, e->len, s->leaf);
+	if (cli->json)
+		return cli_json_print(arr);
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e)
+		entry_text(e);
+	json_decref(arr);
 	return 0;
-}
-
-static int count_change(void *ctx, const struct al_change *c, struct al_error *err)
-{
-	(void)err;
-	json_t *d = ctx;
-	const char *k = c->op == 'A' ? "added" : c->op == 'M' ? "modified" : "deleted";
-	json_object_set_new(d, k, json_integer(json_integer_value(json_object_get(d, k)) + 1));
-	json_t *paths = json_object_get(d, "paths");
-	if (json_array_size(paths) < 50) {
-		char line[AL_PATH_MAX + 4];
-		snprintf(line, sizeof(line), "%c %s", c->op, c->path);
-		json_array_append_new(paths, json_string(line));
-	}
-	return 0;
-}
-
-static json_t *proof_json(uint8_t (*p)[32], size_t n)
-{
-	json_t *a = json_array();
-	char hex[65];
-	for (size_t i = 0; i < n; i++) {
-		al_hex(p[i], 32, hex);
-		json_array_append_new(a, json_string(hex));
-	}
-	return a;
 }
 
 static int audit_show(struct cli *cli, int argc, char **argv)
@@ -166,58 +150,22 @@ static int audit_show(struct cli *cli, int argc, char **argv)
 	unsigned long long seq = strtoull(argv[optind], &end, 10);
 	if (!*argv[optind] || *end)
 		return cli_usage(cli, "ENTRY is a sequence number");
-	struct al_store *st = NULL;
-	if ((rc = open_store(cli, &st)))
-		return rc;
-	struct al_error err = { 0 };
-	struct show_ctx s = { 0 };
-	struct al_checkpoint cp;
-	uint8_t(*proof)[32] = NULL;
-	size_t np = 0;
-	int r = al_ledger_get(st, seq, keep_entry, &s, &err);
-	if (r == 0)
-		r = al_ledger_checkpoint(st, &cp, &err);
-	if (r == 0)
-		r = al_ledger_inclusion(st, seq, cp.size, &proof, &np, &err);
 	json_t *out = NULL;
-	if (r == 0) {
-		char leaf[65], root[65];
-		al_hex(s.leaf, 32, leaf);
-		al_hex(cp.root, 32, root);
-		bool ok = al_merkle_verify_inclusion(seq, cp.size, s.leaf, (const uint8_t(*)[32])proof, np, cp.root);
-		out = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", s.entry, "leaf", leaf, "checkpoint", "size",
-				(json_int_t)cp.size, "root", root, "inclusion_proof", proof_json(proof, np), "included", ok);
-		json_t *data = json_object_get(s.entry, "data");
-		const char *parent = json_string_value(json_object_get(data, "parent"));
-		const char *result = json_string_value(json_object_get(data, "result"));
-		uint8_t a[32], b[32];
-		if (parent && result && al_id_parse(parent, a, NULL) == 0 && al_id_parse(result, b, NULL) == 0) {
-			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0, "deleted", 0, "paths");
-			if (al_manifest_diff(al_store_cas(st), a, b, count_change, delta, NULL) == 0)
-				json_object_set_new(out, "delta", delta);
-			else
-				json_decref(delta);
-		}
-		json_t *content = json_object_get(data, "content"), *c;
-		size_t i;
-		json_t *texts = json_object();
-		json_array_foreach(content, i, c)
-		{
-			const char *name = json_string_value(json_object_get(c, "name"));
-			const char *id = json_string_value(json_object_get(c, "sha256"));
-			uint8_t d[32], *bytes = NULL;
-			size_t len = 0;
-			if (name && id && al_id_parse(id, d, NULL) == 0 && al_cas_get(al_store_cas(st), d, &bytes, &len, NULL) == 0)
-				json_object_set_new(texts, name, cli_json_bytes((char *)bytes, len));
-			free(bytes);
-		}
-		json_object_set_new(out, "content", texts);
+	if (cli->server) {
+		char path[64];
+		snprintf(path, sizeof(path), "/audit/%llu", seq);
+		if ((rc = cli_remote_get(cli, path, &out)) >= 0)
+			return rc;
+	} else {
+		struct al_store *st = NULL;
+		if ((rc = open_store(cli, &st)))
+			return rc;
+		struct al_error err = { 0 };
+		int r = view_ledger_entry(st, seq, &out, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
 	}
-	free(proof);
-	json_decref(s.entry);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
 	if (cli->json)
 		return cli_json_print(out);
 	char *pretty = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -236,25 +184,25 @@ static int audit_checkpoint(struct cli *cli, int argc, char **argv)
 				 "the ledger still extends exactly this tree.\n", 0);
 	if (rc >= 0)
 		return rc;
-	struct al_store *st = NULL;
-	if ((rc = open_store(cli, &st)))
-		return rc;
-	struct al_error err = { 0 };
-	struct al_checkpoint cp;
-	int r = al_ledger_checkpoint(st, &cp, &err);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
-	char line[400], root[65], sig[129];
-	al_checkpoint_format(&cp, line, sizeof(line));
-	if (!cli->json) {
-		puts(line);
-		return 0;
+	json_t *out = NULL;
+	if (cli->server) {
+		if ((rc = cli_remote_get(cli, "/audit/checkpoint", &out)) >= 0)
+			return rc;
+	} else {
+		struct al_store *st = NULL;
+		if ((rc = open_store(cli, &st)))
+			return rc;
+		struct al_error err = { 0 };
+		int r = view_checkpoint(st, &out, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
 	}
-	al_hex(cp.root, 32, root);
-	al_hex(cp.sig, 64, sig);
-	return cli_json_print(json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size", (json_int_t)cp.size, "root",
-					root, "time", (json_int_t)cp.time, "signature", sig, "line", line));
+	if (cli->json)
+		return cli_json_print(out);
+	puts(json_string_value(json_object_get(out, "line")));
+	json_decref(out);
+	return 0;
 }
 
 /* a checkpoint given as a line, or a file holding one */
@@ -312,16 +260,31 @@ static int audit_export(struct cli *cli, int argc, char **argv)
 			from = cp.size;
 		}
 	}
-	struct al_store *st = NULL;
-	int rc = open_store(cli, &st);
-	if (rc)
-		return rc;
 	struct al_error err = { 0 };
 	uint64_t n = 0;
-	int r = al_ledger_export(st, from, argv[optind], &n, &err);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
+	int r, rc;
+	if (cli->server) {
+		/* downloaded, then verified here: what arrived is what the server holds */
+		char path[64];
+		json_t *doc = NULL;
+		struct al_verify_report rep;
+		snprintf(path, sizeof(path), "/audit/export?from=%llu", (unsigned long long)from);
+		if ((r = cli_http(cli, "GET", path, NULL, NULL, argv[optind], &doc, &err)) < 0)
+			return cli_remote_error(cli, &err, doc);
+		if ((r = al_ledger_verify_file(argv[optind], NULL, NULL, &rep, &err)) < 0) {
+			unlink(argv[optind]);
+			return cli_error(cli, &err);
+		}
+		n = rep.entries;
+	} else {
+		struct al_store *st = NULL;
+		if ((rc = open_store(cli, &st)))
+			return rc;
+		r = al_ledger_export(st, from, argv[optind], &n, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
+	}
 	if (cli->json)
 		return cli_json_print(json_pack("{s:s,s:I,s:I}", "file", argv[optind], "from", (json_int_t)from, "entries",
 						(json_int_t)n));
@@ -482,19 +445,22 @@ static int audit_prove(struct cli *cli, int argc, char **argv)
 			al_hex(r1, 32, h1);
 			al_hex(r2, 32, h2);
 			out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "size1", (json_int_t)s1, "size2", (json_int_t)s2, "root1", h1,
-					"root2", h2, "proof", proof_json(p, n), "valid",
+					"root2", h2, "proof", view_proof(p, n), "valid",
 					al_merkle_verify_consistency(s1, s2, r1, r2, (const uint8_t(*)[32])p, n));
 		}
 	} else if (r == 0) {
-		struct show_ctx s = { 0 };
+		struct {
+			json_t *entry;
+			uint8_t leaf[32];
+		} s = { 0 };
 		uint64_t seq = strtoull(argv[optind], NULL, 10);
-		if ((r = al_ledger_get(st, seq, keep_entry, &s, &err)) == 0 &&
+		if ((r = view_ledger_leaf(st, seq, &s.entry, s.leaf, &err)) == 0 &&
 		    (r = al_ledger_inclusion(st, seq, cp.size, &p, &n, &err)) == 0) {
 			char leaf[65], root[65];
 			al_hex(s.leaf, 32, leaf);
 			al_hex(cp.root, 32, root);
 			out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "entry", (json_int_t)seq, "size", (json_int_t)cp.size, "leaf",
-					leaf, "root", root, "proof", proof_json(p, n), "valid",
+					leaf, "root", root, "proof", view_proof(p, n), "valid",
 					al_merkle_verify_inclusion(seq, cp.size, s.leaf, (const uint8_t(*)[32])p, n, cp.root));
 		}
 		json_decref(s.entry);

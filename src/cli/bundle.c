@@ -11,6 +11,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
+#include "ops.h"
 #include "util.h"
 
 static int bundle_export(struct cli *cli, int argc, char **argv)
@@ -36,7 +37,7 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_pack("{s:s,s:s}", "draft", d.id, "file", argv[optind + 1]);
-		json_object_set_new(o, "id", cli_json_id(id));
+		json_object_set_new(o, "id", view_id(id));
 		return cli_json_print(o);
 	}
 	char s[AL_ID_STRLEN + 1];
@@ -83,8 +84,8 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; i < b.n; i++) {
 			char op[2] = { b.entries[i].op, 0 };
 			json_t *o = json_pack("{s:s,s:s}", "op", op, "path", b.entries[i].path);
-			json_object_set_new(o, "old", cli_entry_json(b.entries[i].has_old ? &b.entries[i].old : NULL, NULL));
-			json_object_set_new(o, "new", cli_entry_json(b.entries[i].has_new ? &b.entries[i].new : NULL, NULL));
+			json_object_set_new(o, "old", view_entry(b.entries[i].has_old ? &b.entries[i].old : NULL, NULL));
+			json_object_set_new(o, "new", view_entry(b.entries[i].has_new ? &b.entries[i].new : NULL, NULL));
 			json_array_append_new(arr, o);
 		}
 		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:o}", "id", id, "base", base, "head", head, "bytes",
@@ -112,7 +113,18 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
-	uint8_t *b = f.base_id, snap[32];
+	uint8_t *b = f.base_id;
+	if (cli->server) {
+		char path[2048], esc[256], besc[128], mesc[1024];
+		snprintf(path, sizeof(path), "/projects/%s/commits?base=%s&strategy=%s%s%s",
+			 cli_path_escape(argv[optind + 1], esc, sizeof(esc)), cli_path_escape(f.base, besc, sizeof(besc)),
+			 al_strategy_name(f.strategy), f.message ? "&message=" : "",
+			 f.message ? cli_path_escape(f.message, mesc, sizeof(mesc)) : "");
+		json_t *doc = NULL;
+		if (cli_http(cli, "POST", path, NULL, argv[optind], NULL, &doc, &err) < 0)
+			return cli_remote_error(cli, &err, doc);
+		return cli_commit_print(cli, doc);
+	}
 	int fd;
 	if ((rc = open_bundle(cli, argv[optind], &fd)))
 		return rc;
@@ -121,30 +133,13 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 		close(fd);
 		return cli_error(cli, &err);
 	}
-	struct al_cas *cas = al_store_cas(st);
-	struct al_bundle bd = { 0 };
-	struct al_project_info p;
 	struct al_commit_result res = { 0 };
-	int r = al_project_get(st, argv[optind + 1], &p, &err);
-	if (r == 0 && (r = al_manifest_stat(cas, b, NULL, NULL, &err)) == 0 && (r = al_cas_begin(cas, &err)) == 0) {
-		/* everything verified and the tree built before one byte is kept */
-		r = al_bundle_read_fd(cas, fd, &bd, &err);
-		if (r == 0)
-			r = al_bundle_apply_tree(cas, &bd, b, snap, &err);
-		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, &err);
-	}
+	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
+	uint8_t bundle_id[32];
+	int r = ops_bundle_commit(st, argv[optind + 1], fd, b, &o, &res, bundle_id, &err);
 	close(fd);
-	char message[128];
-	char bid[AL_ID_STRLEN + 1] = "";
-	if (r == 0)
-		al_id_fmt(bd.id, bid);
-	snprintf(message, sizeof(message), "bundle %s", bid);
-	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message ? f.message : message };
-	if (r == 0)
-		r = al_project_commit(st, argv[optind + 1], b, snap, &o, &res, &err);
 	al_store_close(st);
-	json_t *extra = cli->json && r == 0 ? json_pack("{s:s}", "bundle", bid) : NULL;
-	al_bundle_release(&bd);
+	json_t *extra = cli->json && r == 0 ? json_pack("{s:o}", "bundle", view_id(bundle_id)) : NULL;
 	rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);
 	return rc;

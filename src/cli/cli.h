@@ -8,6 +8,8 @@
 #include <jansson.h>
 
 #include "airlock/error.h"
+#include "airlock/auth.h"
+#include "view.h"
 
 struct al_store;
 
@@ -16,6 +18,8 @@ struct cli {
 	const char *tenant;
 	const char *prog;   /* "airlock snapshot import" for messages */
 	bool json;
+	const char *server; /* --server URL / AIRLOCK_URL: a client of airlockd */
+	const char *token;  /* AIRLOCK_TOKEN */
 };
 
 struct cli_cmd {
@@ -32,9 +36,6 @@ int cli_usage(struct cli *cli, const char *fmt, ...) __attribute__((format(print
 int cli_open(struct cli *cli, struct al_store **out, struct al_error *err);
 /* Print a JSON value on stdout (compact, one line) and release it. */
 int cli_json_print(json_t *v);
-json_t *cli_json_id(const uint8_t id[32]);
-/* JSON string from bytes that may not be UTF-8 (escaped as in messages). */
-json_t *cli_json_bytes(const char *s, size_t n);
 
 /* Progress on a TTY, shown once an operation has taken more than a second. */
 struct cli_progress {
@@ -54,14 +55,11 @@ struct al_conflict;
 struct al_commit_result;
 const char *cli_author(const char *given);
 int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err);
-json_t *cli_conflicts_json(const struct al_conflict *c, size_t n);
-void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n);
+/* Print a commit result document (view_commit_result); releases it. */
+int cli_commit_print(struct cli *cli, json_t *doc);
 int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
 		      json_t *extra);
 
-struct al_entry;
-/* An entry as JSON {type, mode, size[, sha256][, target]}; NULL -> null. */
-json_t *cli_entry_json(const struct al_entry *e, const char *target);
 /* Options parsers: return -1 to go on, else the exit code (help, usage). */
 int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs); /* --json */
 int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, const char **from,
@@ -74,10 +72,26 @@ struct cli_commit_flags {
 int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
 		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */
 
-/* A list command: options (--json), open the store, run (which prints a
- * line per item, or appends to arr with --json), print the array. */
+/* A list command: options (--json); the items from the local store (run
+ * appends them to arr) or, with --server, from GET remote (a format with
+ * one %s for the argument); then the array (--json) or text(item) each. */
 typedef int (*cli_list_fn)(struct al_store *st, const char *arg, json_t *arr, struct al_error *err);
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, cli_list_fn run);
+typedef void (*cli_text_fn)(json_t *item);
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
+	     cli_list_fn run, cli_text_fn text);
+
+/* remote.c: the client of airlockd.  cli_http returns 0 or the error's
+ * code (err filled from the server's error document, kept in *out). */
+int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+	     const char *download, json_t **out, struct al_error *err);
+/* Report a remote error (the server's document as is with --json); exit code. */
+int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc);
+/* GET path into *out: -1 on success, else the exit code (reported). */
+int cli_remote_get(struct cli *cli, const char *path, json_t **out);
+/* A verb that needs a local home, asked with --server: exit 2. */
+int cli_local_only(struct cli *cli);
+/* A path segment, percent-encoded. */
+const char *cli_path_escape(const char *s, char *out, size_t n);
 
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);
@@ -92,5 +106,7 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fsck(struct cli *cli, int argc, char **argv);
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_runs(struct cli *cli, int argc, char **argv);
+int cmd_serve(struct cli *cli, int argc, char **argv);
+int cmd_admin(struct cli *cli, int argc, char **argv);
 
 #endif

@@ -35,6 +35,9 @@ int cli_usage(struct cli *cli, const char *fmt, ...)
 
 int cli_open(struct cli *cli, struct al_store **out, struct al_error *err)
 {
+	*out = NULL;
+	if (cli->server)
+		return al_fail(err, AL_EUSAGE, 0, "not available with --server (it works on a local home only)");
 	return al_store_open(cli->home, cli->tenant, out, err);
 }
 
@@ -49,22 +52,6 @@ int cli_json_print(json_t *v)
 	puts(s);
 	free(s);
 	return 0;
-}
-
-json_t *cli_json_id(const uint8_t id[32])
-{
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
-	return json_string(s);
-}
-
-json_t *cli_json_bytes(const char *s, size_t n)
-{
-	if (al_utf8_valid((const uint8_t *)s, n) && !memchr(s, 0, n))
-		return json_stringn(s, n);
-	char q[4 * 4096 + 1];
-	al_quote(s, n, q, sizeof(q));
-	return json_string(q);
 }
 
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes)
@@ -116,22 +103,6 @@ void cli_progress_done(struct cli_progress *p)
 {
 	if (p->shown)
 		fprintf(stderr, "\r\033[K");
-}
-
-json_t *cli_entry_json(const struct al_entry *e, const char *target)
-{
-	if (!e)
-		return json_null();
-	static const uint8_t zero[32];
-	char mode[8];
-	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
-			      (json_int_t)e->size);
-	if (memcmp(e->digest, zero, 32) != 0) /* a bundle's directories carry none */
-		json_object_set_new(o, "sha256", cli_json_id(e->digest));
-	if (target)
-		json_object_set_new(o, "target", cli_json_bytes(target, strlen(target)));
-	return o;
 }
 
 int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs)
@@ -217,21 +188,45 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	return -1;
 }
 
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, cli_list_fn run)
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
+	     cli_list_fn run, cli_text_fn text)
 {
 	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
 	if (rc >= 0)
 		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	json_t *arr = cli->json ? json_array() : NULL;
-	int r = run(st, nargs ? argv[optind] : NULL, arr, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(arr);
-		return cli_error(cli, &err);
+	const char *arg = nargs ? argv[optind] : NULL;
+	json_t *arr = NULL;
+	if (cli->server) {
+		if (!remote)
+			return cli_local_only(cli);
+		char path[1024], esc[512];
+		const char *hole = strstr(remote, "%s");
+		if (hole)
+			snprintf(path, sizeof(path), "%.*s%s%s", (int)(hole - remote), remote,
+				 cli_path_escape(arg ? arg : "", esc, sizeof(esc)), hole + 2);
+		else
+			snprintf(path, sizeof(path), "%s", remote);
+		if ((rc = cli_remote_get(cli, path, &arr)) >= 0)
+			return rc;
+	} else {
+		struct al_error err = { 0 };
+		struct al_store *st = NULL;
+		if (cli_open(cli, &st, &err) < 0)
+			return cli_error(cli, &err);
+		arr = json_array();
+		int r = run(st, arg, arr, &err);
+		al_store_close(st);
+		if (r < 0) {
+			json_decref(arr);
+			return cli_error(cli, &err);
+		}
 	}
-	return arr ? cli_json_print(arr) : 0;
+	if (cli->json)
+		return cli_json_print(arr);
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		text(v);
+	json_decref(arr);
+	return 0;
 }

@@ -36,32 +36,24 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_pack("{s:s,s:s}", "id", d.id, "project", d.project);
-		json_object_set_new(o, "base", cli_json_id(d.base));
-		json_object_set_new(o, "head", cli_json_id(d.head));
+		json_object_set_new(o, "base", view_id(d.base));
+		json_object_set_new(o, "head", view_id(d.head));
 		return cli_json_print(o);
 	}
 	printf("%s\n", d.id);
 	return 0;
 }
 
-static int list_one(void *ctx, const struct al_draft_info *d, struct al_error *err)
+static void draft_text(json_t *d)
 {
-	(void)err;
-	json_t *arr = ctx;
-	char base[AL_ID_STRLEN + 1], head[AL_ID_STRLEN + 1];
-	al_id_fmt(d->base, base);
-	al_id_fmt(d->head, head);
-	if (!arr)
-		printf("%s %s base %s head %s\n", d->id, d->state, base, head);
-	else
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I}", "id", d->id, "state", d->state, "base",
-						     base, "head", head, "created", (json_int_t)d->created));
-	return 0;
+	printf("%s %s base %s head %s\n", json_string_value(json_object_get(d, "id")),
+	       json_string_value(json_object_get(d, "state")), json_string_value(json_object_get(d, "base")),
+	       json_string_value(json_object_get(d, "head")));
 }
 
 static int run_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
 {
-	return al_draft_foreach(st, project, list_one, arr, err);
+	return view_drafts(st, project, arr, err);
 }
 
 static int draft_list(struct cli *cli, int argc, char **argv)
@@ -69,7 +61,7 @@ static int draft_list(struct cli *cli, int argc, char **argv)
 	return cli_list(cli, argc, argv,
 			"usage: airlock draft list NAME [--json]\n\n"
 			"The drafts of project NAME: id state (open, applied, rejected) base head.\n",
-			1, run_list);
+			1, "/projects/%s/drafts", run_list, draft_text);
 }
 
 int cmd_draft(struct cli *cli, int argc, char **argv)
@@ -146,6 +138,25 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		free(paths);
 		return cli_usage(cli, "give exactly one of --accept-all, --accept PATH..., --reject-all");
 	}
+	const char *mode_name = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected";
+	if (cli->server) {
+		json_t *body = json_pack("{s:s,s:s}", "mode", mode_name, "strategy", al_strategy_name(strategy)), *doc = NULL;
+		json_t *pa = json_array();
+		for (size_t i = 0; i < npaths; i++)
+			json_array_append_new(pa, json_string(paths[i]));
+		if (npaths)
+			json_object_set_new(body, "paths", pa);
+		else
+			json_decref(pa);
+		if (msg)
+			json_object_set_new(body, "message", json_string(msg));
+		char path[256], esc[128];
+		snprintf(path, sizeof(path), "/drafts/%s/apply", cli_path_escape(draft, esc, sizeof(esc)));
+		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
+		json_decref(body);
+		free(paths);
+		return r < 0 ? cli_remote_error(cli, &err, doc) : cli_commit_print(cli, doc);
+	}
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0) {
 		free(paths);
@@ -154,23 +165,12 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	char message[256];
 	snprintf(message, sizeof(message), "%s", msg ? msg : "");
 	if (!msg)
-		snprintf(message, sizeof(message), "%s draft %s",
-			 mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected",
-			 draft);
+		snprintf(message, sizeof(message), "%s draft %s", mode_name, draft);
 	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = message };
 	struct al_commit_result res = { 0 };
 	int r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
 	al_store_close(st);
-	json_t *extra = NULL;
-	if (cli->json) {
-		extra = json_pack("{s:s,s:s,s:s}", "draft", draft, "mode",
-				  mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected",
-				  "strategy", al_strategy_name(strategy));
-		json_t *pa = json_array();
-		for (size_t i = 0; i < npaths; i++)
-			json_array_append_new(pa, json_string(paths[i]));
-		json_object_set_new(extra, "paths", pa);
-	}
+	json_t *extra = view_apply(draft, mode_name, al_strategy_name(strategy), paths, npaths);
 	free(paths);
 	int rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);

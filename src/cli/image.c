@@ -45,7 +45,7 @@ static int image_import(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res.files, "bytes", (json_int_t)res.bytes,
 				      "skipped", (json_int_t)res.skipped);
-		json_object_set_new(o, "id", cli_json_id(res.id));
+		json_object_set_new(o, "id", view_id(res.id));
 		json_object_set_new(o, "name", name ? json_string(name) : json_null());
 		return cli_json_print(o);
 	}
@@ -58,33 +58,23 @@ static int image_import(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-static int list_one(void *ctx, const struct al_image_info *im, struct al_error *err)
+static void image_text(json_t *im)
 {
-	(void)err;
-	json_t *arr = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(im->id, id);
-	if (!arr) {
-		printf("%s %s %s\n", im->name[0] ? im->name : "-", id, im->source ? im->source : "-");
-		return 0;
-	}
-	json_t *o = json_pack("{s:s,s:I}", "id", id, "created", (json_int_t)im->created);
-	json_object_set_new(o, "name", im->name[0] ? json_string(im->name) : json_null());
-	json_object_set_new(o, "source", im->source ? cli_json_bytes(im->source, strlen(im->source)) : json_null());
-	json_array_append_new(arr, o);
-	return 0;
+	const char *name = json_string_value(json_object_get(im, "name"));
+	const char *source = json_string_value(json_object_get(im, "source"));
+	printf("%s %s %s\n", name ? name : "-", json_string_value(json_object_get(im, "id")), source ? source : "-");
 }
 
 static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
 {
 	(void)arg;
-	return al_image_foreach(st, list_one, arr, err);
+	return view_images(st, arr, err);
 }
 
 static int image_list(struct cli *cli, int argc, char **argv)
 {
 	return cli_list(cli, argc, argv, "usage: airlock image list [--json]\n\nOne line per image: name id source.\n", 0,
-			run_list);
+			"/images", run_list, image_text);
 }
 
 int cmd_image(struct cli *cli, int argc, char **argv)

@@ -22,6 +22,8 @@ int cmd_init(struct cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (cli->server)
+		return cli_local_only(cli);
 	struct al_error err = { 0 };
 	if (al_home_init(cli->home, &err) < 0)
 		return cli_error(cli, &err);

@@ -27,12 +27,14 @@ static const struct cli_cmd commands[] = {
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
 	{ "audit", cmd_audit, "the tamper-evident ledger: list, show, export, verify" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
+	{ "serve", cmd_serve, "run the daemon: the HTTP API (docs/api.md)" },
+	{ "admin", cmd_admin, "tenants, principals, grants and tokens" },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: airlock [--home DIR] [--tenant NAME] COMMAND [ARGS]\n"
+		"usage: airlock [--home DIR] [--tenant NAME] [--server URL] COMMAND [ARGS]\n"
 		"\n"
 		"Run untrusted automation against a project's files: isolated, reviewable,\n"
 		"recoverable.\n"
@@ -40,6 +42,11 @@ static void usage(FILE *f)
 		"options:\n"
 		"  --home DIR      airlock home (env AIRLOCK_HOME; default ~/.local/share/airlock)\n"
 		"  --tenant NAME   tenant to act as (env AIRLOCK_TENANT; default \"default\")\n"
+		"  --server URL    be a client of airlock serve at URL (env AIRLOCK_URL), with\n"
+		"                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
+		"                  token's. project, draft list, run, runs, review, apply,\n"
+		"                  bundle apply, image list, audit (list, show, checkpoint,\n"
+		"                  export) and admin principal/token work this way\n"
 		"  --version       print the version\n"
 		"  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
 		"\n"
@@ -48,7 +55,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
 		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
-		   "125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
+		   "10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
 		   "124 timeout\n"
 		   "(docs/cli.md)\n");
 }
@@ -82,9 +89,12 @@ int main(int argc, char **argv)
 	struct cli cli = { .prog = "airlock" };
 	cli.home = getenv("AIRLOCK_HOME");
 	cli.tenant = getenv("AIRLOCK_TENANT");
+	cli.server = getenv("AIRLOCK_URL");
+	cli.token = getenv("AIRLOCK_TOKEN");
 	static const struct option opts[] = {
 		{ "home", required_argument, NULL, 'H' },
 		{ "tenant", required_argument, NULL, 'T' },
+		{ "server", required_argument, NULL, 'S' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -94,6 +104,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'H': cli.home = optarg; break;
 		case 'T': cli.tenant = optarg; break;
+		case 'S': cli.server = optarg; break;
 		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -108,6 +119,8 @@ int main(int argc, char **argv)
 			snprintf(home_buf, sizeof(home_buf), "%s/.local/share/airlock", h && *h ? h : ".");
 		cli.home = home_buf;
 	}
+	if (cli.server && !*cli.server)
+		cli.server = NULL;
 	if (!cli.tenant || !*cli.tenant)
 		cli.tenant = AL_DEFAULT_TENANT;
 	if (optind >= argc) {

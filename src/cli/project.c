@@ -37,29 +37,28 @@ int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_e
 }
 
 
-json_t *cli_conflicts_json(const struct al_conflict *c, size_t n)
+/* A commit's result document: the head on stdout (or the JSON), a line per
+ * conflict on stderr. */
+int cli_commit_print(struct cli *cli, json_t *doc)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_pack("{s:s}", "path", c[i].path);
-		json_object_set_new(o, "copy_path", c[i].copy_path ? json_string(c[i].copy_path) : json_null());
-		json_object_set_new(o, "base", cli_entry_json(c[i].has_base ? &c[i].base : NULL, NULL));
-		json_object_set_new(o, "theirs", cli_entry_json(c[i].has_theirs ? &c[i].theirs : NULL, NULL));
-		json_object_set_new(o, "ours", cli_entry_json(c[i].has_ours ? &c[i].ours : NULL, NULL));
-		json_array_append_new(a, o);
-	}
-	return a;
-}
-
-void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (c[i].copy_path)
-			fprintf(f, "conflict %s: incoming version at %s\n", c[i].path, c[i].copy_path);
+	if (cli->json)
+		return cli_json_print(doc);
+	printf("%s\n", json_string_value(json_object_get(doc, "head")));
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(doc, "conflicts"), i, c)
+	{
+		const char *path = json_string_value(json_object_get(c, "path"));
+		const char *copy = json_string_value(json_object_get(c, "copy_path"));
+		if (copy)
+			fprintf(stderr, "conflict %s: incoming version at %s\n", path, copy);
 		else
-			fprintf(f, "conflict %s: %s\n", c[i].path,
-				c[i].has_theirs ? "kept ours" : "incoming deletion not applied; ours kept");
+			fprintf(stderr, "conflict %s: %s\n", path,
+				json_is_object(json_object_get(c, "theirs")) ? "kept ours"
+									      : "incoming deletion not applied; ours kept");
 	}
+	json_decref(doc);
+	return 0;
 }
 
 /* A commit's result: the head on stdout (or JSON); a conflict error with
@@ -67,39 +66,19 @@ void cli_conflicts_print(FILE *f, const struct al_conflict *c, size_t n)
 int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
 		      json_t *extra)
 {
-	if (r == AL_ECONFLICT) {
-		fprintf(stderr, "%s: %s\n", cli->prog, err->msg);
-		if (cli->json) {
-			json_t *e = json_pack("{s:s,s:s}", "code", al_code_name(r), "message", err->msg);
-			json_object_set_new(e, "head", cli_json_id(res->head));
-			json_t *paths = json_array();
-			for (size_t i = 0; i < res->nconflicts; i++)
-				json_array_append_new(paths, json_string(res->conflicts[i].path));
-			json_object_set_new(e, "paths", paths);
-			json_object_set_new(e, "conflicts", cli_conflicts_json(res->conflicts, res->nconflicts));
-			cli_json_print(json_pack("{s:o}", "error", e));
-		}
-		json_decref(extra);
-		return al_code_exit(r);
-	}
 	if (r < 0) {
 		json_decref(extra);
-		return cli_error(cli, err);
+		if (r != AL_ECONFLICT)
+			return cli_error(cli, err);
+		return cli_remote_error(cli, err, view_error(err, res));
 	}
-	if (cli->json) {
-		json_t *o = extra ? extra : json_object();
-		json_object_set_new(o, "head", cli_json_id(res->head));
-		json_object_set_new(o, "seq", json_integer(res->seq));
-		json_object_set_new(o, "rebased", json_boolean(res->rebased));
-		json_object_set_new(o, "conflicts", cli_conflicts_json(res->conflicts, res->nconflicts));
-		return cli_json_print(o);
+	json_t *o = view_commit_result(res);
+	if (extra) {
+		json_object_update(extra, o);
+		json_decref(o);
+		o = extra;
 	}
-	json_decref(extra);
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(res->head, id);
-	printf("%s\n", id);
-	cli_conflicts_print(stderr, res->conflicts, res->nconflicts);
-	return 0;
+	return cli_commit_print(cli, o);
 }
 
 static int proj_create(struct cli *cli, int argc, char **argv)
@@ -128,7 +107,7 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_pack("{s:s}", "name", p.name);
-		json_object_set_new(o, "head", cli_json_id(p.head));
+		json_object_set_new(o, "head", view_id(p.head));
 		return cli_json_print(o);
 	}
 	char id[AL_ID_STRLEN + 1];
@@ -138,31 +117,27 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 }
 
 
-static int list_one(void *ctx, const struct al_project_info *p, struct al_error *err)
+static const char *jstr(json_t *o, const char *k)
 {
-	(void)err;
-	json_t *arr = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(p->head, id);
-	if (!arr) {
-		printf("%s %s %lld\n", p->name, id, (long long)p->commits);
-		return 0;
-	}
-	json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:I}", "name", p->name, "head", id, "commits",
-					     (json_int_t)p->commits, "created", (json_int_t)p->created));
-	return 0;
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void project_text(json_t *p)
+{
+	printf("%s %s %lld\n", jstr(p, "name"), jstr(p, "head"), (long long)json_integer_value(json_object_get(p, "commits")));
 }
 
 static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
 {
 	(void)arg;
-	return al_project_foreach(st, list_one, arr, err);
+	return view_projects(st, arr, err);
 }
 
 static int proj_list(struct cli *cli, int argc, char **argv)
 {
 	return cli_list(cli, argc, argv, "usage: airlock project list [--json]\n\nOne line per project: name head commits.\n",
-			0, run_list);
+			0, "/projects", run_list, project_text);
 }
 
 static int proj_head(struct cli *cli, int argc, char **argv)
@@ -171,71 +146,58 @@ static int proj_head(struct cli *cli, int argc, char **argv)
 			     "usage: airlock project head NAME [--json]\n\nPrint the live head snapshot id.\n", 1);
 	if (rc >= 0)
 		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	struct al_project_info p;
-	int r = al_project_get(st, argv[optind], &p, &err);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
-	if (cli->json) {
-		json_t *o = json_pack("{s:s,s:I}", "name", p.name, "commits", (json_int_t)p.commits);
-		json_object_set_new(o, "head", cli_json_id(p.head));
-		return cli_json_print(o);
+	json_t *o = NULL;
+	if (cli->server) {
+		char path[256], esc[200];
+		snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		if ((rc = cli_remote_get(cli, path, &o)) >= 0)
+			return rc;
+	} else {
+		struct al_error err = { 0 };
+		struct al_store *st = NULL;
+		if (cli_open(cli, &st, &err) < 0)
+			return cli_error(cli, &err);
+		struct al_project_info p;
+		int r = al_project_get(st, argv[optind], &p, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
+		o = view_project(&p);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(p.head, id);
-	printf("%s\n", id);
+	if (cli->json)
+		return cli_json_print(o);
+	printf("%s\n", jstr(o, "head"));
+	json_decref(o);
 	return 0;
 }
 
-static int log_one(void *ctx, const struct al_commit_info *c, struct al_error *err)
+static void log_text(json_t *c)
 {
-	(void)err;
-	json_t *arr = ctx;
-	char res[AL_ID_STRLEN + 1], base[AL_ID_STRLEN + 1], parent[AL_ID_STRLEN + 1];
-	al_id_fmt(c->result, res);
-	al_id_fmt(c->base, base);
-	al_id_fmt(c->parent, parent);
-	if (!arr) {
-		printf("%lld %s %s %s %s%s%s: %s\n", (long long)c->seq, res, c->kind, c->strategy, c->author,
-		       c->draft ? " draft " : "", c->draft ? c->draft : "", c->message);
-		for (size_t i = 0; i < c->nconflicts; i++)
-			printf("    conflict %s -> %s\n", c->conflicts[i].path,
-			       c->conflicts[i].copy_path ? c->conflicts[i].copy_path : "(ours kept)");
-		return 0;
+	const char *draft = json_string_value(json_object_get(c, "draft"));
+	printf("%lld %s %s %s %s%s%s: %s\n", (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "result"),
+	       jstr(c, "kind"), jstr(c, "strategy"), jstr(c, "author"), draft ? " draft " : "", draft ? draft : "",
+	       jstr(c, "message"));
+	size_t i;
+	json_t *k;
+	json_array_foreach(json_object_get(c, "conflicts"), i, k)
+	{
+		const char *copy = json_string_value(json_object_get(k, "copy_path"));
+		printf("    conflict %s -> %s\n", jstr(k, "path"), copy ? copy : "(ours kept)");
 	}
-	json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I}", "seq", (json_int_t)c->seq, "result", res,
-			      "base", base, "parent", parent, "kind", c->kind, "strategy", c->strategy, "author",
-			      c->author, "message", c->message, "time", (json_int_t)c->time);
-	json_object_set_new(o, "draft", c->draft ? json_string(c->draft) : json_null());
-	json_object_set_new(o, "conflicts", cli_conflicts_json(c->conflicts, c->nconflicts));
-	json_array_append_new(arr, o);
-	return 0;
+}
+
+static int log_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
+{
+	return view_log(st, project, arr, err);
 }
 
 static int proj_log(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-			     "usage: airlock project log NAME [--json]\n\n"
-			     "The live volume's commits, oldest first: seq result kind strategy author\n"
-			     "[draft D]: message, then one line per conflict it recorded.\n", 1);
-	if (rc >= 0)
-		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	json_t *arr = cli->json ? json_array() : NULL;
-	int r = al_project_log(st, argv[optind], log_one, arr, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(arr);
-		return cli_error(cli, &err);
-	}
-	return arr ? cli_json_print(arr) : 0;
+	return cli_list(cli, argc, argv,
+			"usage: airlock project log NAME [--json]\n\n"
+			"The live volume's commits, oldest first: seq result kind strategy author\n"
+			"[draft D]: message, then one line per conflict it recorded.\n",
+			1, "/projects/%s/log", log_list, log_text);
 }
 
 int cmd_project(struct cli *cli, int argc, char **argv)

@@ -15,9 +15,9 @@
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "cli.h"
+#include "ops.h"
 #include "util.h"
 
-#define DEFAULT_IMAGE "busybox"
 /* exit codes of airlock run beyond the command's own (docs/cli.md) */
 #define EXIT_OOM 123
 #define EXIT_TIMEOUT 124
@@ -102,45 +102,6 @@ static int parse_decimal(const char *s, double max, double *out)
 	return 0;
 }
 
-/* airlock-init: $AIRLOCK_INIT, beside this binary, or the installed one. */
-static const char *init_path(char *buf, size_t n)
-{
-	const char *env = getenv("AIRLOCK_INIT");
-	if (env && *env)
-		return env;
-	ssize_t len = readlink("/proc/self/exe", buf, n - 20);
-	if (len > 0) {
-		buf[len] = 0;
-		char *slash = strrchr(buf, '/');
-		if (slash) {
-			strcpy(slash + 1, "airlock-init");
-			if (access(buf, X_OK) == 0)
-				return buf;
-		}
-	}
-	return "/usr/libexec/airlock/airlock-init";
-}
-
-/* The default image: imported from the build (beside this binary) on first use. */
-static int default_image(struct al_store *st, struct al_error *err)
-{
-	uint8_t id[32];
-	int r = al_image_resolve(st, DEFAULT_IMAGE, id, err);
-	if (r != AL_ENOTFOUND)
-		return r;
-	char dir[4200];
-	ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 40);
-	char *slash = len > 0 ? (dir[len] = 0, strrchr(dir, '/')) : NULL;
-	struct stat s;
-	if (!slash || (strcpy(slash + 1, "image/busybox"), stat(dir, &s)) < 0 || !S_ISDIR(s.st_mode))
-		return al_fail(err, AL_ENOTFOUND, 0,
-			       "no image '" DEFAULT_IMAGE "': import one (airlock image import DIR --name " DEFAULT_IMAGE
-			       ") or pass --image");
-	fprintf(stderr, "airlock: importing the built-in busybox image from %s\n", dir);
-	struct al_import_result res;
-	return al_image_import(st, dir, DEFAULT_IMAGE, &res, err);
-}
-
 static void live_output(void *ctx, int stream, const void *p, size_t n)
 {
 	(void)ctx;
@@ -151,117 +112,90 @@ static void live_output(void *ctx, int stream, const void *p, size_t n)
 
 static const char *const streams[] = { "stdout", "stderr" };
 
-/* The bytes of one of a run's streams, named by its record. */
-static int stream_bytes(struct al_store *st, json_t *rec, int i, uint8_t **data, size_t *len, struct al_error *err)
+static const char *jstr(json_t *o, const char *k)
 {
-	uint8_t id[32];
-	json_t *s = json_object_get(rec, streams[i]);
-	if (al_id_parse(json_string_value(json_object_get(s, "blob")), id, err) < 0)
-		return -1;
-	return al_cas_get(al_store_cas(st), id, data, len, err);
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
 }
 
-/* The record, with the text of stdout and stderr added. */
-static json_t *record_with_output(struct al_store *st, const struct al_run_info *info, struct al_error *err)
+static long long jint(json_t *o, const char *k)
 {
-	json_t *rec = json_loads(info->record, 0, NULL);
-	if (!rec) {
-		al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", info->id);
-		return NULL;
-	}
-	for (int i = 0; i < 2; i++) {
-		uint8_t *data = NULL;
-		size_t len = 0;
-		if (stream_bytes(st, rec, i, &data, &len, err) < 0) {
-			json_decref(rec);
-			return NULL;
-		}
-		json_object_set_new(json_object_get(rec, streams[i]), "text", cli_json_bytes((const char *)data, len));
-		free(data);
-	}
-	return rec;
+	return (long long)json_integer_value(json_object_get(o, k));
 }
 
-static int print_output(struct al_store *st, const struct al_run_info *info, struct al_error *err)
+static bool jtrue(json_t *o, const char *k)
 {
-	json_t *rec = json_loads(info->record, 0, NULL);
-	if (!rec)
-		return al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", info->id);
+	return json_is_true(json_object_get(o, k));
+}
+
+/* The text of stdout and stderr (the record has them: view_run_output). */
+static void print_output(json_t *rec)
+{
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
-		uint8_t *data = NULL;
-		size_t len = 0;
-		if (stream_bytes(st, rec, i, &data, &len, err) < 0) {
-			json_decref(rec);
-			return -1;
-		}
-		printf("--- %s (%lld bytes%s)\n", streams[i], (long long)json_integer_value(json_object_get(s, "bytes")),
-		       json_is_true(json_object_get(s, "truncated")) ? ", truncated" : "");
-		fwrite(data, 1, len, stdout);
-		if (len && data[len - 1] != '\n')
+		const char *text = jstr(s, "text");
+		size_t len = json_string_length(json_object_get(s, "text"));
+		printf("--- %s (%lld bytes%s)\n", streams[i], jint(s, "bytes"), jtrue(s, "truncated") ? ", truncated" : "");
+		fwrite(text, 1, len, stdout);
+		if (len && text[len - 1] != '\n')
 			putchar('\n');
-		free(data);
 	}
-	json_decref(rec);
-	return 0;
 }
 
-static void summary(FILE *f, const struct al_run_info *info)
+static void summary(FILE *f, json_t *rec)
 {
-	uint64_t n = info->added + info->modified + info->deleted;
-	fprintf(f, "run %s: ", info->id);
+	json_t *c = json_object_get(rec, "changes");
+	long long a = jint(c, "added"), m = jint(c, "modified"), d = jint(c, "deleted"), n = a + m + d;
+	fprintf(f, "run %s: ", jstr(rec, "id"));
 	if (!n)
 		fprintf(f, "no changes");
 	else {
-		fprintf(f, "%llu change%s (", (unsigned long long)n, n == 1 ? "" : "s");
+		fprintf(f, "%lld change%s (", n, n == 1 ? "" : "s");
 		const char *sep = "";
-		if (info->added)
-			fprintf(f, "%s%llu added", sep, (unsigned long long)info->added), sep = ", ";
-		if (info->modified)
-			fprintf(f, "%s%llu modified", sep, (unsigned long long)info->modified), sep = ", ";
-		if (info->deleted)
-			fprintf(f, "%s%llu deleted", sep, (unsigned long long)info->deleted);
+		if (a)
+			fprintf(f, "%s%lld added", sep, a), sep = ", ";
+		if (m)
+			fprintf(f, "%s%lld modified", sep, m), sep = ", ";
+		if (d)
+			fprintf(f, "%s%lld deleted", sep, d);
 		fprintf(f, ")");
 	}
-	if (info->timed_out)
+	if (jtrue(rec, "timed_out"))
 		fprintf(f, "; timed out");
-	if (info->oom)
+	if (jtrue(rec, "oom"))
 		fprintf(f, "; out of memory");
-	if (info->exit_code)
-		fprintf(f, "; exit status %d", info->exit_code);
+	if (jtrue(rec, "cancelled"))
+		fprintf(f, "; cancelled");
+	if (jint(rec, "exit_code"))
+		fprintf(f, "; exit status %lld", jint(rec, "exit_code"));
 	if (n)
-		fprintf(f, "; review: airlock review %s\n", info->id);
+		fprintf(f, "; review: airlock review %s\n", jstr(rec, "id"));
 	else
-		fprintf(f, "; draft %s\n", info->draft);
+		fprintf(f, "; draft %s\n", jstr(rec, "draft"));
 }
 
 /* What the record says beyond the summary: truncation, neutralised entries. */
-static void notes(FILE *f, const struct al_run_info *info)
+static void notes(FILE *f, json_t *rec)
 {
-	json_t *rec = json_loads(info->record, 0, NULL);
-	if (!rec)
-		return;
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
-		if (json_is_true(json_object_get(s, "truncated")))
-			fprintf(f, "run %s: %s truncated: %lld of %lld bytes kept (--output-limit)\n", info->id,
-				streams[i], (long long)json_integer_value(json_object_get(s, "kept")),
-				(long long)json_integer_value(json_object_get(s, "bytes")));
+		if (jtrue(s, "truncated"))
+			fprintf(f, "run %s: %s truncated: %lld of %lld bytes kept (--output-limit)\n", jstr(rec, "id"),
+				streams[i], jint(s, "kept"), jint(s, "bytes"));
 	}
 	size_t i;
 	json_t *v;
 	json_array_foreach(json_object_get(rec, "neutralised"), i, v)
-		fprintf(f, "run %s: not kept as is: %s\n", info->id, json_string_value(v));
-	json_decref(rec);
+		fprintf(f, "run %s: not kept as is: %s\n", jstr(rec, "id"), json_string_value(v));
 }
 
-static int exit_status(const struct al_run_info *info)
+static int exit_status(json_t *rec)
 {
-	if (info->timed_out)
+	if (jtrue(rec, "timed_out"))
 		return EXIT_TIMEOUT;
-	if (info->oom)
+	if (jtrue(rec, "oom"))
 		return EXIT_OOM;
-	return info->exit_code;
+	return (int)jint(rec, "exit_code");
 }
 
 static int run_show(struct cli *cli, int argc, char **argv)
@@ -274,34 +208,116 @@ static int run_show(struct cli *cli, int argc, char **argv)
 				 1);
 	if (rc >= 0)
 		return rc;
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	struct al_run_info info;
-	int r = al_run_get(st, argv[optind], &info, &err);
-	if (r == 0 && cli->json) {
-		json_t *rec = record_with_output(st, &info, &err);
-		r = rec ? cli_json_print(rec) : -1;
-	} else if (r == 0) {
-		json_t *rec = json_loads(info.record, 0, NULL);
-		char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
-		printf("run      %s\nproject  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
-		       "argv     %s\nnetwork  %s\nexit     %d%s%s\nwall     %lld ms\n",
-		       info.id, info.project, info.draft, info.group,
-		       json_string_value(json_object_get(rec, "base")), json_string_value(json_object_get(rec, "image")),
-		       argvs ? argvs : "?", json_string_value(json_object_get(rec, "network")), info.exit_code,
-		       info.timed_out ? " (timed out)" : "", info.oom ? " (out of memory)" : "",
-		       (long long)json_integer_value(json_object_get(json_object_get(rec, "usage"), "wall_ms")));
-		free(argvs);
-		json_decref(rec);
-		summary(stdout, &info);
-		notes(stdout, &info);
-		r = print_output(st, &info, &err);
+	json_t *rec = NULL;
+	if (cli->server) {
+		char path[256], esc[128];
+		snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		if ((rc = cli_remote_get(cli, path, &rec)) >= 0)
+			return rc;
+		if (strcmp(jstr(rec, "state"), "ended")) {
+			fprintf(stderr, "%s: run %s is %s\n", cli->prog, argv[optind], jstr(rec, "state"));
+			if (cli->json)
+				return cli_json_print(rec);
+			json_decref(rec);
+			return al_code_exit(AL_ESTATE);
+		}
+		json_object_del(rec, "state");
+	} else {
+		struct al_error err = { 0 };
+		struct al_store *st = NULL;
+		if (cli_open(cli, &st, &err) < 0)
+			return cli_error(cli, &err);
+		int r = view_run(st, argv[optind], true, &rec, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
 	}
-	al_run_info_release(&info);
-	al_store_close(st);
-	return r < 0 ? cli_error(cli, &err) : 0;
+	if (cli->json)
+		return cli_json_print(rec);
+	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
+	printf("run      %s\nproject  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
+	       "argv     %s\nnetwork  %s\nexit     %lld%s%s%s\nwall     %lld ms\n",
+	       jstr(rec, "id"), jstr(rec, "project"), jstr(rec, "draft"), jstr(rec, "group"), jstr(rec, "base"),
+	       jstr(rec, "image"), argvs ? argvs : "?", jstr(rec, "network"), jint(rec, "exit_code"),
+	       jtrue(rec, "timed_out") ? " (timed out)" : "", jtrue(rec, "oom") ? " (out of memory)" : "",
+	       jtrue(rec, "cancelled") ? " (cancelled)" : "", jint(json_object_get(rec, "usage"), "wall_ms"));
+	free(argvs);
+	summary(stdout, rec);
+	notes(stdout, rec);
+	print_output(rec);
+	json_decref(rec);
+	return 0;
+}
+
+/* The run as a request to airlockd; it waits for the end and prints what the
+ * embedded run prints (the output after the end, not live). */
+static int run_remote(struct cli *cli, const struct al_run_opts *o)
+{
+	json_t *body = json_pack("{s:b,s:s}", "wait", 1, "network", al_network_name(o->network));
+	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
+	for (size_t i = 0; o->argv[i]; i++)
+		json_array_append_new(argvj, json_string(o->argv[i]));
+	for (size_t i = 0; o->env && o->env[i]; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		char k[256];
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - o->env[i]), o->env[i]);
+		json_object_set_new(env, k, json_string(eq + 1));
+	}
+	for (int file = 0; file < 2; file++)
+		for (size_t i = 0; (file ? o->secret_files : o->secrets) && (file ? o->secret_files : o->secrets)[i]; i++) {
+			const char *kv = (file ? o->secret_files : o->secrets)[i], *eq = strchr(kv, '=');
+			json_array_append_new(sec, json_pack("{s:s%,s:s,s:s}", "name", kv, (size_t)(eq - kv), "value", eq + 1,
+							     "as", file ? "file" : "env"));
+		}
+	json_object_set_new(body, "argv", argvj);
+	json_object_set_new(body, "env", env);
+	json_object_set_new(body, "secrets", sec);
+	if (o->image)
+		json_object_set_new(body, "image", json_string(o->image));
+	if (o->group)
+		json_object_set_new(body, "group", json_string(o->group));
+	const struct al_limits *l = &o->limits;
+	json_object_set_new(body, "timeout", json_real((double)l->timeout_ms / 1000.0));
+	json_object_set_new(body, "output_limit", json_integer((json_int_t)l->output));
+	json_object_set_new(body, "disk_limit", json_integer((json_int_t)l->disk));
+	json_object_set_new(body, "files", json_integer((json_int_t)l->files));
+	if (!o->best_effort_limits) {
+		json_object_set_new(body, "memory", json_integer((json_int_t)l->memory));
+		json_object_set_new(body, "pids", json_integer((json_int_t)l->pids));
+		json_object_set_new(body, "cpus", json_real((double)l->cpus_milli / 1000.0));
+	}
+	char path[256], esc[200];
+	snprintf(path, sizeof(path), "/projects/%s/runs", cli_path_escape(o->project, esc, sizeof(esc)));
+	struct al_error err = { 0 };
+	json_t *rec = NULL;
+	int r = cli_http(cli, "POST", path, body, NULL, NULL, &rec, &err);
+	/* the request held the secrets' values */
+	size_t i;
+	json_t *v;
+	json_array_foreach(sec, i, v)
+	{
+		json_t *val = json_object_get(v, "value");
+		explicit_bzero((char *)json_string_value(val), json_string_length(val));
+	}
+	json_decref(body);
+	if (r < 0)
+		return cli_remote_error(cli, &err, rec);
+	json_object_del(rec, "state");
+	int rc = exit_status(rec);
+	if (cli->json) {
+		if (cli_json_print(json_incref(rec)))
+			rc = 1;
+	} else {
+		for (int k = 0; k < 2; k++) {
+			json_t *t = json_object_get(json_object_get(rec, streams[k]), "text");
+			fwrite(json_string_value(t), 1, json_string_length(t), k ? stderr : stdout);
+		}
+		fflush(stdout);
+		notes(stderr, rec);
+		summary(stderr, rec);
+	}
+	json_decref(rec);
+	return rc;
 }
 
 enum { O_IMAGE = 256, O_NETWORK, O_TIMEOUT, O_MEMORY, O_PIDS, O_CPUS, O_OUTPUT, O_DISK, O_FILES, O_ENV, O_SECRET, O_SECRET_FILE,
@@ -439,36 +455,38 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc < 0 && o.group && (strlen(o.group) < 1 || strlen(o.group) > 16))
 		rc = cli_usage(cli, "--group takes 1 to 16 characters");
 	struct al_store *st = NULL;
-	if (rc < 0 && cli_open(cli, &st, &err) < 0)
-		rc = cli_error(cli, &err);
-	if (rc < 0 && !o.image && default_image(st, &err) < 0)
-		rc = cli_error(cli, &err);
+	o.project = argv[optind];
+	o.argv = (const char *const *)argv + dd + 1;
+	o.env = env.v;
+	o.secrets = secrets.v;
+	o.secret_files = secret_files.v;
+	if (rc < 0 && cli->server) {
+		rc = run_remote(cli, &o);
+	} else if (rc < 0) {
+		if (cli_open(cli, &st, &err) < 0 || (!o.image && ops_default_image(st, &err) < 0))
+			rc = cli_error(cli, &err);
+	}
 	if (rc < 0) {
 		char ibuf[4200];
-		o.project = argv[optind];
-		o.argv = (const char *const *)argv + dd + 1;
-		o.env = env.v;
-		o.secrets = secrets.v;
-		o.secret_files = secret_files.v;
-		o.image = o.image ? o.image : DEFAULT_IMAGE;
+		o.image = o.image ? o.image : OPS_DEFAULT_IMAGE;
 		o.author = cli_author(o.author);
-		o.init_path = init_path(ibuf, sizeof(ibuf));
+		o.init_path = ops_init_path(ibuf, sizeof(ibuf));
 		o.output = cli->json ? NULL : live_output;
 		struct al_run_info info;
-		if (al_run(st, &o, &info, &err) < 0) {
+		json_t *rec = NULL;
+		if (al_run(st, &o, &info, &err) < 0 || view_run(st, info.id, true, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
 		} else {
-			if (cli->json) {
-				json_t *rec = record_with_output(st, &info, &err);
-				rc = rec ? cli_json_print(rec) : cli_error(cli, &err);
-			} else {
-				notes(stderr, &info);
-				summary(stderr, &info);
+			if (!cli->json) {
+				notes(stderr, rec);
+				summary(stderr, rec);
 			}
-			if (rc <= 0)
-				rc = exit_status(&info);
+			rc = exit_status(rec);
+			if (cli->json && cli_json_print(json_incref(rec)))
+				rc = 1;
 			al_run_info_release(&info);
 		}
+		json_decref(rec);
 	}
 	al_store_close(st);
 	free(env.v);
@@ -482,27 +500,20 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
-static int list_one(void *ctx, const struct al_run_info *r, struct al_error *err)
+static void run_text(json_t *rec)
 {
-	json_t *arr = ctx;
-	(void)err;
-	if (arr) {
-		json_array_append_new(arr, json_loads(r->record, 0, NULL));
-		return 0;
-	}
-	json_t *rec = json_loads(r->record, 0, NULL);
-	char *argvs = rec ? json_dumps(json_object_get(rec, "argv"), JSON_COMPACT) : NULL;
-	printf("%s %s exit %-3d %s%s+%llu ~%llu -%llu %s\n", r->id, r->draft, r->exit_code,
-	       r->timed_out ? "timeout " : "", r->oom ? "oom " : "", (unsigned long long)r->added,
-	       (unsigned long long)r->modified, (unsigned long long)r->deleted, argvs ? argvs : "");
+	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
+	json_t *c = json_object_get(rec, "changes");
+	printf("%s %s exit %-3lld %s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"), jstr(rec, "draft"), jint(rec, "exit_code"),
+	       jtrue(rec, "timed_out") ? "timeout " : "", jtrue(rec, "oom") ? "oom " : "",
+	       jtrue(rec, "cancelled") ? "cancelled " : "", jint(c, "added"), jint(c, "modified"), jint(c, "deleted"),
+	       argvs ? argvs : "");
 	free(argvs);
-	json_decref(rec);
-	return 0;
 }
 
 static int list_runs(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
 {
-	return al_run_foreach(st, project, list_one, arr, err);
+	return view_runs(st, project, arr, err);
 }
 
 int cmd_runs(struct cli *cli, int argc, char **argv)
@@ -511,5 +522,5 @@ int cmd_runs(struct cli *cli, int argc, char **argv)
 			"usage: airlock runs PROJECT [--json]\n\n"
 			"A project's runs, oldest first: run id, draft id, exit status, flags,\n"
 			"+added ~modified -deleted, the command. --json: the run records.\n",
-			1, list_runs);
+			1, "/projects/%s/runs", list_runs, run_text);
 }

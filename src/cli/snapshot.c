@@ -94,7 +94,7 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_object();
-		json_object_set_new(o, "id", cli_json_id(res.id));
+		json_object_set_new(o, "id", view_id(res.id));
 		json_object_set_new(o, "files", json_integer((json_int_t)res.files));
 		json_object_set_new(o, "dirs", json_integer((json_int_t)res.dirs));
 		json_object_set_new(o, "symlinks", json_integer((json_int_t)res.symlinks));
@@ -115,7 +115,7 @@ static json_t *entry_json(struct al_cas *cas, const struct al_entry *e)
 	size_t n = 0;
 	if (e->type == AL_T_SYMLINK && cas && al_cas_get(cas, e->digest, &t, &n, NULL) < 0)
 		t = NULL;
-	json_t *o = cli_entry_json(e, (char *)t);
+	json_t *o = view_entry(e, (char *)t);
 	free(t);
 	return o;
 }
@@ -300,7 +300,7 @@ static int list_one(void *ctx, const struct al_snapshot_info *info, struct al_er
 	json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "id", id, "created", (json_int_t)info->created,
 			      "files", (json_int_t)info->files, "bytes", (json_int_t)info->bytes);
 	if (info->source)
-		json_object_set_new(o, "source", cli_json_bytes(info->source, strlen(info->source)));
+		json_object_set_new(o, "source", view_bytes(info->source, strlen(info->source)));
 	json_array_append_new(l->arr, o);
 	return 0;
 }
@@ -361,7 +361,7 @@ static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:o}", "set", (json_int_t)rep.set, "deleted", (json_int_t)rep.deleted,
 				      "unchanged_copyups", (json_int_t)rep.unchanged_copyups, "neutralised",
 				      (json_int_t)rep.neutralised, "notes", notes);
-		json_object_set_new(o, "id", cli_json_id(out));
+		json_object_set_new(o, "id", view_id(out));
 		al_overlay_report_release(&rep);
 		return cli_json_print(o);
 	}

@@ -345,8 +345,10 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		json_object_set_new(rec, "content",
 				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(r->out_blob), "name",
 					      "stderr", "sha256", jid(r->err_blob)));
-	if (rec)
+	if (rec) {
 		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
+		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
+	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	return rec;

@@ -1,0 +1,191 @@
+/* The CLI as a client of airlockd (--server URL or AIRLOCK_URL, with
+ * AIRLOCK_TOKEN): one HTTP request per verb through libcurl; the answer is
+ * the same JSON document the embedded verb builds (src/server/view.c), so
+ * the output is the same. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "cli.h"
+#include "util.h"
+#include "view.h"
+
+#define RESPONSE_MAX (512u << 20)
+
+struct buf {
+	char *p;
+	size_t n, cap;
+	FILE *file;     /* a download goes here instead */
+	bool too_big;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct buf *b = ud;
+	size_t n = size * nmemb;
+	if (b->file)
+		return fwrite(ptr, 1, n, b->file);
+	if (b->n + n > RESPONSE_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	if (b->n + n + 1 > b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 8192;
+		while (nc < b->n + n + 1)
+			nc *= 2;
+		char *q = realloc(b->p, nc);
+		if (!q)
+			return 0;
+		b->p = q;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->n, ptr, n);
+	b->n += n;
+	b->p[b->n] = 0;
+	return n;
+}
+
+int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+	     const char *download, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	static bool inited;
+	if (!inited) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		inited = true;
+	}
+	if (!cli->token || !*cli->token)
+		return al_fail(err, AL_EAUTH, 0, "--server needs a token: set AIRLOCK_TOKEN");
+	CURL *c = curl_easy_init();
+	if (!c)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "curl");
+	char url[8192], auth[AL_TOKEN_LEN + 64];
+	size_t bl = strlen(cli->server);
+	while (bl && cli->server[bl - 1] == '/')
+		bl--;
+	snprintf(url, sizeof(url), "%.*s/api%s", (int)bl, cli->server, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cli->token);
+	struct curl_slist *h = curl_slist_append(NULL, auth);
+	struct buf b = { 0 };
+	char *payload = NULL;
+	FILE *up = NULL;
+	int rc = 0;
+	if (download && !(b.file = fopen(download, "wbe")))
+		rc = al_fail(err, AL_EIO, errno, "%s", download);
+	if (rc == 0 && upload) {
+		struct stat sb;
+		if (!(up = fopen(upload, "rbe")) || fstat(fileno(up), &sb) < 0)
+			rc = al_fail(err, AL_EIO, errno, "%s", upload);
+		else {
+			h = curl_slist_append(h, "Content-Type: application/octet-stream");
+			curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+			curl_easy_setopt(c, CURLOPT_READDATA, up);
+			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sb.st_size);
+		}
+	} else if (rc == 0 && body) {
+		payload = json_dumps(body, JSON_COMPACT);
+		h = curl_slist_append(h, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "{}");
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	char cerr[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	long status = 0;
+	if (rc == 0) {
+		CURLcode cc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		if (cc != CURLE_OK && !(b.file && status >= 400))
+			rc = al_fail(err, b.too_big ? AL_ELIMIT : AL_EIO, 0, "%s %s: %s", method, url,
+				     b.too_big ? "answer too large" : cerr[0] ? cerr : curl_easy_strerror(cc));
+	}
+	if (b.file && fclose(b.file) != 0 && rc == 0)
+		rc = al_fail(err, AL_EIO, errno, "%s", download);
+	if (up)
+		fclose(up);
+	if (rc == 0 && status >= 400 && download) {
+		/* the error document went to the file: read it back */
+		FILE *f = fopen(download, "re");
+		json_t *doc = f ? json_loadf(f, 0, NULL) : NULL;
+		if (f)
+			fclose(f);
+		unlink(download);
+		const char *code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+		const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+		rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s", msg ? msg : "server error");
+		*out = doc;
+	} else if (rc == 0 && !download) {
+		json_t *doc = b.n ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+		if (status >= 400) {
+			const char *code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+			const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+			rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s", msg ? msg : "server error");
+			if (!code)
+				al_fail(err, AL_EIO, 0, "%s %s: HTTP %ld", method, url, status);
+		} else if (!doc) {
+			rc = al_fail(err, AL_ECORRUPT, 0, "%s %s: the answer is not JSON", method, url);
+		}
+		*out = doc;
+	}
+	free(payload);
+	free(b.p);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	explicit_bzero(auth, sizeof(auth));
+	return rc;
+}
+
+int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc)
+{
+	fprintf(stderr, "%s: %s\n", cli->prog, err->msg);
+	if (cli->json)
+		cli_json_print(doc && json_object_get(doc, "error") ? json_incref(doc) : view_error(err, NULL));
+	json_decref(doc);
+	return al_code_exit(err->code);
+}
+
+int cli_remote_get(struct cli *cli, const char *path, json_t **out)
+{
+	struct al_error err = { 0 };
+	json_t *doc = NULL;
+	if (cli_http(cli, "GET", path, NULL, NULL, NULL, &doc, &err) < 0)
+		return cli_remote_error(cli, &err, doc);
+	*out = doc;
+	return -1;
+}
+
+int cli_local_only(struct cli *cli)
+{
+	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n", cli->prog);
+	return 2;
+}
+
+const char *cli_path_escape(const char *s, char *out, size_t n)
+{
+	size_t j = 0;
+	static const char hex[] = "0123456789ABCDEF";
+	for (; *s && j + 4 < n; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:", c)) {
+			out[j++] = (char)c;
+		} else {
+			out[j++] = '%';
+			out[j++] = hex[c >> 4];
+			out[j++] = hex[c & 15];
+		}
+	}
+	out[j] = 0;
+	return out;
+}

@@ -1,0 +1,95 @@
+/* airlock serve: the daemon (src/server/). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "server.h"
+
+static const char serve_help[] =
+	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"
+	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
+	"\n"
+	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
+	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
+	"'Authorization: Bearer TOKEN' (airlock admin token create). Prints the URL it\n"
+	"listens on; logs one line per request on stderr (principal, route, status,\n"
+	"time; never a token, a body or a secret).\n"
+	"\n"
+	"  --listen HOST:PORT  IPv4 address and port (default 127.0.0.1:8700; port 0:\n"
+	"                      any free port, printed)\n"
+	"  --threads N         request threads (default 8)\n"
+	"  --max-runs N        runs in flight; more are refused with 503 (default 32)\n"
+	"  --body-max BYTES    JSON request bodies (default 1M)\n"
+	"  --upload-max BYTES  bundle uploads (default 1G)\n"
+	"  --grace SEC         on SIGTERM, wait this long for runs in flight, then\n"
+	"                      cancel them (recorded as cancelled) (default 30)\n"
+	"  --conn-timeout SEC  close idle or slow connections (default 30)\n"
+	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
+	"finish or are cancelled, every answer in flight is sent.\n";
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: return -1;
+	}
+	if (*end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_serve(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },	    { "threads", required_argument, NULL, 't' },
+		{ "max-runs", required_argument, NULL, 'r' },	    { "body-max", required_argument, NULL, 'b' },
+		{ "upload-max", required_argument, NULL, 'u' },	    { "grace", required_argument, NULL, 'g' },
+		{ "conn-timeout", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
+				  .upload_max = 1u << 30, .threads = 8, .max_runs = 32, .grace_s = 30,
+				  .conn_timeout_s = 30 };
+	uint64_t v = 0;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		const char *name = c == 'h' ? "" : opts[0].name;
+		for (size_t i = 0; opts[i].name; i++)
+			if (opts[i].val == c)
+				name = opts[i].name;
+		bool bytes = c == 'b' || c == 'u';
+		if (c != 'h' && c != 'l' && c != '?' &&
+		    parse_uint(optarg, bytes ? (1ull << 40) : 1000000, &v) < 0)
+			return cli_usage(cli, "bad --%s '%s'", name, optarg);
+		switch (c) {
+		case 'l': cfg.listen = optarg; break;
+		case 't': cfg.threads = (unsigned)(v ? v : 1); break;
+		case 'r': cfg.max_runs = (unsigned)v; break;
+		case 'b': cfg.body_max = (size_t)v; break;
+		case 'u': cfg.upload_max = (size_t)v; break;
+		case 'g': cfg.grace_s = (unsigned)v; break;
+		case 'c': cfg.conn_timeout_s = (unsigned)(v ? v : 1); break;
+		case 'h': fputs(serve_help, stdout); return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (cli->server)
+		return cli_local_only(cli);
+	return srv_main(&cfg);
+}

@@ -1,0 +1,336 @@
+/* decode: request bodies into requests (decode.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/auth.h"
+#include "airlock/volume.h"
+#include "decode.h"
+
+int decode_body(const char *p, size_t n, json_t **out, struct al_error *err)
+{
+	json_error_t je;
+	*out = NULL;
+	json_t *j = json_loadb(p, n, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return al_fail(err, AL_EINVAL, 0, "request body: %s (line %d)", je.text, je.line);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return al_fail(err, AL_EINVAL, 0, "request body: expected a JSON object");
+	}
+	*out = j;
+	return 0;
+}
+
+/* Every key of o is one of keys. */
+static int known_keys(json_t *o, const char *const *keys, const char *what, struct al_error *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		bool ok = false;
+		for (size_t i = 0; keys[i] && !ok; i++)
+			ok = strcmp(k, keys[i]) == 0;
+		if (!ok)
+			return al_fail(err, AL_EINVAL, 0, "%s: unknown field '%.64s'", what, k);
+	}
+	return 0;
+}
+
+static int get_string(json_t *o, const char *key, bool required, const char **out, struct al_error *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v)) {
+		*out = NULL;
+		return required ? al_fail(err, AL_EINVAL, 0, "missing field '%s'", key) : 0;
+	}
+	if (!json_is_string(v))
+		return al_fail(err, AL_EINVAL, 0, "field '%s': expected a string", key);
+	*out = json_string_value(v);
+	if (strlen(*out) != json_string_length(v))
+		return al_fail(err, AL_EINVAL, 0, "field '%s': contains a NUL byte", key);
+	return 0;
+}
+
+/* A non-negative number (fractions allowed when scale > 1: 0.5 CPUs). */
+static int get_number(json_t *o, const char *key, double max, double scale, uint64_t *out, struct al_error *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return al_fail(err, AL_EINVAL, 0, "field '%s': expected a number", key);
+	double d = json_number_value(v);
+	if (!isfinite(d) || d < 0 || d > max || (scale == 1 && d != floor(d)))
+		return al_fail(err, AL_EINVAL, 0, "field '%s': out of range", key);
+	*out = (uint64_t)llround(d * scale);
+	return 0;
+}
+
+static int string_array(json_t *a, const char *key, size_t max, const char ***out, size_t *n, struct al_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return al_fail(err, AL_EINVAL, 0, "field '%s': expected an array of strings", key);
+	size_t len = json_array_size(a);
+	if (len > max)
+		return al_fail(err, AL_ELIMIT, 0, "field '%s': more than %zu items", key, max);
+	const char **v = calloc(len + 1, sizeof(char *));
+	if (!v)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	for (size_t i = 0; i < len; i++) {
+		json_t *s = json_array_get(a, i);
+		if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
+			free(v);
+			return al_fail(err, AL_EINVAL, 0, "field '%s': item %zu is not a string without NUL", key, i);
+		}
+		v[i] = json_string_value(s);
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* "K=V" into r->bufs */
+static const char *kv(struct run_request *r, const char *k, const char *v)
+{
+	size_t n = strlen(k) + strlen(v) + 2;
+	char *b = malloc(n);
+	if (!b)
+		return NULL;
+	snprintf(b, n, "%s=%s", k, v);
+	r->bufs[r->nbufs++] = b;
+	return b;
+}
+
+void run_request_release(struct run_request *r)
+{
+	for (size_t i = 0; i < r->nbufs; i++) {
+		explicit_bzero(r->bufs[i], strlen(r->bufs[i]));
+		free(r->bufs[i]);
+	}
+	free(r->bufs);
+	free(r->argv);
+	free(r->env);
+	free(r->secrets);
+	free(r->secret_files);
+	memset(r, 0, sizeof(*r));
+}
+
+int decode_run(json_t *body, struct run_request *r, struct al_error *err)
+{
+	static const char *const keys[] = { "argv", "env", "secrets", "image", "network", "timeout", "memory", "pids",
+					    "cpus", "output_limit", "disk_limit", "files", "group", "wait", NULL };
+	memset(r, 0, sizeof(*r));
+	r->o.network = AL_NET_NONE;
+	r->o.best_effort_limits = true;
+	al_limits_default(&r->o.limits);
+	int rc = known_keys(body, keys, "run request", err);
+	size_t n = 0;
+	if (rc == 0)
+		rc = string_array(json_object_get(body, "argv"), "argv", DECODE_ARGS_MAX, &r->argv, &n, err);
+	if (rc == 0 && (n == 0 || !r->argv[0][0]))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'argv': expected the command, a non-empty array");
+	json_t *env = json_object_get(body, "env"), *secrets = json_object_get(body, "secrets");
+	if (rc == 0 && env && !json_is_object(env) && !json_is_null(env))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'env': expected an object of strings");
+	if (rc == 0 && secrets && !json_is_array(secrets) && !json_is_null(secrets))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'secrets': expected an array of {name, value, as}");
+	size_t nenv = json_is_object(env) ? json_object_size(env) : 0;
+	size_t nsec = json_is_array(secrets) ? json_array_size(secrets) : 0;
+	if (rc == 0 && (nenv > 1024 || nsec > 1024))
+		rc = al_fail(err, AL_ELIMIT, 0, "too many environment variables or secrets");
+	if (rc == 0 && (!(r->bufs = calloc(nenv + nsec + 1, sizeof(char *))) ||
+			!(r->env = calloc(nenv + 1, sizeof(char *))) || !(r->secrets = calloc(nsec + 1, sizeof(char *))) ||
+			!(r->secret_files = calloc(nsec + 1, sizeof(char *)))))
+		rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	const char *k;
+	json_t *v;
+	size_t ie = 0, is = 0, isf = 0;
+	if (rc == 0)
+		json_object_foreach(env, k, v)
+		{
+			if (rc == 0 && (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
+					strlen(k) == 0 || strchr(k, '=')))
+				rc = al_fail(err, AL_EINVAL, 0, "field 'env': '%.64s' is not NAME: string", k);
+			if (rc == 0 && !(r->env[ie++] = kv(r, k, json_string_value(v))))
+				rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+		}
+	for (size_t i = 0; rc == 0 && i < nsec; i++) {
+		json_t *s = json_array_get(secrets, i);
+		static const char *const skeys[] = { "name", "value", "as", NULL };
+		const char *name, *value, *as;
+		if (!json_is_object(s))
+			rc = al_fail(err, AL_EINVAL, 0, "field 'secrets': item %zu is not {name, value, as}", i);
+		if (rc == 0)
+			rc = known_keys(s, skeys, "secret", err);
+		if (rc == 0)
+			rc = get_string(s, "name", true, &name, err);
+		if (rc == 0)
+			rc = get_string(s, "value", true, &value, err);
+		if (rc == 0)
+			rc = get_string(s, "as", false, &as, err);
+		if (rc == 0 && as && strcmp(as, "env") && strcmp(as, "file"))
+			rc = al_fail(err, AL_EINVAL, 0, "secret %.64s: 'as' is env or file", name);
+		if (rc == 0 && (!*name || strchr(name, '=')))
+			rc = al_fail(err, AL_EINVAL, 0, "secret: bad name '%.64s'", name);
+		const char *b = rc == 0 ? kv(r, name, value) : NULL;
+		if (rc == 0 && !b)
+			rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+		if (rc == 0 && as && !strcmp(as, "file"))
+			r->secret_files[isf++] = b;
+		else if (rc == 0)
+			r->secrets[is++] = b;
+	}
+	const char *network = NULL;
+	if (rc == 0)
+		rc = get_string(body, "image", false, &r->o.image, err);
+	if (rc == 0)
+		rc = get_string(body, "group", false, &r->o.group, err);
+	if (rc == 0 && r->o.group && (strlen(r->o.group) < 1 || strlen(r->o.group) > 16))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'group': 1 to 16 characters");
+	if (rc == 0)
+		rc = get_string(body, "network", false, &network, err);
+	if (rc == 0 && network)
+		rc = al_network_parse(network, &r->o.network, err);
+	struct al_limits *l = &r->o.limits;
+	uint64_t timeout_ms = l->timeout_ms;
+	uint64_t explicit_mem = 0, explicit_pids = 0, explicit_cpus = 0;
+	if (rc == 0 && json_object_get(body, "timeout"))
+		rc = get_number(body, "timeout", 1e7, 1000, &timeout_ms, err);
+	if (rc == 0)
+		rc = get_number(body, "memory", 1e15, 1, &l->memory, err);
+	explicit_mem = json_object_get(body, "memory") != NULL;
+	if (rc == 0)
+		rc = get_number(body, "pids", 1 << 30, 1, &l->pids, err);
+	explicit_pids = json_object_get(body, "pids") != NULL;
+	if (rc == 0)
+		rc = get_number(body, "cpus", 4096, 1000, &l->cpus_milli, err);
+	explicit_cpus = json_object_get(body, "cpus") != NULL;
+	if (rc == 0)
+		rc = get_number(body, "output_limit", 1e15, 1, &l->output, err);
+	if (rc == 0)
+		rc = get_number(body, "disk_limit", 1e15, 1, &l->disk, err);
+	if (rc == 0)
+		rc = get_number(body, "files", 1e12, 1, &l->files, err);
+	l->timeout_ms = timeout_ms;
+	if (explicit_mem || explicit_pids || explicit_cpus)
+		r->o.best_effort_limits = false;
+	json_t *w = json_object_get(body, "wait");
+	if (rc == 0 && w && !json_is_boolean(w))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'wait': expected true or false");
+	r->wait = json_is_true(w);
+	if (rc < 0) {
+		run_request_release(r);
+		return rc;
+	}
+	r->o.argv = r->argv;
+	r->o.env = r->env;
+	r->o.secrets = r->secrets;
+	r->o.secret_files = r->secret_files;
+	return 0;
+}
+
+void apply_request_release(struct apply_request *r)
+{
+	free(r->paths);
+	memset(r, 0, sizeof(*r));
+}
+
+int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
+{
+	static const char *const keys[] = { "mode", "paths", "strategy", "message", NULL };
+	memset(r, 0, sizeof(*r));
+	r->strategy = AL_REBASE_IF_DISJOINT;
+	const char *mode = NULL, *strategy = NULL;
+	int rc = known_keys(body, keys, "apply request", err);
+	if (rc == 0)
+		rc = get_string(body, "mode", true, &mode, err);
+	if (rc == 0)
+		rc = get_string(body, "strategy", false, &strategy, err);
+	if (rc == 0 && strategy)
+		rc = al_strategy_parse(strategy, &r->strategy, err);
+	if (rc == 0)
+		rc = get_string(body, "message", false, &r->message, err);
+	if (rc == 0)
+		rc = string_array(json_object_get(body, "paths"), "paths", DECODE_PATHS_MAX, &r->paths, &r->npaths, err);
+	if (rc == 0) {
+		if (!strcmp(mode, "accept_all"))
+			r->mode = AL_ACCEPT_ALL;
+		else if (!strcmp(mode, "accept_selected"))
+			r->mode = AL_ACCEPT_SELECTED;
+		else if (!strcmp(mode, "reject_all"))
+			r->mode = AL_REJECT_ALL;
+		else
+			rc = al_fail(err, AL_EINVAL, 0, "field 'mode': accept_all, accept_selected or reject_all");
+	}
+	if (rc == 0 && (r->mode == AL_ACCEPT_SELECTED) != (r->npaths > 0))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'paths': required by accept_selected, and only by it");
+	if (rc < 0)
+		apply_request_release(r);
+	return rc;
+}
+
+void principal_request_release(struct principal_request *r)
+{
+	free(r->projects);
+	memset(r, 0, sizeof(*r));
+}
+
+int decode_principal(json_t *body, struct principal_request *r, struct al_error *err)
+{
+	static const char *const keys[] = { "name", "roles", "projects", NULL };
+	memset(r, 0, sizeof(*r));
+	const char **roles = NULL;
+	size_t nroles = 0;
+	int rc = known_keys(body, keys, "principal", err);
+	if (rc == 0)
+		rc = get_string(body, "name", true, &r->name, err);
+	if (rc == 0)
+		rc = al_principal_name_check(r->name, err);
+	if (rc == 0)
+		rc = string_array(json_object_get(body, "roles"), "roles", 8, &roles, &nroles, err);
+	for (size_t i = 0; rc == 0 && i < nroles; i++) {
+		unsigned bit;
+		if ((rc = al_roles_parse(roles[i], &bit, err)) == 0)
+			r->roles |= bit;
+	}
+	free(roles);
+	if (rc == 0 && !r->roles)
+		rc = al_fail(err, AL_EINVAL, 0, "field 'roles': at least one of admin, author, reviewer, agent");
+	if (rc == 0)
+		rc = string_array(json_object_get(body, "projects"), "projects", 1024, &r->projects, &r->nprojects, err);
+	for (size_t i = 0; rc == 0 && i < r->nprojects; i++)
+		rc = al_project_name_check(r->projects[i], err);
+	if (rc < 0)
+		principal_request_release(r);
+	return rc;
+}
+
+int decode_token(json_t *body, int64_t *ttl, struct al_error *err)
+{
+	static const char *const keys[] = { "ttl", NULL };
+	uint64_t v = 0;
+	int rc = known_keys(body, keys, "token request", err);
+	if (rc == 0)
+		rc = get_number(body, "ttl", 100.0 * 365 * 86400, 1, &v, err);
+	*ttl = (int64_t)v;
+	return rc;
+}
+
+int decode_project(json_t *body, const char **name, struct al_error *err)
+{
+	static const char *const keys[] = { "name", NULL };
+	int rc = known_keys(body, keys, "project", err);
+	if (rc == 0)
+		rc = get_string(body, "name", true, name, err);
+	if (rc == 0)
+		rc = al_project_name_check(*name, err);
+	return rc;
+}

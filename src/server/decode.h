@@ -1,0 +1,53 @@
+/* airlock daemon: request bodies (JSON) decoded into requests, every field
+ * checked; strings are borrowed from the JSON document.  Unknown fields are
+ * refused so a misspelt limit never silently falls back to a default.
+ * fuzz/fuzz_api.c feeds these hostile bytes. */
+#ifndef AL_DECODE_H
+#define AL_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "airlock/run.h"
+
+#define DECODE_ARGS_MAX 4096
+#define DECODE_PATHS_MAX 10000
+
+struct run_request {
+	struct al_run_opts o;           /* project, init_path, author, id, cancel_fd: the caller's */
+	const char **argv, **env, **secrets, **secret_files; /* NULL-terminated; "K=V" built in bufs */
+	char **bufs;                    /* owned: the K=V strings (secret ones wiped on release) */
+	size_t nbufs;
+	bool wait;
+};
+int decode_run(json_t *body, struct run_request *out, struct al_error *err);
+void run_request_release(struct run_request *r);
+
+struct apply_request {
+	int mode, strategy;
+	const char **paths;             /* owned array, borrowed strings */
+	size_t npaths;
+	const char *message;
+};
+int decode_apply(json_t *body, struct apply_request *out, struct al_error *err);
+void apply_request_release(struct apply_request *r);
+
+struct principal_request {
+	const char *name;
+	unsigned roles;
+	const char **projects;          /* owned array, borrowed strings */
+	size_t nprojects;
+};
+int decode_principal(json_t *body, struct principal_request *out, struct al_error *err);
+void principal_request_release(struct principal_request *r);
+
+/* {"ttl": seconds} (absent or 0: no expiry) */
+int decode_token(json_t *body, int64_t *ttl, struct al_error *err);
+/* {"name": "..."} */
+int decode_project(json_t *body, const char **name, struct al_error *err);
+
+/* Parse a body: an object, no duplicate keys. */
+int decode_body(const char *p, size_t n, json_t **out, struct al_error *err);
+
+#endif

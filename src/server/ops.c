@@ -1,0 +1,82 @@
+/* ops: operations shared by the CLI and the daemon (ops.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "airlock/cas.h"
+#include "airlock/delta.h"
+#include "airlock/image.h"
+#include "airlock/manifest.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "ops.h"
+#include "util.h"
+
+const char *ops_init_path(char *buf, size_t n)
+{
+	const char *env = getenv("AIRLOCK_INIT");
+	if (env && *env)
+		return env;
+	ssize_t len = readlink("/proc/self/exe", buf, n - 20);
+	if (len > 0) {
+		buf[len] = 0;
+		char *slash = strrchr(buf, '/');
+		if (slash) {
+			strcpy(slash + 1, "airlock-init");
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	return "/usr/libexec/airlock/airlock-init";
+}
+
+int ops_default_image(struct al_store *st, struct al_error *err)
+{
+	uint8_t id[32];
+	int r = al_image_resolve(st, OPS_DEFAULT_IMAGE, id, err);
+	if (r != AL_ENOTFOUND)
+		return r;
+	char dir[4200];
+	ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 40);
+	char *slash = len > 0 ? (dir[len] = 0, strrchr(dir, '/')) : NULL;
+	struct stat s;
+	if (!slash || (strcpy(slash + 1, "image/busybox"), stat(dir, &s)) < 0 || !S_ISDIR(s.st_mode))
+		return al_fail(err, AL_ENOTFOUND, 0,
+			       "no image '" OPS_DEFAULT_IMAGE "': import one (airlock image import DIR --name "
+			       OPS_DEFAULT_IMAGE ") or pass --image");
+	fprintf(stderr, "airlock: importing the built-in busybox image from %s\n", dir);
+	struct al_import_result res;
+	return al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err);
+}
+
+int ops_bundle_commit(struct al_store *st, const char *project, int fd, const uint8_t base[32],
+		      const struct al_commit_opts *opts, struct al_commit_result *res, uint8_t bundle_id[32],
+		      struct al_error *err)
+{
+	struct al_cas *cas = al_store_cas(st);
+	struct al_bundle bd = { 0 };
+	struct al_project_info p;
+	uint8_t snap[32];
+	int r = al_project_get(st, project, &p, err);
+	if (r == 0 && (r = al_manifest_stat(cas, base, NULL, NULL, err)) == 0 && (r = al_cas_begin(cas, err)) == 0) {
+		/* everything verified and the tree built before one byte is kept */
+		r = al_bundle_read_fd(cas, fd, &bd, err);
+		if (r == 0)
+			r = al_bundle_apply_tree(cas, &bd, base, snap, err);
+		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+	}
+	if (r == 0) {
+		memcpy(bundle_id, bd.id, 32);
+		char message[128], bid[80];
+		al_id_fmt(bd.id, bid);
+		snprintf(message, sizeof(message), "bundle %s", bid);
+		struct al_commit_opts o = *opts;
+		if (!o.message || !*o.message)
+			o.message = message;
+		r = al_project_commit(st, project, base, snap, &o, res, err);
+	}
+	al_bundle_release(&bd);
+	return r;
+}

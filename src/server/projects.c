@@ -1,0 +1,299 @@
+/* projects: projects, commits (DeltaBundle uploads), drafts, review and
+ * apply, snapshots, blobs and images. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/cas.h"
+#include "airlock/manifest.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "decode.h"
+#include "ops.h"
+#include "server.h"
+#include "util.h"
+#include "view.h"
+
+#define BLOB_MAX (256u << 20)   /* a blob answered in one response */
+#define SNAPSHOT_ENTRIES_MAX 100000
+
+/* A handler's usual shape: open the tenant's store, fill *out, answer. */
+typedef int (*view_fn)(struct req *rq, struct al_store *st, json_t **out, struct al_error *err);
+static int serve(struct req *rq, int status, view_fn fn)
+{
+	struct al_store *st = NULL;
+	struct al_error err = { 0 };
+	json_t *out = NULL;
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = fn(rq, st, &out, &err);
+	al_store_close(st);
+	if (rc < 0) {
+		json_decref(out);
+		return srv_error(rq, &err);
+	}
+	return srv_json(rq, status, out);
+}
+
+static int no_project(struct req *rq, const char *name)
+{
+	return srv_fail(rq, AL_ENOTFOUND, "no project %s", name);
+}
+
+static int list_projects(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	json_t *all = *out = json_array();
+	int rc = view_projects(st, all, err);
+	if (rc == 0 && !srv_role(rq, AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)) {
+		json_t *mine = json_array(), *v;
+		size_t i;
+		json_array_foreach(all, i, v) if (srv_project_visible(rq, json_string_value(json_object_get(v, "name"))))
+			json_array_append(mine, v);
+		json_decref(all);
+		*out = mine;
+	}
+	return rc;
+}
+
+int h_projects(struct req *rq)
+{
+	return serve(rq, 200, list_projects);
+}
+
+static int get_project(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	struct al_project_info p;
+	int rc = al_project_get(st, rq->seg[1], &p, err);
+	if (rc == 0)
+		*out = view_project(&p);
+	return rc;
+}
+
+int h_project(struct req *rq)
+{
+	if (!srv_project_visible(rq, rq->seg[1]))
+		return no_project(rq, rq->seg[1]);
+	return serve(rq, 200, get_project);
+}
+
+static int create_project(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	json_t *body = NULL;
+	const char *name;
+	struct al_project_info p;
+	int rc = decode_body(rq->len ? rq->body : "{}", rq->len ? rq->len : 2, &body, err);
+	if (rc == 0)
+		rc = decode_project(body, &name, err);
+	if (rc == 0)
+		rc = al_project_create(st, name, NULL, rq->who.name, &p, err);
+	if (rc == 0)
+		*out = view_project(&p);
+	json_decref(body);
+	return rc;
+}
+
+int h_project_create(struct req *rq)
+{
+	return serve(rq, 201, create_project);
+}
+
+static int project_log(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	*out = json_array();
+	return view_log(st, rq->seg[1], *out, err);
+}
+
+int h_project_log(struct req *rq)
+{
+	return serve(rq, 200, project_log);
+}
+
+static int project_drafts(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	*out = json_array();
+	return view_drafts(st, rq->seg[1], *out, err);
+}
+
+int h_project_drafts(struct req *rq)
+{
+	return serve(rq, 200, project_drafts);
+}
+
+/* POST /projects/{name}/commits?base=ID[&strategy=S][&message=M], the body a DeltaBundle */
+int h_project_commit(struct req *rq)
+{
+	struct al_error err = { 0 };
+	uint8_t base[32], bundle[32];
+	const char *b = srv_query(rq, "base"), *strategy = srv_query(rq, "strategy");
+	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
+	if (!b)
+		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the bundle was made from)");
+	if (al_id_parse(b, base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
+		return srv_error(rq, &err);
+	struct al_store *st = NULL;
+	struct al_commit_result res = { 0 };
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, base, &o, &res, bundle, &err);
+	al_store_close(st);
+	if (rc == AL_ECONFLICT)
+		srv_json(rq, 409, view_error(&err, &res));
+	else if (rc < 0)
+		srv_error(rq, &err);
+	else {
+		json_t *out = view_commit_result(&res);
+		json_object_set_new(out, "bundle", view_id(bundle));
+		srv_json(rq, 201, out);
+	}
+	al_commit_result_release(&res);
+	return 0;
+}
+
+static int get_draft(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	struct al_draft_info d;
+	int rc = al_draft_get(st, rq->seg[1], &d, err);
+	if (rc == 0)
+		*out = view_draft(&d);
+	return rc;
+}
+
+int h_draft(struct req *rq)
+{
+	return serve(rq, 200, get_draft);
+}
+
+static int review(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	const char *stat = srv_query(rq, "stat");
+	return view_review(st, rq->seg[1], stat && strcmp(stat, "0") && strcmp(stat, "false"), out, err);
+}
+
+int h_draft_review(struct req *rq)
+{
+	return serve(rq, 200, review);
+}
+
+int h_draft_apply(struct req *rq)
+{
+	json_t *body;
+	if (srv_body_json(rq, &body) < 0)
+		return 0;
+	struct apply_request a;
+	struct al_error err = { 0 };
+	if (decode_apply(body, &a, &err) < 0) {
+		json_decref(body);
+		return srv_error(rq, &err);
+	}
+	struct al_store *st = NULL;
+	struct al_commit_result res = { 0 };
+	struct al_draft_info d;
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_draft_get(st, rq->seg[1], &d, &err);
+	const char *mode = a.mode == AL_ACCEPT_ALL ? "accept_all" : a.mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
+	char message[256];
+	if (rc == 0) {
+		snprintf(message, sizeof(message), "%s draft %s", mode, rq->seg[1]);
+		struct al_commit_opts o = { .strategy = a.strategy, .author = rq->who.name,
+					    .message = a.message ? a.message : message };
+		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
+	}
+	al_store_close(st);
+	if (rc == AL_ECONFLICT)
+		srv_json(rq, 409, view_error(&err, &res));
+	else if (rc < 0)
+		srv_error(rq, &err);
+	else {
+		json_t *out = view_apply(rq->seg[1], mode, al_strategy_name(a.strategy), a.paths, a.npaths);
+		json_t *c = view_commit_result(&res);
+		json_object_update(out, c);
+		json_decref(c);
+		srv_json(rq, 200, out);
+	}
+	al_commit_result_release(&res);
+	apply_request_release(&a);
+	json_decref(body);
+	return 0;
+}
+
+struct walk_ctx {
+	json_t *entries;
+	size_t n, limit;
+	bool truncated;
+};
+
+static int walk_one(void *ctx, const char *path, const struct al_entry *e, struct al_error *err)
+{
+	(void)err;
+	struct walk_ctx *w = ctx;
+	if (w->n++ >= w->limit) {
+		w->truncated = true;
+		return 0;
+	}
+	json_t *o = view_entry(e, NULL);
+	json_object_set_new(o, "path", view_bytes(path, strlen(path)));
+	json_array_append_new(w->entries, o);
+	return 0;
+}
+
+static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	uint8_t id[32];
+	struct walk_ctx w = { .entries = json_array(), .limit = SNAPSHOT_ENTRIES_MAX };
+	const char *limit = srv_query(rq, "limit");
+	if (limit)
+		w.limit = strtoul(limit, NULL, 10) < SNAPSHOT_ENTRIES_MAX ? strtoul(limit, NULL, 10) : SNAPSHOT_ENTRIES_MAX;
+	int rc = al_id_parse(rq->seg[1], id, err);
+	if (rc == 0)
+		rc = al_manifest_walk(al_store_cas(st), id, walk_one, &w, err);
+	if (rc < 0) {
+		json_decref(w.entries);
+		return rc;
+	}
+	*out = json_pack("{s:s,s:I,s:b,s:o}", "id", rq->seg[1], "entries_total", (json_int_t)w.n, "truncated",
+			 w.truncated, "entries", w.entries);
+	return 0;
+}
+
+int h_snapshot(struct req *rq)
+{
+	return serve(rq, 200, snapshot);
+}
+
+int h_blob(struct req *rq)
+{
+	uint8_t id[32], *data = NULL;
+	size_t len = 0;
+	uint64_t size = 0;
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	int rc = al_id_parse(rq->seg[1], id, &err);
+	if (rc == 0)
+		rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_cas_size(al_store_cas(st), id, &size, &err);
+	if (rc == 0 && size > BLOB_MAX)
+		rc = al_fail(&err, AL_ELIMIT, 0, "blob of %llu bytes: over the %u bytes one response carries",
+			     (unsigned long long)size, BLOB_MAX);
+	if (rc == 0)
+		rc = al_cas_get(al_store_cas(st), id, &data, &len, &err);
+	al_store_close(st);
+	if (rc < 0)
+		return srv_error(rq, &err);
+	srv_bytes(rq, 200, "application/octet-stream", data, len);
+	free(data);
+	return 0;
+}
+
+static int images(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	(void)rq;
+	*out = json_array();
+	return view_images(st, *out, err);
+}
+
+int h_images(struct req *rq)
+{
+	return serve(rq, 200, images);
+}

@@ -1,0 +1,520 @@
+/* server: airlockd's HTTP front (server.h): libmicrohttpd with a thread
+ * pool, bearer-token authentication, the route table with each route's
+ * roles, body caps, JSON errors, one log line per request, and a graceful
+ * stop on SIGTERM. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "airlock/store.h"
+#include "decode.h"
+#include "ops.h"
+#include "server.h"
+#include "util.h"
+#include "view.h"
+
+/* The OpenAPI document, built into the binary from docs/openapi.json. */
+extern const char openapi_json[], openapi_json_end[];
+__asm__(".section .rodata\n"
+	".global openapi_json\nopenapi_json:\n"
+	".incbin \"docs/openapi.json\"\n"
+	".global openapi_json_end\nopenapi_json_end:\n"
+	".byte 0\n"
+	".previous\n");
+
+#define PUBLIC 0x100u  /* no token needed */
+#define ANY 0x0fu      /* every role */
+#define READ (AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)
+
+static int h_health(struct req *rq)
+{
+	return srv_json(rq, 200, json_pack("{s:s,s:s}", "status", "ok", "version", "0.1.0"));
+}
+
+static int h_openapi(struct req *rq)
+{
+	return srv_bytes(rq, 200, "application/json", openapi_json, (size_t)(openapi_json_end - openapi_json));
+}
+
+struct route {
+	const char *method, *pattern;
+	unsigned roles;
+	int (*fn)(struct req *rq);
+	bool upload;
+};
+
+/* Literal segments before {wildcards}: /audit/checkpoint before /audit/{seq}. */
+static const struct route routes[] = {
+	{ "GET", "health", PUBLIC, h_health, false },
+	{ "GET", "openapi.json", PUBLIC, h_openapi, false },
+	{ "GET", "whoami", ANY, h_whoami, false },
+	{ "GET", "projects", ANY, h_projects, false },
+	{ "POST", "projects", AL_ROLE_AUTHOR, h_project_create, false },
+	{ "GET", "projects/{name}", ANY, h_project, false },
+	{ "GET", "projects/{name}/log", READ, h_project_log, false },
+	{ "GET", "projects/{name}/drafts", READ, h_project_drafts, false },
+	{ "GET", "projects/{name}/runs", ANY, h_runs, false },
+	{ "POST", "projects/{name}/runs", AL_ROLE_AUTHOR | AL_ROLE_AGENT, h_run_start, false },
+	{ "POST", "projects/{name}/commits", AL_ROLE_AUTHOR, h_project_commit, true },
+	{ "GET", "drafts/{id}", READ, h_draft, false },
+	{ "GET", "drafts/{id}/review", READ, h_draft_review, false },
+	{ "POST", "drafts/{id}/apply", AL_ROLE_REVIEWER, h_draft_apply, false },
+	{ "GET", "snapshots/{id}", READ, h_snapshot, false },
+	{ "GET", "blobs/{id}", READ, h_blob, false },
+	{ "GET", "images", ANY, h_images, false },
+	{ "GET", "runs/{id}", ANY, h_run, false },
+	{ "GET", "runs/{id}/output", ANY, h_run_output, false },
+	{ "POST", "runs/{id}/cancel", ANY, h_run_cancel, false },
+	{ "GET", "audit", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit, false },
+	{ "GET", "audit/checkpoint", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_checkpoint, false },
+	{ "GET", "audit/export", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_export, false },
+	{ "GET", "audit/{seq}", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_entry, false },
+	{ "GET", "principals", AL_ROLE_ADMIN, h_principals, false },
+	{ "POST", "principals", AL_ROLE_ADMIN, h_principal_create, false },
+	{ "POST", "principals/{name}/grants", AL_ROLE_ADMIN, h_principal_grant, false },
+	{ "POST", "principals/{name}/tokens", AL_ROLE_ADMIN, h_token_create, false },
+	{ "GET", "tokens", AL_ROLE_ADMIN, h_tokens, false },
+	{ "DELETE", "tokens/{id}", AL_ROLE_ADMIN, h_token_revoke, false },
+};
+
+/* Does the path (segments) match pattern?  method_ok tells whether the method matched too. */
+static bool match(const struct route *rt, struct req *rq)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "%s", rt->pattern);
+	size_t n = 0;
+	char *save = NULL;
+	for (char *p = strtok_r(pat, "/", &save); p; p = strtok_r(NULL, "/", &save), n++) {
+		if (n >= rq->nseg)
+			return false;
+		if (p[0] != '{' && strcmp(p, rq->seg[n]) != 0)
+			return false;
+	}
+	return n == rq->nseg;
+}
+
+static const struct route *route_find(struct req *rq, bool *path_known)
+{
+	*path_known = false;
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		if (!match(&routes[i], rq))
+			continue;
+		/* a literal route wins over a wildcard one of another method */
+		*path_known = true;
+		if (strcmp(routes[i].method, rq->method) == 0)
+			return &routes[i];
+	}
+	return NULL;
+}
+
+/* ---- answers -------------------------------------------------------------------- */
+
+static int answer(struct req *rq, int status, struct MHD_Response *r, const char *type)
+{
+	if (!r)
+		return -1;
+	if (type)
+		MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (rq->resp)
+		MHD_destroy_response(rq->resp);
+	rq->resp = r;
+	rq->status = status;
+	return 0;
+}
+
+int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n)
+{
+	return answer(rq, status, MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY), type);
+}
+
+int srv_json(struct req *rq, int status, json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	json_decref(body);
+	if (!s) {
+		static const char oom[] = "{\"error\":{\"code\":\"OutOfMemory\",\"message\":\"out of memory\"}}";
+		return srv_bytes(rq, 503, "application/json", oom, sizeof(oom) - 1);
+	}
+	size_t n = strlen(s);
+	s[n] = '\n'; /* one line, like the CLI's --json; the NUL is not sent */
+	return answer(rq, status, MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE), "application/json");
+}
+
+int srv_error(struct req *rq, const struct al_error *err)
+{
+	return srv_json(rq, al_code_http(err->code), view_error(err, NULL));
+}
+
+int srv_fail(struct req *rq, int code, const char *fmt, ...)
+{
+	struct al_error err = { .code = code };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+	va_end(ap);
+	return srv_error(rq, &err);
+}
+
+int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)
+{
+	struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
+	if (!r) {
+		close(fd);
+		return srv_fail(rq, AL_EIO, "response");
+	}
+	return answer(rq, status, r, type);
+}
+
+const char *srv_query(struct req *rq, const char *key)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+int srv_body_json(struct req *rq, json_t **out)
+{
+	struct al_error err = { 0 };
+	*out = NULL;
+	if (!rq->len) {
+		*out = json_object();
+		return 0;
+	}
+	if (decode_body(rq->body, rq->len, out, &err) < 0)
+		return srv_error(rq, &err), -1;
+	return 0;
+}
+
+int srv_store(struct req *rq, struct al_store **out, struct al_error *err)
+{
+	if (!rq->authed || !rq->who.tenant[0])
+		return al_fail(err, AL_EAUTH, 0, "not authenticated");
+	return al_store_open(rq->srv->cfg.home, rq->who.tenant, out, err);
+}
+
+bool srv_role(struct req *rq, unsigned roles)
+{
+	return (rq->who.roles & roles) != 0;
+}
+
+bool srv_project_visible(struct req *rq, const char *project)
+{
+	if (srv_role(rq, READ))
+		return true;
+	return al_auth_granted(rq->srv->auth, &rq->who, project);
+}
+
+/* ---- the request's life --------------------------------------------------------- */
+
+static void split_path(struct req *rq, const char *url)
+{
+	snprintf(rq->path, sizeof(rq->path), "%s", url);
+	if ((strncmp(rq->path, "/api/", 5) != 0 && strcmp(rq->path, "/api") != 0) || !(rq->segbuf = strdup(rq->path + 4))) {
+		rq->nseg = (size_t)-1; /* not ours */
+		return;
+	}
+	char *save = NULL;
+	for (char *s = strtok_r(rq->segbuf, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+		if (rq->nseg >= ARRAY_SIZE(rq->seg)) {
+			rq->nseg = (size_t)-1;
+			return;
+		}
+		rq->seg[rq->nseg++] = s;
+	}
+}
+
+static int bearer(struct req *rq)
+{
+	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *tok = NULL;
+	if (h && strncasecmp(h, "Bearer ", 7) == 0)
+		tok = h + 7 + strspn(h + 7, " ");
+	struct al_error err = { 0 };
+	int r = al_auth_check(rq->srv->auth, tok, &rq->who, &err);
+	rq->authed = r == 0;
+	return r;
+}
+
+static int open_upload(struct req *rq, struct al_error *err)
+{
+	char dir[4300];
+	snprintf(dir, sizeof(dir), "%s/tenants/%s/tmp", rq->srv->cfg.home, rq->who.tenant);
+	rq->upload_fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (rq->upload_fd < 0)
+		return al_fail(err, AL_EIO, errno, "upload: temporary file");
+	return 0;
+}
+
+static enum MHD_Result queue(struct req *rq)
+{
+	if (!rq->resp)
+		srv_fail(rq, AL_EIO, "no answer");
+	return MHD_queue_response(rq->conn, (unsigned)rq->status, rq->resp);
+}
+
+static const struct route *first_call(struct req *rq)
+{
+	if (rq->nseg == (size_t)-1) {
+		srv_fail(rq, AL_ENOTFOUND, "no such route");
+		return NULL;
+	}
+	bool known;
+	const struct route *rt = route_find(rq, &known);
+	rq->route = rt ? rt->pattern : "?";
+	if (!rt || !(rt->roles & PUBLIC)) {
+		if (bearer(rq) < 0) {
+			/* one answer for every failure: unknown, expired, revoked, malformed */
+			srv_fail(rq, AL_EAUTH, "invalid, expired or revoked token");
+			return NULL;
+		}
+	}
+	if (!rt) {
+		srv_fail(rq, AL_ENOTFOUND, known ? "method %s not allowed here" : "no route %s %s", rq->method,
+			 known ? "" : rq->path);
+		if (known)
+			rq->status = 405;
+		return NULL;
+	}
+	if (!(rt->roles & PUBLIC) && !srv_role(rq, rt->roles)) {
+		char have[64];
+		al_roles_format(rq->who.roles, have, sizeof(have));
+		srv_fail(rq, AL_EDENIED, "%s %s is not allowed for roles %s", rq->method, rt->pattern, have);
+		return NULL;
+	}
+	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	size_t cap = rt->upload ? rq->srv->cfg.upload_max : rq->srv->cfg.body_max;
+	if (cl && strtoull(cl, NULL, 10) > cap) {
+		srv_fail(rq, AL_ELIMIT, "request body over %zu bytes", cap);
+		return NULL;
+	}
+	struct al_error err = { 0 };
+	if (rt->upload && open_upload(rq, &err) < 0) {
+		srv_error(rq, &err);
+		return NULL;
+	}
+	rq->upload = rt->upload;
+	return rt;
+}
+
+static void take_data(struct req *rq, const char *data, size_t n)
+{
+	size_t cap = rq->upload ? rq->srv->cfg.upload_max : rq->srv->cfg.body_max;
+	if (rq->too_big || rq->len + n > cap) {
+		rq->too_big = true;
+		return;
+	}
+	if (rq->upload) {
+		while (n) {
+			ssize_t w = write(rq->upload_fd, data, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rq->too_big = true; /* disk full: refused below like an oversized body */
+				return;
+			}
+			data += w;
+			n -= (size_t)w;
+			rq->len += (size_t)w;
+		}
+		return;
+	}
+	if (rq->len + n > rq->cap) {
+		size_t nc = rq->cap ? rq->cap : 4096;
+		while (nc < rq->len + n)
+			nc *= 2;
+		char *b = realloc(rq->cap ? rq->body : NULL, nc);
+		if (!b) {
+			rq->too_big = true;
+			return;
+		}
+		rq->body = b;
+		rq->cap = nc;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len += n;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *data, size_t *data_size, void **con_cls)
+{
+	(void)version;
+	struct srv *s = cls;
+	struct req *rq = *con_cls;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*con_cls = rq;
+		rq->srv = s;
+		rq->conn = conn;
+		rq->method = method;
+		rq->upload_fd = -1;
+		rq->t0 = al_now_ns();
+		rq->route = "-";
+		split_path(rq, url);
+		rq->rt = first_call(rq);
+		if (!rq->rt)
+			return queue(rq);
+		return MHD_YES;
+	}
+	if (rq->waiting) {
+		pthread_mutex_lock(&s->lock);
+		bool suspended = rq->suspended;
+		pthread_mutex_unlock(&s->lock);
+		if (suspended)
+			return MHD_YES;
+		srv_run_answer(rq);
+		return queue(rq);
+	}
+	if (*data_size) {
+		take_data(rq, data, *data_size);
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (rq->resp)
+		return queue(rq);
+	if (rq->too_big) {
+		size_t cap = rq->upload ? s->cfg.upload_max : s->cfg.body_max;
+		srv_fail(rq, AL_ELIMIT, "request body over %zu bytes", cap);
+		return queue(rq);
+	}
+	if (rq->upload && lseek(rq->upload_fd, 0, SEEK_SET) != 0) {
+		srv_fail(rq, AL_EIO, "upload");
+		return queue(rq);
+	}
+	rq->rt->fn(rq);
+	if (rq->waiting)
+		return MHD_YES; /* suspended until its run ends (runs.c) */
+	return queue(rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	struct req *rq = *con_cls;
+	if (!rq)
+		return;
+	if (rq->waiting)
+		srv_run_unwait(rq);
+	double ms = (double)(al_now_ns() - rq->t0) / 1e6;
+	char when[32];
+	time_t t = time(NULL);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	/* never the token, the body or the query (it may carry names only,
+	 * but a client could put anything there) */
+	fprintf(stderr, "%s %s/%s %s /api/%s %d %.1fms%s\n", when, rq->who.tenant[0] ? rq->who.tenant : "-",
+		rq->who.name[0] ? rq->who.name : "-", rq->method, rq->route, rq->status, ms,
+		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+	if (rq->resp)
+		MHD_destroy_response(rq->resp);
+	if (rq->upload_fd >= 0)
+		close(rq->upload_fd);
+	free(rq->segbuf);
+	free(rq->body);
+	free(rq);
+	*con_cls = NULL;
+}
+
+/* ---- the daemon ------------------------------------------------------------------- */
+
+static int parse_listen(const char *s, struct sockaddr_in *sa, struct al_error *err)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return al_fail(err, AL_EUSAGE, 0, "--listen takes HOST:PORT (IPv4), not '%s'", s);
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return al_fail(err, AL_EUSAGE, 0, "--listen takes HOST:PORT (IPv4), not '%s'", s);
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	fprintf(stderr, "airlock serve: ");
+	vfprintf(stderr, fmt, ap);
+}
+
+int srv_main(const struct srv_config *cfg)
+{
+	static struct srv s; /* the daemon's one state; its threads see it until the end */
+	memset(&s, 0, sizeof(s));
+	s.cfg = *cfg;
+	struct al_error err = { 0 };
+	struct sockaddr_in sa;
+	if (parse_listen(cfg->listen, &sa, &err) < 0) {
+		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		return 2;
+	}
+	struct stat st;
+	char db[4200];
+	snprintf(db, sizeof(db), "%s/airlock.db", cfg->home);
+	if (stat(db, &st) < 0) {
+		fprintf(stderr, "airlock serve: no airlock home at %s (run 'airlock init')\n", cfg->home);
+		return al_code_exit(AL_ENOTFOUND);
+	}
+	/* the signals the main thread waits for are blocked in every thread */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (al_auth_open(cfg->home, &s.auth, &err) < 0) {
+		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		return al_code_exit(err.code);
+	}
+	ops_init_path(s.init_path, sizeof(s.init_path));
+	srv_runs_init(&s);
+	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+					 MHD_USE_ITC | MHD_USE_ERROR_LOG,
+				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+				 (unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
+				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+				 (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_END);
+	if (!s.mhd) {
+		fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen, strerror(errno));
+		al_auth_close(s.auth);
+		return 1;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
+	s.port = info ? info->port : ntohs(sa.sin_port);
+	char host[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	printf("airlock serve: listening on http://%s:%u\n", host, (unsigned)s.port);
+	fflush(stdout);
+	int sig = 0;
+	while (sigwait(&set, &sig) != 0)
+		;
+	fprintf(stderr, "airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
+		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
+	MHD_socket ls = MHD_quiesce_daemon(s.mhd);
+	if (ls != MHD_INVALID_SOCKET)
+		close(ls);
+	srv_runs_drain(&s);
+	MHD_stop_daemon(s.mhd);
+	srv_runs_free(&s);
+	al_auth_close(s.auth);
+	fprintf(stderr, "airlock serve: stopped\n");
+	return 0;
+}

@@ -1,0 +1,135 @@
+/* airlockd: the HTTP API (docs/api.md).  server.c owns the daemon
+ * (libmicrohttpd), authentication, routing, errors and logs; one file per
+ * resource answers its routes (projects.c, runs.c, audit.c, admin.c). */
+#ifndef AL_SERVER_H
+#define AL_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "airlock/auth.h"
+#include "airlock/error.h"
+
+struct al_store;
+struct srv_run;
+struct route;
+
+struct srv_config {
+	const char *home;
+	const char *listen;        /* "127.0.0.1:8700"; port 0: any */
+	size_t body_max;           /* JSON bodies */
+	size_t upload_max;         /* bundle uploads */
+	unsigned threads;          /* request threads */
+	unsigned max_runs;         /* runs in flight; beyond: 503 */
+	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
+	unsigned conn_timeout_s;   /* idle or slow connections are closed */
+};
+
+struct srv {
+	struct srv_config cfg;
+	struct al_auth *auth;
+	struct MHD_Daemon *mhd;
+	char init_path[4200];
+	uint16_t port;
+	pthread_mutex_t lock;      /* runs, stopping */
+	pthread_cond_t runs_done;
+	struct srv_run *runs;      /* in flight and recently ended (bounded) */
+	unsigned active;
+	bool stopping;
+};
+
+/* One request: what the router and the handlers share. */
+struct req {
+	struct srv *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	char path[1024];
+	char *seg[8];              /* path segments after /api */
+	char *segbuf;              /* their storage */
+	size_t nseg;
+	const char *route;         /* the matched pattern, for the log */
+	const struct route *rt;    /* the matched route (server.c) */
+	bool authed;
+	struct al_principal who;
+	int auth_rc;               /* the first call's authentication */
+	/* the body: JSON in memory, or an upload in an unnamed temp file */
+	bool upload;
+	char *body;
+	size_t len, cap;
+	int upload_fd;
+	bool too_big;
+	/* the answer */
+	int status;
+	struct MHD_Response *resp;
+	/* a request waiting for a run (POST run with wait) */
+	struct srv_run *waiting;
+	bool suspended;
+	uint64_t t0;
+};
+
+/* Answers. */
+int srv_json(struct req *rq, int status, json_t *body);              /* steals body */
+int srv_error(struct req *rq, const struct al_error *err);
+int srv_fail(struct req *rq, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n);
+int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size); /* takes fd */
+const char *srv_query(struct req *rq, const char *key);
+/* The request body as a JSON object (an empty body: {}); fails with an answer. */
+int srv_body_json(struct req *rq, json_t **out);
+
+/* The tenant's store for this request's principal: the only way a handler
+ * reaches data, so every read and write is scoped to that tenant. */
+int srv_store(struct req *rq, struct al_store **out, struct al_error *err);
+
+/* Roles: does the principal hold any of these? (else an answer: 403) */
+bool srv_role(struct req *rq, unsigned roles);
+/* May the principal see this project (agents: granted ones only)? */
+bool srv_project_visible(struct req *rq, const char *project);
+
+/* Handlers (return 0 once an answer is set). */
+int h_projects(struct req *rq);
+int h_project_create(struct req *rq);
+int h_project(struct req *rq);
+int h_project_log(struct req *rq);
+int h_project_drafts(struct req *rq);
+int h_project_commit(struct req *rq);
+int h_draft(struct req *rq);
+int h_draft_review(struct req *rq);
+int h_draft_apply(struct req *rq);
+int h_snapshot(struct req *rq);
+int h_blob(struct req *rq);
+int h_images(struct req *rq);
+int h_runs(struct req *rq);
+int h_run_start(struct req *rq);
+int h_run(struct req *rq);
+int h_run_output(struct req *rq);
+int h_run_cancel(struct req *rq);
+int h_audit(struct req *rq);
+int h_audit_entry(struct req *rq);
+int h_audit_checkpoint(struct req *rq);
+int h_audit_export(struct req *rq);
+int h_whoami(struct req *rq);
+int h_principals(struct req *rq);
+int h_principal_create(struct req *rq);
+int h_principal_grant(struct req *rq);
+int h_token_create(struct req *rq);
+int h_tokens(struct req *rq);
+int h_token_revoke(struct req *rq);
+
+/* runs.c: the scheduler */
+int srv_runs_init(struct srv *s);
+/* A waiting request's run has ended: answer it (called on resume). */
+int srv_run_answer(struct req *rq);
+void srv_run_unwait(struct req *rq);
+/* SIGTERM: refuse new runs, give running ones grace_s, then cancel them and
+ * wait until every run has recorded its end. */
+void srv_runs_drain(struct srv *s);
+void srv_runs_free(struct srv *s);
+
+/* airlock serve */
+int srv_main(const struct srv_config *cfg);
+
+#endif

@@ -1,0 +1,498 @@
+/* view: the JSON form of every object (view.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/auth.h"
+#include "airlock/cas.h"
+#include "airlock/image.h"
+#include "airlock/ledger.h"
+#include "airlock/manifest.h"
+#include "airlock/review.h"
+#include "airlock/run.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
+#include "util.h"
+#include "view.h"
+
+json_t *view_id(const uint8_t id[32])
+{
+	char s[AL_ID_STRLEN + 1];
+	al_id_fmt(id, s);
+	return json_string(s);
+}
+
+json_t *view_bytes(const char *s, size_t n)
+{
+	if (al_utf8_valid((const uint8_t *)s, n) && !memchr(s, 0, n))
+		return json_stringn(s, n);
+	char q[4 * 4096 + 1];
+	al_quote(s, n, q, sizeof(q));
+	return json_string(q);
+}
+
+json_t *view_entry(const struct al_entry *e, const char *target)
+{
+	if (!e)
+		return json_null();
+	static const uint8_t zero[32];
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
+			      (json_int_t)e->size);
+	if (memcmp(e->digest, zero, 32) != 0) /* a bundle's directories carry none */
+		json_object_set_new(o, "sha256", view_id(e->digest));
+	if (target)
+		json_object_set_new(o, "target", view_bytes(target, strlen(target)));
+	return o;
+}
+
+json_t *view_conflicts(const struct al_conflict *c, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:s}", "path", c[i].path);
+		json_object_set_new(o, "copy_path", c[i].copy_path ? json_string(c[i].copy_path) : json_null());
+		json_object_set_new(o, "base", view_entry(c[i].has_base ? &c[i].base : NULL, NULL));
+		json_object_set_new(o, "theirs", view_entry(c[i].has_theirs ? &c[i].theirs : NULL, NULL));
+		json_object_set_new(o, "ours", view_entry(c[i].has_ours ? &c[i].ours : NULL, NULL));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+json_t *view_commit_result(const struct al_commit_result *res)
+{
+	json_t *o = json_pack("{s:I,s:b}", "seq", (json_int_t)res->seq, "rebased", res->rebased);
+	json_object_set_new(o, "head", view_id(res->head));
+	json_object_set_new(o, "conflicts", view_conflicts(res->conflicts, res->nconflicts));
+	return o;
+}
+
+json_t *view_error(const struct al_error *err, const struct al_commit_result *conflict)
+{
+	json_t *e = json_pack("{s:s,s:s}", "code", al_code_name(err->code), "message", err->msg);
+	if (conflict && err->code == AL_ECONFLICT) {
+		json_object_set_new(e, "head", view_id(conflict->head));
+		json_t *paths = json_array();
+		for (size_t i = 0; i < conflict->nconflicts; i++)
+			json_array_append_new(paths, json_string(conflict->conflicts[i].path));
+		json_object_set_new(e, "paths", paths);
+		json_object_set_new(e, "conflicts", view_conflicts(conflict->conflicts, conflict->nconflicts));
+	}
+	return json_pack("{s:o}", "error", e);
+}
+
+json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s}", "draft", draft, "mode", mode, "strategy", strategy);
+	json_t *pa = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(pa, json_string(paths[i]));
+	json_object_set_new(o, "paths", pa);
+	return o;
+}
+
+json_t *view_project(const struct al_project_info *p)
+{
+	json_t *o = json_pack("{s:s,s:I,s:I}", "name", p->name, "commits", (json_int_t)p->commits, "created",
+			      (json_int_t)p->created);
+	json_object_set_new(o, "head", view_id(p->head));
+	return o;
+}
+
+json_t *view_draft(const struct al_draft_info *d)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I}", "id", d->id, "project", d->project, "state", d->state, "group",
+			      d->group, "created", (json_int_t)d->created);
+	json_object_set_new(o, "base", view_id(d->base));
+	json_object_set_new(o, "head", view_id(d->head));
+	return o;
+}
+
+static int project_one(void *ctx, const struct al_project_info *p, struct al_error *err)
+{
+	(void)err;
+	json_array_append_new(ctx, view_project(p));
+	return 0;
+}
+
+int view_projects(struct al_store *st, json_t *arr, struct al_error *err)
+{
+	return al_project_foreach(st, project_one, arr, err);
+}
+
+static int log_one(void *ctx, const struct al_commit_info *c, struct al_error *err)
+{
+	(void)err;
+	json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:I}", "seq", (json_int_t)c->seq, "kind", c->kind, "strategy",
+			      c->strategy, "author", c->author, "message", c->message, "time", (json_int_t)c->time);
+	json_object_set_new(o, "result", view_id(c->result));
+	json_object_set_new(o, "base", view_id(c->base));
+	json_object_set_new(o, "parent", view_id(c->parent));
+	json_object_set_new(o, "draft", c->draft ? json_string(c->draft) : json_null());
+	json_object_set_new(o, "conflicts", view_conflicts(c->conflicts, c->nconflicts));
+	json_array_append_new(ctx, o);
+	return 0;
+}
+
+int view_log(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
+{
+	return al_project_log(st, project, log_one, arr, err);
+}
+
+static int draft_one(void *ctx, const struct al_draft_info *d, struct al_error *err)
+{
+	(void)err;
+	json_array_append_new(ctx, view_draft(d));
+	return 0;
+}
+
+int view_drafts(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
+{
+	return al_draft_foreach(st, project, draft_one, arr, err);
+}
+
+static int image_one(void *ctx, const struct al_image_info *im, struct al_error *err)
+{
+	(void)err;
+	json_t *o = json_pack("{s:I}", "created", (json_int_t)im->created);
+	json_object_set_new(o, "id", view_id(im->id));
+	json_object_set_new(o, "name", im->name[0] ? json_string(im->name) : json_null());
+	json_object_set_new(o, "source", im->source ? view_bytes(im->source, strlen(im->source)) : json_null());
+	json_array_append_new(ctx, o);
+	return 0;
+}
+
+int view_images(struct al_store *st, json_t *arr, struct al_error *err)
+{
+	return al_image_foreach(st, image_one, arr, err);
+}
+
+static int run_one(void *ctx, const struct al_run_info *r, struct al_error *err)
+{
+	json_t *rec = json_loads(r->record, 0, NULL);
+	if (!rec)
+		return al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", r->id);
+	json_array_append_new(ctx, rec);
+	return 0;
+}
+
+int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
+{
+	return al_run_foreach(st, project, run_one, arr, err);
+}
+
+int view_run_output(struct al_store *st, json_t *rec, struct al_error *err)
+{
+	static const char *const streams[] = { "stdout", "stderr" };
+	for (int i = 0; i < 2; i++) {
+		json_t *s = json_object_get(rec, streams[i]);
+		uint8_t id[32], *data = NULL;
+		size_t len = 0;
+		int r = al_id_parse(json_string_value(json_object_get(s, "blob")), id, err);
+		if (r == 0)
+			r = al_cas_get(al_store_cas(st), id, &data, &len, err);
+		if (r < 0)
+			return r;
+		json_object_set_new(s, "text", view_bytes((const char *)data, len));
+		free(data);
+	}
+	return 0;
+}
+
+int view_run(struct al_store *st, const char *id, bool with_output, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	struct al_run_info info;
+	int r = al_run_get(st, id, &info, err);
+	if (r < 0)
+		return r;
+	json_t *rec = json_loads(info.record, 0, NULL);
+	al_run_info_release(&info);
+	if (!rec)
+		return al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", id);
+	if (with_output && (r = view_run_output(st, rec, err)) < 0) {
+		json_decref(rec);
+		return r;
+	}
+	*out = rec;
+	return 0;
+}
+
+/* ---- review ---------------------------------------------------------------------- */
+
+struct review_ctx {
+	bool stat;
+	json_t *files;
+	int nfiles, adds, dels;
+};
+
+static json_t *side(const struct al_review_line *l, bool left)
+{
+	if (!l)
+		return json_null();
+	return json_pack("{s:i,s:s%}", "no", left ? l->old_no : l->new_no, "text", l->text, l->len);
+}
+
+/* The same hunk as rows of (left, right): context on both sides, a run of
+ * removals paired with the run of additions that follows it. */
+static json_t *side_by_side(const struct al_review_hunk *h)
+{
+	json_t *rows = json_array();
+	size_t i = 0;
+	while (i < h->nlines) {
+		const struct al_review_line *l = &h->lines[i];
+		if (l->origin == ' ') {
+			json_array_append_new(rows, json_pack("{s:o,s:o}", "left", side(l, true), "right", side(l, false)));
+			i++;
+			continue;
+		}
+		size_t d0 = i;
+		while (i < h->nlines && h->lines[i].origin == '-')
+			i++;
+		size_t a0 = i;
+		while (i < h->nlines && h->lines[i].origin == '+')
+			i++;
+		size_t nd = a0 - d0, na = i - a0;
+		for (size_t k = 0; k < (nd > na ? nd : na); k++)
+			json_array_append_new(rows, json_pack("{s:o,s:o}", "left", side(k < nd ? &h->lines[d0 + k] : NULL, true),
+							      "right", side(k < na ? &h->lines[a0 + k] : NULL, false)));
+	}
+	return rows;
+}
+
+static json_t *hunks_json(const struct al_review_file *f)
+{
+	json_t *hs = json_array();
+	for (size_t h = 0; h < f->nhunks; h++) {
+		const struct al_review_hunk *hk = &f->hunks[h];
+		json_t *lines = json_array();
+		for (size_t i = 0; i < hk->nlines; i++) {
+			const struct al_review_line *l = &hk->lines[i];
+			char og[2] = { l->origin, 0 };
+			json_t *lo = json_pack("{s:s,s:s%}", "origin", og, "text", l->text, l->len);
+			json_object_set_new(lo, "old", l->old_no > 0 ? json_integer(l->old_no) : json_null());
+			json_object_set_new(lo, "new", l->new_no > 0 ? json_integer(l->new_no) : json_null());
+			if (l->no_newline)
+				json_object_set_new(lo, "no_newline", json_true());
+			json_array_append_new(lines, lo);
+		}
+		json_array_append_new(hs, json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "header", hk->header, "old_start",
+						    hk->old_start, "old_lines", hk->old_lines, "new_start", hk->new_start,
+						    "new_lines", hk->new_lines, "lines", lines, "side_by_side",
+						    side_by_side(hk)));
+	}
+	return hs;
+}
+
+static int review_one(void *ctx, const struct al_review_file *f, struct al_error *err)
+{
+	(void)err;
+	struct review_ctx *r = ctx;
+	r->nfiles++;
+	r->adds += f->additions;
+	r->dels += f->deletions;
+	char op[2] = { f->op, 0 };
+	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path, "binary", f->binary,
+			      "content_changed", f->content_changed, "mode_changed", f->mode_changed, "type_changed",
+			      f->type_changed, "additions", f->additions, "deletions", f->deletions);
+	json_object_set_new(o, "old", view_entry(f->has_old ? &f->old : NULL, f->symlink_old));
+	json_object_set_new(o, "new", view_entry(f->has_new ? &f->new : NULL, f->symlink_new));
+	if (!r->stat && f->unified) {
+		json_object_set_new(o, "unified", json_string(f->unified));
+		json_object_set_new(o, "hunks", hunks_json(f));
+	}
+	json_array_append_new(r->files, o);
+	return 0;
+}
+
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	struct al_draft_info d;
+	int r = al_draft_get(st, draft, &d, err);
+	if (r < 0)
+		return r;
+	struct review_ctx c = { .stat = stat, .files = json_array() };
+	if ((r = al_review(al_store_cas(st), d.base, d.head, !stat, review_one, &c, err)) < 0) {
+		json_decref(c.files);
+		return r;
+	}
+	json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "draft", d.id, "project", d.project, "state", d.state, "files", c.files);
+	json_object_set_new(o, "base", view_id(d.base));
+	json_object_set_new(o, "head", view_id(d.head));
+	json_object_set_new(o, "stat", json_pack("{s:i,s:i,s:i}", "files", c.nfiles, "additions", c.adds, "deletions", c.dels));
+	*out = o;
+	return 0;
+}
+
+/* ---- the ledger ---------------------------------------------------------------- */
+
+static int ledger_one(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
+{
+	(void)err;
+	json_t *j = json_loadb(e->json, e->len, 0, NULL);
+	json_array_append_new(ctx, j ? j : json_null());
+	return 0;
+}
+
+int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr, struct al_error *err)
+{
+	return al_ledger_foreach(st, q, ledger_one, arr, err);
+}
+
+struct show_ctx {
+	json_t *entry;
+	uint8_t leaf[32];
+};
+
+static int keep_entry(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
+{
+	(void)err;
+	struct show_ctx *s = ctx;
+	s->entry = json_loadb(e->json, e->len, 0, NULL);
+	al_merkle_leaf(e->json, e->len, s->leaf);
+	return 0;
+}
+
+static int count_change(void *ctx, const struct al_change *c, struct al_error *err)
+{
+	(void)err;
+	json_t *d = ctx;
+	const char *k = c->op == 'A' ? "added" : c->op == 'M' ? "modified" : "deleted";
+	json_object_set_new(d, k, json_integer(json_integer_value(json_object_get(d, k)) + 1));
+	json_t *paths = json_object_get(d, "paths");
+	if (json_array_size(paths) < 50) {
+		char line[AL_PATH_MAX + 4];
+		snprintf(line, sizeof(line), "%c %s", c->op, c->path);
+		json_array_append_new(paths, json_string(line));
+	}
+	return 0;
+}
+
+json_t *view_proof(uint8_t (*p)[32], size_t n)
+{
+	json_t *a = json_array();
+	char hex[65];
+	for (size_t i = 0; i < n; i++) {
+		al_hex(p[i], 32, hex);
+		json_array_append_new(a, json_string(hex));
+	}
+	return a;
+}
+
+int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	struct show_ctx s = { 0 };
+	struct al_checkpoint cp;
+	uint8_t(*proof)[32] = NULL;
+	size_t np = 0;
+	int r = view_ledger_leaf(st, seq, &s.entry, s.leaf, err);
+	if (r == 0)
+		r = al_ledger_checkpoint(st, &cp, err);
+	if (r == 0)
+		r = al_ledger_inclusion(st, seq, cp.size, &proof, &np, err);
+	if (r == 0) {
+		char leaf[65], root[65];
+		al_hex(s.leaf, 32, leaf);
+		al_hex(cp.root, 32, root);
+		bool ok = al_merkle_verify_inclusion(seq, cp.size, s.leaf, (const uint8_t(*)[32])proof, np, cp.root);
+		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", s.entry, "leaf", leaf, "checkpoint", "size",
+				      (json_int_t)cp.size, "root", root, "inclusion_proof", view_proof(proof, np), "included",
+				      ok);
+		json_t *data = json_object_get(s.entry, "data");
+		const char *parent = json_string_value(json_object_get(data, "parent"));
+		const char *result = json_string_value(json_object_get(data, "result"));
+		uint8_t a[32], b[32];
+		if (parent && result && al_id_parse(parent, a, NULL) == 0 && al_id_parse(result, b, NULL) == 0) {
+			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0, "deleted", 0, "paths");
+			if (al_manifest_diff(al_store_cas(st), a, b, count_change, delta, NULL) == 0)
+				json_object_set_new(o, "delta", delta);
+			else
+				json_decref(delta);
+		}
+		json_t *content = json_object_get(data, "content"), *c;
+		size_t i;
+		json_t *texts = json_object();
+		json_array_foreach(content, i, c)
+		{
+			const char *name = json_string_value(json_object_get(c, "name"));
+			const char *id = json_string_value(json_object_get(c, "sha256"));
+			uint8_t d[32], *bytes = NULL;
+			size_t len = 0;
+			if (name && id && al_id_parse(id, d, NULL) == 0 && al_cas_get(al_store_cas(st), d, &bytes, &len, NULL) == 0)
+				json_object_set_new(texts, name, view_bytes((char *)bytes, len));
+			free(bytes);
+		}
+		json_object_set_new(o, "content", texts);
+		*out = o;
+	}
+	free(proof);
+	json_decref(s.entry);
+	return r;
+}
+
+int view_ledger_leaf(struct al_store *st, uint64_t seq, json_t **entry, uint8_t leaf[32], struct al_error *err)
+{
+	struct show_ctx s = { 0 };
+	int r = al_ledger_get(st, seq, keep_entry, &s, err);
+	*entry = s.entry;
+	memcpy(leaf, s.leaf, 32);
+	return r;
+}
+
+int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	struct al_checkpoint cp;
+	int r = al_ledger_checkpoint(st, &cp, err);
+	if (r < 0)
+		return r;
+	char line[400], root[65], sig[129];
+	al_checkpoint_format(&cp, line, sizeof(line));
+	al_hex(cp.root, 32, root);
+	al_hex(cp.sig, 64, sig);
+	*out = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size", (json_int_t)cp.size, "root", root,
+			 "time", (json_int_t)cp.time, "signature", sig, "line", line);
+	return 0;
+}
+
+/* ---- principals and tokens ------------------------------------------------------ */
+
+static json_t *roles_json(unsigned roles)
+{
+	static const char *const names[] = { "admin", "author", "reviewer", "agent" };
+	json_t *a = json_array();
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (roles & (1u << i))
+			json_array_append_new(a, json_string(names[i]));
+	return a;
+}
+
+static int grant_one(void *ctx, const char *project, struct al_error *err)
+{
+	(void)err;
+	json_array_append_new(ctx, json_string(project));
+	return 0;
+}
+
+json_t *view_principal(struct al_auth *a, const struct al_principal *p)
+{
+	json_t *o = json_pack("{s:s,s:s,s:o,s:I}", "tenant", p->tenant, "name", p->name, "roles", roles_json(p->roles),
+			      "created", (json_int_t)p->created);
+	json_t *grants = json_array();
+	struct al_error err;
+	al_auth_grant_foreach(a, p->tenant, p->name, grant_one, grants, &err);
+	json_object_set_new(o, "projects", grants);
+	return o;
+}
+
+json_t *view_token(const struct al_token_info *t)
+{
+	json_t *o = json_pack("{s:s,s:s,s:I,s:b}", "id", t->id, "principal", t->principal, "created",
+			      (json_int_t)t->created, "revoked", t->revoked);
+	json_object_set_new(o, "expires", t->expires ? json_integer(t->expires) : json_null());
+	return o;
+}

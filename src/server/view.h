@@ -1,0 +1,67 @@
+/* airlock: the JSON form of every object, one place for the daemon's
+ * answers and the CLI's --json (so a script reads the same document from
+ * either).  docs/api.md describes each. */
+#ifndef AL_VIEW_H
+#define AL_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "airlock/error.h"
+
+struct al_store;
+struct al_entry;
+struct al_conflict;
+struct al_commit_result;
+struct al_project_info;
+struct al_draft_info;
+struct al_ledger_query;
+
+json_t *view_id(const uint8_t id[32]);
+/* A JSON string from bytes that may not be UTF-8 (escaped as in messages). */
+json_t *view_bytes(const char *s, size_t n);
+/* {type, mode, size[, sha256][, target]}; NULL -> null */
+json_t *view_entry(const struct al_entry *e, const char *target);
+json_t *view_conflicts(const struct al_conflict *c, size_t n);
+/* {head, seq, rebased, conflicts} */
+json_t *view_commit_result(const struct al_commit_result *res);
+/* {"error": {code, message}}; a conflict adds head, paths and conflicts */
+json_t *view_error(const struct al_error *err, const struct al_commit_result *conflict);
+
+/* What an apply was asked: {draft, mode, strategy, paths} */
+json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n);
+
+json_t *view_project(const struct al_project_info *p);
+json_t *view_draft(const struct al_draft_info *d);
+
+/* Lists: append to arr. */
+int view_projects(struct al_store *st, json_t *arr, struct al_error *err);
+int view_log(struct al_store *st, const char *project, json_t *arr, struct al_error *err);
+int view_drafts(struct al_store *st, const char *project, json_t *arr, struct al_error *err);
+int view_images(struct al_store *st, json_t *arr, struct al_error *err);
+int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_error *err);
+int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr, struct al_error *err);
+
+/* One object: *out is new. */
+int view_run(struct al_store *st, const char *id, bool with_output, json_t **out, struct al_error *err);
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err);
+int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
+int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
+/* A ledger entry (parsed) and its Merkle leaf hash. */
+int view_ledger_leaf(struct al_store *st, uint64_t seq, json_t **entry, uint8_t leaf[32], struct al_error *err);
+/* A Merkle proof as an array of hex hashes. */
+json_t *view_proof(uint8_t (*p)[32], size_t n);
+
+/* A run record (parsed) with stdout.text and stderr.text added. */
+int view_run_output(struct al_store *st, json_t *rec, struct al_error *err);
+
+struct al_auth;
+struct al_principal;
+struct al_token_info;
+/* {tenant, name, roles, created, projects} */
+json_t *view_principal(struct al_auth *a, const struct al_principal *p);
+/* {id, principal, created, expires, revoked}: never the token */
+json_t *view_token(const struct al_token_info *t);
+
+#endif
