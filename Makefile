@@ -86,9 +86,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
-$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(BUILD)/libairlock.a | deps
+# (the daemon's request decoders are linked into every target: fuzz_api uses them)
+FUZZ_EXTRA := src/server/decode.c
+$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
@@ -97,8 +99,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 fuzz: | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
-	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) || exit 1; \
+	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -Isrc/server -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
 

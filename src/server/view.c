@@ -103,10 +103,12 @@ json_t *view_project(const struct al_project_info *p)
 
 json_t *view_draft(const struct al_draft_info *d)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I}", "id", d->id, "project", d->project, "state", d->state, "group",
-			      d->group, "created", (json_int_t)d->created);
+	json_t *o = json_pack("{s:s,s:s}", "id", d->id, "state", d->state);
 	json_object_set_new(o, "base", view_id(d->base));
 	json_object_set_new(o, "head", view_id(d->head));
+	json_object_set_new(o, "created", json_integer(d->created));
+	json_object_set_new(o, "project", json_string(d->project));
+	json_object_set_new(o, "group", json_string(d->group));
 	return o;
 }
 

@@ -1,0 +1,74 @@
+/* Fuzz the daemon's request decoders (src/server/decode.c): hostile JSON
+ * bodies must never crash, leak or be half-accepted.  The first byte picks
+ * the decoder; the rest is the body.  Whatever a decoder accepts must hold
+ * its promises: a run request has a non-empty command and no variable
+ * without '=', an apply request has paths exactly when it selects, a
+ * principal has a valid name and at least one role. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/auth.h"
+#include "airlock/volume.h"
+#include "decode.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	json_t *body = NULL;
+	struct al_error err;
+	if (decode_body((const char *)data + 1, size - 1, &body, &err) != 0)
+		return 0;
+	switch (data[0] % 5) {
+	case 0: {
+		struct run_request r;
+		if (decode_run(body, &r, &err) == 0) {
+			if (!r.o.argv || !r.o.argv[0] || !r.o.argv[0][0])
+				abort();
+			for (const char *const *v = r.o.env; v && *v; v++)
+				if (!strchr(*v, '='))
+					abort();
+			for (const char *const *v = r.o.secrets; v && *v; v++)
+				if (!strchr(*v, '='))
+					abort();
+			run_request_release(&r);
+		}
+		break;
+	}
+	case 1: {
+		struct apply_request a;
+		if (decode_apply(body, &a, &err) == 0) {
+			if ((a.mode == AL_ACCEPT_SELECTED) != (a.npaths > 0) || a.mode < AL_ACCEPT_ALL || a.mode > AL_REJECT_ALL)
+				abort();
+			apply_request_release(&a);
+		}
+		break;
+	}
+	case 2: {
+		struct principal_request p;
+		if (decode_principal(body, &p, &err) == 0) {
+			if (!p.roles || p.roles > 15 || al_principal_name_check(p.name, NULL) != 0)
+				abort();
+			principal_request_release(&p);
+		}
+		break;
+	}
+	case 3: {
+		int64_t ttl;
+		if (decode_token(body, &ttl, &err) == 0 && ttl < 0)
+			abort();
+		break;
+	}
+	default: {
+		const char *name;
+		if (decode_project(body, &name, &err) == 0 && al_project_name_check(name, NULL) != 0)
+			abort();
+		break;
+	}
+	}
+	json_decref(body);
+	return 0;
+}
