@@ -54,3 +54,44 @@ done_testing() {
 	echo "1..$_n"
 	[ "$_failed" -eq 0 ]
 }
+
+# serve_start [OPTIONS...]: start 'airlock serve' on 127.0.0.1, any port;
+# sets $URL and $SERVE_PID; its stderr (the request log) goes to $T/serve.log
+serve_start() {
+	"$AL" serve --listen 127.0.0.1:0 "$@" >"$T/serve.out" 2>>"$T/serve.log" &
+	SERVE_PID=$!
+	local i
+	for i in $(seq 100); do
+		URL=$(sed -n 's/^airlock serve: listening on //p' "$T/serve.out" 2>/dev/null)
+		[ -n "$URL" ] && return 0
+		sleep 0.05
+	done
+	echo "# airlock serve did not start"; cat "$T/serve.log" | sed 's/^/# /'
+	return 1
+}
+
+serve_stop() {
+	[ -n "${SERVE_PID:-}" ] || return 0
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	wait "$SERVE_PID" 2>/dev/null
+	SERVE_PID=
+}
+
+# api METHOD PATH TOKEN [BODY]: sets $status and $out (the answer's body)
+api() {
+	local m=$1 p=$2 tok=$3; shift 3
+	local args=(-s -o "$T/.api" -w '%{http_code}' -X "$m")
+	[ -n "$tok" ] && args+=(-H "Authorization: Bearer $tok")
+	[ $# -gt 0 ] && args+=(-H 'Content-Type: application/json' --data-binary "$1")
+	status=$(curl "${args[@]}" "$URL/api$p")
+	out=$(cat "$T/.api")
+}
+
+# jq-less JSON field: echo JSON | field a.b.0.c
+field() {
+	python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    d=d[int(k)] if isinstance(d,list) else d[k]
+print(d if not isinstance(d,(dict,list)) else json.dumps(d,sort_keys=True))' "$1"
+}

@@ -83,7 +83,12 @@ int al_auth_open(const char *home, struct al_auth **out, struct al_error *err)
 		free(a);
 		return r;
 	}
-	pthread_mutex_init(&a->lock, NULL);
+	/* recursive: a foreach callback may query the directory again */
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&a->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	*out = a;
 	return 0;
 }

@@ -175,13 +175,14 @@ int h_run_start(struct req *rq)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_project_get(st, project, &p, &err);
+	if (rc == 0)
+		rc = al_sandbox_check(NULL, r->req.o.network, &err);
+	/* everything refusable is refused before the first use imports the image */
 	if (rc == 0 && !r->req.o.image)
 		rc = ops_default_image(st, &err);
 	uint8_t img[32];
 	if (rc == 0)
 		rc = al_image_resolve(st, r->req.o.image ? r->req.o.image : OPS_DEFAULT_IMAGE, img, &err);
-	if (rc == 0)
-		rc = al_sandbox_check(NULL, r->req.o.network, &err);
 	al_store_close(st);
 	uint8_t rnd[7];
 	char hex[15];

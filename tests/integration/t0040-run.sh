@@ -9,9 +9,6 @@ echo one > "$S/edit.txt"; echo bye > "$S/del.txt"; echo s > "$S/script.sh"; echo
 echo keep > "$S/dir/sub/keep"
 "$AL" project create p --from "$S" >/dev/null
 HEAD0=$("$AL" project head p)
-field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[k]
-print(d)' "$1"; }
 
 run "$AL" run p -- sh -c 'echo more >> edit.txt; rm del.txt; chmod 755 script.sh; rm -rf gone; mkdir -p new/empty; echo n > new/f; echo to-stdout; echo to-stderr >&2'
 is "$rc" 0 "a successful run exits 0"

@@ -1,0 +1,313 @@
+#!/bin/bash
+# airlock serve: the HTTP API driven with curl and with the CLI (--server):
+# authentication (missing, malformed, expired, revoked tokens), the role
+# matrix, every route's success and error paths, body caps, runs (wait,
+# async, status, output, cancel), conflicts, and the CLI's parity with the
+# embedded home.
+. "$(dirname "$0")/../lib.sh"
+if ! unshare -U true 2>/dev/null; then echo "1..0 # SKIP no user namespaces"; exit 0; fi
+"$AL" init >/dev/null
+S="$T/src"; mkdir -p "$S/d"; echo one > "$S/a.txt"; echo two > "$S/d/b.txt"
+"$AL" project create p --from "$S" >/dev/null
+"$AL" project create other >/dev/null
+HEAD0=$("$AL" project head p)
+
+"$AL" admin principal create adm --role admin >/dev/null
+"$AL" admin principal create au --role author >/dev/null
+"$AL" admin principal create rv --role reviewer >/dev/null
+"$AL" admin principal create ag --role agent --project p >/dev/null
+"$AL" admin principal create ag2 --role agent >/dev/null
+"$AL" admin principal create ag3 --role agent --project p >/dev/null
+tok() { "$AL" admin token create "$@" 2>/dev/null; }
+ADM=$(tok adm); AU=$(tok au); RV=$(tok rv); AG=$(tok ag); AG2=$(tok ag2); AG3=$(tok ag3)
+like "$ADM" '^alk_[0-9a-f]{64}$' "a token is alk_ and 64 hex digits"
+ok "the home keeps no token's text" -- bash -c "! grep -rqF '${ADM#alk_}' '$AIRLOCK_HOME'"
+serve_start --body-max 4K --upload-max 64K --conn-timeout 2
+ok "the daemon prints the URL it listens on" -- test -n "$URL"
+
+# ---- public routes, authentication -------------------------------------------
+api GET /health ""
+is "$status" 200 "health needs no token"
+api GET /openapi.json ""
+is "$status" 200 "the OpenAPI document needs no token"
+echo "$out" > "$T/openapi.json"
+ok "every route the daemon serves is in the OpenAPI document, and nothing else" -- python3 - "$T/openapi.json" "$(dirname "$0")/../../src/server/server.c" <<'PY'
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+have = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+served = {(m, "/api/" + p) for m, p in re.findall(r'\{ "(GET|POST|DELETE)", "([^"]+)",', open(sys.argv[2]).read())}
+sys.exit(0 if have == served else print(have ^ served) or 1)
+PY
+api GET /projects ""
+is "$status" 401 "no token: 401"
+NOTOKEN=$out
+like "$out" '^\{"error":\{"code":"Unauthorized","message":"invalid, expired or revoked token"\}\}$' "…as a JSON error"
+api GET /projects "alk_0000000000000000000000000000000000000000000000000000000000000000"
+is "$status:$out" "401:$NOTOKEN" "an unknown token: the same answer"
+api GET /projects "garbage"
+is "$status:$out" "401:$NOTOKEN" "a malformed token: the same answer"
+SHORT=$(tok au --ttl 2)
+api GET /whoami "$SHORT"
+is "$status" 200 "a fresh token with a lifetime works"
+sleep 3.1
+api GET /whoami "$SHORT"
+is "$status:$out" "401:$NOTOKEN" "an expired token: the same answer"
+REV=$(tok au)
+REVID=$("$AL" admin token list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+run "$AL" admin token revoke "$REVID"
+is "$rc" 0 "admin token revoke"
+api GET /whoami "$REV"
+is "$status:$out" "401:$NOTOKEN" "a revoked token: the same answer"
+api GET /whoami "$AG"
+is "$(echo "$out" | field roles)" '["agent"]' "whoami: the principal's roles"
+is "$(echo "$out" | field projects)" '["p"]' "…and its granted projects"
+ok "the request log names principals and routes, never a token" -- bash -c "grep -q 'default/ag GET /api/whoami 200' '$T/serve.log' && ! grep -qF '${AG#alk_}' '$T/serve.log' && ! grep -q 'alk_' '$T/serve.log'"
+
+# ---- the role matrix ---------------------------------------------------------
+# expect TOKEN METHOD PATH STATUS [BODY] WHO
+expect() {
+	local t=$1 m=$2 p=$3 want=$4; shift 4
+	local who=${*: -1}
+	if [ $# -gt 1 ]; then api "$m" "$p" "$t" "$1"; else api "$m" "$p" "$t"; fi
+	is "$status" "$want" "$m $p as $who: $want"
+}
+for who in ADM AU RV AG; do
+	api GET /projects "${!who}"
+	is "$status" 200 "GET /projects as $who: 200"
+done
+api GET /projects "$AG"
+is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(p["name"] for p in json.load(sys.stdin)))')" "p" "an agent lists only its granted projects"
+api GET /projects "$AG2"
+is "$out" "[]" "an agent without grants lists none"
+api GET /projects/other "$AG"
+is "$status" 404 "an agent's ungranted project is 404"
+UNGRANTED=$out
+api GET /projects/nosuch "$AG"
+is "$status:$out" "404:$(echo "$UNGRANTED" | sed 's/other/nosuch/')" "…exactly like a project that does not exist"
+expect "$AU" POST /projects 201 '{"name":"q"}' author
+expect "$RV" POST /projects 403 '{"name":"q2"}' reviewer
+expect "$AG" POST /projects 403 '{"name":"q2"}' agent
+expect "$ADM" POST /projects 403 '{"name":"q2"}' admin
+expect "$AU" POST /projects 409 '{"name":"q"}' author
+expect "$AU" POST /projects 422 '{"name":"../x"}' author
+expect "$RV" GET /projects/p/log 200 reviewer
+expect "$AG" GET /projects/p/log 403 agent
+expect "$AG" GET /projects/p/drafts 403 agent
+expect "$RV" GET /audit 200 reviewer
+expect "$ADM" GET /audit 200 admin
+expect "$AU" GET /audit 403 author
+expect "$AG" GET /audit 403 agent
+expect "$AU" GET /principals 403 author
+expect "$ADM" GET /principals 200 admin
+expect "$RV" POST /projects/p/runs 403 '{"argv":["true"]}' reviewer
+expect "$ADM" POST /projects/p/runs 403 '{"argv":["true"]}' admin
+expect "$AG2" POST /projects/p/runs 404 '{"argv":["true"]}' "an ungranted agent"
+api POST /projects/p/runs "$AG2" '{"argv":["true"]}'
+like "$out" '"NotFound"' "…the same NotFound"
+api GET /projects "$RV"
+like "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(sorted(p["name"] for p in json.load(sys.stdin))))')" "^other p q$" "nothing the refused requests asked was created"
+api GET /nosuch "$AU"
+is "$status" 404 "an unknown route: 404"
+like "$out" '"code":"NotFound"' "…as a JSON error"
+api DELETE /projects "$AU"
+is "$status" 405 "a known route with another method: 405"
+
+# ---- malformed and oversized bodies --------------------------------------------
+LEDGER0=$("$AL" audit --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+STATE0=$(store_state)
+expect "$AG" POST /projects/p/runs 422 '{"argv":["true"' "agent, a truncated body"
+like "$out" '"code":"InvalidInput"' "…InvalidInput"
+expect "$AG" POST /projects/p/runs 422 '[1,2]' "agent, not an object"
+expect "$AG" POST /projects/p/runs 422 '{"argv":["true"],"memroy":1}' "agent, an unknown field"
+like "$out" "unknown field 'memroy'" "…named"
+expect "$AG" POST /projects/p/runs 422 '{"argv":[]}' "agent, an empty command"
+expect "$AG" POST /projects/p/runs 422 '{"argv":["true"],"timeout":-1}' "agent, a negative timeout"
+expect "$AG" POST /projects/p/runs 422 '{"argv":["true"],"argv":["x"]}' "agent, a duplicate key"
+expect "$AG" POST /projects/p/runs 422 '{"argv":["true"],"network":"egress"}' "agent, egress on the ns backend"
+BIG=$(python3 -c 'print("{\"argv\":[\"true\"],\"env\":{\"X\":\"" + "a"*8000 + "\"}}")')
+expect "$AG" POST /projects/p/runs 413 "$BIG" "agent, a body over --body-max"
+like "$out" '"code":"LimitExceeded"' "…LimitExceeded"
+status=$(python3 -c 'import sys; sys.stdout.write("{\"argv\":[\"true\"],\"env\":{\"X\":\"" + "a"*8000 + "\"}}")' |
+	curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AG" -H 'Transfer-Encoding: chunked' --data-binary @- "$URL/api/projects/p/runs")
+is "$status" 413 "a chunked body over the cap (no Content-Length) is refused too"
+is "$("$AL" audit --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$LEDGER0" "refused requests wrote no ledger entry"
+is "$(store_state)" "$STATE0" "…and stored nothing"
+
+# ---- runs ----------------------------------------------------------------------
+api POST /projects/p/runs "$AG" '{"argv":["sh","-c","echo changed >> a.txt; echo hello; echo oops >&2; exit 3"],"wait":true}'
+is "$status" 200 "a run with wait answers when it has ended"
+is "$(echo "$out" | field exit_code)" 3 "…with the command's exit status"
+is "$(echo "$out" | field stdout.text)" hello "…its stdout"
+is "$(echo "$out" | field principal)" ag "…and the principal that started it"
+RUN=$(echo "$out" | field id)
+is "$("$AL" project head p)" "$HEAD0" "the live head did not move"
+api GET "/runs/$RUN" "$AG"
+is "$(echo "$out" | field state)" ended "GET /runs/ID: ended"
+api GET "/runs/$RUN" "$AG2"
+is "$status" 404 "another agent cannot see the run"
+api GET "/runs/$RUN" "$RV"
+is "$status" 200 "a reviewer can"
+api GET "/runs/$RUN/output?stream=stderr" "$AG"
+is "$status:$out" "200:oops" "GET /runs/ID/output: one stream, as text"
+api GET "/runs/$RUN/output?stream=stdin" "$AG"
+is "$status" 422 "…an unknown stream is refused"
+api GET /projects/p/runs "$AG3"
+is "$out" "[]" "an agent lists only its own runs (another agent of the project sees none)"
+api GET "/runs/$RUN" "$AG3"
+is "$status" 404 "…and cannot read another agent's run"
+api GET /runs/rffffffffffff0 "$RV"
+is "$status" 404 "an unknown run: 404"
+
+api POST /projects/p/runs "$AG" '{"argv":["sh","-c","echo started > s; sleep 30"]}'
+is "$status" 202 "without wait, a run answers 202 at once"
+SLOW=$(echo "$out" | field id)
+api GET "/runs/$SLOW" "$AG"
+is "$(echo "$out" | field state)" running "…and is running"
+api GET /health ""
+is "$status" 200 "a running run blocks no other request"
+api POST "/runs/$SLOW/cancel" "$AG2"
+is "$status" 404 "another agent cannot cancel it (404)"
+api POST "/runs/$SLOW/cancel" "$RV"
+is "$status" 403 "a reviewer cannot cancel it (403)"
+api POST "/runs/$SLOW/cancel" "$AG"
+is "$status" 202 "its principal cancels it"
+for i in $(seq 100); do api GET "/runs/$SLOW" "$AG"; [ "$(echo "$out" | field state)" = ended ] && break; sleep 0.1; done
+is "$(echo "$out" | field state)" ended "the cancelled run ends"
+is "$(echo "$out" | field cancelled)" True "…recorded as cancelled"
+api POST "/runs/$SLOW/cancel" "$AG"
+is "$status" 409 "cancelling an ended run: 409 InvalidState"
+
+# ---- review, apply, conflicts ----------------------------------------------------
+# (a bundle made from the head before the apply below, for the conflict after it)
+mkdir -p "$T/w"; "$AL" snapshot export "$HEAD0" "$T/w/x" >/dev/null; echo theirs > "$T/w/x/a.txt"
+D=$("$AL" draft create p --from "$T/w/x")
+"$AL" bundle export "$D" "$T/b.tar.zst" >/dev/null
+api GET "/drafts/$RUN/review" "$RV"
+is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(f["op"]+":"+f["path"] for f in json.load(sys.stdin)["files"]))')" "M:a.txt" "review by run id"
+api GET "/drafts/$RUN" "$RV"
+is "$(echo "$out" | field state)" open "GET /drafts/ID"
+expect "$AU" POST "/drafts/$RUN/apply" 403 '{"mode":"accept_all"}' author
+expect "$RV" POST "/drafts/$RUN/apply" 422 '{"mode":"accept_selected"}' "reviewer, accept_selected without paths"
+expect "$RV" POST "/drafts/$RUN/apply" 422 '{"mode":"accept_selected","paths":["nope"]}' "reviewer, a path the draft does not change"
+is "$("$AL" project head p)" "$HEAD0" "refused applies moved nothing"
+expect "$RV" POST "/drafts/$RUN/apply" 200 '{"mode":"accept_all"}' reviewer
+HEAD1=$(echo "$out" | field head)
+is "$("$AL" project head p)" "$HEAD1" "apply moved the head to the answer's head"
+expect "$RV" POST "/drafts/$RUN/apply" 409 '{"mode":"accept_all"}' "reviewer, again"
+like "$out" '"code":"InvalidState"' "…InvalidState"
+
+# a bundle made from the old head that touches what the head changed: strict conflict
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/b.tar.zst" \
+	"$URL/api/projects/p/commits?base=$HEAD0")
+is "$code" 409 "a stale bundle commit: 409"
+is "$(field error.code < "$T/.api")" VolumeConflictError "…VolumeConflictError"
+is "$(field error.head < "$T/.api")" "$HEAD1" "…with the current head"
+is "$(field error.paths < "$T/.api")" '["a.txt"]' "…and the overlapping paths"
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/b.tar.zst" \
+	"$URL/api/projects/p/commits?base=$HEAD0&strategy=conflict_copy")
+is "$code" 201 "with conflict_copy the commit lands"
+like "$(field conflicts < "$T/.api")" '"copy_path": "a.conflict-[0-9a-f]{8}.txt"' "…the incoming version beside ours"
+head -c 3000 /dev/urandom > "$T/junk"
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/junk" \
+	"$URL/api/projects/p/commits?base=$HEAD0")
+like "$code" '^4' "a malformed bundle is refused"
+head -c 100000 /dev/urandom > "$T/huge"
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/huge" \
+	"$URL/api/projects/p/commits?base=$HEAD0")
+is "$code" 413 "an upload over --upload-max is refused"
+ok "no upload is left behind in tmp/" -- bash -c "[ -z \"\$(ls -A '$AIRLOCK_HOME/tenants/default/tmp')\" ]"
+
+# ---- snapshots, blobs, images, audit --------------------------------------------
+api GET "/snapshots/$HEAD0" "$RV"
+is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(e["path"] for e in json.load(sys.stdin)["entries"]))')" "a.txt d d/b.txt" "GET /snapshots/ID lists the entries"
+BLOB=$(echo "$out" | python3 -c 'import json,sys; print([e for e in json.load(sys.stdin)["entries"] if e["path"]=="a.txt"][0]["sha256"])')
+api GET "/blobs/$BLOB" "$RV"
+is "$status:$out" "200:one" "GET /blobs/ID: the bytes"
+api GET "/blobs/sha256:$(printf '%064d' 0)" "$RV"
+is "$status" 404 "an unknown blob: 404"
+api GET "/blobs/nothex" "$RV"
+is "$status" 422 "a malformed id: 422"
+api GET /images "$AG"
+like "$out" '"name":"busybox"' "GET /images"
+GROUP=$("$AL" run show "$RUN" --json | field group)
+api GET "/audit?group=$GROUP" "$RV"
+is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(e["kind"] for e in json.load(sys.stdin)))')" "draft_create commit run apply" "audit by group: the run, its draft and its apply"
+SEQ=$(echo "$out" | python3 -c 'import json,sys; print([e["seq"] for e in json.load(sys.stdin) if e["kind"]=="run"][0])')
+api GET "/audit/$SEQ" "$RV"
+is "$(echo "$out" | field included)" True "GET /audit/SEQ with a valid inclusion proof"
+is "$(echo "$out" | field content.stdout)" hello "…and the run's output"
+api GET /audit/99999 "$RV"
+is "$status" 404 "an unknown entry: 404"
+api GET /audit/checkpoint "$RV"
+like "$(echo "$out" | field line)" "^airlock" "GET /audit/checkpoint"
+curl -s -H "Authorization: Bearer $RV" -o "$T/export.ledger" "$URL/api/audit/export"
+ok "GET /audit/export verifies offline" -- "$AL" audit verify "$T/export.ledger"
+
+# ---- admin over the API ------------------------------------------------------------
+expect "$ADM" POST /principals 201 '{"name":"bot","roles":["agent"],"projects":["p"]}' admin
+expect "$ADM" POST /principals 409 '{"name":"bot","roles":["agent"]}' "admin, an existing name"
+expect "$ADM" POST /principals 422 '{"name":"x","roles":["root"]}' "admin, an unknown role"
+expect "$ADM" POST /principals/bot/tokens 201 '{"ttl":3600}' admin
+BOT=$(echo "$out" | field token); BOTID=$(echo "$out" | field id)
+api GET /whoami "$BOT"
+is "$(echo "$out" | field name)" bot "the new token works"
+api GET /tokens "$ADM"
+ok "token listings never carry a token's text" -- bash -c "! grep -q alk_ '$T/.api'"
+expect "$ADM" DELETE "/tokens/$BOTID" 200 admin
+api GET /whoami "$BOT"
+is "$status" 401 "…and after revoke it does not"
+expect "$ADM" POST /principals/nobody/tokens 404 '{}' "admin, no such principal"
+expect "$ADM" POST /principals/bot/grants 200 '{"name":"other"}' "admin, a grant"
+
+# ---- the CLI as a client: the same output ---------------------------------------
+export AIRLOCK_TOKEN=$RV
+same() { # same ARGS...: the embedded and the remote CLI print the same, and exit the same
+	local a b ra rb
+	a=$("$AL" "$@" 2>&1); ra=$?
+	b=$("$AL" --server "$URL" "$@" 2>&1); rb=$?
+	is "$rb:$b" "$ra:$a" "airlock $* (--server) prints what the embedded one does"
+}
+for args in "project list" "project head p" "project log p" "draft list p" "runs p" "image list" \
+	"run show $RUN" "review $RUN" "review $RUN --stat" "audit --group $GROUP" "audit show $SEQ" "audit checkpoint"; do
+	# shellcheck disable=SC2086
+	same $args
+	# shellcheck disable=SC2086
+	same $args --json
+done
+same project head nosuch
+same review dnosuch000000a --json
+run "$AL" --server "$URL" fsck
+is "$rc" 2 "a verb that needs the local home refuses --server (exit 2)"
+AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" run p -- sh -c 'echo from-cli; echo x > cli.txt; exit 4'
+is "$rc:$out" "4:from-cli" "airlock --server run: the command's output and exit status"
+like "$err" "run r[0-9a-f]{13}: 1 change \(1 added\); exit status 4" "…and the same summary"
+CLIRUN=$(printf '%s' "$err" | sed -n 's/^run \(r[0-9a-f]*\):.*/\1/p')
+AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept cli.txt
+is "$rc" 0 "airlock --server apply --accept"
+AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept-all
+is "$rc" 9 "…a second apply: exit 9 as embedded"
+AIRLOCK_TOKEN=garbage run "$AL" --server "$URL" project list
+is "$rc" 10 "a bad token: exit 10"
+AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" audit
+is "$rc" 11 "a role that may not: exit 11"
+AIRLOCK_TOKEN=$ADM run "$AL" --server "$URL" admin token create au --json
+like "$(echo "$out" | field token)" '^alk_' "admin token create --server"
+unset AIRLOCK_TOKEN
+run "$AL" --server "$URL" project list
+is "$rc" 10 "no AIRLOCK_TOKEN: exit 10, said so"
+like "$err" "AIRLOCK_TOKEN" "…naming the variable"
+
+# ---- slow clients -------------------------------------------------------------------
+STALLED=()
+for i in $(seq 20); do (exec 3<>/dev/tcp/127.0.0.1/"${URL##*:}"; printf 'GET /api/health HTTP/1.1\r\nHost: x\r\n' >&3; sleep 4) & STALLED+=($!); done
+sleep 0.3
+api GET /projects "$RV"
+is "$status" 200 "20 stalled connections do not block other clients"
+sleep 2.5
+ok "stalled connections are closed after --conn-timeout" -- bash -c "[ \$(ss -tn state established '( sport = :${URL##*:} )' | tail -n +2 | wc -l) -eq 0 ]"
+wait "${STALLED[@]}"
+
+serve_stop
+ok "fsck is clean after all of it" -- "$AL" fsck
+ok "the ledger verifies" -- "$AL" audit verify
+done_testing
