@@ -107,6 +107,11 @@ if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2
 fi
+if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
+else
+	echo "== daemon figures skipped (need wrk and user namespaces)" >&2
+fi
 if [ "${BENCH_1M:-0}" = 1 ]; then
 	echo "== peak RSS importing a 1M-entry tree from disk" >&2
 	if [ ! -f "$OUT/tree1m.complete" ]; then

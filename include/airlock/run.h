@@ -45,6 +45,12 @@ struct al_run_opts {
 	uint32_t host_uid, host_gid;   /* 0: AL_SANDBOX_UID as root, else our own ids */
 	al_sandbox_output_fn output;   /* live output, within the output limit; may be NULL */
 	void *output_ctx;
+	/* The heavy phases (materialising the layers; turning the changes
+	 * into a bundle and a draft) run between throttle(ctx, true) and
+	 * throttle(ctx, false), so a daemon can bound how many run at once
+	 * (cores, memory); the sandbox itself runs outside.  May be NULL. */
+	void (*throttle)(void *ctx, bool enter);
+	void *throttle_ctx;
 };
 
 struct al_run_info {

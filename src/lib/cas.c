@@ -18,6 +18,7 @@
 
 #include "airlock/cas.h"
 #include "sqlite_util.h"
+#include "store_private.h"
 #include "util.h"
 
 #define IOBUF (1u << 20)
@@ -953,4 +954,10 @@ void al_cas_write_abort(struct al_cas_writer *w)
 	al_sha_free(w->sha);
 	al_buf_release(&w->small);
 	free(w);
+}
+
+void al_cas__release_memory(struct al_cas *c)
+{
+	if (c && c->db)
+		sqlite3_db_release_memory(c->db);
 }

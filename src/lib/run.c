@@ -232,7 +232,15 @@ struct run {
 	uint64_t added, modified, deleted;
 	int64_t started, finished;
 	uint64_t materialise_ms, delta_ms;
+	bool throttled;
 };
+
+static void throttle(struct run *r, bool enter)
+{
+	if (r->o->throttle && r->throttled != enter)
+		r->o->throttle(r->o->throttle_ctx, enter);
+	r->throttled = enter;
+}
 
 static void run_release(struct run *r)
 {
@@ -477,9 +485,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	}
 	uint64_t t0 = al_now_ns();
+	throttle(&run, true);
 	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, err)) < 0 ||
 	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, err)) < 0)
 		goto out;
+	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
 	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
 	if (run.init < 0) {
@@ -500,6 +510,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		.output = on_output, .output_ctx = &run.cap, .secret_files = files, .nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
 	};
+	al_store__release_memory(st);
 	run.started = al_wall_s();
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;
@@ -511,6 +522,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	char upper[64];
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
+	throttle(&run, true);
 	if ((r = al_overlay_apply(st, run.base, upper, run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
@@ -530,6 +542,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	free(rc.text);
 	json_decref(rec);
 out:
+	if (run.throttled)
+		throttle(&run, false);
 	run_release(&run);
 	free(env);
 	return r;

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "sqlite_util.h"
 #include "util.h"
@@ -32,6 +33,20 @@ int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct a
 	return 0;
 }
 
+/* Wait for a lock in 1 ms steps (about two minutes in all).  SQLite's own
+ * busy timeout backs off to 100 ms sleeps, so under many concurrent writers
+ * (the daemon's runs) a waiter slept long after the lock was free: a p99 of
+ * seconds for commits that take milliseconds. */
+static int busy_wait(void *ctx, int n)
+{
+	(void)ctx;
+	if (n >= 120000)
+		return 0;
+	struct timespec ts = { 0, 1000000 };
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync, sqlite3 **out,
 			struct al_error *err)
 {
@@ -44,7 +59,7 @@ int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync,
 		sqlite3_close(db);
 		return r;
 	}
-	sqlite3_busy_timeout(db, 120000);
+	sqlite3_busy_handler(db, busy_wait, NULL);
 	char pragmas[320];
 	/* page_size only takes effect when the database is created; large pages
 	 * suit the object pack (rows of KiBs) and cost nothing elsewhere */

@@ -293,6 +293,15 @@ void al_store_close(struct al_store *s)
 	free(s);
 }
 
+void al_store__release_memory(struct al_store *s)
+{
+	al_cas__release_memory(s->cas);
+	if (s->meta)
+		sqlite3_db_release_memory(s->meta);
+	if (s->statcache)
+		sqlite3_db_release_memory(s->statcache);
+}
+
 struct al_cas *al_store_cas(struct al_store *s) { return s->cas; }
 const char *al_store_dir(struct al_store *s) { return s->dir; }
 /* meta.db is opened on first use: reading a snapshot needs only the cas */

@@ -6,6 +6,7 @@
  * status and cancel find a run before its record exists, and a run whose
  * sandbox failed (nothing recorded) still has an answer. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,24 @@ int srv_runs_init(struct srv *s)
 {
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->runs_done, NULL);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	sem_init(&s->heavy, 0, s->cfg.heavy ? s->cfg.heavy : (unsigned)(cpus > 0 ? cpus : 1));
 	return 0;
+}
+
+/* Materialising and collecting are CPU- and memory-bound: more of them at
+ * once than there are cores only adds memory (each holds a few MiB of
+ * compression and tree state).  Sandboxes, which mostly wait, are not
+ * bounded by this. */
+static void throttle(void *ctx, bool enter)
+{
+	struct srv *s = ctx;
+	if (!enter) {
+		sem_post(&s->heavy);
+		return;
+	}
+	while (sem_wait(&s->heavy) < 0 && errno == EINTR)
+		;
 }
 
 static void run_free(struct srv_run *r)
@@ -65,6 +83,7 @@ void srv_runs_free(struct srv *s)
 	}
 	pthread_cond_destroy(&s->runs_done);
 	pthread_mutex_destroy(&s->lock);
+	sem_destroy(&s->heavy);
 }
 
 /* Keep at most RECENT_MAX ended runs (under the lock). */
@@ -110,6 +129,7 @@ static void *run_thread(void *arg)
 	run_request_release(&r->req);
 	json_decref(r->body);
 	r->body = NULL;
+	malloc_trim(0); /* what the run's thread freed goes back: the daemon returns to idle */
 	pthread_mutex_lock(&s->lock);
 	r->rc = rc;
 	r->done = true;
@@ -212,6 +232,8 @@ int h_run_start(struct req *rq)
 	o->id = r->id;
 	o->cancel_fd = r->cancel_fd;
 	o->init_path = s->init_path;
+	o->throttle = throttle;
+	o->throttle_ctx = s;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->stopping || s->active >= s->cfg.max_runs) {
@@ -233,6 +255,9 @@ int h_run_start(struct req *rq)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* the library's deepest frames are 64 KiB buffers; 2 MiB leaves room
+	 * and keeps the stacks glibc caches after the threads end small */
+	pthread_attr_setstacksize(&attr, 2u << 20);
 	if (pthread_create(&t, &attr, run_thread, r) != 0) {
 		pthread_attr_destroy(&attr);
 		rq->waiting = NULL;

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -481,7 +482,11 @@ int srv_main(const struct srv_config *cfg)
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
 		return al_code_exit(err.code);
 	}
-	ops_init_path(s.init_path, sizeof(s.init_path));
+	char ibuf[sizeof(s.init_path)];
+	snprintf(s.init_path, sizeof(s.init_path), "%s", ops_init_path(ibuf, sizeof(ibuf)));
+	/* few malloc arenas: each thread (a run, a request) would otherwise
+	 * keep one of its own, and the daemon's memory would not shrink back */
+	mallopt(M_ARENA_MAX, 2);
 	srv_runs_init(&s);
 	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					 MHD_USE_ITC | MHD_USE_ERROR_LOG,

@@ -5,6 +5,7 @@
 #define AL_SERVER_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -24,6 +25,7 @@ struct srv_config {
 	size_t upload_max;         /* bundle uploads */
 	unsigned threads;          /* request threads */
 	unsigned max_runs;         /* runs in flight; beyond: 503 */
+	unsigned heavy;            /* runs materialising or collecting at once (0: the CPUs) */
 	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
 	unsigned conn_timeout_s;   /* idle or slow connections are closed */
 };
@@ -36,6 +38,7 @@ struct srv {
 	uint16_t port;
 	pthread_mutex_t lock;      /* runs, stopping */
 	pthread_cond_t runs_done;
+	sem_t heavy;               /* slots for the heavy phases of runs (run.h throttle) */
 	struct srv_run *runs;      /* in flight and recently ended (bounded) */
 	unsigned active;
 	bool stopping;

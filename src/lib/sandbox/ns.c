@@ -208,7 +208,10 @@ static _Noreturn void child_main(const struct child *c)
 {
 	char go;
 	TRY(read(c->sock, &go, 1) == 1, ST_SYNC);
-	TRY(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0, ST_IDS);
+	/* raw syscalls: glibc's setres*id broadcast the change to every thread
+	 * it believes the process has, and after clone from a threaded parent
+	 * (the daemon) those threads are gone: it would wait forever */
+	TRY(syscall(SYS_setresgid, 0, 0, 0) == 0 && syscall(SYS_setresuid, 0, 0, 0) == 0, ST_IDS);
 	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
 	umask(0);
 	TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, ST_PRIVATE);
