@@ -24,6 +24,9 @@ struct al_image_info {
  * paths, no writing through symlinks), imported, and removed. */
 int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
 		    struct al_error *err);
+/* The same, recording source (e.g. "upload") instead of src as its origin. */
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+		       struct al_import_result *res, struct al_error *err);
 typedef int (*al_image_fn)(void *ctx, const struct al_image_info *img, struct al_error *err);
 int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err);
 /* A name or an id (sha256:…) to an image's snapshot id. */

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "airlock/image.h"
 #include "airlock/store.h"
@@ -34,27 +35,35 @@ static int image_import(struct cli *cli, int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage(cli, "expected DIR or TARBALL");
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	struct al_import_result res;
-	int r = al_image_import(st, argv[optind], name, &res, &err);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
-	if (cli->json) {
-		json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res.files, "bytes", (json_int_t)res.bytes,
-				      "skipped", (json_int_t)res.skipped);
-		json_object_set_new(o, "id", view_id(res.id));
-		json_object_set_new(o, "name", name ? json_string(name) : json_null());
-		return cli_json_print(o);
+	json_t *doc = NULL;
+	if (cli->server) {
+		/* a tarball is uploaded; a directory needs the local home */
+		struct stat sb;
+		if (stat(argv[optind], &sb) == 0 && S_ISDIR(sb.st_mode))
+			return cli_local_only(cli);
+		char path[256] = "/images", esc[200];
+		if (name)
+			snprintf(path, sizeof(path), "/images?name=%s", cli_path_escape(name, esc, sizeof(esc)));
+		if (cli_http(cli, "POST", path, NULL, argv[optind], NULL, &doc, &err) < 0)
+			return cli_remote_error(cli, &err, doc);
+	} else {
+		struct al_store *st = NULL;
+		if (cli_open(cli, &st, &err) < 0)
+			return cli_error(cli, &err);
+		struct al_import_result res;
+		int r = al_image_import(st, argv[optind], name, &res, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
+		doc = view_image_import(&res, name);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(res.id, id);
-	printf("%s\n", id);
-	if (res.skipped)
-		fprintf(stderr, "%s: skipped %llu device files, FIFOs or sockets\n", cli->prog,
-			(unsigned long long)res.skipped);
+	if (cli->json)
+		return cli_json_print(doc);
+	printf("%s\n", json_string_value(json_object_get(doc, "id")));
+	long long skipped = (long long)json_integer_value(json_object_get(doc, "skipped"));
+	if (skipped)
+		fprintf(stderr, "%s: skipped %lld device files, FIFOs or sockets\n", cli->prog, skipped);
+	json_decref(doc);
 	return 0;
 }
 

@@ -109,6 +109,12 @@ static int record(struct al_store *st, const uint8_t id[32], const char *name, c
 int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
 		    struct al_error *err)
 {
+	return al_image_import_as(st, src, name, src, res, err);
+}
+
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+		       struct al_import_result *res, struct al_error *err)
+{
 	int r;
 	if (name && (r = al_project_name_check(name, err)) < 0)
 		return al_error_prefix(err, "image: ");
@@ -134,7 +140,7 @@ int al_image_import(struct al_store *st, const char *src, const char *name, stru
 		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
 	}
 	if (r == 0)
-		r = record(st, res->id, name, src, err);
+		r = record(st, res->id, name, source, err);
 	return r;
 }
 

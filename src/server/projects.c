@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "airlock/cas.h"
+#include "airlock/image.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
@@ -296,4 +297,20 @@ static int images(struct req *rq, struct al_store *st, json_t **out, struct al_e
 int h_images(struct req *rq)
 {
 	return serve(rq, 200, images);
+}
+
+/* POST /images[?name=N], the body a tar archive (any compression) */
+int h_image_import(struct req *rq)
+{
+	const char *name = srv_query(rq, "name");
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	struct al_import_result res;
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_image_import_as(st, src, name, "upload", &res, &err);
+	al_store_close(st);
+	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, view_image_import(&res, name));
 }

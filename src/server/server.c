@@ -72,6 +72,7 @@ static const struct route routes[] = {
 	{ "GET", "snapshots/{id}", READ, h_snapshot, false },
 	{ "GET", "blobs/{id}", READ, h_blob, false },
 	{ "GET", "images", ANY, h_images, false },
+	{ "POST", "images", AL_ROLE_ADMIN | AL_ROLE_AUTHOR, h_image_import, true },
 	{ "GET", "runs/{id}", ANY, h_run, false },
 	{ "GET", "runs/{id}/output", ANY, h_run_output, false },
 	{ "POST", "runs/{id}/cancel", ANY, h_run_cancel, false },
@@ -517,6 +518,15 @@ int srv_main(const struct srv_config *cfg)
 	if (ls != MHD_INVALID_SOCKET)
 		close(ls);
 	srv_runs_drain(&s);
+	/* the answers of requests that waited for those runs are on their
+	 * way: give open connections up to 2 s to finish before closing them */
+	for (int i = 0; i < 200; i++) {
+		const union MHD_DaemonInfo *ci = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!ci || ci->num_connections == 0)
+			break;
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
 	MHD_stop_daemon(s.mhd);
 	srv_runs_free(&s);
 	al_auth_close(s.auth);

@@ -105,6 +105,7 @@ int h_draft_apply(struct req *rq);
 int h_snapshot(struct req *rq);
 int h_blob(struct req *rq);
 int h_images(struct req *rq);
+int h_image_import(struct req *rq);
 int h_runs(struct req *rq);
 int h_run_start(struct req *rq);
 int h_run(struct req *rq);

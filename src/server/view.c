@@ -93,6 +93,15 @@ json_t *view_apply(const char *draft, const char *mode, const char *strategy, co
 	return o;
 }
 
+json_t *view_image_import(const struct al_import_result *res, const char *name)
+{
+	json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res->files, "bytes", (json_int_t)res->bytes,
+			      "skipped", (json_int_t)res->skipped);
+	json_object_set_new(o, "id", view_id(res->id));
+	json_object_set_new(o, "name", name ? json_string(name) : json_null());
+	return o;
+}
+
 json_t *view_project(const struct al_project_info *p)
 {
 	json_t *o = json_pack("{s:s,s:I,s:I}", "name", p->name, "commits", (json_int_t)p->commits, "created",

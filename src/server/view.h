@@ -32,6 +32,10 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 /* What an apply was asked: {draft, mode, strategy, paths} */
 json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n);
 
+struct al_import_result;
+/* An image import: {files, bytes, skipped, id, name} */
+json_t *view_image_import(const struct al_import_result *res, const char *name);
+
 json_t *view_project(const struct al_project_info *p);
 json_t *view_draft(const struct al_draft_info *d);
 

@@ -229,6 +229,19 @@ api GET "/blobs/nothex" "$RV"
 is "$status" 422 "a malformed id: 422"
 api GET /images "$AG"
 like "$out" '"name":"busybox"' "GET /images"
+mkdir -p "$T/img/bin"; echo '#!/bin/sh' > "$T/img/bin/hello"; tar -C "$T/img" -czf "$T/img.tgz" .
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/img.tgz" "$URL/api/images?name=tiny")
+is "$code" 201 "POST /images: a tarball becomes an image"
+is "$(field name < "$T/.api")" tiny "…under its name"
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AG" --data-binary @"$T/img.tgz" "$URL/api/images")
+is "$code" 403 "an agent cannot import images"
+code=$(curl -s -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer $AU" --data-binary @"$T/junk" "$URL/api/images")
+like "$code" '^4' "garbage is not an image"
+ok "…and leaves nothing in tmp/" -- bash -c "[ -z \"\$(ls -A '$AIRLOCK_HOME/tenants/default/tmp')\" ]"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" image import "$T/img.tgz" --name tiny2 --json
+is "$rc:$(echo "$out" | field name)" "0:tiny2" "airlock --server image import TARBALL uploads it"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" image import "$T/img"
+is "$rc" 2 "…a directory needs the local home"
 GROUP=$("$AL" run show "$RUN" --json | field group)
 api GET "/audit?group=$GROUP" "$RV"
 is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(e["kind"] for e in json.load(sys.stdin)))')" "draft_create commit run apply" "audit by group: the run, its draft and its apply"

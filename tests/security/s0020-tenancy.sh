@@ -131,7 +131,9 @@ is "$?" 0 "another tenant's project answers as fast as a missing one (medians ms
 # ---- SIGTERM during a run --------------------------------------------------------
 api POST /projects/p/runs "$A" '{"argv":["sh","-c","echo partial > partial.txt; sleep 60"]}'
 SLOW=$(echo "$out" | field id)
-sleep 0.5
+curl -s -o "$T/waited" -H "Authorization: Bearer $A" --data-binary '{"argv":["sleep","60"],"wait":true}' "$URL/api/projects/p/runs" &
+CURL=$!
+sleep 0.7
 T0=$(date +%s.%N)
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID"; src=$?
@@ -139,7 +141,9 @@ T1=$(date +%s.%N)
 SERVE_PID=
 is "$src" 0 "SIGTERM: the daemon exits 0"
 ok "…within the grace period plus the cancel, not the run's 60 s" -- python3 -c "import sys; sys.exit(0 if $T1 - $T0 < 10 else 1)"
-like "$(cat "$T/serve.log")" "cancelling 1 run still in flight" "…saying it cancelled the run"
+like "$(cat "$T/serve.log")" "cancelling 2 runs still in flight" "…saying it cancelled the runs"
+wait "$CURL"
+is "$(field cancelled < "$T/waited")" True "a request waiting for a run gets its answer: the run, cancelled"
 is "$("$AL" run show "$SLOW" --json | field cancelled)" True "the run is recorded, cancelled"
 ok "no sandbox process is left" -- bash -c "! pgrep -f 'sleep 6[0]' >/dev/null"
 ok "fsck is clean" -- "$AL" fsck
