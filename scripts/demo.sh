@@ -2,7 +2,8 @@
 # The quick start: import an example project, look at it, change a copy,
 # diff the two snapshots, export one back; make it a project, review and
 # apply a draft, run a command in a sandbox and apply part of its changes;
-# the log, the ledger (verified offline), the store.
+# the same through the daemon with scoped tokens; the log, the ledger
+# (verified offline), the store.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 AL="${AIRLOCK_BUILD:-$root/build}/airlock"
@@ -83,6 +84,36 @@ say airlock apply "$RUN" --accept data/journal.csv reports/2026/q4.md "  # keep 
 
 say airlock runs finance
 "$AL" runs finance | cut -c1-110
+
+# the same through the daemon: an agent with a scoped token runs, a reviewer applies
+say airlock admin principal create close-bot --role agent --project finance '&&' airlock admin token create close-bot
+"$AL" admin principal create close-bot --role agent --project finance
+"$AL" admin principal create controller --role reviewer
+AGENT=$("$AL" admin token create close-bot --ttl 1h 2>/dev/null)
+REVIEWER=$("$AL" admin token create controller --ttl 1h 2>/dev/null)
+echo "${AGENT:0:12}… (shown once; only its hash is kept)"
+say airlock serve --listen 127.0.0.1:0 '&'
+"$AL" serve --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.log" &
+SERVE=$!
+trap 'kill -TERM $SERVE 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 100); do URL=$(sed -n 's/^airlock serve: listening on //p' "$work/serve.out"); [ -n "$URL" ] && break; sleep 0.05; done
+echo "$URL"
+export AIRLOCK_URL=$URL
+say AIRLOCK_TOKEN=… airlock run finance --secret-file LEDGER_API_TOKEN=… -- sh -c '…'
+AIRLOCK_TOKEN=$AGENT "$AL" run finance --secret-file LEDGER_API_TOKEN=demo-token-123 -- sh -c \
+	'test -s /run/airlock/secrets/LEDGER_API_TOKEN && echo "token file present"; echo "# fx rates" > data/fx.csv' \
+	2>"$work/run2.err"
+cat "$work/run2.err"
+RUN2=$(sed -n 's/^run \(r[0-9a-f]*\):.*/\1/p' "$work/run2.err")
+say AIRLOCK_TOKEN=… airlock apply "$RUN2" --accept-all "  # as the agent: refused"
+AIRLOCK_TOKEN=$AGENT "$AL" apply "$RUN2" --accept-all || true
+say AIRLOCK_TOKEN=… airlock apply "$RUN2" --accept-all "  # as the reviewer"
+AIRLOCK_TOKEN=$REVIEWER "$AL" apply "$RUN2" --accept-all
+unset AIRLOCK_URL
+kill -TERM $SERVE; wait $SERVE 2>/dev/null || true
+trap 'rm -rf "$work"' EXIT
+echo "the daemon's log (no token, no secret):"
+grep -v '^airlock serve' "$work/serve.log" | cut -c1-100
 
 say airlock project log finance
 "$AL" project log finance
