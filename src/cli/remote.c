@@ -139,6 +139,8 @@ int cli_http(struct cli *cli, const char *method, const char *path, json_t *body
 		}
 		*out = doc;
 	}
+	if (payload)
+		explicit_bzero(payload, strlen(payload)); /* a run request holds its secrets */
 	free(payload);
 	free(b.p);
 	curl_slist_free_all(h);

@@ -333,10 +333,16 @@ static void take_data(struct req *rq, const char *data, size_t n)
 		size_t nc = rq->cap ? rq->cap : 4096;
 		while (nc < rq->len + n)
 			nc *= 2;
-		char *b = realloc(rq->cap ? rq->body : NULL, nc);
+		/* grown by copy, the old buffer wiped: a body may hold secrets */
+		char *b = malloc(nc);
 		if (!b) {
 			rq->too_big = true;
 			return;
+		}
+		if (rq->body) {
+			memcpy(b, rq->body, rq->len);
+			explicit_bzero(rq->body, rq->cap);
+			free(rq->body);
 		}
 		rq->body = b;
 		rq->cap = nc;
@@ -422,6 +428,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (rq->upload_fd >= 0)
 		close(rq->upload_fd);
 	free(rq->segbuf);
+	if (rq->body)
+		explicit_bzero(rq->body, rq->cap); /* a run request's body holds its secrets */
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;
