@@ -129,9 +129,10 @@ PY
 is "$?" 0 "another tenant's project answers as fast as a missing one (medians ms: $(cat "$T/timing"))"
 
 # ---- SIGTERM during a run --------------------------------------------------------
-api POST /projects/p/runs "$A" '{"argv":["sh","-c","echo partial > partial.txt; sleep 60"]}'
+MARK="mark$$x$RANDOM"   # names this test's sandbox processes (other tests may run sleeps too)
+api POST /projects/p/runs "$A" "{\"argv\":[\"sh\",\"-c\",\"echo partial > partial.txt; sleep 60; echo $MARK\"]}"
 SLOW=$(echo "$out" | field id)
-curl -s -o "$T/waited" -H "Authorization: Bearer $A" --data-binary '{"argv":["sleep","60"],"wait":true}' "$URL/api/projects/p/runs" &
+curl -s -o "$T/waited" -H "Authorization: Bearer $A" --data-binary "{\"argv\":[\"sh\",\"-c\",\"sleep 60; echo $MARK\"],\"wait\":true}" "$URL/api/projects/p/runs" &
 CURL=$!
 sleep 0.7
 T0=$(date +%s.%N)
@@ -145,7 +146,7 @@ like "$(cat "$T/serve.log")" "cancelling 2 runs still in flight" "…saying it c
 wait "$CURL"
 is "$(field cancelled < "$T/waited")" True "a request waiting for a run gets its answer: the run, cancelled"
 is "$("$AL" run show "$SLOW" --json | field cancelled)" True "the run is recorded, cancelled"
-ok "no sandbox process is left" -- bash -c "! pgrep -f 'sleep 6[0]' >/dev/null"
+ok "no sandbox process is left" -- bash -c "! pgrep -f '[s]leep 60; echo $MARK' >/dev/null"
 ok "fsck is clean" -- "$AL" fsck
 ok "the ledger verifies" -- "$AL" audit verify
 ok "no temporary file is left" -- bash -c "[ -z \"\$(ls -A '$AIRLOCK_HOME/tenants/default/tmp')\" ]"
