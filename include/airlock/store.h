@@ -10,6 +10,7 @@
 #ifndef AIRLOCK_STORE_H
 #define AIRLOCK_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "airlock/error.h"
@@ -31,6 +32,13 @@ int al_tenant_name_check(const char *name, struct al_error *err);
 int al_store_open(const char *home, const char *tenant, struct al_store **out,
 		  struct al_error *err);
 void al_store_close(struct al_store *s);
+
+/* Give back the page caches of the tenant's databases; the handle stays
+ * usable (a run does this before its sandbox, which may last hours; the
+ * daemon after each request on a handle it keeps). */
+void al_store_release_memory(struct al_store *s);
+/* No transaction or object batch is open on the handle (it may be kept). */
+bool al_store_idle(struct al_store *s);
 
 struct al_cas *al_store_cas(struct al_store *s); /* borrowed */
 const char *al_store_dir(struct al_store *s);    /* the tenant directory */

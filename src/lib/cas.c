@@ -956,6 +956,11 @@ void al_cas_write_abort(struct al_cas_writer *w)
 	free(w);
 }
 
+bool al_cas__idle(struct al_cas *c)
+{
+	return c->batchfd < 0 && sqlite3_get_autocommit(c->db);
+}
+
 void al_cas__release_memory(struct al_cas *c)
 {
 	if (c && c->db)

@@ -510,7 +510,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		.output = on_output, .output_ctx = &run.cap, .secret_files = files, .nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
 	};
-	al_store__release_memory(st);
+	al_store_release_memory(st);
 	run.started = al_wall_s();
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;

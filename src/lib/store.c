@@ -293,7 +293,13 @@ void al_store_close(struct al_store *s)
 	free(s);
 }
 
-void al_store__release_memory(struct al_store *s)
+bool al_store_idle(struct al_store *s)
+{
+	return al_cas__idle(s->cas) && (!s->meta || sqlite3_get_autocommit(s->meta)) &&
+	       (!s->statcache || sqlite3_get_autocommit(s->statcache));
+}
+
+void al_store_release_memory(struct al_store *s)
 {
 	al_cas__release_memory(s->cas);
 	if (s->meta)

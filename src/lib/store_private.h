@@ -15,11 +15,8 @@ int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
 /* Open the home's global database (tenants, principals, tokens). */
 int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
 
-/* Give back the page caches of the tenant's databases (a run does before
- * its sandbox, which may last hours, so a daemon's waiting runs hold no
- * cache). */
-void al_store__release_memory(struct al_store *s);
 void al_cas__release_memory(struct al_cas *c);
+bool al_cas__idle(struct al_cas *c);
 
 /* The deployment's ledger signing key (borrowed; loaded or created once). */
 int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *err);

@@ -33,7 +33,7 @@ int h_audit(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_ledger(st, &q, arr, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc < 0) {
 		json_decref(arr);
 		return srv_error(rq, &err);
@@ -53,7 +53,7 @@ int h_audit_entry(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_ledger_entry(st, seq, &out, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, out);
 }
 
@@ -65,7 +65,7 @@ int h_audit_checkpoint(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_checkpoint(st, &out, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, out);
 }
 
@@ -97,7 +97,7 @@ int h_audit_export(struct req *rq)
 			rc = al_fail(&err, AL_EIO, errno, "export");
 		unlink(path);
 	}
-	al_store_close(st);
+	srv_store_done(st);
 	struct stat sb;
 	if (rc == 0 && fstat(fd, &sb) < 0)
 		rc = al_fail(&err, AL_EIO, errno, "export");

@@ -28,7 +28,7 @@ static int serve(struct req *rq, int status, view_fn fn)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = fn(rq, st, &out, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc < 0) {
 		json_decref(out);
 		return srv_error(rq, &err);
@@ -136,7 +136,7 @@ int h_project_commit(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, base, &o, &res, bundle, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
 	else if (rc < 0)
@@ -200,7 +200,7 @@ int h_draft_apply(struct req *rq)
 					    .message = a.message ? a.message : message };
 		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
 	}
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
 	else if (rc < 0)
@@ -279,7 +279,7 @@ int h_blob(struct req *rq)
 			     (unsigned long long)size, BLOB_MAX);
 	if (rc == 0)
 		rc = al_cas_get(al_store_cas(st), id, &data, &len, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	srv_bytes(rq, 200, "application/octet-stream", data, len);
@@ -311,6 +311,6 @@ int h_image_import(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_image_import_as(st, src, name, "upload", &res, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, view_image_import(&res, name));
 }

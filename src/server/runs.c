@@ -203,7 +203,7 @@ int h_run_start(struct req *rq)
 	uint8_t img[32];
 	if (rc == 0)
 		rc = al_image_resolve(st, r->req.o.image ? r->req.o.image : OPS_DEFAULT_IMAGE, img, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	uint8_t rnd[7];
 	char hex[15];
 	if (rc == 0 && getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
@@ -300,7 +300,7 @@ static int answer_ended(struct req *rq, const char *id, bool with_output, int fa
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_run(st, id, with_output, &rec, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	json_object_set_new(rec, "state", json_string("ended"));
@@ -366,7 +366,7 @@ int h_run(struct req *rq)
 	int r2 = srv_store(rq, &st, &err);
 	if (r2 == 0)
 		r2 = view_run(st, id, srv_query(rq, "output") != NULL, &rec, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (r2 < 0)
 		return srv_error(rq, &err);
 	if (!run_visible(rq, json_string_value(json_object_get(rec, "principal")))) {
@@ -400,7 +400,7 @@ int h_run_output(struct req *rq)
 		rc = al_id_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
 	if (rc == 0)
 		rc = al_cas_get(al_store_cas(st), blob, &data, &len, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	json_decref(rec);
 	if (rc < 0)
 		return srv_error(rq, &err);
@@ -440,7 +440,7 @@ int h_run_cancel(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_run(st, id, false, &rec, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(rec, "principal"))))
 		rc = al_fail(&err, AL_ENOTFOUND, 0, "no run %s", id);
 	json_decref(rec);
@@ -465,7 +465,7 @@ int h_runs(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_runs(st, project, arr, &err);
-	al_store_close(st);
+	srv_store_done(st);
 	if (rc < 0) {
 		json_decref(arr);
 		return srv_error(rq, &err);

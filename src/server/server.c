@@ -196,11 +196,49 @@ int srv_body_json(struct req *rq, json_t **out)
 	return 0;
 }
 
+/* Opening a store (files, SQLite connections, schema) costs most of a
+ * small request; each request thread keeps the last one it used, for one
+ * tenant, and hands it out only to a principal of that tenant. */
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_free(void *st)
+{
+	al_store_close(st);
+}
+
+static void kept_init(void)
+{
+	pthread_key_create(&kept_key, kept_free); /* closed when the thread ends */
+}
+
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err)
 {
+	*out = NULL;
 	if (!rq->authed || !rq->who.tenant[0])
 		return al_fail(err, AL_EAUTH, 0, "not authenticated");
+	pthread_once(&kept_once, kept_init);
+	struct al_store *kept = pthread_getspecific(kept_key);
+	if (kept && strcmp(al_store_tenant(kept), rq->who.tenant) == 0) {
+		pthread_setspecific(kept_key, NULL);
+		*out = kept;
+		return 0;
+	}
 	return al_store_open(rq->srv->cfg.home, rq->who.tenant, out, err);
+}
+
+void srv_store_done(struct al_store *st)
+{
+	if (!st)
+		return;
+	if (!al_store_idle(st)) { /* a failure left something open: do not reuse it */
+		al_store_close(st);
+		return;
+	}
+	pthread_once(&kept_once, kept_init);
+	al_store_release_memory(st);
+	al_store_close(pthread_getspecific(kept_key));
+	pthread_setspecific(kept_key, st);
 }
 
 bool srv_role(struct req *rq, unsigned roles)

@@ -84,8 +84,11 @@ const char *srv_query(struct req *rq, const char *key);
 int srv_body_json(struct req *rq, json_t **out);
 
 /* The tenant's store for this request's principal: the only way a handler
- * reaches data, so every read and write is scoped to that tenant. */
+ * reaches data, so every read and write is scoped to that tenant.  Give it
+ * back with srv_store_done (each request thread keeps one open handle,
+ * for the tenant it served last). */
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err);
+void srv_store_done(struct al_store *st);
 
 /* Roles: does the principal hold any of these? (else an answer: 403) */
 bool srv_role(struct req *rq, unsigned roles);
