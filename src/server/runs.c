@@ -48,7 +48,7 @@ int srv_runs_init(struct srv *s)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->runs_done, NULL);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	sem_init(&s->heavy, 0, s->cfg.heavy ? s->cfg.heavy : (unsigned)(cpus > 0 ? cpus : 1));
+	sem_init(&s->heavy, 0, (unsigned)(cpus > 0 ? cpus : 1));
 	return 0;
 }
 

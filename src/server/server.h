@@ -25,7 +25,6 @@ struct srv_config {
 	size_t upload_max;         /* bundle uploads */
 	unsigned threads;          /* request threads */
 	unsigned max_runs;         /* runs in flight; beyond: 503 */
-	unsigned heavy;            /* runs materialising or collecting at once (0: the CPUs) */
 	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
 	unsigned conn_timeout_s;   /* idle or slow connections are closed */
 };
