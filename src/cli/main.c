@@ -45,8 +45,9 @@ static void usage(FILE *f)
 		"  --server URL    be a client of airlock serve at URL (env AIRLOCK_URL), with\n"
 		"                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
 		"                  token's. project, draft list, run, runs, review, apply,\n"
-		"                  bundle apply, image list, audit (list, show, checkpoint,\n"
-		"                  export) and admin principal/token work this way\n"
+		"                  bundle apply, image list, image import TARBALL, audit\n"
+		"                  (list, show, checkpoint, export) and admin principal,\n"
+		"                  grant and token work this way (docs/cli.md)\n"
 		"  --version       print the version\n"
 		"  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
 		"\n"
@@ -69,7 +70,7 @@ int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds,
 		FILE *f = argc < 1 ? stderr : stdout;
 		fprintf(f, "usage: airlock %s SUBCOMMAND [ARGS]\n\nsubcommands:\n", group);
 		for (size_t i = 0; i < n; i++)
-			fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 		return argc < 1 ? 2 : 0;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -92,30 +92,37 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	uint8_t snap[32];
-	struct al_project_info p;
-	int r = al_project_name_check(argv[optind], &err);
-	if (r == 0 && from)
-		r = cli_import(st, from, snap, &err);
-	if (r == 0)
-		r = al_project_create(st, argv[optind], from ? snap : NULL, cli_author(author), &p, &err);
-	al_store_close(st);
-	if (r < 0)
-		return cli_error(cli, &err);
-	if (cli->json) {
-		json_t *o = json_pack("{s:s}", "name", p.name);
-		json_object_set_new(o, "head", view_id(p.head));
-		return cli_json_print(o);
+	json_t *doc = NULL;
+	if (cli->server) {
+		if (from)
+			return cli_local_only(cli);
+		json_t *body = json_pack("{s:s}", "name", argv[optind]);
+		int r = cli_http(cli, "POST", "/projects", body, NULL, NULL, &doc, &err);
+		json_decref(body);
+		if (r < 0)
+			return cli_remote_error(cli, &err, doc);
+	} else {
+		struct al_store *st = NULL;
+		if (cli_open(cli, &st, &err) < 0)
+			return cli_error(cli, &err);
+		uint8_t snap[32];
+		struct al_project_info p;
+		int r = al_project_name_check(argv[optind], &err);
+		if (r == 0 && from)
+			r = cli_import(st, from, snap, &err);
+		if (r == 0)
+			r = al_project_create(st, argv[optind], from ? snap : NULL, cli_author(author), &p, &err);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
+		doc = view_project(&p);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(p.head, id);
-	printf("%s\n", id);
+	if (cli->json)
+		return cli_json_print(doc);
+	printf("%s\n", json_string_value(json_object_get(doc, "head")));
+	json_decref(doc);
 	return 0;
 }
-
 
 static const char *jstr(json_t *o, const char *k)
 {

@@ -299,6 +299,13 @@ AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept cli.txt
 is "$rc" 0 "airlock --server apply --accept"
 AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept-all
 is "$rc" 9 "…a second apply: exit 9 as embedded"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create viacli --json
+is "$rc:$(echo "$out" | field name)" "0:viacli" "airlock --server project create"
+is "$(echo "$out" | field head)" "$("$AL" project head viacli)" "…the head the embedded home shows"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create viacli
+is "$rc" 7 "…again: exit 7 (AlreadyExists) as embedded"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create other2 --from "$S"
+is "$rc" 2 "…with --from (a local directory): exit 2"
 AIRLOCK_TOKEN=garbage run "$AL" --server "$URL" project list
 is "$rc" 10 "a bad token: exit 10"
 AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" audit
