@@ -24,6 +24,10 @@ struct al_image_info {
  * paths, no writing through symlinks), imported, and removed. */
 int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
 		    struct al_error *err);
+/* Import a tar archive as a snapshot of the tenant, unpacked the same way
+ * (skipped special files counted in res->skipped); not recorded as an
+ * image. */
+int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err);
 /* The same, recording source (e.g. "upload") instead of src as its origin. */
 int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
 		       struct al_import_result *res, struct al_error *err);

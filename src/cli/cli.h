@@ -84,6 +84,8 @@ int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs
  * code (err filled from the server's error document, kept in *out). */
 int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
 	     const char *download, json_t **out, struct al_error *err);
+/* POST a directory (as a tar archive) to path. */
+int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out, struct al_error *err);
 /* Report a remote error (the server's document as is with --json); exit code. */
 int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc);
 /* GET path into *out: -1 on success, else the exit code (reported). */

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <curl/curl.h>
 
 #include "cli.h"
@@ -51,8 +53,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-	     const char *download, json_t **out, struct al_error *err)
+static int http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+		const char *upload_type, const char *download, json_t **out, struct al_error *err)
 {
 	*out = NULL;
 	static bool inited;
@@ -83,7 +85,9 @@ int cli_http(struct cli *cli, const char *method, const char *path, json_t *body
 		if (!(up = fopen(upload, "rbe")) || fstat(fileno(up), &sb) < 0)
 			rc = al_fail(err, AL_EIO, errno, "%s", upload);
 		else {
-			h = curl_slist_append(h, "Content-Type: application/octet-stream");
+			char ct[128];
+			snprintf(ct, sizeof(ct), "Content-Type: %s", upload_type);
+			h = curl_slist_append(h, ct);
 			curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
 			curl_easy_setopt(c, CURLOPT_READDATA, up);
 			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sb.st_size);
@@ -147,6 +151,109 @@ int cli_http(struct cli *cli, const char *method, const char *path, json_t *body
 	curl_easy_cleanup(c);
 	explicit_bzero(auth, sizeof(auth));
 	return rc;
+}
+
+int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+	     const char *download, json_t **out, struct al_error *err)
+{
+	return http(cli, method, path, body, upload, "application/octet-stream", download, out, err);
+}
+
+/* A directory as a tar archive in a temporary file, then POSTed. */
+static int tar_dir(const char *dir, int fd, struct al_error *err);
+
+int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	char tmp[4096];
+	const char *td = getenv("TMPDIR");
+	snprintf(tmp, sizeof(tmp), "%s/airlock-upload-XXXXXX", td && *td ? td : "/tmp");
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "temporary file in %s", td && *td ? td : "/tmp");
+	int r = tar_dir(dir, fd, err);
+	close(fd);
+	if (r == 0)
+		r = http(cli, "POST", path, NULL, tmp, "application/x-tar", NULL, out, err);
+	unlink(tmp);
+	return r;
+}
+
+static int tar_dir(const char *dir, int fd, struct al_error *err)
+{
+	struct archive *disk = archive_read_disk_new(), *w = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	int r = 0;
+	if (!disk || !w || !e)
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "tar");
+	if (r == 0) {
+		archive_write_set_format_pax_restricted(w);
+		archive_read_disk_set_symlink_physical(disk);
+		archive_read_disk_set_standard_lookup(disk);
+		if (archive_write_open_fd(w, fd) != ARCHIVE_OK || archive_read_disk_open(disk, dir) != ARCHIVE_OK)
+			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, archive_error_string(disk));
+	}
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	while (r == 0) {
+		archive_entry_clear(e);
+		int rc = archive_read_next_header2(disk, e);
+		if (rc == ARCHIVE_EOF)
+			break;
+		if (rc != ARCHIVE_OK) {
+			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, archive_error_string(disk));
+			break;
+		}
+		archive_read_disk_descend(disk);
+		const char *p = archive_entry_pathname(e);
+		if (!p || strncmp(p, dir, dl) != 0 || (p[dl] != '/' && p[dl] != 0))
+			continue;
+		if (!p[dl] || !p[dl + 1])
+			continue; /* the directory itself */
+		mode_t t = archive_entry_filetype(e);
+		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
+			/* as the local import: a special file is refused, not skipped */
+			r = al_fail(err, AL_EINVAL, 0, "%s: unsupported file type (not a file, directory or symlink)", p);
+			break;
+		}
+		char rel[4096];
+		snprintf(rel, sizeof(rel), "%s", p + dl + 1);
+		archive_entry_set_pathname(e, rel);
+		archive_entry_set_uid(e, 0);
+		archive_entry_set_gid(e, 0);
+		archive_entry_set_uname(e, NULL);
+		archive_entry_set_gname(e, NULL);
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = al_fail(err, AL_EIO, 0, "%s: %s", p, archive_error_string(w));
+			break;
+		}
+		if (t == AE_IFREG && archive_entry_size(e) > 0) {
+			char full[8192];
+			snprintf(full, sizeof(full), "%s", archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : p);
+			int in = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (in < 0) {
+				r = al_fail(err, AL_EIO, errno, "%s", full);
+				break;
+			}
+			static char buf[1 << 16];
+			ssize_t n;
+			while ((n = read(in, buf, sizeof(buf))) > 0)
+				if (archive_write_data(w, buf, (size_t)n) != n) {
+					r = al_fail(err, AL_EIO, 0, "tar: %s", archive_error_string(w));
+					break;
+				}
+			if (n < 0 && r == 0)
+				r = al_fail(err, AL_EIO, errno, "%s", full);
+			close(in);
+		}
+	}
+	if (w && archive_write_close(w) != ARCHIVE_OK && r == 0)
+		r = al_fail(err, AL_EIO, 0, "tar: %s", archive_error_string(w));
+	archive_entry_free(e);
+	archive_read_free(disk);
+	archive_write_free(w);
+	return r;
 }
 
 int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc)

@@ -106,6 +106,23 @@ static int record(struct al_store *st, const uint8_t id[32], const char *name, c
 	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
 }
 
+int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err)
+{
+	struct al_import_opts o = { .no_cache = true, .skip_special = true };
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s/tmp/image-XXXXXX", al_store_dir(st));
+	if (!mkdtemp(tmp))
+		return al_fail(err, AL_EIO, errno, "image: temp directory");
+	uint64_t skipped = 0;
+	int r = unpack(tarball, tmp, &skipped, err);
+	if (r == 0)
+		r = al_manifest_import(st, tmp, &o, res, err);
+	if (r == 0)
+		res->skipped += skipped;
+	al_rm_tree(tmp);
+	return r;
+}
+
 int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
 		    struct al_error *err)
 {
@@ -125,17 +142,7 @@ int al_image_import_as(struct al_store *st, const char *src, const char *name, c
 	if (S_ISDIR(s.st_mode)) {
 		r = al_manifest_import(st, src, &o, res, err);
 	} else if (S_ISREG(s.st_mode)) {
-		char tmp[4200];
-		snprintf(tmp, sizeof(tmp), "%s/tmp/image-XXXXXX", al_store_dir(st));
-		if (!mkdtemp(tmp))
-			return al_fail(err, AL_EIO, errno, "image: temp directory");
-		uint64_t skipped = 0;
-		r = unpack(src, tmp, &skipped, err);
-		if (r == 0)
-			r = al_manifest_import(st, tmp, &o, res, err);
-		if (r == 0)
-			res->skipped += skipped;
-		al_rm_tree(tmp);
+		r = al_tar_import(st, src, res, err);
 	} else {
 		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
 	}

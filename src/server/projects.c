@@ -120,22 +120,37 @@ int h_project_drafts(struct req *rq)
 	return serve(rq, 200, project_drafts);
 }
 
-/* POST /projects/{name}/commits?base=ID[&strategy=S][&message=M], the body a DeltaBundle */
+/* POST /projects/{name}/commits?base=ID[&strategy=S][&message=M]: the body a
+ * DeltaBundle (the change from base), or with Content-Type
+ * application/x-tar the whole new tree (committed as the change from base
+ * to it, like `airlock commit NAME DIR --base ID`) */
 int h_project_commit(struct req *rq)
 {
 	struct al_error err = { 0 };
-	uint8_t base[32], bundle[32];
+	uint8_t base[32], made[32];
 	const char *b = srv_query(rq, "base"), *strategy = srv_query(rq, "strategy");
+	const char *type = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	bool tree = type && strncmp(type, "application/x-tar", 17) == 0;
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
 	if (!b)
-		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the bundle was made from)");
+		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the change was made from)");
 	if (al_id_parse(b, base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;
 	struct al_commit_result res = { 0 };
+	struct al_project_info p;
 	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, base, &o, &res, bundle, &err);
+	if (rc == 0 && !tree)
+		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, base, &o, &res, made, &err);
+	if (rc == 0 && tree && (rc = al_project_get(st, rq->seg[1], &p, &err)) == 0) {
+		char src[64];
+		struct al_import_result ir;
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
+		if ((rc = al_tar_import(st, src, &ir, &err)) == 0) {
+			memcpy(made, ir.id, 32);
+			rc = al_project_commit(st, rq->seg[1], base, ir.id, &o, &res, &err);
+		}
+	}
 	srv_store_done(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
@@ -143,7 +158,7 @@ int h_project_commit(struct req *rq)
 		srv_error(rq, &err);
 	else {
 		json_t *out = view_commit_result(&res);
-		json_object_set_new(out, "bundle", view_id(bundle));
+		json_object_set_new(out, tree ? "tree" : "bundle", view_id(made));
 		srv_json(rq, 201, out);
 	}
 	al_commit_result_release(&res);

@@ -304,8 +304,24 @@ is "$rc:$(echo "$out" | field name)" "0:viacli" "airlock --server project create
 is "$(echo "$out" | field head)" "$("$AL" project head viacli)" "…the head the embedded home shows"
 AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create viacli
 is "$rc" 7 "…again: exit 7 (AlreadyExists) as embedded"
-AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create other2 --from "$S"
-is "$rc" 2 "…with --from (a local directory): exit 2"
+mkdir -p "$T/tree/sub/empty"; echo hi > "$T/tree/a.txt"; printf x > "$T/tree/sub/run.sh"; chmod 755 "$T/tree/sub/run.sh"
+ln -s ../a.txt "$T/tree/sub/link"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project create fromdir --from "$T/tree"
+is "$rc:$out" "0:$("$AL" snapshot import "$T/tree")" "airlock --server project create --from DIR: the head is DIR's snapshot, as a local import names it"
+TH=$out
+echo more >> "$T/tree/a.txt"; rm -r "$T/tree/sub/empty"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$TH" -m "edit over the API"
+is "$rc:$out" "0:$("$AL" snapshot import "$T/tree")" "airlock --server commit DIR (edits, a deleted empty directory)"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$TH" --json
+is "$rc:$(echo "$out" | field error.code)" "5:VolumeConflictError" "…a stale base: exit 5, the conflict document"
+mkfifo "$T/tree/fifo"
+AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$("$AL" project head fromdir)"
+is "$rc" 6 "…a FIFO in DIR is refused as the local import refuses it"
+rm "$T/tree/fifo"
+is "$("$AL" project log fromdir --json | python3 -c 'import json,sys; print(" ".join(c["author"]+":"+c["message"] for c in json.load(sys.stdin)))')" \
+   "au:create project au:create project au:edit over the API" "the log names the principal as author"
+AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$TH"
+is "$rc" 11 "a reviewer cannot commit (exit 11)"
 AIRLOCK_TOKEN=garbage run "$AL" --server "$URL" project list
 is "$rc" 10 "a bad token: exit 10"
 AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" audit
