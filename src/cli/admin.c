@@ -164,18 +164,6 @@ static int principal_one(void *ctx, const struct al_principal *p, struct al_erro
 	return 0;
 }
 
-static int print_list(struct cli *cli, json_t *arr, void (*text)(json_t *))
-{
-	if (cli->json)
-		return cli_json_print(arr);
-	size_t i;
-	json_t *v;
-	json_array_foreach(arr, i, v)
-		text(v);
-	json_decref(arr);
-	return 0;
-}
-
 static int principal_list(struct cli *cli, int argc, char **argv)
 {
 	int rc = opts_json(cli, argc, argv,
@@ -202,7 +190,7 @@ static int principal_list(struct cli *cli, int argc, char **argv)
 		}
 		arr = l.arr;
 	}
-	return print_list(cli, arr, principal_text);
+	return cli_print_list(cli, arr, principal_text);
 }
 
 static int grant(struct cli *cli, int argc, char **argv)
@@ -407,7 +395,7 @@ static int token_list(struct cli *cli, int argc, char **argv)
 			return cli_error(cli, &err);
 		}
 	}
-	return print_list(cli, arr, token_text);
+	return cli_print_list(cli, arr, token_text);
 }
 
 static int cmd_tenant(struct cli *cli, int argc, char **argv)

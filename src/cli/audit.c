@@ -58,6 +58,23 @@ static void entry_text(json_t *e)
 	free(canon);
 }
 
+static int ledger_local(struct al_store *st, const void *q, json_t **out, struct al_error *err)
+{
+	*out = json_array();
+	return view_ledger(st, q, *out, err);
+}
+
+static int entry_local(struct al_store *st, const void *seq, json_t **out, struct al_error *err)
+{
+	return view_ledger_entry(st, *(const unsigned long long *)seq, out, err);
+}
+
+static int checkpoint_local(struct al_store *st, const void *arg, json_t **out, struct al_error *err)
+{
+	(void)arg;
+	return view_checkpoint(st, out, err);
+}
+
 /* name=value&… of the given query (values percent-encoded) */
 static void query_add(char *q, size_t n, const char *name, const char *value)
 {
@@ -101,40 +118,16 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-	json_t *arr = NULL;
-	int rc;
-	if (cli->server) {
-		char path[2048] = "", since[32];
-		query_add(path, sizeof(path), "group", q.group);
-		query_add(path, sizeof(path), "project", q.project);
-		query_add(path, sizeof(path), "kind", q.kind);
-		snprintf(since, sizeof(since), "%lld", (long long)q.since);
-		query_add(path, sizeof(path), "since", q.since ? since : NULL);
-		char full[2100];
-		snprintf(full, sizeof(full), "/audit%s", path);
-		if ((rc = cli_remote_get(cli, full, &arr)) >= 0)
-			return rc;
-	} else {
-		struct al_store *st = NULL;
-		if ((rc = open_store(cli, &st)))
-			return rc;
-		struct al_error err = { 0 };
-		arr = json_array();
-		int r = view_ledger(st, &q, arr, &err);
-		al_store_close(st);
-		if (r < 0) {
-			json_decref(arr);
-			return cli_error(cli, &err);
-		}
-	}
-	if (cli->json)
-		return cli_json_print(arr);
-	size_t i;
-	json_t *e;
-	json_array_foreach(arr, i, e)
-		entry_text(e);
-	json_decref(arr);
-	return 0;
+	char query[2048] = "", since[32], path[2100];
+	query_add(query, sizeof(query), "group", q.group);
+	query_add(query, sizeof(query), "project", q.project);
+	query_add(query, sizeof(query), "kind", q.kind);
+	snprintf(since, sizeof(since), "%lld", (long long)q.since);
+	query_add(query, sizeof(query), "since", q.since ? since : NULL);
+	snprintf(path, sizeof(path), "/audit%s", query);
+	json_t *arr;
+	int rc = cli_fetch(cli, path, ledger_local, &q, &arr);
+	return rc >= 0 ? rc : cli_print_list(cli, arr, entry_text);
 }
 
 static int audit_show(struct cli *cli, int argc, char **argv)
@@ -150,22 +143,11 @@ static int audit_show(struct cli *cli, int argc, char **argv)
 	unsigned long long seq = strtoull(argv[optind], &end, 10);
 	if (!*argv[optind] || *end)
 		return cli_usage(cli, "ENTRY is a sequence number");
-	json_t *out = NULL;
-	if (cli->server) {
-		char path[64];
-		snprintf(path, sizeof(path), "/audit/%llu", seq);
-		if ((rc = cli_remote_get(cli, path, &out)) >= 0)
-			return rc;
-	} else {
-		struct al_store *st = NULL;
-		if ((rc = open_store(cli, &st)))
-			return rc;
-		struct al_error err = { 0 };
-		int r = view_ledger_entry(st, seq, &out, &err);
-		al_store_close(st);
-		if (r < 0)
-			return cli_error(cli, &err);
-	}
+	json_t *out;
+	char path[64];
+	snprintf(path, sizeof(path), "/audit/%llu", seq);
+	if ((rc = cli_fetch(cli, path, entry_local, &seq, &out)) >= 0)
+		return rc;
 	if (cli->json)
 		return cli_json_print(out);
 	char *pretty = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -184,20 +166,9 @@ static int audit_checkpoint(struct cli *cli, int argc, char **argv)
 				 "the ledger still extends exactly this tree.\n", 0);
 	if (rc >= 0)
 		return rc;
-	json_t *out = NULL;
-	if (cli->server) {
-		if ((rc = cli_remote_get(cli, "/audit/checkpoint", &out)) >= 0)
-			return rc;
-	} else {
-		struct al_store *st = NULL;
-		if ((rc = open_store(cli, &st)))
-			return rc;
-		struct al_error err = { 0 };
-		int r = view_checkpoint(st, &out, &err);
-		al_store_close(st);
-		if (r < 0)
-			return cli_error(cli, &err);
-	}
+	json_t *out;
+	if ((rc = cli_fetch(cli, "/audit/checkpoint", checkpoint_local, NULL, &out)) >= 0)
+		return rc;
 	if (cli->json)
 		return cli_json_print(out);
 	puts(json_string_value(json_object_get(out, "line")));

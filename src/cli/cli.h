@@ -80,6 +80,13 @@ typedef void (*cli_text_fn)(json_t *item);
 int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
 	     cli_list_fn run, cli_text_fn text);
 
+/* A document: GET path from the server (--server), or local(st, arg, out)
+ * on the home.  -1 with *out set, else the exit code (already reported). */
+typedef int (*cli_doc_fn)(struct al_store *st, const void *arg, json_t **out, struct al_error *err);
+int cli_fetch(struct cli *cli, const char *path, cli_doc_fn local, const void *arg, json_t **out);
+/* Print an array: itself with --json, else text(item) each; releases it. */
+int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text);
+
 /* remote.c: the client of airlockd.  cli_http returns 0 or the error's
  * code (err filled from the server's error document, kept in *out). */
 int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,

@@ -188,39 +188,27 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	return -1;
 }
 
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
-	     cli_list_fn run, cli_text_fn text)
+int cli_fetch(struct cli *cli, const char *path, cli_doc_fn local, const void *arg, json_t **out)
 {
-	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
-	if (rc >= 0)
-		return rc;
-	const char *arg = nargs ? argv[optind] : NULL;
-	json_t *arr = NULL;
-	if (cli->server) {
-		if (!remote)
-			return cli_local_only(cli);
-		char path[1024], esc[512];
-		const char *hole = strstr(remote, "%s");
-		if (hole)
-			snprintf(path, sizeof(path), "%.*s%s%s", (int)(hole - remote), remote,
-				 cli_path_escape(arg ? arg : "", esc, sizeof(esc)), hole + 2);
-		else
-			snprintf(path, sizeof(path), "%s", remote);
-		if ((rc = cli_remote_get(cli, path, &arr)) >= 0)
-			return rc;
-	} else {
-		struct al_error err = { 0 };
-		struct al_store *st = NULL;
-		if (cli_open(cli, &st, &err) < 0)
-			return cli_error(cli, &err);
-		arr = json_array();
-		int r = run(st, arg, arr, &err);
-		al_store_close(st);
-		if (r < 0) {
-			json_decref(arr);
-			return cli_error(cli, &err);
-		}
+	*out = NULL;
+	if (cli->server)
+		return cli_remote_get(cli, path, out);
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	int r = local(st, arg, out, &err);
+	al_store_close(st);
+	if (r < 0) {
+		json_decref(*out);
+		*out = NULL;
+		return cli_error(cli, &err);
 	}
+	return -1;
+}
+
+int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text)
+{
 	if (cli->json)
 		return cli_json_print(arr);
 	size_t i;
@@ -229,4 +217,39 @@ int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs
 		text(v);
 	json_decref(arr);
 	return 0;
+}
+
+struct list_arg {
+	cli_list_fn run;
+	const char *arg;
+};
+
+static int list_local(struct al_store *st, const void *arg, json_t **out, struct al_error *err)
+{
+	const struct list_arg *l = arg;
+	*out = json_array();
+	return l->run(st, l->arg, *out, err);
+}
+
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
+	     cli_list_fn run, cli_text_fn text)
+{
+	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
+	if (rc >= 0)
+		return rc;
+	const char *arg = nargs ? argv[optind] : NULL;
+	if (cli->server && !remote)
+		return cli_local_only(cli);
+	char path[1024] = "", esc[512];
+	const char *hole = remote ? strstr(remote, "%s") : NULL;
+	if (hole)
+		snprintf(path, sizeof(path), "%.*s%s%s", (int)(hole - remote), remote,
+			 cli_path_escape(arg ? arg : "", esc, sizeof(esc)), hole + 2);
+	else if (remote)
+		snprintf(path, sizeof(path), "%s", remote);
+	struct list_arg l = { run, arg };
+	json_t *arr;
+	if ((rc = cli_fetch(cli, path, list_local, &l, &arr)) >= 0)
+		return rc;
+	return cli_print_list(cli, arr, text);
 }

@@ -159,30 +159,26 @@ static int proj_list(struct cli *cli, int argc, char **argv)
 			0, "/projects", run_list, project_text);
 }
 
+static int head_local(struct al_store *st, const void *name, json_t **out, struct al_error *err)
+{
+	struct al_project_info p;
+	int r = al_project_get(st, name, &p, err);
+	if (r == 0)
+		*out = view_project(&p);
+	return r;
+}
+
 static int proj_head(struct cli *cli, int argc, char **argv)
 {
 	int rc = cli_simple_opts(cli, argc, argv,
 			     "usage: airlock project head NAME [--json]\n\nPrint the live head snapshot id.\n", 1);
 	if (rc >= 0)
 		return rc;
-	json_t *o = NULL;
-	if (cli->server) {
-		char path[256], esc[200];
-		snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
-		if ((rc = cli_remote_get(cli, path, &o)) >= 0)
-			return rc;
-	} else {
-		struct al_error err = { 0 };
-		struct al_store *st = NULL;
-		if (cli_open(cli, &st, &err) < 0)
-			return cli_error(cli, &err);
-		struct al_project_info p;
-		int r = al_project_get(st, argv[optind], &p, &err);
-		al_store_close(st);
-		if (r < 0)
-			return cli_error(cli, &err);
-		o = view_project(&p);
-	}
+	json_t *o;
+	char path[256], esc[200];
+	snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+	if ((rc = cli_fetch(cli, path, head_local, argv[optind], &o)) >= 0)
+		return rc;
 	if (cli->json)
 		return cli_json_print(o);
 	printf("%s\n", jstr(o, "head"));

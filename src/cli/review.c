@@ -56,6 +56,17 @@ static void file_text(json_t *f, bool stat)
 		fwrite(json_string_value(u), 1, json_string_length(u), stdout);
 }
 
+struct review_arg {
+	const char *draft;
+	bool stat;
+};
+
+static int review_local(struct al_store *st, const void *arg, json_t **out, struct al_error *err)
+{
+	const struct review_arg *a = arg;
+	return view_review(st, a->draft, a->stat, out, err);
+}
+
 int cmd_review(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -83,24 +94,14 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage(cli, "expected a draft id");
-	json_t *doc = NULL;
-	int rc;
-	if (cli->server) {
-		char path[256], esc[128];
-		snprintf(path, sizeof(path), "/drafts/%s/review%s", cli_path_escape(argv[optind], esc, sizeof(esc)),
-			 stat ? "?stat=1" : "");
-		if ((rc = cli_remote_get(cli, path, &doc)) >= 0)
-			return rc;
-	} else {
-		struct al_error err = { 0 };
-		struct al_store *st = NULL;
-		if (cli_open(cli, &st, &err) < 0)
-			return cli_error(cli, &err);
-		rc = view_review(st, argv[optind], stat, &doc, &err);
-		al_store_close(st);
-		if (rc < 0)
-			return cli_error(cli, &err);
-	}
+	json_t *doc;
+	char path[256], esc[128];
+	snprintf(path, sizeof(path), "/drafts/%s/review%s", cli_path_escape(argv[optind], esc, sizeof(esc)),
+		 stat ? "?stat=1" : "");
+	struct review_arg ra = { argv[optind], stat };
+	int rc = cli_fetch(cli, path, review_local, &ra, &doc);
+	if (rc >= 0)
+		return rc;
 	if (cli->json)
 		return cli_json_print(doc);
 	size_t i;

@@ -198,6 +198,11 @@ static int exit_status(json_t *rec)
 	return (int)jint(rec, "exit_code");
 }
 
+static int run_local(struct al_store *st, const void *id, json_t **out, struct al_error *err)
+{
+	return view_run(st, id, true, out, err);
+}
+
 static int run_show(struct cli *cli, int argc, char **argv)
 {
 	int rc = cli_simple_opts(cli, argc, argv,
@@ -208,12 +213,13 @@ static int run_show(struct cli *cli, int argc, char **argv)
 				 1);
 	if (rc >= 0)
 		return rc;
-	json_t *rec = NULL;
+	json_t *rec;
+	char path[256], esc[128];
+	snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(argv[optind], esc, sizeof(esc)));
+	if ((rc = cli_fetch(cli, path, run_local, argv[optind], &rec)) >= 0)
+		return rc;
 	if (cli->server) {
-		char path[256], esc[128];
-		snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(argv[optind], esc, sizeof(esc)));
-		if ((rc = cli_remote_get(cli, path, &rec)) >= 0)
-			return rc;
+		/* the daemon also knows runs in flight */
 		if (strcmp(jstr(rec, "state"), "ended")) {
 			fprintf(stderr, "%s: run %s is %s\n", cli->prog, argv[optind], jstr(rec, "state"));
 			if (cli->json)
@@ -222,15 +228,6 @@ static int run_show(struct cli *cli, int argc, char **argv)
 			return al_code_exit(AL_ESTATE);
 		}
 		json_object_del(rec, "state");
-	} else {
-		struct al_error err = { 0 };
-		struct al_store *st = NULL;
-		if (cli_open(cli, &st, &err) < 0)
-			return cli_error(cli, &err);
-		int r = view_run(st, argv[optind], true, &rec, &err);
-		al_store_close(st);
-		if (r < 0)
-			return cli_error(cli, &err);
 	}
 	if (cli->json)
 		return cli_json_print(rec);
