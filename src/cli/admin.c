@@ -164,33 +164,47 @@ static int principal_one(void *ctx, const struct al_principal *p, struct al_erro
 	return 0;
 }
 
-static int principal_list(struct cli *cli, int argc, char **argv)
+/* An admin listing: GET remote from the server, or collect(a, tenant, arr)
+ * on the local directory; then the array or a text line per item. */
+typedef int (*admin_collect_fn)(struct al_auth *a, const char *tenant, json_t *arr, struct al_error *err);
+static int admin_list(struct cli *cli, int argc, char **argv, const char *help, const char *remote,
+		      admin_collect_fn collect, cli_text_fn text)
 {
-	int rc = opts_json(cli, argc, argv,
-			   "usage: airlock admin principal list [--json]\n\n"
-			   "The tenant's principals: name roles granted-projects.\n", 0);
+	int rc = opts_json(cli, argc, argv, help, 0);
 	if (rc >= 0)
 		return rc;
 	json_t *arr = NULL;
 	if (cli->server) {
-		if ((rc = cli_remote_get(cli, "/principals", &arr)) >= 0)
+		if ((rc = cli_remote_get(cli, remote, &arr)) >= 0)
 			return rc;
-	} else {
-		struct plist l = { NULL, json_array() };
-		struct al_error err = { 0 };
-		if ((rc = open_auth(cli, &l.a))) {
-			json_decref(l.arr);
-			return rc;
-		}
-		int r = al_auth_principal_foreach(l.a, cli->tenant, principal_one, &l, &err);
-		al_auth_close(l.a);
-		if (r < 0) {
-			json_decref(l.arr);
-			return cli_error(cli, &err);
-		}
-		arr = l.arr;
+		return cli_print_list(cli, arr, text);
 	}
-	return cli_print_list(cli, arr, principal_text);
+	struct al_auth *a = NULL;
+	struct al_error err = { 0 };
+	if ((rc = open_auth(cli, &a)))
+		return rc;
+	arr = json_array();
+	int r = collect(a, cli->tenant, arr, &err);
+	al_auth_close(a);
+	if (r < 0) {
+		json_decref(arr);
+		return cli_error(cli, &err);
+	}
+	return cli_print_list(cli, arr, text);
+}
+
+static int collect_principals(struct al_auth *a, const char *tenant, json_t *arr, struct al_error *err)
+{
+	struct plist l = { a, arr };
+	return al_auth_principal_foreach(a, tenant, principal_one, &l, err);
+}
+
+static int principal_list(struct cli *cli, int argc, char **argv)
+{
+	return admin_list(cli, argc, argv,
+			  "usage: airlock admin principal list [--json]\n\n"
+			  "The tenant's principals: name roles granted-projects.\n",
+			  "/principals", collect_principals, principal_text);
 }
 
 static int grant(struct cli *cli, int argc, char **argv)
@@ -371,31 +385,17 @@ static int token_one(void *ctx, const struct al_token_info *t, struct al_error *
 	return 0;
 }
 
+static int collect_tokens(struct al_auth *a, const char *tenant, json_t *arr, struct al_error *err)
+{
+	return al_auth_token_foreach(a, tenant, NULL, token_one, arr, err);
+}
+
 static int token_list(struct cli *cli, int argc, char **argv)
 {
-	int rc = opts_json(cli, argc, argv,
-			   "usage: airlock admin token list [--json]\n\n"
-			   "The tenant's tokens (never their text): id principal expires [revoked].\n", 0);
-	if (rc >= 0)
-		return rc;
-	json_t *arr = NULL;
-	if (cli->server) {
-		if ((rc = cli_remote_get(cli, "/tokens", &arr)) >= 0)
-			return rc;
-	} else {
-		struct al_auth *a = NULL;
-		struct al_error err = { 0 };
-		if ((rc = open_auth(cli, &a)))
-			return rc;
-		arr = json_array();
-		int r = al_auth_token_foreach(a, cli->tenant, NULL, token_one, arr, &err);
-		al_auth_close(a);
-		if (r < 0) {
-			json_decref(arr);
-			return cli_error(cli, &err);
-		}
-	}
-	return cli_print_list(cli, arr, token_text);
+	return admin_list(cli, argc, argv,
+			  "usage: airlock admin token list [--json]\n\n"
+			  "The tenant's tokens (never their text): id principal expires [revoked].\n",
+			  "/tokens", collect_tokens, token_text);
 }
 
 static int cmd_tenant(struct cli *cli, int argc, char **argv)

@@ -21,6 +21,13 @@ HEAD0=$("$AL" project head p)
 tok() { "$AL" admin token create "$@" 2>/dev/null; }
 ADM=$(tok adm); AU=$(tok au); RV=$(tok rv); AG=$(tok ag); AG2=$(tok ag2); AG3=$(tok ag3)
 like "$ADM" '^alk_[0-9a-f]{64}$' "a token is alk_ and 64 hex digits"
+like "$("$AL" admin principal list)" "^adm admin -
+ag agent p
+ag2 agent -" "admin principal list: name roles projects"
+run "$AL" admin principal create bad --role root
+is "$rc" 2 "an unknown role is a usage error"
+run "$AL" admin token create nobody
+is "$rc" 3 "a token for no principal: exit 3"
 ok "the home keeps no token's text" -- bash -c "! grep -rqF '${ADM#alk_}' '$AIRLOCK_HOME'"
 serve_start --body-max 4K --upload-max 64K --conn-timeout 2
 ok "the daemon prints the URL it listens on" -- test -n "$URL"
