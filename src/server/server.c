@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -517,6 +518,12 @@ int srv_main(const struct srv_config *cfg)
 	if (stat(db, &st) < 0) {
 		fprintf(stderr, "airlock serve: no airlock home at %s (run 'airlock init')\n", cfg->home);
 		return al_code_exit(AL_ENOTFOUND);
+	}
+	/* 1024 connections, each run's pipes and stores: use the hard limit */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
 	/* the signals the main thread waits for are blocked in every thread */
 	sigset_t set;
