@@ -91,6 +91,9 @@ int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text);
  * code (err filled from the server's error document, kept in *out). */
 int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
 	     const char *download, json_t **out, struct al_error *err);
+/* GET path's raw bytes (malloc'ed; may be NULL when empty) and its
+ * X-Airlock-Run-State header. */
+int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16], struct al_error *err);
 /* POST a directory (as a tar archive) to path. */
 int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out, struct al_error *err);
 /* Report a remote error (the server's document as is with --json); exit code. */

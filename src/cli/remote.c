@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,8 +54,55 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+/* What a raw GET gives back instead of a JSON document. */
+struct raw {
+	char *data;
+	size_t len;
+	char state[16];   /* X-Airlock-Run-State */
+};
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct raw *raw = ud;
+	size_t len = size * n;
+	static const char h[] = "x-airlock-run-state:";
+	if (len > sizeof(h) - 1 && strncasecmp(p, h, sizeof(h) - 1) == 0) {
+		const char *v = p + sizeof(h) - 1;
+		size_t vl = len - (sizeof(h) - 1);
+		while (vl && (*v == ' ')) {
+			v++;
+			vl--;
+		}
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		snprintf(raw->state, sizeof(raw->state), "%.*s", (int)vl, v);
+	}
+	return len;
+}
+
+static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+		    const char *upload_type, const char *download, json_t **out, struct raw *raw, struct al_error *err);
+
 static int http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
 		const char *upload_type, const char *download, json_t **out, struct al_error *err)
+{
+	return http_raw(cli, method, path, body, upload, upload_type, download, out, NULL, err);
+}
+
+int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16], struct al_error *err)
+{
+	struct raw raw = { 0 };
+	json_t *doc = NULL;
+	int r = http_raw(cli, "GET", path, NULL, NULL, NULL, NULL, &doc, &raw, err);
+	json_decref(doc);
+	*data = raw.data;
+	*len = raw.len;
+	snprintf(state, 16, "%s", raw.state);
+	return r;
+}
+
+static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
+		    const char *upload_type, const char *download, json_t **out, struct raw *raw, struct al_error *err)
 {
 	*out = NULL;
 	static bool inited;
@@ -102,6 +150,10 @@ static int http(struct cli *cli, const char *method, const char *path, json_t *b
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (raw) {
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(c, CURLOPT_HEADERDATA, raw);
+	}
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -138,6 +190,12 @@ static int http(struct cli *cli, const char *method, const char *path, json_t *b
 			rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s", msg ? msg : "server error");
 			if (!code)
 				al_fail(err, AL_EIO, 0, "%s %s: HTTP %ld", method, url, status);
+		} else if (raw) {
+			json_decref(doc);
+			doc = NULL;
+			raw->data = b.p;
+			raw->len = b.n;
+			b.p = NULL;
 		} else if (!doc) {
 			rc = al_fail(err, AL_ECORRUPT, 0, "%s %s: the answer is not JSON", method, url);
 		}

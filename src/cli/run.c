@@ -4,6 +4,8 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,11 +248,79 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-/* The run as a request to airlockd; it waits for the end and prints what the
- * embedded run prints (the output after the end, not live). */
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* Follow a run on the daemon: print its output as it comes (polling
+ * GET /runs/ID/output from what was printed), until it has ended; then
+ * its record.  Ctrl-C cancels the run (and keeps following to its end). */
+static int follow(struct cli *cli, const char *id, json_t **rec, struct al_error *err)
+{
+	struct sigaction sa = { .sa_handler = on_sigint }, old;
+	sigaction(SIGINT, &sa, &old);
+	size_t off[2] = { 0, 0 };
+	bool cancelled = false, ended = false, last = false;
+	int r = 0;
+	while (r == 0 && !last) {
+		last = ended; /* one more pass after the end: what came since */
+		for (int k = 0; r == 0 && k < 2; k++) {
+			char path[128], state[16];
+			char *data = NULL;
+			size_t len = 0;
+			snprintf(path, sizeof(path), "/runs/%s/output?stream=%s&offset=%zu", id, streams[k], off[k]);
+			if ((r = cli_http_get_raw(cli, path, &data, &len, state, err)) == 0) {
+				fwrite(data, 1, len, k ? stderr : stdout);
+				fflush(k ? stderr : stdout);
+				off[k] += len;
+				ended = ended || strcmp(state, "running") != 0;
+			}
+			free(data);
+		}
+		if (interrupted && !cancelled) {
+			char path[128];
+			json_t *doc = NULL;
+			snprintf(path, sizeof(path), "/runs/%s/cancel", id);
+			struct al_error cerr = { 0 };
+			cli_http(cli, "POST", path, NULL, NULL, NULL, &doc, &cerr);
+			json_decref(doc);
+			cancelled = true;
+		}
+		if (!ended) {
+			struct timespec ts = { 0, 150000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	sigaction(SIGINT, &old, NULL);
+	/* the record (or, for a sandbox that could not start, its failure) */
+	char path[128];
+	snprintf(path, sizeof(path), "/runs/%s", id);
+	json_t *doc = NULL;
+	struct al_error gerr = { 0 };
+	if (cli_http(cli, "GET", path, NULL, NULL, NULL, &doc, &gerr) < 0) {
+		if (r == 0)
+			*err = gerr;
+		*rec = doc;
+		return r < 0 ? r : gerr.code;
+	}
+	if (!strcmp(jstr(doc, "state"), "failed")) {
+		json_t *e = json_object_get(doc, "error");
+		r = al_fail(err, al_code_from_name(jstr(e, "code")), 0, "%s", jstr(e, "message"));
+		*rec = json_pack("{s:O}", "error", e);
+		json_decref(doc);
+		return r;
+	}
+	*rec = doc;
+	return 0;
+}
+
+/* The run as a request to airlockd; prints what the embedded run prints. */
 static int run_remote(struct cli *cli, const struct al_run_opts *o)
 {
-	json_t *body = json_pack("{s:b,s:s}", "wait", 1, "network", al_network_name(o->network));
+	json_t *body = json_pack("{s:s}", "network", al_network_name(o->network));
 	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
 	for (size_t i = 0; o->argv[i]; i++)
 		json_array_append_new(argvj, json_string(o->argv[i]));
@@ -287,6 +357,9 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 	snprintf(path, sizeof(path), "/projects/%s/runs", cli_path_escape(o->project, esc, sizeof(esc)));
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
+	/* with --json the answer is the ended run; without, the output is
+	 * followed live and the record fetched at the end */
+	json_object_set_new(body, "wait", json_boolean(cli->json));
 	int r = cli_http(cli, "POST", path, body, NULL, NULL, &rec, &err);
 	/* the request held the secrets' values */
 	size_t i;
@@ -297,6 +370,13 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		explicit_bzero((char *)json_string_value(val), json_string_length(val));
 	}
 	json_decref(body);
+	if (r == 0 && !cli->json) {
+		char id[AL_RUN_ID_LEN + 1];
+		snprintf(id, sizeof(id), "%s", jstr(rec, "id"));
+		json_decref(rec);
+		rec = NULL;
+		r = follow(cli, id, &rec, &err);
+	}
 	if (r < 0)
 		return cli_remote_error(cli, &err, rec);
 	json_object_del(rec, "state");
@@ -305,11 +385,6 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		if (cli_json_print(json_incref(rec)))
 			rc = 1;
 	} else {
-		for (int k = 0; k < 2; k++) {
-			json_t *t = json_object_get(json_object_get(rec, streams[k]), "text");
-			fwrite(json_string_value(t), 1, json_string_length(t), k ? stderr : stdout);
-		}
-		fflush(stdout);
 		notes(stderr, rec);
 		summary(stderr, rec);
 	}

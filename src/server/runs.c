@@ -41,7 +41,11 @@ struct srv_run {
 	json_t *body;              /* the request (its secrets wiped at the end) */
 	struct run_request req;
 	struct req *waiter;
+	char *live[2];             /* the output so far (the first LIVE_MAX bytes), while it runs */
+	size_t live_len[2], live_cap[2];
 };
+
+#define LIVE_MAX (1u << 20)
 
 int srv_runs_init(struct srv *s)
 {
@@ -67,11 +71,49 @@ static void throttle(void *ctx, bool enter)
 		;
 }
 
+static void live_free(struct srv_run *r)
+{
+	for (int i = 0; i < 2; i++) {
+		free(r->live[i]);
+		r->live[i] = NULL;
+		r->live_len[i] = r->live_cap[i] = 0;
+	}
+}
+
 static void run_free(struct srv_run *r)
 {
 	if (r->cancel_fd >= 0)
 		close(r->cancel_fd);
+	live_free(r);
 	free(r);
+}
+
+/* The sandbox's output as it arrives (run.h output callback): kept for
+ * GET /runs/ID/output while the run lasts; the record has it after. */
+static void on_output(void *ctx, int stream, const void *p, size_t n)
+{
+	struct srv_run *r = ctx;
+	int i = stream == 2;
+	pthread_mutex_lock(&r->srv->lock);
+	size_t room = LIVE_MAX - r->live_len[i];
+	n = n < room ? n : room;
+	if (n && r->live_len[i] + n > r->live_cap[i]) {
+		size_t nc = r->live_cap[i] ? r->live_cap[i] * 2 : 4096;
+		while (nc < r->live_len[i] + n)
+			nc *= 2;
+		char *b = realloc(r->live[i], nc < LIVE_MAX ? nc : LIVE_MAX);
+		if (b) {
+			r->live[i] = b;
+			r->live_cap[i] = nc < LIVE_MAX ? nc : LIVE_MAX;
+		} else {
+			n = 0; /* the live view stops; the record keeps everything */
+		}
+	}
+	if (n) {
+		memcpy(r->live[i] + r->live_len[i], p, n);
+		r->live_len[i] += n;
+	}
+	pthread_mutex_unlock(&r->srv->lock);
 }
 
 void srv_runs_free(struct srv *s)
@@ -133,6 +175,7 @@ static void *run_thread(void *arg)
 	pthread_mutex_lock(&s->lock);
 	r->rc = rc;
 	r->done = true;
+	live_free(r);
 	s->active--;
 	if (r->waiter && r->waiter->suspended) {
 		r->waiter->suspended = false;
@@ -234,6 +277,8 @@ int h_run_start(struct req *rq)
 	o->init_path = s->init_path;
 	o->throttle = throttle;
 	o->throttle_ctx = s;
+	o->output = on_output;
+	o->output_ctx = r;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->stopping || s->active >= s->cfg.max_runs) {
@@ -377,15 +422,35 @@ int h_run(struct req *rq)
 	return srv_json(rq, 200, rec);
 }
 
+/* GET /runs/{id}/output?stream=stdout|stderr[&offset=N]: the stream's bytes
+ * from offset; while the run lasts, what it has written so far (the first
+ * LIVE_MAX bytes), after its end the stored output.  X-Airlock-Run-State
+ * says which, so a client can follow a run by polling. */
 int h_run_output(struct req *rq)
 {
+	struct srv *s = rq->srv;
 	const char *id = rq->seg[1];
-	const char *stream = srv_query(rq, "stream");
+	const char *stream = srv_query(rq, "stream"), *off = srv_query(rq, "offset");
 	stream = stream ? stream : "stdout";
 	if (strcmp(stream, "stdout") && strcmp(stream, "stderr"))
 		return srv_fail(rq, AL_EINVAL, "stream is stdout or stderr");
+	char *end = NULL;
+	unsigned long long offset = off ? strtoull(off, &end, 10) : 0;
+	if (off && (!*off || *end || off[0] == '-'))
+		return srv_fail(rq, AL_EINVAL, "offset is a byte count");
 	if (!al_run_id_valid(id))
 		return no_run(rq, id);
+	int i = strcmp(stream, "stderr") == 0;
+	pthread_mutex_lock(&s->lock);
+	struct srv_run *r = find(s, &rq->who, id);
+	if (r && !r->done && run_visible(rq, r->principal)) {
+		size_t from = offset < r->live_len[i] ? (size_t)offset : r->live_len[i];
+		srv_bytes(rq, 200, "text/plain; charset=utf-8", r->live[i] ? r->live[i] + from : "", r->live_len[i] - from);
+		pthread_mutex_unlock(&s->lock);
+		MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "running");
+		return 0;
+	}
+	pthread_mutex_unlock(&s->lock);
 	struct al_store *st = NULL;
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
@@ -404,8 +469,10 @@ int h_run_output(struct req *rq)
 	json_decref(rec);
 	if (rc < 0)
 		return srv_error(rq, &err);
-	srv_bytes(rq, 200, "text/plain; charset=utf-8", data, len);
+	size_t from = offset < len ? (size_t)offset : len;
+	srv_bytes(rq, 200, "text/plain; charset=utf-8", data ? (char *)data + from : "", len - from);
 	free(data);
+	MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
 	return 0;
 }
 

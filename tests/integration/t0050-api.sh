@@ -165,6 +165,20 @@ is "$status" 404 "…and cannot read another agent's run"
 api GET /runs/rffffffffffff0 "$RV"
 is "$status" 404 "an unknown run: 404"
 
+# output while a run lasts, from an offset
+api POST /projects/p/runs "$AG" '{"argv":["sh","-c","echo early; sleep 2; echo late"]}'
+FOLLOW=$(echo "$out" | field id)
+for i in $(seq 50); do
+	state=$(curl -s -D "$T/.hdr" -o "$T/.api" -H "Authorization: Bearer $AG" "$URL/api/runs/$FOLLOW/output" && grep -i '^x-airlock-run-state' "$T/.hdr" | tr -d '\r' | cut -d' ' -f2)
+	[ "$(cat "$T/.api")" = early ] && break; sleep 0.1
+done
+is "$state:$(cat "$T/.api")" "running:early" "GET /runs/ID/output while the run lasts: what it wrote so far"
+for i in $(seq 60); do api GET "/runs/$FOLLOW" "$AG"; [ "$(echo "$out" | field state)" = ended ] && break; sleep 0.1; done
+api GET "/runs/$FOLLOW/output?offset=6" "$AG"
+is "$out" "late" "…and after its end, from an offset"
+api GET "/runs/$FOLLOW/output?offset=-1" "$AG"
+is "$status" 422 "…a bad offset is refused"
+
 api POST /projects/p/runs "$AG" '{"argv":["sh","-c","echo started > s; sleep 30"]}'
 is "$status" 202 "without wait, a run answers 202 at once"
 SLOW=$(echo "$out" | field id)
@@ -302,6 +316,15 @@ AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" run p -- sh -c 'echo from-cli; echo 
 is "$rc:$out" "4:from-cli" "airlock --server run: the command's output and exit status"
 like "$err" "run r[0-9a-f]{13}: 1 change \(1 added\); exit status 4" "…and the same summary"
 CLIRUN=$(printf '%s' "$err" | sed -n 's/^run \(r[0-9a-f]*\):.*/\1/p')
+AIRLOCK_TOKEN=$AG "$AL" --server "$URL" run p -- sh -c 'echo first; sleep 2; echo second' > "$T/live.out" 2>"$T/live.err" &
+LIVE=$!
+for i in $(seq 30); do [ -s "$T/live.out" ] && break; sleep 0.1; done
+is "$(cat "$T/live.out"):$(kill -0 $LIVE 2>/dev/null && echo still-running)" "first:still-running" "airlock --server run streams the output while the run lasts"
+wait $LIVE
+is "$(cat "$T/live.out")" "first
+second" "…and all of it by the end"
+AIRLOCK_TOKEN=$AG timeout -s INT 1.5 "$AL" --server "$URL" run p -- sh -c 'echo going; sleep 30' >/dev/null 2>"$T/int.err"
+like "$(cat "$T/int.err")" "; cancelled; exit status 137" "Ctrl-C cancels the run on the daemon and reports it"
 AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept cli.txt
 is "$rc" 0 "airlock --server apply --accept"
 AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" apply "$CLIRUN" --accept-all
