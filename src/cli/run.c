@@ -273,8 +273,10 @@ static int follow(struct cli *cli, const char *id, json_t **rec, struct al_error
 			size_t len = 0;
 			snprintf(path, sizeof(path), "/runs/%s/output?stream=%s&offset=%zu", id, streams[k], off[k]);
 			if ((r = cli_http_get_raw(cli, path, &data, &len, state, err)) == 0) {
-				fwrite(data, 1, len, k ? stderr : stdout);
-				fflush(k ? stderr : stdout);
+				if (len) {
+					fwrite(data, 1, len, k ? stderr : stdout);
+					fflush(k ? stderr : stdout);
+				}
 				off[k] += len;
 				ended = ended || strcmp(state, "running") != 0;
 			}
