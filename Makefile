@@ -21,9 +21,9 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
-# the daemon (src/server) and the CLI's HTTP client: only the airlock binary
+# the daemon (src/server) and the CLI's HTTP client: headers at build time;
+# the libraries are dlopen'ed when `serve` or `--server` needs them (dl.h)
 NET_CFLAGS = $(shell pkg-config --cflags libmicrohttpd libcurl)
-NET_LIBS = $(shell pkg-config --libs libmicrohttpd libcurl)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
@@ -78,7 +78,7 @@ $(BUILD)/libairlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(NET_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)

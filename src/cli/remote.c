@@ -13,9 +13,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <curl/curl.h>
 
 #include "cli.h"
+#include "dl.h"
 #include "util.h"
 #include "view.h"
 
@@ -105,11 +105,9 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		    const char *upload_type, const char *download, json_t **out, struct raw *raw, struct al_error *err)
 {
 	*out = NULL;
-	static bool inited;
-	if (!inited) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		inited = true;
-	}
+	int lr = dl_load_curl(err);
+	if (lr < 0)
+		return lr;
 	if (!cli->token || !*cli->token)
 		return al_fail(err, AL_EAUTH, 0, "--server needs a token: set AIRLOCK_TOKEN");
 	CURL *c = curl_easy_init();

@@ -532,7 +532,7 @@ int srv_main(const struct srv_config *cfg)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (al_auth_open(cfg->home, &s.auth, &err) < 0) {
+	if (dl_load_mhd(&err) < 0 || al_auth_open(cfg->home, &s.auth, &err) < 0) {
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
 		return al_code_exit(err.code);
 	}

@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
-#include <microhttpd.h>
+
+#include "dl.h"
 
 #include "airlock/auth.h"
 #include "airlock/error.h"

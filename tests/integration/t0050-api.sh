@@ -358,6 +358,16 @@ AIRLOCK_TOKEN=$AG run "$AL" --server "$URL" audit
 is "$rc" 11 "a role that may not: exit 11"
 AIRLOCK_TOKEN=$ADM run "$AL" --server "$URL" admin token create au --json
 like "$(echo "$out" | field token)" '^alk_' "admin token create --server"
+# the HTTP libraries are loaded on first use: a broken one is a clear error
+mkdir -p "$T/fakelib"; echo 'int airlock_not_curl;' > "$T/fakelib/empty.c"
+cc -shared -fPIC -o "$T/fakelib/libcurl.so.4" "$T/fakelib/empty.c" && cp "$T/fakelib/libcurl.so.4" "$T/fakelib/libmicrohttpd.so.12"
+LD_LIBRARY_PATH="$T/fakelib" AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" project list
+is "$rc" 1 "a libcurl without its functions: exit 1"
+like "$err" "libcurl.so.4 has no curl_global_init" "…naming the library and what is missing"
+LD_LIBRARY_PATH="$T/fakelib" run "$AL" serve --listen 127.0.0.1:0
+is "$rc" 1 "…the same for serve and libmicrohttpd"
+like "$err" "libmicrohttpd.so.12 has no MHD_start_daemon" "…named"
+ok "commands that need neither do not load them" -- bash -c "LD_LIBRARY_PATH='$T/fakelib' '$AL' project list >/dev/null && ! grep -q -e libcurl -e microhttpd <(LD_LIBRARY_PATH='$T/fakelib' ldd '$AL')"
 unset AIRLOCK_TOKEN
 run "$AL" --server "$URL" project list
 is "$rc" 10 "no AIRLOCK_TOKEN: exit 10, said so"
