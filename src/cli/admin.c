@@ -22,18 +22,12 @@ static int open_auth(struct cli *cli, struct al_auth **a)
 	return al_auth_open(cli->home, a, &err) < 0 ? cli_error(cli, &err) : 0;
 }
 
-/* Parse the common --json/--help and return -1 to go on. */
-static int opts_json(struct cli *cli, int argc, char **argv, const char *help, int nargs)
-{
-	return cli_simple_opts(cli, argc, argv, help, nargs);
-}
-
 static int tenant_create(struct cli *cli, int argc, char **argv)
 {
-	int rc = opts_json(cli, argc, argv,
-			   "usage: airlock admin tenant create NAME [--json]\n\n"
-			   "Create a tenant (names: [a-z0-9][a-z0-9_-]{0,62}) in the local home: its own\n"
-			   "store, metadata and ledger, sharing nothing with the others.\n", 1);
+	int rc = cli_simple_opts(cli, argc, argv,
+				 "usage: airlock admin tenant create NAME [--json]\n\n"
+				 "Create a tenant (names: [a-z0-9][a-z0-9_-]{0,62}) in the local home: its own\n"
+				 "store, metadata and ledger, sharing nothing with the others.\n", 1);
 	if (rc >= 0)
 		return rc;
 	if (cli->server)
@@ -170,7 +164,7 @@ typedef int (*admin_collect_fn)(struct al_auth *a, const char *tenant, json_t *a
 static int admin_list(struct cli *cli, int argc, char **argv, const char *help, const char *remote,
 		      admin_collect_fn collect, cli_text_fn text)
 {
-	int rc = opts_json(cli, argc, argv, help, 0);
+	int rc = cli_simple_opts(cli, argc, argv, help, 0);
 	if (rc >= 0)
 		return rc;
 	json_t *arr = NULL;
@@ -209,9 +203,9 @@ static int principal_list(struct cli *cli, int argc, char **argv)
 
 static int grant(struct cli *cli, int argc, char **argv)
 {
-	int rc = opts_json(cli, argc, argv,
-			   "usage: airlock admin grant PRINCIPAL PROJECT [--json]\n\n"
-			   "Grant a project to a principal (agents start runs only on granted projects).\n", 2);
+	int rc = cli_simple_opts(cli, argc, argv,
+				 "usage: airlock admin grant PRINCIPAL PROJECT [--json]\n\n"
+				 "Grant a project to a principal (agents start runs only on granted projects).\n", 2);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -338,10 +332,10 @@ static int token_create(struct cli *cli, int argc, char **argv)
 
 static int token_revoke(struct cli *cli, int argc, char **argv)
 {
-	int rc = opts_json(cli, argc, argv,
-			   "usage: airlock admin token revoke ID [--json]\n\n"
-			   "Revoke a token by its id (airlock admin token list): every later request\n"
-			   "with it is refused (401).\n", 1);
+	int rc = cli_simple_opts(cli, argc, argv,
+				 "usage: airlock admin token revoke ID [--json]\n\n"
+				 "Revoke a token by its id (airlock admin token list): every later request\n"
+				 "with it is refused (401).\n", 1);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };

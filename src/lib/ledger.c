@@ -595,6 +595,11 @@ int al_ledger_append_batch(struct al_store *st, const char *kind, const char *gr
 		r = al_ledger__append(st, db, &rec, NULL, err);
 		json_decref(d);
 	}
+	return al_ledger__finish(st, db, r, err);
+}
+
+int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
+{
 	if (r == 0)
 		r = al_ledger__seal(st, db, err);
 	if (r < 0) {

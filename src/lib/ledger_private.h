@@ -16,6 +16,11 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 		      struct al_error *err);
 /* Sign a checkpoint for the current size (once per transaction). */
 int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err);
+/* End a write transaction of meta.db: on success sign a checkpoint of the
+ * ledger in it and commit, so the entries and the checkpoint land with the
+ * effect or not at all; on failure (r < 0) roll back.  Returns r or the
+ * commit's failure. */
+int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err);
 /* A fresh group id: "g" + 15 hex digits. */
 void al_ledger__new_group(char out[17]);
 

@@ -183,9 +183,7 @@ static void log_refusal(struct al_store *st, sqlite3 *db, const char *project, c
 		json_object_set_new(d, "draft", json_string(draft));
 	struct al_error e2 = { 0 };
 	int r = log_action(st, db, "conflict", group, project, o ? o->author : NULL, d, NULL, &e2);
-	if (r == 0)
-		r = al_ledger__seal(st, db, &e2);
-	sqlite3_exec(db, r == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+	al_ledger__finish(st, db, r, &e2);
 }
 
 static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what, struct vol *v,
@@ -705,19 +703,6 @@ static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
 	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
 }
 
-/* End a write transaction: on success sign a checkpoint of the ledger in
- * it, so the entries and the checkpoint land with the effect or not at all. */
-static int finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
-{
-	if (r == 0)
-		r = al_ledger__seal(st, db, err);
-	if (r < 0) {
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return r;
-	}
-	return al_sqlite_exec(db, "COMMIT", err);
-}
-
 int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
 		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
 		      struct al_commit_result *res, struct al_error *err)
@@ -732,7 +717,7 @@ int al_project_commit(struct al_store *st, const char *project, const uint8_t ba
 	const char *group = group_of(opts, gbuf);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, group, NULL, res, err);
-	r = finish(st, db, r, err);
+	r = al_ledger__finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, project, group, base, snapshot, opts, res, NULL);
 	return r;
@@ -760,30 +745,30 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	_cleanup_sqlite_stmt_ sqlite3_stmt *pv = NULL, *pp = NULL, *up = NULL;
 	int64_t now = al_wall_s();
 	if ((r = al_sqlite_prepare(db, "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)", &pp, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(pp, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(pp, 2, now);
 	int rc = sqlite3_step(pp);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
-		return finish(st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
+		return al_ledger__finish(st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
 	if (rc != SQLITE_DONE)
-		return finish(st, db, al_sqlite_fail(db, err, "create project"), err);
+		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	int64_t pid = sqlite3_last_insert_rowid(db);
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
 				   &pv, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(pv, 1, pid);
 	sqlite3_bind_blob(pv, 2, empty, 32, SQLITE_STATIC);
 	sqlite3_bind_int64(pv, 3, now);
 	if (sqlite3_step(pv) != SQLITE_DONE)
-		return finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
+		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
 	int64_t vid = sqlite3_last_insert_rowid(db);
 	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(up, 1, vid);
 	sqlite3_bind_int64(up, 2, pid);
 	if (sqlite3_step(up) != SQLITE_DONE)
-		return finish(st, db, al_sqlite_fail(db, err, "create project"), err);
+		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
 	memcpy(v.head, empty, 32);
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
@@ -793,8 +778,8 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	al_ledger__new_group(gbuf);
 	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
 	    (r = log_action(st, db, "project_create", gbuf, name, author, json_pack("{s:o}", "head", jid(head)), NULL, err)) < 0)
-		return finish(st, db, r, err);
-	if ((r = finish(st, db, 0, err)) < 0)
+		return al_ledger__finish(st, db, r, err);
+	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
 		return r;
 	if (out) {
 		memset(out, 0, sizeof(*out));
@@ -962,10 +947,10 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		return r;
 	struct vol live;
 	if ((r = live_volume(db, project, &live, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	uint8_t rnd[7];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return finish(st, db, al_fail(err, AL_EIO, errno, "draft id"), err);
+		return al_ledger__finish(st, db, al_fail(err, AL_EIO, errno, "draft id"), err);
 	char hex[15], id[AL_DRAFT_ID_LEN + 1];
 	al_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "d%.13s", hex);
@@ -977,10 +962,10 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		al_ledger__new_group(group);
 	const uint8_t *base = o->base ? o->base : live.head;
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp) "
 				       "VALUES (?, 'draft', ?, ?, ?, ?, ?)", &ins, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
 	sqlite3_bind_blob(ins, 2, base, 32, SQLITE_STATIC);
@@ -988,7 +973,7 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 5, al_wall_s());
 	if (sqlite3_step(ins) != SQLITE_DONE)
-		return finish(st, db, al_sqlite_fail(db, err, "create draft"), err);
+		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create draft"), err);
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
 	v.seq = 0;
@@ -1001,20 +986,20 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	snprintf(v.group, sizeof(v.group), "%s", group);
 	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
 			    json_pack("{s:s,s:o}", "draft", id, "base", jid(base)), NULL, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	if (content) {
 		struct al_commit_opts co = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
 		r = commit_locked(st, db, &v, base, content, &co, "commit", id, group, NULL, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
-			return finish(st, db, r, err);
+			return al_ledger__finish(st, db, r, err);
 	}
 	struct al_draft_info info;
 	draft_info(&v, &info);
 	if (hook && (r = hook(ctx, db, &info, err)) < 0)
-		return finish(st, db, r, err);
-	if ((r = finish(st, db, 0, err)) < 0)
+		return al_ledger__finish(st, db, r, err);
+	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
 		return r;
 	if (out)
 		*out = info;
@@ -1092,7 +1077,7 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 		else
 			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, v.group, NULL, res, err);
 	}
-	r = finish(st, db, r, err);
+	r = al_ledger__finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, v.project_name, v.group, base, snapshot, opts, res, id);
 	return r;
@@ -1175,12 +1160,12 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 		return r;
 	struct vol d, live;
 	if ((r = draft_volume(db, id, &d, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	id = d.public_id; /* the draft's own id, also when named by its run's */
 	if (strcmp(d.state, "open") != 0)
-		return finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
+		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	const char *state = mode == AL_REJECT_ALL ? "rejected" : "applied";
 	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
 	json_t *jp = json_array();
@@ -1201,17 +1186,17 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	}
 	json_decref(extra);
 	if (r < 0) {
-		r = finish(st, db, r, err);
+		r = al_ledger__finish(st, db, r, err);
 		if (r == AL_ECONFLICT)
 			log_refusal(st, db, d.project_name, d.group, d.base, incoming, opts, res, id);
 		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
 	if ((r = al_sqlite_prepare(db, "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'", &up, err)) < 0)
-		return finish(st, db, r, err);
+		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, d.id);
 	if (sqlite3_step(up) != SQLITE_DONE || sqlite3_changes(db) != 1)
-		return finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
-	return finish(st, db, 0, err);
+		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
+	return al_ledger__finish(st, db, 0, err);
 }

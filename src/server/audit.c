@@ -16,7 +16,7 @@
 #include "util.h"
 #include "view.h"
 
-int h_audit(struct req *rq)
+static int audit_list(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	struct al_ledger_query q = { .group = srv_query(rq, "group"), .project = srv_query(rq, "project"),
 				     .kind = srv_query(rq, "kind") };
@@ -25,48 +25,40 @@ int h_audit(struct req *rq)
 		char *end;
 		q.since = strtoll(since, &end, 10);
 		if (!*since || *end)
-			return srv_fail(rq, AL_EINVAL, "since takes unix seconds");
+			return al_fail(err, AL_EINVAL, 0, "since takes unix seconds");
 	}
-	struct al_store *st = NULL;
-	struct al_error err = { 0 };
-	json_t *arr = json_array();
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_ledger(st, &q, arr, &err);
-	srv_store_done(st);
-	if (rc < 0) {
-		json_decref(arr);
-		return srv_error(rq, &err);
-	}
-	return srv_json(rq, 200, arr);
+	*out = json_array();
+	return view_ledger(st, &q, *out, err);
 }
 
-int h_audit_entry(struct req *rq)
+int h_audit(struct req *rq)
+{
+	return srv_serve(rq, 200, audit_list);
+}
+
+static int audit_entry(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	char *end;
 	unsigned long long seq = strtoull(rq->seg[1], &end, 10);
 	if (!*rq->seg[1] || *end || rq->seg[1][0] == '-')
-		return srv_fail(rq, AL_ENOTFOUND, "no ledger entry %s", rq->seg[1]);
-	struct al_store *st = NULL;
-	struct al_error err = { 0 };
-	json_t *out = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_ledger_entry(st, seq, &out, &err);
-	srv_store_done(st);
-	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, out);
+		return al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %s", rq->seg[1]);
+	return view_ledger_entry(st, seq, out, err);
+}
+
+int h_audit_entry(struct req *rq)
+{
+	return srv_serve(rq, 200, audit_entry);
+}
+
+static int audit_checkpoint(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	(void)rq;
+	return view_checkpoint(st, out, err);
 }
 
 int h_audit_checkpoint(struct req *rq)
 {
-	struct al_store *st = NULL;
-	struct al_error err = { 0 };
-	json_t *out = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_checkpoint(st, &out, &err);
-	srv_store_done(st);
-	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, out);
+	return srv_serve(rq, 200, audit_checkpoint);
 }
 
 /* The export is written to the tenant's tmp/, opened, unlinked, and sent

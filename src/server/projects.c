@@ -18,29 +18,6 @@
 #define BLOB_MAX (256u << 20)   /* a blob answered in one response */
 #define SNAPSHOT_ENTRIES_MAX 100000
 
-/* A handler's usual shape: open the tenant's store, fill *out, answer. */
-typedef int (*view_fn)(struct req *rq, struct al_store *st, json_t **out, struct al_error *err);
-static int serve(struct req *rq, int status, view_fn fn)
-{
-	struct al_store *st = NULL;
-	struct al_error err = { 0 };
-	json_t *out = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = fn(rq, st, &out, &err);
-	srv_store_done(st);
-	if (rc < 0) {
-		json_decref(out);
-		return srv_error(rq, &err);
-	}
-	return srv_json(rq, status, out);
-}
-
-static int no_project(struct req *rq, const char *name)
-{
-	return srv_fail(rq, AL_ENOTFOUND, "no project %s", name);
-}
-
 static int list_projects(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	json_t *all = *out = json_array();
@@ -58,7 +35,7 @@ static int list_projects(struct req *rq, struct al_store *st, json_t **out, stru
 
 int h_projects(struct req *rq)
 {
-	return serve(rq, 200, list_projects);
+	return srv_serve(rq, 200, list_projects);
 }
 
 static int get_project(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -73,8 +50,8 @@ static int get_project(struct req *rq, struct al_store *st, json_t **out, struct
 int h_project(struct req *rq)
 {
 	if (!srv_project_visible(rq, rq->seg[1]))
-		return no_project(rq, rq->seg[1]);
-	return serve(rq, 200, get_project);
+		return srv_no_project(rq, rq->seg[1]);
+	return srv_serve(rq, 200, get_project);
 }
 
 static int create_project(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -95,7 +72,7 @@ static int create_project(struct req *rq, struct al_store *st, json_t **out, str
 
 int h_project_create(struct req *rq)
 {
-	return serve(rq, 201, create_project);
+	return srv_serve(rq, 201, create_project);
 }
 
 static int project_log(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -106,7 +83,7 @@ static int project_log(struct req *rq, struct al_store *st, json_t **out, struct
 
 int h_project_log(struct req *rq)
 {
-	return serve(rq, 200, project_log);
+	return srv_serve(rq, 200, project_log);
 }
 
 static int project_drafts(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -117,7 +94,7 @@ static int project_drafts(struct req *rq, struct al_store *st, json_t **out, str
 
 int h_project_drafts(struct req *rq)
 {
-	return serve(rq, 200, project_drafts);
+	return srv_serve(rq, 200, project_drafts);
 }
 
 /* POST /projects/{name}/commits?base=ID[&strategy=S][&message=M]: the body a
@@ -176,7 +153,7 @@ static int get_draft(struct req *rq, struct al_store *st, json_t **out, struct a
 
 int h_draft(struct req *rq)
 {
-	return serve(rq, 200, get_draft);
+	return srv_serve(rq, 200, get_draft);
 }
 
 static int review(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -187,7 +164,7 @@ static int review(struct req *rq, struct al_store *st, json_t **out, struct al_e
 
 int h_draft_review(struct req *rq)
 {
-	return serve(rq, 200, review);
+	return srv_serve(rq, 200, review);
 }
 
 int h_draft_apply(struct req *rq)
@@ -274,7 +251,7 @@ static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al
 
 int h_snapshot(struct req *rq)
 {
-	return serve(rq, 200, snapshot);
+	return srv_serve(rq, 200, snapshot);
 }
 
 int h_blob(struct req *rq)
@@ -311,7 +288,7 @@ static int images(struct req *rq, struct al_store *st, json_t **out, struct al_e
 
 int h_images(struct req *rq)
 {
-	return serve(rq, 200, images);
+	return srv_serve(rq, 200, images);
 }
 
 /* POST /images[?name=N], the body a tar archive (any compression) */

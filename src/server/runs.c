@@ -155,6 +155,24 @@ static void wipe_secrets(json_t *body)
 	}
 }
 
+/* The request's copies of the secrets wiped, its buffers freed. */
+static void request_release(struct srv_run *r)
+{
+	wipe_secrets(r->body);
+	run_request_release(&r->req);
+	json_decref(r->body);
+	r->body = NULL;
+}
+
+/* Signal the sandbox to stop (under the lock; a second signal is a no-op). */
+static void cancel(struct srv_run *r)
+{
+	uint64_t one = 1;
+	r->cancel_requested = true;
+	if (write(r->cancel_fd, &one, sizeof(one)) < 0) { /* EAGAIN: already signalled */
+	}
+}
+
 static void *run_thread(void *arg)
 {
 	struct srv_run *r = arg;
@@ -167,10 +185,7 @@ static void *run_thread(void *arg)
 			al_run_info_release(&info);
 	}
 	al_store_close(st);
-	wipe_secrets(r->body);
-	run_request_release(&r->req);
-	json_decref(r->body);
-	r->body = NULL;
+	request_release(r);
 	malloc_trim(0); /* what the run's thread freed goes back: the daemon returns to idle */
 	pthread_mutex_lock(&s->lock);
 	r->rc = rc;
@@ -209,18 +224,13 @@ static int no_run(struct req *rq, const char *id)
 	return srv_fail(rq, AL_ENOTFOUND, "no run %s", id);
 }
 
-static int no_project(struct req *rq, const char *name)
-{
-	return srv_fail(rq, AL_ENOTFOUND, "no project %s", name);
-}
-
 int h_run_start(struct req *rq)
 {
 	struct srv *s = rq->srv;
 	const char *project = rq->seg[1];
 	struct al_error err = { 0 };
 	if (!srv_project_visible(rq, project) || al_project_name_check(project, &err) < 0)
-		return no_project(rq, project);
+		return srv_no_project(rq, project);
 	json_t *body;
 	if (srv_body_json(rq, &body) < 0)
 		return 0;
@@ -241,11 +251,9 @@ int h_run_start(struct req *rq)
 	if (rc == 0)
 		rc = al_sandbox_check(NULL, r->req.o.network, &err);
 	/* everything refusable is refused before the first use imports the image */
-	if (rc == 0 && !r->req.o.image)
-		rc = ops_default_image(st, &err);
 	uint8_t img[32];
 	if (rc == 0)
-		rc = al_image_resolve(st, r->req.o.image ? r->req.o.image : OPS_DEFAULT_IMAGE, img, &err);
+		rc = r->req.o.image ? al_image_resolve(st, r->req.o.image, img, &err) : ops_default_image(st, &err);
 	srv_store_done(st);
 	uint8_t rnd[7];
 	char hex[15];
@@ -254,9 +262,7 @@ int h_run_start(struct req *rq)
 	if (rc == 0 && (r->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		rc = al_fail(&err, AL_EIO, errno, "run: eventfd");
 	if (rc < 0) {
-		wipe_secrets(body);
-		run_request_release(&r->req);
-		json_decref(body);
+		request_release(r);
 		run_free(r);
 		return srv_error(rq, &err);
 	}
@@ -284,9 +290,7 @@ int h_run_start(struct req *rq)
 	if (s->stopping || s->active >= s->cfg.max_runs) {
 		bool stopping = s->stopping;
 		pthread_mutex_unlock(&s->lock);
-		wipe_secrets(body);
-		run_request_release(&r->req);
-		json_decref(body);
+		request_release(r);
 		run_free(r);
 		return stopping ? srv_fail(rq, AL_EUNAVAIL, "the server is shutting down")
 				: srv_fail(rq, AL_EUNAVAIL, "%u runs in flight: try again later", s->cfg.max_runs);
@@ -307,9 +311,7 @@ int h_run_start(struct req *rq)
 		pthread_attr_destroy(&attr);
 		rq->waiting = NULL;
 		pthread_mutex_unlock(&s->lock);
-		wipe_secrets(body);
-		run_request_release(&r->req);
-		json_decref(body);
+		request_release(r);
 		run_free(r);
 		return srv_fail(rq, AL_EUNAVAIL, "cannot start a run thread");
 	}
@@ -335,18 +337,28 @@ int h_run_start(struct req *rq)
 }
 
 /* The record of an ended run (with its output), or its failure. */
-static int answer_ended(struct req *rq, const char *id, bool with_output, int fail_rc, const struct al_error *fail)
+/* An ended run's record, if this principal may see it (the record says
+ * who started it); another's is the missing run's 404. */
+static int recorded(struct req *rq, const char *id, bool with_output, json_t **rec, struct al_error *err)
 {
-	if (fail_rc < 0)
-		return srv_error(rq, fail);
 	struct al_store *st = NULL;
+	int rc = srv_store(rq, &st, err);
+	if (rc == 0)
+		rc = view_run(st, id, with_output, rec, err);
+	srv_store_done(st);
+	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(*rec, "principal")))) {
+		json_decref(*rec);
+		*rec = NULL;
+		rc = al_fail(err, AL_ENOTFOUND, 0, "no run %s", id);
+	}
+	return rc;
+}
+
+static int answer_record(struct req *rq, const char *id, bool with_output)
+{
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_run(st, id, with_output, &rec, &err);
-	srv_store_done(st);
-	if (rc < 0)
+	if (recorded(rq, id, with_output, &rec, &err) < 0)
 		return srv_error(rq, &err);
 	json_object_set_new(rec, "state", json_string("ended"));
 	return srv_json(rq, 200, rec);
@@ -364,7 +376,7 @@ int srv_run_answer(struct req *rq)
 	r->waiter = NULL;
 	rq->waiting = NULL;
 	pthread_mutex_unlock(&s->lock);
-	return answer_ended(rq, id, true, rc, &err);
+	return rc < 0 ? srv_error(rq, &err) : answer_record(rq, id, true);
 }
 
 void srv_run_unwait(struct req *rq)
@@ -405,21 +417,7 @@ int h_run(struct req *rq)
 		json_decref(e);
 		return srv_json(rq, 200, f);
 	}
-	/* ended: the record decides who may see it */
-	struct al_store *st = NULL;
-	json_t *rec = NULL;
-	int r2 = srv_store(rq, &st, &err);
-	if (r2 == 0)
-		r2 = view_run(st, id, srv_query(rq, "output") != NULL, &rec, &err);
-	srv_store_done(st);
-	if (r2 < 0)
-		return srv_error(rq, &err);
-	if (!run_visible(rq, json_string_value(json_object_get(rec, "principal")))) {
-		json_decref(rec);
-		return no_run(rq, id);
-	}
-	json_object_set_new(rec, "state", json_string("ended"));
-	return srv_json(rq, 200, rec);
+	return answer_record(rq, id, srv_query(rq, "output") != NULL);
 }
 
 /* GET /runs/{id}/output?stream=stdout|stderr[&offset=N]: the stream's bytes
@@ -456,13 +454,11 @@ int h_run_output(struct req *rq)
 	json_t *rec = NULL;
 	uint8_t blob[32], *data = NULL;
 	size_t len = 0;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_run(st, id, false, &rec, &err);
-	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(rec, "principal"))))
-		rc = al_fail(&err, AL_ENOTFOUND, 0, "no run %s", id);
+	int rc = recorded(rq, id, false, &rec, &err);
 	if (rc == 0)
 		rc = al_id_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
+	if (rc == 0)
+		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_cas_get(al_store_cas(st), blob, &data, &len, &err);
 	srv_store_done(st);
@@ -486,13 +482,9 @@ int h_run_cancel(struct req *rq)
 	struct srv_run *r = find(s, &rq->who, id);
 	bool mine = r && (!strcmp(r->principal, rq->who.name) || srv_role(rq, AL_ROLE_ADMIN));
 	bool visible = r && run_visible(rq, r->principal);
-	bool running = r && !r->done;
-	if (running && mine) {
-		uint64_t one = 1;
-		r->cancel_requested = true;
-		if (write(r->cancel_fd, &one, sizeof(one)) < 0) { /* EAGAIN: already signalled */
-		}
-	}
+	bool running = r && !r->done, failed = r && r->done && r->rc < 0;
+	if (running && mine)
+		cancel(r);
 	pthread_mutex_unlock(&s->lock);
 	if (r && !visible)
 		return no_run(rq, id);
@@ -500,32 +492,22 @@ int h_run_cancel(struct req *rq)
 		return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
 	if (running)
 		return srv_fail(rq, AL_EDENIED, "only the principal that started run %s (or an admin) may cancel it", id);
-	/* not in flight: ended (or never existed for this tenant) */
-	struct al_store *st = NULL;
+	/* not in flight: ended (or never existed for this tenant); a run whose
+	 * sandbox failed has no record but has ended too */
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = view_run(st, id, false, &rec, &err);
-	srv_store_done(st);
-	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(rec, "principal"))))
-		rc = al_fail(&err, AL_ENOTFOUND, 0, "no run %s", id);
+	int rc = failed ? 0 : recorded(rq, id, false, &rec, &err);
 	json_decref(rec);
-	if (rc < 0 && !(r && r->rc < 0))
+	if (rc < 0)
 		return srv_error(rq, &err);
 	return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
 }
-
-struct list_ctx {
-	struct req *rq;
-	json_t *arr;
-};
 
 int h_runs(struct req *rq)
 {
 	const char *project = rq->seg[1];
 	if (!srv_project_visible(rq, project))
-		return no_project(rq, project);
+		return srv_no_project(rq, project);
 	struct al_store *st = NULL;
 	struct al_error err = { 0 };
 	json_t *arr = json_array();
@@ -560,12 +542,8 @@ void srv_runs_drain(struct srv *s)
 	if (s->active) {
 		fprintf(stderr, "airlock serve: cancelling %u run%s still in flight\n", s->active, s->active == 1 ? "" : "s");
 		for (struct srv_run *r = s->runs; r; r = r->next)
-			if (!r->done) {
-				uint64_t one = 1;
-				r->cancel_requested = true;
-				if (write(r->cancel_fd, &one, sizeof(one)) < 0) { /* already signalled */
-				}
-			}
+			if (!r->done)
+				cancel(r);
 	}
 	while (s->active)
 		pthread_cond_wait(&s->runs_done, &s->lock);

@@ -242,6 +242,27 @@ void srv_store_done(struct al_store *st)
 	pthread_setspecific(kept_key, st);
 }
 
+int srv_serve(struct req *rq, int status, srv_view_fn fn)
+{
+	struct al_store *st = NULL;
+	struct al_error err = { 0 };
+	json_t *out = NULL;
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = fn(rq, st, &out, &err);
+	srv_store_done(st);
+	if (rc < 0) {
+		json_decref(out);
+		return srv_error(rq, &err);
+	}
+	return srv_json(rq, status, out);
+}
+
+int srv_no_project(struct req *rq, const char *name)
+{
+	return srv_fail(rq, AL_ENOTFOUND, "no project %s", name); /* al_project_get's words */
+}
+
 bool srv_role(struct req *rq, unsigned roles)
 {
 	return (rq->who.roles & roles) != 0;

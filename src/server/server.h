@@ -90,6 +90,13 @@ int srv_body_json(struct req *rq, json_t **out);
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err);
 void srv_store_done(struct al_store *st);
 
+/* A handler's usual shape: the tenant's store, fn fills *out, the answer
+ * (status, or the error). */
+typedef int (*srv_view_fn)(struct req *rq, struct al_store *st, json_t **out, struct al_error *err);
+int srv_serve(struct req *rq, int status, srv_view_fn fn);
+/* The answer for a project this principal cannot see: a missing one's. */
+int srv_no_project(struct req *rq, const char *name);
+
 /* Roles: does the principal hold any of these? (else an answer: 403) */
 bool srv_role(struct req *rq, unsigned roles);
 /* May the principal see this project (agents: granted ones only)? */

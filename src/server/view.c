@@ -393,27 +393,66 @@ json_t *view_proof(uint8_t (*p)[32], size_t n)
 	return a;
 }
 
+/* An entry and its inclusion proof in the latest checkpoint, checked. */
+struct inclusion {
+	json_t *entry;
+	uint8_t leaf[32];
+	struct al_checkpoint cp;
+	uint8_t (*proof)[32];
+	size_t n;
+	bool valid;
+	char leaf_hex[65], root_hex[65];
+};
+
+static void inclusion_release(struct inclusion *in)
+{
+	json_decref(in->entry);
+	free(in->proof);
+}
+
+static int inclusion(struct al_store *st, uint64_t seq, struct inclusion *in, struct al_error *err)
+{
+	memset(in, 0, sizeof(*in));
+	struct show_ctx s = { 0 };
+	int r = al_ledger_get(st, seq, keep_entry, &s, err);
+	in->entry = s.entry;
+	memcpy(in->leaf, s.leaf, 32);
+	if (r == 0)
+		r = al_ledger_checkpoint(st, &in->cp, err);
+	if (r == 0)
+		r = al_ledger_inclusion(st, seq, in->cp.size, &in->proof, &in->n, err);
+	if (r < 0)
+		return r;
+	in->valid = al_merkle_verify_inclusion(seq, in->cp.size, in->leaf, (const uint8_t(*)[32])in->proof, in->n,
+					       in->cp.root);
+	al_hex(in->leaf, 32, in->leaf_hex);
+	al_hex(in->cp.root, 32, in->root_hex);
+	return 0;
+}
+
+int view_inclusion(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	struct inclusion in;
+	int r = inclusion(st, seq, &in, err);
+	if (r == 0)
+		*out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "entry", (json_int_t)seq, "size", (json_int_t)in.cp.size,
+				 "leaf", in.leaf_hex, "root", in.root_hex, "proof", view_proof(in.proof, in.n), "valid",
+				 in.valid);
+	inclusion_release(&in);
+	return r;
+}
+
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err)
 {
 	*out = NULL;
-	struct show_ctx s = { 0 };
-	struct al_checkpoint cp;
-	uint8_t(*proof)[32] = NULL;
-	size_t np = 0;
-	int r = view_ledger_leaf(st, seq, &s.entry, s.leaf, err);
-	if (r == 0)
-		r = al_ledger_checkpoint(st, &cp, err);
-	if (r == 0)
-		r = al_ledger_inclusion(st, seq, cp.size, &proof, &np, err);
+	struct inclusion in;
+	int r = inclusion(st, seq, &in, err);
 	if (r == 0) {
-		char leaf[65], root[65];
-		al_hex(s.leaf, 32, leaf);
-		al_hex(cp.root, 32, root);
-		bool ok = al_merkle_verify_inclusion(seq, cp.size, s.leaf, (const uint8_t(*)[32])proof, np, cp.root);
-		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", s.entry, "leaf", leaf, "checkpoint", "size",
-				      (json_int_t)cp.size, "root", root, "inclusion_proof", view_proof(proof, np), "included",
-				      ok);
-		json_t *data = json_object_get(s.entry, "data");
+		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", in.entry, "leaf", in.leaf_hex, "checkpoint",
+				      "size", (json_int_t)in.cp.size, "root", in.root_hex, "inclusion_proof",
+				      view_proof(in.proof, in.n), "included", in.valid);
+		json_t *data = json_object_get(in.entry, "data");
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));
 		uint8_t a[32], b[32];
@@ -440,17 +479,7 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 		json_object_set_new(o, "content", texts);
 		*out = o;
 	}
-	free(proof);
-	json_decref(s.entry);
-	return r;
-}
-
-int view_ledger_leaf(struct al_store *st, uint64_t seq, json_t **entry, uint8_t leaf[32], struct al_error *err)
-{
-	struct show_ctx s = { 0 };
-	int r = al_ledger_get(st, seq, keep_entry, &s, err);
-	*entry = s.entry;
-	memcpy(leaf, s.leaf, 32);
+	inclusion_release(&in);
 	return r;
 }
 

@@ -52,8 +52,9 @@ int view_run(struct al_store *st, const char *id, bool with_output, json_t **out
 int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err);
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
-/* A ledger entry (parsed) and its Merkle leaf hash. */
-int view_ledger_leaf(struct al_store *st, uint64_t seq, json_t **entry, uint8_t leaf[32], struct al_error *err);
+/* An entry's inclusion proof in the latest checkpoint, checked:
+ * {entry (seq), size, leaf, root, proof, valid} (airlock audit prove). */
+int view_inclusion(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 /* A Merkle proof as an array of hex hashes. */
 json_t *view_proof(uint8_t (*p)[32], size_t n);
 
