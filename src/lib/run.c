@@ -98,7 +98,8 @@ static int env_set(struct env *e, const char *kv, struct al_error *err)
 {
 	size_t nl;
 	if (!env_name_ok(kv, &nl))
-		return al_fail(err, AL_EUSAGE, 0, "bad environment variable '%.64s' (NAME=VALUE)", kv);
+		return al_fail(err, AL_EUSAGE, 0, "bad environment variable name '%.*s' (NAME=VALUE)",
+			       (int)strcspn(kv, "=") < 64 ? (int)strcspn(kv, "=") : 64, kv); /* never the value: it may be a secret */
 	for (size_t i = 0; i < e->n; i++)
 		if (!strncmp(e->v[i], kv, nl + 1)) {
 			e->v[i] = kv;
@@ -428,8 +429,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		return r;
 	}
 	env->v[env->n] = NULL;
-	/* secret files: NAME=VALUE split in place into a copy */
+	/* secret files: NAME=VALUE, the name copied out */
 	struct al_sandbox_file files[AL_SECRET_FILES_MAX];
+	char file_names[AL_SECRET_FILES_MAX][64];
 	size_t nfiles = 0;
 	for (; o->secret_files && o->secret_files[nfiles]; nfiles++) {
 		const char *kv = o->secret_files[nfiles], *eq = strchr(kv, '=');
@@ -440,14 +442,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		}
 		if (!env_name_ok(kv, &nl) || nl >= 64) {
 			free(env);
-			return al_fail(err, AL_EUSAGE, 0, "run: bad secret file '%.32s' (NAME=VALUE)", kv);
+			return al_fail(err, AL_EUSAGE, 0, "run: bad secret file name '%.*s' (NAME=VALUE)",
+				       (int)strcspn(kv, "=") < 64 ? (int)strcspn(kv, "=") : 64, kv);
 		}
-		files[nfiles] = (struct al_sandbox_file){ .data = eq + 1, .len = strlen(eq + 1) };
-	}
-	char file_names[AL_SECRET_FILES_MAX][64];
-	for (size_t i = 0; i < nfiles; i++) {
-		snprintf(file_names[i], 64, "%.*s", (int)strcspn(o->secret_files[i], "="), o->secret_files[i]);
-		files[i].name = file_names[i];
+		snprintf(file_names[nfiles], 64, "%.*s", (int)nl, kv);
+		files[nfiles] = (struct al_sandbox_file){ .name = file_names[nfiles], .data = eq + 1, .len = strlen(eq + 1) };
 	}
 	if (o->id && !al_run_id_valid(o->id)) {
 		free(env);

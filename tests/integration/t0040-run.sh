@@ -49,6 +49,11 @@ run "$AL" run p -- /no/such/command
 is "$rc" 127 "a command that cannot be started exits 127"
 like "$err" "no/such/command" "…with a message"
 
+run "$AL" run p --secret '1BAD=never-echo-this' --secret-file 'BAD-NAME=never-echo-this-either' -- true
+is "$rc" 2 "a secret with a bad name is a usage error"
+ok "…whose message names the variable but never echoes the value" -- bash -c "! grep -q never-echo '$T/.stderr'"
+run "$AL" run p --secret-file 'BAD-NAME=never-echo-this-either' -- true
+like "$err" "bad secret file name 'BAD-NAME'" "…the same for a secret file"
 # secrets: in the environment, never stored
 SECRET="s3cr3t-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 export AIRLOCK_TEST_TOKEN="$SECRET"
