@@ -30,6 +30,10 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+	/* First: the command runs as the same uid, and /proc/1/mem of a
+	 * dumpable PID 1 would open read-write for it (it could patch init).
+	 * The command itself, once exec'ed, is dumpable again. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	int first = 1;
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage();

@@ -2,9 +2,8 @@
 # airlock-init as PID 1 of a PID namespace: status, signals, orphans, zombies.
 . "$(dirname "$0")/../lib.sh"
 INIT="$AIRLOCK_BUILD/airlock-init"
-if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null; then
-	echo "1..0 # SKIP needs root and unshare(1) for a PID namespace"; exit 0
-fi
+need_root
+command -v unshare >/dev/null || skip_all "needs unshare(1) for a PID namespace"
 ns() { unshare --pid --fork --mount-proc "$INIT" -- "$@"; }
 
 run ns sh -c 'exit 3'

@@ -2,7 +2,7 @@
 # airlock run: a command in a sandbox on the project's head; its changes come
 # back exactly, as a draft; the live head does not move until apply.
 . "$(dirname "$0")/../lib.sh"
-if ! unshare -U true 2>/dev/null; then echo "1..0 # SKIP no user namespaces"; exit 0; fi
+need_userns
 "$AL" init >/dev/null
 S="$T/src"; mkdir -p "$S/dir/sub" "$S/gone"
 echo one > "$S/edit.txt"; echo bye > "$S/del.txt"; echo s > "$S/script.sh"; echo g > "$S/gone/g"

@@ -5,7 +5,7 @@
 # async, status, output, cancel), conflicts, and the CLI's parity with the
 # embedded home.
 . "$(dirname "$0")/../lib.sh"
-if ! unshare -U true 2>/dev/null; then echo "1..0 # SKIP no user namespaces"; exit 0; fi
+need_userns
 "$AL" init >/dev/null
 S="$T/src"; mkdir -p "$S/d"; echo one > "$S/a.txt"; echo two > "$S/d/b.txt"
 "$AL" project create p --from "$S" >/dev/null

@@ -2,7 +2,7 @@
 # A run's upper layer, produced by a real overlayfs mount, comes back as
 # exactly its changes; what a run may not hand back is neutralised.
 . "$(dirname "$0")/../lib.sh"
-if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP needs root to mount overlayfs"; exit 0; fi
+need_root
 "$AL" init >/dev/null
 S="$T/src"; mkdir -p "$S/keep" "$S/gone/deep" "$S/replaced"
 echo same > "$S/same.txt"; echo old > "$S/edit.txt"; echo bye > "$S/del.txt"; echo x > "$S/gone/deep/x"
@@ -10,7 +10,7 @@ echo r > "$S/replaced/old"; echo m > "$S/mode.sh"; echo k > "$S/keep/k"
 B=$("$AL" snapshot import "$S")
 L="$T/lower"; U="$T/upper"; W="$T/work"; M="$T/merged"
 "$AL" snapshot export "$B" "$L" >/dev/null; mkdir -p "$U" "$W" "$M"
-mount -t overlay overlay -o "lowerdir=$L,upperdir=$U,workdir=$W" "$M" || { echo "1..0 # SKIP overlay mount failed"; exit 0; }
+mount -t overlay overlay -o "lowerdir=$L,upperdir=$U,workdir=$W" "$M" || skip_all "overlay mount failed"
 trap 'umount "$M" 2>/dev/null; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 (
 	cd "$M"

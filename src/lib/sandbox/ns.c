@@ -45,16 +45,18 @@
 #include "util.h"
 
 enum stage {
-	ST_SYNC, ST_IDS, ST_CGROUPNS, ST_PRIVATE, ST_TMPFS, ST_SEND, ST_DIRS, ST_ROOT, ST_WORKSPACE, ST_PROC,
-	ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_SECRETS, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
+	ST_SYNC, ST_IDS, ST_SESSION, ST_CGROUPNS, ST_PRIVATE, ST_TMPFS, ST_SEND, ST_DIRS, ST_ROOT, ST_WORKSPACE, ST_PROC,
+	ST_PROC_MASK, ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_SECRETS, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
 	ST_SECCOMP, ST_EXEC, ST_N
 };
 static const char *const stage_names[ST_N] = {
 	[ST_SYNC] = "waiting for the parent", [ST_IDS] = "setting the sandbox's ids",
+	[ST_SESSION] = "starting a new session",
 	[ST_CGROUPNS] = "cgroup namespace", [ST_PRIVATE] = "making mounts private",
 	[ST_TMPFS] = "mounting the run's tmpfs", [ST_SEND] = "handing the upper layer to the parent",
 	[ST_DIRS] = "creating the layer directories", [ST_ROOT] = "mounting the root overlay",
 	[ST_WORKSPACE] = "mounting the /workspace overlay", [ST_PROC] = "mounting /proc",
+	[ST_PROC_MASK] = "masking /proc",
 	[ST_DEV] = "populating /dev", [ST_TMP] = "mounting /tmp", [ST_HOSTNAME] = "setting the hostname",
 	[ST_LO] = "bringing up loopback", [ST_PIVOT] = "pivot_root", [ST_SECRETS] = "writing /run/airlock/secrets", [ST_CHDIR] = "entering /workspace",
 	[ST_RLIMIT] = "setting rlimits", [ST_STDIO] = "setting up stdio", [ST_NNP] = "no_new_privs",
@@ -76,6 +78,7 @@ struct child {
 	const char *const *envp;
 	const struct sock_fprog *prog;
 	int last_cap;
+	bool drop_groups; /* we may (host root): setgroups(0) once the gid map is written */
 	uint64_t fsize, nproc;
 };
 
@@ -138,9 +141,11 @@ static void child_secrets(const struct child *c)
 	    ST_SECRETS);
 }
 
+/* No host terminal exists inside: no /dev/tty (the sandbox is its own
+ * session without a controlling terminal anyway), no /dev/console. */
 static void child_dev(const struct child *c)
 {
-	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
 	char src[64], dst[64];
 	TRY(mkdir_ok("/tmp/new/dev", 0755), ST_DEV);
 	TRY(mount("tmpfs", "/tmp/new/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") == 0,
@@ -163,6 +168,44 @@ static void child_dev(const struct child *c)
 	TRY(symlink("/proc/self/fd/1", "/tmp/new/dev/stdout") == 0, ST_DEV);
 	TRY(symlink("/proc/self/fd/2", "/tmp/new/dev/stderr") == 0, ST_DEV);
 	TRY(mkdir("/tmp/new/dev/shm", 01777) == 0, ST_DEV);
+}
+
+/* /proc as runc masks it (its default spec's maskedPaths and
+ * readonlyPaths), plus cmdline and kallsyms: host-revealing files read as
+ * empty, directories as an empty read-only tmpfs; the kernel's tunables
+ * are read-only.  An entry this kernel does not have is skipped. */
+static void child_proc_masks(const struct child *c)
+{
+	static const char *const files[] = { "kcore", "keys", "kallsyms", "timer_list", "timer_stats", "sched_debug",
+					     "latency_stats", "cmdline", "sysrq-trigger", "interrupts", "kmsg",
+					     "config.gz", "modules", "vmallocinfo", "slabinfo", "buddyinfo",
+					     "pagetypeinfo", "zoneinfo", "iomem", "ioports", "softirqs", "consoles",
+					     "devices", "partitions", "diskstats", };
+	static const char *const dirs[] = { "acpi", "asound", "scsi", "driver", "tty", "dynamic_debug" };
+	static const char *const readonly[] = { "sys", "bus", "fs", "irq" };
+	char p[96];
+	struct stat s;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		join(p, sizeof(p), "/tmp/new/proc/", files[i]);
+		if (lstat(p, &s) < 0)
+			continue;
+		TRY(mount("/dev/null", p, NULL, MS_BIND, NULL) == 0, ST_PROC_MASK);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		join(p, sizeof(p), "/tmp/new/proc/", dirs[i]);
+		if (lstat(p, &s) < 0 || !S_ISDIR(s.st_mode))
+			continue;
+		TRY(mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1") == 0,
+		    ST_PROC_MASK);
+	}
+	for (size_t i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++) {
+		join(p, sizeof(p), "/tmp/new/proc/", readonly[i]);
+		if (lstat(p, &s) < 0)
+			continue;
+		TRY(mount(p, p, NULL, MS_BIND | MS_REC, NULL) == 0, ST_PROC_MASK);
+		TRY(mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+		    ST_PROC_MASK);
+	}
 }
 
 static int send_fd(int sock, int fd)
@@ -212,6 +255,14 @@ static _Noreturn void child_main(const struct child *c)
 	 * it believes the process has, and after clone from a threaded parent
 	 * (the daemon) those threads are gone: it would wait forever */
 	TRY(syscall(SYS_setresgid, 0, 0, 0) == 0 && syscall(SYS_setresuid, 0, 0, 0) == 0, ST_IDS);
+	/* the host's supplementary groups (root, adm, sudo, …) would still
+	 * grant access inside, shown as 65534 */
+	if (c->drop_groups)
+		TRY(syscall(SYS_setgroups, 0, NULL) == 0, ST_IDS);
+	/* a session of its own: no controlling terminal, so nothing inside
+	 * can open the operator's terminal, read what is typed there or
+	 * become its foreground process group */
+	TRY(setsid() >= 0, ST_SESSION);
 	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
 	umask(0);
 	TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, ST_PRIVATE);
@@ -234,6 +285,7 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(mount("overlay", "/tmp/new/workspace", "overlay", MS_NOSUID | MS_NODEV, c->ws_opts) == 0, ST_WORKSPACE);
 	TRY(mkdir_ok("/tmp/new/proc", 0555), ST_PROC);
 	TRY(mount("proc", "/tmp/new/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0, ST_PROC);
+	child_proc_masks(c);
 	child_dev(c);
 	TRY(mkdir_ok("/tmp/new/tmp", 01777), ST_TMP);
 	TRY(mount("/tmp/tmp", "/tmp/new/tmp", NULL, MS_BIND, NULL) == 0, ST_TMP);
@@ -415,7 +467,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	s->argv[1] = "--";
 	memcpy(s->argv + 2, spec->argv, argc * sizeof(char *));
 
-	struct child c = { .argv = s->argv, .envp = spec->envp, .prog = &s->prog, .last_cap = last_cap() };
+	struct child c = { .argv = s->argv, .envp = spec->envp, .prog = &s->prog, .last_cap = last_cap(),
+			   .drop_groups = geteuid() == 0 };
 	const struct al_limits *l = &spec->limits;
 	snprintf(c.tmpfs_opts, sizeof(c.tmpfs_opts), "mode=0700,size=%llu,nr_inodes=%llu",
 		 (unsigned long long)(l->disk ? l->disk : 1ull << 40),
@@ -494,7 +547,10 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_uid);
 	if (write_proc(pid, "uid_map", map) < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write uid_map (host uid %u)", spec->host_uid);
-	if (write_proc(pid, "setgroups", "deny") < 0 && errno != ENOENT)
+	/* As root the child drops every supplementary group itself (setgroups
+	 * needs the gid map, and is not denied); anyone else cannot drop them
+	 * and must deny setgroups before mapping (user_namespaces(7)). */
+	if (!c.drop_groups && write_proc(pid, "setgroups", "deny") < 0 && errno != ENOENT)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write setgroups");
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_gid);
 	if (write_proc(pid, "gid_map", map) < 0)
