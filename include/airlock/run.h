@@ -36,8 +36,9 @@ struct al_run_opts {
 	const char *id;                /* the run's id ("r" + 13 hex); NULL: a new one */
 	int cancel_fd;                 /* > 0: once readable, the run is killed and recorded cancelled */
 	int network;
+	/* what the requester asks for: 0 is the policy's default, above its
+	 * ceiling is AL_ELIMIT (policy.h) */
 	struct al_limits limits;
-	bool best_effort_limits;       /* a default limit no cgroup can enforce is skipped */
 	const char *author;
 	const char *principal;         /* the daemon's principal that started it (NULL: local) */
 	const char *group;             /* NULL: a new one, shared by the run's draft */

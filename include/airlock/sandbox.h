@@ -24,6 +24,7 @@ enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
 const char *al_network_name(int net);
 int al_network_parse(const char *s, int *out, struct al_error *err);
 
+/* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
 	uint64_t memory;      /* bytes of memory (cgroup), 0: none */
 	uint64_t pids;        /* processes and threads (cgroup; RLIMIT_NPROC without one) */
@@ -33,7 +34,7 @@ struct al_limits {
 	uint64_t disk;        /* bytes the run may write (its upper layers and /tmp) */
 	uint64_t files;       /* files and directories the run may create */
 };
-/* The defaults documented in docs/cli.md. */
+/* The built-in defaults (policy.h; docs/operations.md). */
 void al_limits_default(struct al_limits *l);
 
 /* Called with the command's output as it arrives; stream is 1 or 2. */
@@ -62,7 +63,7 @@ struct al_sandbox_spec {
 	const char *const *envp;      /* its whole environment */
 	int network;
 	struct al_limits limits;
-	bool best_effort_limits;      /* the defaults: a limit no cgroup can enforce is skipped */
+	bool best_effort_limits;      /* the operator's opt-in: a limit no cgroup can enforce is skipped */
 	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */
 	al_sandbox_output_fn output;
 	void *output_ctx;
@@ -79,6 +80,7 @@ struct al_sandbox_result {
 	uint64_t max_rss_kb;          /* largest process */
 	uint64_t peak_memory;         /* the sandbox's peak (cgroup), 0 if unknown */
 	const char *cgroup;           /* "v2", "v1" or "none": where the limits were enforced */
+	bool memory_enforced, pids_enforced, cpu_enforced; /* by a cgroup (the other limits always are) */
 	int upper_fd;                 /* the workspace's upper layer (O_PATH dir); caller closes */
 };
 

@@ -429,6 +429,7 @@ int cmd_admin(struct cli *cli, int argc, char **argv)
 		{ "principal", cmd_principal, "create and list principals" },
 		{ "grant", grant, "grant a project to a principal" },
 		{ "token", cmd_token, "create, revoke and list bearer tokens" },
+		{ "policy", cmd_admin_policy, "run limits: defaults, ceilings, runs in flight" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "admin", cmds, argc - 1, argv + 1);

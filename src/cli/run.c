@@ -41,11 +41,10 @@ static const char run_help[] =
 	"                      on first use)\n"
 	"  --network none      no network: only loopback (the default); 'egress' is\n"
 	"                      refused by the namespace backend\n"
-	"  --timeout SEC       wall clock, then the whole sandbox is killed (default 3600;\n"
-	"                      0: none)\n"
-	"  --memory BYTES      memory of the whole sandbox (default 2G; 0: none)\n"
-	"  --pids N            processes and threads (default 1024; 0: none)\n"
-	"  --cpus N            CPU bandwidth, e.g. 0.5 (default: none)\n"
+	"  --timeout SEC       wall clock, then the whole sandbox is killed (default 3600)\n"
+	"  --memory BYTES      memory of the whole sandbox (default 2G)\n"
+	"  --pids N            processes and threads (default 1024)\n"
+	"  --cpus N            CPU bandwidth, e.g. 0.5 (default 1)\n"
 	"  --output-limit BYTES  bytes kept of each of stdout and stderr (default 16M);\n"
 	"                      the rest is counted and dropped, the run marked truncated\n"
 	"  --disk-limit BYTES  bytes the run may write, / /workspace and /tmp together\n"
@@ -61,7 +60,11 @@ static const char run_help[] =
 	"  --author A          who ran it, in the record and the ledger (default: $USER)\n"
 	"  --json              no live output; one JSON object: the run record with the\n"
 	"                      text of stdout and stderr\n"
-	"BYTES take K, M, G or T (powers of 1024).\n"
+	"BYTES take K, M, G or T (powers of 1024).  Every limit is positive: the\n"
+	"defaults above are built in; the operator and the tenant's admin may change\n"
+	"them and set ceilings ('airlock admin policy show'); a limit above its ceiling\n"
+	"is refused (exit 8), one this host cannot enforce refuses the run unless the\n"
+	"operator accepted best effort ('airlock doctor' says what is enforced).\n"
 	"\n"
 	"Without --json the command's output streams live and a summary goes to stderr.\n"
 	"Exit status: the command's (128+N if killed by signal N); 124 if it hit\n"
@@ -87,7 +90,7 @@ static int parse_bytes(const char *s, uint64_t *out)
 	}
 	if (*end == 'i' || *end == 'B')
 		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
+	if (*end || (shift && v > (UINT64_MAX >> shift)) || !v) /* 0 is never "none" */
 		return -1;
 	*out = (uint64_t)v << shift;
 	return 0;
@@ -345,16 +348,22 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "image", json_string(o->image));
 	if (o->group)
 		json_object_set_new(body, "group", json_string(o->group));
+	/* only the limits given: the daemon's policy decides the rest */
 	const struct al_limits *l = &o->limits;
-	json_object_set_new(body, "timeout", json_real((double)l->timeout_ms / 1000.0));
-	json_object_set_new(body, "output_limit", json_integer((json_int_t)l->output));
-	json_object_set_new(body, "disk_limit", json_integer((json_int_t)l->disk));
-	json_object_set_new(body, "files", json_integer((json_int_t)l->files));
-	if (!o->best_effort_limits) {
+	if (l->timeout_ms)
+		json_object_set_new(body, "timeout", json_real((double)l->timeout_ms / 1000.0));
+	if (l->output)
+		json_object_set_new(body, "output_limit", json_integer((json_int_t)l->output));
+	if (l->disk)
+		json_object_set_new(body, "disk_limit", json_integer((json_int_t)l->disk));
+	if (l->files)
+		json_object_set_new(body, "files", json_integer((json_int_t)l->files));
+	if (l->memory)
 		json_object_set_new(body, "memory", json_integer((json_int_t)l->memory));
+	if (l->pids)
 		json_object_set_new(body, "pids", json_integer((json_int_t)l->pids));
+	if (l->cpus_milli)
 		json_object_set_new(body, "cpus", json_real((double)l->cpus_milli / 1000.0));
-	}
 	char path[256], esc[200];
 	snprintf(path, sizeof(path), "/projects/%s/runs", cli_path_escape(o->project, esc, sizeof(esc)));
 	struct al_error err = { 0 };
@@ -434,8 +443,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		{ "author", required_argument, NULL, O_AUTHOR }, { "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
-	struct al_run_opts o = { .network = AL_NET_NONE, .best_effort_limits = true };
-	al_limits_default(&o.limits);
+	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
@@ -455,34 +463,35 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			if (parse_decimal(optarg, 1e7, &d) < 0)
 				rc = cli_usage(cli, "bad --timeout '%s' (seconds)", optarg);
 			o.limits.timeout_ms = (uint64_t)llround(d * 1000);
+			if (rc < 0 && !o.limits.timeout_ms)
+				rc = cli_usage(cli, "--timeout must be positive (leave it out for the default)");
 			break;
 		case O_MEMORY:
 			if (parse_bytes(optarg, &o.limits.memory) < 0)
-				rc = cli_usage(cli, "bad --memory '%s'", optarg);
-			o.best_effort_limits = false;
+				rc = cli_usage(cli, "bad --memory '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_PIDS:
 			if (parse_bytes(optarg, &o.limits.pids) < 0 || o.limits.pids > INT_MAX)
-				rc = cli_usage(cli, "bad --pids '%s'", optarg);
-			o.best_effort_limits = false;
+				rc = cli_usage(cli, "bad --pids '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_CPUS:
 			if (parse_decimal(optarg, 4096, &d) < 0)
 				rc = cli_usage(cli, "bad --cpus '%s'", optarg);
 			o.limits.cpus_milli = (uint64_t)llround(d * 1000);
-			o.best_effort_limits = false;
+			if (rc < 0 && !o.limits.cpus_milli)
+				rc = cli_usage(cli, "--cpus must be positive (leave it out for the default)");
 			break;
 		case O_OUTPUT:
 			if (parse_bytes(optarg, &o.limits.output) < 0)
-				rc = cli_usage(cli, "bad --output-limit '%s'", optarg);
+				rc = cli_usage(cli, "bad --output-limit '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_DISK:
 			if (parse_bytes(optarg, &o.limits.disk) < 0)
-				rc = cli_usage(cli, "bad --disk-limit '%s'", optarg);
+				rc = cli_usage(cli, "bad --disk-limit '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_FILES:
 			if (parse_bytes(optarg, &o.limits.files) < 0)
-				rc = cli_usage(cli, "bad --files '%s'", optarg);
+				rc = cli_usage(cli, "bad --files '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_ENV:
 			if (!strchr(optarg, '='))

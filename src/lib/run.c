@@ -15,6 +15,7 @@
 #include "airlock/image.h"
 #include "airlock/manifest.h"
 #include "airlock/overlay.h"
+#include "airlock/policy.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "ledger_private.h"
@@ -228,6 +229,7 @@ struct run {
 	int lowers, init;
 	char lower_img[96], lower_ws[96];
 	struct capture cap;
+	struct al_limits limits;       /* the run's, by policy */
 	struct al_sandbox_result sres;
 	struct al_overlay_report rep;
 	uint64_t added, modified, deleted;
@@ -338,7 +340,7 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
 		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(r->base), "image",
 		jid(r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
-		al_network_name(o->network), "limits", limits_json(&o->limits), "backend", "ns", "cgroup", s->cgroup,
+		al_network_name(o->network), "limits", limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup,
 		"exit_code", s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob", jid(r->out_blob),
 		"bytes", (json_int_t)s->stdout_bytes, "kept", (json_int_t)r->cap.kept[1], "truncated",
 		r->cap.truncated[1], "stderr", "blob", jid(r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
@@ -354,6 +356,11 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		json_object_set_new(rec, "content",
 				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(r->out_blob), "name",
 					      "stderr", "sha256", jid(r->err_blob)));
+	if (rec)
+		json_object_set_new(rec, "enforced",
+				    json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "memory", s->memory_enforced, "pids",
+					      s->pids_enforced, "cpus", s->cpu_enforced, "timeout", 1, "output", 1, "disk", 1,
+					      "files", 1));
 	if (rec) {
 		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
 		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
@@ -458,7 +465,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	struct al_project_info proj;
 	uint8_t rnd[7];
 	char hex[15];
-	if ((r = al_project_get(st, o->project, &proj, err)) < 0 ||
+	struct al_policy pol;
+	if ((r = al_policy_effective(st, &pol, err)) < 0 || (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
+	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (r = al_image_resolve(st, o->image, run.image, err)) < 0)
 		goto out;
 	memcpy(run.base, proj.head, 32);
@@ -498,14 +507,14 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	if ((r = open_capture(al_store_dir(st), &run.cap.fd[1], err)) < 0 ||
 	    (r = open_capture(al_store_dir(st), &run.cap.fd[2], err)) < 0)
 		goto out;
-	run.cap.limit = o->limits.output;
+	run.cap.limit = run.limits.output;
 	run.cap.live = o->output;
 	run.cap.live_ctx = o->output_ctx;
 
 	struct al_sandbox_spec spec = {
 		.lowers_fd = run.lowers, .image_dir = run.lower_img, .workspace_dir = run.lower_ws, .init_fd = run.init,
-		.argv = o->argv, .envp = env->v, .network = o->network, .limits = o->limits,
-		.best_effort_limits = o->best_effort_limits, .host_uid = uid, .host_gid = gid,
+		.argv = o->argv, .envp = env->v, .network = o->network, .limits = run.limits,
+		.best_effort_limits = pol.best_effort, .host_uid = uid, .host_gid = gid,
 		.output = on_output, .output_ctx = &run.cap, .secret_files = files, .nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
 	};

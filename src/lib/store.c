@@ -39,10 +39,12 @@ static const char global_schema[] =
 	"  id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,"
 	"  principal TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL,"
 	"  revoked INTEGER NOT NULL DEFAULT 0);"
-	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);";
+	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);"
+	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);";
 
 /* meta.db: every snapshot a head ever named is in snapshots (fsck walks it) */
 static const char meta_schema[] =
+	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS snapshots("
 	"  id BLOB PRIMARY KEY, created INTEGER NOT NULL,"
 	"  files INTEGER NOT NULL, bytes INTEGER NOT NULL, source TEXT);"
@@ -310,6 +312,7 @@ void al_store_release_memory(struct al_store *s)
 
 struct al_cas *al_store_cas(struct al_store *s) { return s->cas; }
 const char *al_store_dir(struct al_store *s) { return s->dir; }
+const char *al_store__home(struct al_store *s) { return s->home; }
 /* meta.db is opened on first use: reading a snapshot needs only the cas */
 static int meta(struct al_store *s, struct al_error *err)
 {

@@ -12,6 +12,9 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 /* The tenant's metadata database (snapshots, projects, volumes, commits). */
 int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
 
+/* The home the store is in. */
+const char *al_store__home(struct al_store *s);
+
 /* Open the home's global database (tenants, principals, tokens). */
 int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
 

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "airlock/auth.h"
+#include "airlock/policy.h"
 #include "decode.h"
 #include "server.h"
 #include "util.h"
@@ -17,6 +18,55 @@ int h_whoami(struct req *rq)
 	json_t *o = view_principal(rq->srv->auth, &rq->who);
 	json_object_set_new(o, "token", json_string(rq->who.token_id));
 	return srv_json(rq, 200, o);
+}
+
+static json_t *policy_doc(const struct al_policy *p)
+{
+	_cleanup_free_ char *s = al_policy_format(p);
+	json_error_t je;
+	return s ? json_loads(s, 0, &je) : NULL;
+}
+
+/* GET: the run policy that applies to the caller's tenant, and what the
+ * tenant set itself; PUT (admin): change the tenant's, within the
+ * deployment's ceilings, recorded in the tenant's ledger. */
+static int policy_answer(struct req *rq, struct al_store *st, int status)
+{
+	struct al_policy eff, t;
+	struct al_error err = { 0 };
+	int rc = al_policy_effective(st, &eff, &err);
+	if (rc == 0)
+		rc = al_policy_get(NULL, st, &t, &err);
+	if (rc < 0)
+		return srv_error(rq, &err);
+	return srv_json(rq, status, json_pack("{s:o,s:o}", "effective", policy_doc(&eff), "tenant", policy_doc(&t)));
+}
+
+int h_policy(struct req *rq)
+{
+	struct al_store *st = NULL;
+	struct al_error err = { 0 };
+	if (srv_store(rq, &st, &err) < 0)
+		return srv_error(rq, &err);
+	int r = policy_answer(rq, st, 200);
+	srv_store_done(st);
+	return r;
+}
+
+int h_policy_set(struct req *rq)
+{
+	struct al_store *st = NULL;
+	struct al_error err = { 0 };
+	struct al_policy p;
+	bool has_be = false;
+	int rc = al_policy_parse(rq->len ? rq->body : "{}", rq->len ? rq->len : 2, &p, &has_be, &err);
+	if (rc == 0)
+		rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_policy_set(NULL, st, &p, has_be, p.best_effort, rq->who.name, &err);
+	int r = rc == 0 ? policy_answer(rq, st, 200) : srv_error(rq, &err);
+	srv_store_done(st);
+	return r;
 }
 
 struct list_ctx {

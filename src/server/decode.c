@@ -129,8 +129,6 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 					    "cpus", "output_limit", "disk_limit", "files", "group", "wait", NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
-	r->o.best_effort_limits = true;
-	al_limits_default(&r->o.limits);
 	int rc = known_keys(body, keys, "run request", err);
 	size_t n = 0;
 	if (rc == 0)
@@ -199,29 +197,29 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)
 		rc = al_network_parse(network, &r->o.network, err);
+	/* a limit left out is the policy's default; 0 is never "none"; the
+	 * ceilings are checked by the run (policy.h) */
 	struct al_limits *l = &r->o.limits;
-	uint64_t timeout_ms = l->timeout_ms;
-	uint64_t explicit_mem = 0, explicit_pids = 0, explicit_cpus = 0;
-	if (rc == 0 && json_object_get(body, "timeout"))
-		rc = get_number(body, "timeout", 1e7, 1000, &timeout_ms, err);
-	if (rc == 0)
-		rc = get_number(body, "memory", 1e15, 1, &l->memory, err);
-	explicit_mem = json_object_get(body, "memory") != NULL;
-	if (rc == 0)
-		rc = get_number(body, "pids", 1 << 30, 1, &l->pids, err);
-	explicit_pids = json_object_get(body, "pids") != NULL;
-	if (rc == 0)
-		rc = get_number(body, "cpus", 4096, 1000, &l->cpus_milli, err);
-	explicit_cpus = json_object_get(body, "cpus") != NULL;
-	if (rc == 0)
-		rc = get_number(body, "output_limit", 1e15, 1, &l->output, err);
-	if (rc == 0)
-		rc = get_number(body, "disk_limit", 1e15, 1, &l->disk, err);
-	if (rc == 0)
-		rc = get_number(body, "files", 1e12, 1, &l->files, err);
-	l->timeout_ms = timeout_ms;
-	if (explicit_mem || explicit_pids || explicit_cpus)
-		r->o.best_effort_limits = false;
+	static const struct {
+		const char *key;
+		double max, scale;
+		size_t off;
+	} lims[] = {
+		{ "timeout", 1e7, 1000, offsetof(struct al_limits, timeout_ms) },
+		{ "memory", 1e15, 1, offsetof(struct al_limits, memory) },
+		{ "pids", 1 << 30, 1, offsetof(struct al_limits, pids) },
+		{ "cpus", 4096, 1000, offsetof(struct al_limits, cpus_milli) },
+		{ "output_limit", 1e15, 1, offsetof(struct al_limits, output) },
+		{ "disk_limit", 1e15, 1, offsetof(struct al_limits, disk) },
+		{ "files", 1e12, 1, offsetof(struct al_limits, files) },
+	};
+	for (size_t i = 0; rc == 0 && i < sizeof(lims) / sizeof(lims[0]); i++) {
+		uint64_t *lv = (uint64_t *)((char *)l + lims[i].off);
+		rc = get_number(body, lims[i].key, lims[i].max, lims[i].scale, lv, err);
+		if (rc == 0 && json_object_get(body, lims[i].key) && !json_is_null(json_object_get(body, lims[i].key)) && !*lv)
+			rc = al_fail(err, AL_EINVAL, 0, "field '%s': must be positive (leave it out for the default)",
+				     lims[i].key);
+	}
 	json_t *w = json_object_get(body, "wait");
 	if (rc == 0 && w && !json_is_boolean(w))
 		rc = al_fail(err, AL_EINVAL, 0, "field 'wait': expected true or false");

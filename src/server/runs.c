@@ -17,6 +17,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/image.h"
+#include "airlock/policy.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
@@ -250,6 +251,12 @@ int h_run_start(struct req *rq)
 		rc = al_project_get(st, project, &p, &err);
 	if (rc == 0)
 		rc = al_sandbox_check(NULL, r->req.o.network, &err);
+	/* the tenant's policy: limits above its ceilings are refused now, not
+	 * in the run's thread; its runs in flight are counted below */
+	struct al_policy pol;
+	struct al_limits lim;
+	if (rc == 0 && (rc = al_policy_effective(st, &pol, &err)) == 0)
+		rc = al_policy_limits(&pol, &r->req.o.limits, &lim, &err);
 	/* everything refusable is refused before the first use imports the image */
 	uint8_t img[32];
 	if (rc == 0)
@@ -287,13 +294,27 @@ int h_run_start(struct req *rq)
 	o->output_ctx = r;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->stopping || s->active >= s->cfg.max_runs) {
+	unsigned tenant_runs = 0, principal_runs = 0;
+	for (struct srv_run *q = s->runs; q; q = q->next)
+		if (!q->done && !strcmp(q->tenant, r->tenant)) {
+			tenant_runs++;
+			principal_runs += !strcmp(q->principal, r->principal);
+		}
+	if (s->stopping || s->active >= s->cfg.max_runs || tenant_runs >= pol.runs_per_tenant ||
+	    principal_runs >= pol.runs_per_principal) {
 		bool stopping = s->stopping;
 		pthread_mutex_unlock(&s->lock);
 		request_release(r);
 		run_free(r);
-		return stopping ? srv_fail(rq, AL_EUNAVAIL, "the server is shutting down")
-				: srv_fail(rq, AL_EUNAVAIL, "%u runs in flight: try again later", s->cfg.max_runs);
+		if (stopping)
+			return srv_fail(rq, AL_EUNAVAIL, "the server is shutting down");
+		if (principal_runs >= pol.runs_per_principal)
+			return srv_fail(rq, AL_EUNAVAIL, "%u runs of yours in flight (the policy's runs_per_principal): "
+							 "try again later", principal_runs);
+		if (tenant_runs >= pol.runs_per_tenant)
+			return srv_fail(rq, AL_EUNAVAIL, "%u runs of the tenant in flight (the policy's runs_per_tenant): "
+							 "try again later", tenant_runs);
+		return srv_fail(rq, AL_EUNAVAIL, "%u runs in flight: try again later", s->cfg.max_runs);
 	}
 	bool wait = r->req.wait;
 	if (wait) {

@@ -59,6 +59,8 @@ static const struct route routes[] = {
 	{ "GET", "health", PUBLIC, h_health, false },
 	{ "GET", "openapi.json", PUBLIC, h_openapi, false },
 	{ "GET", "whoami", ANY, h_whoami, false },
+	{ "GET", "policy", ANY, h_policy, false },
+	{ "PUT", "policy", AL_ROLE_ADMIN, h_policy_set, false },
 	{ "GET", "projects", ANY, h_projects, false },
 	{ "POST", "projects", AL_ROLE_AUTHOR, h_project_create, false },
 	{ "GET", "projects/{name}", ANY, h_project, false },

@@ -126,6 +126,8 @@ int h_audit_entry(struct req *rq);
 int h_audit_checkpoint(struct req *rq);
 int h_audit_export(struct req *rq);
 int h_whoami(struct req *rq);
+int h_policy(struct req *rq);
+int h_policy_set(struct req *rq);
 int h_principals(struct req *rq);
 int h_principal_create(struct req *rq);
 int h_principal_grant(struct req *rq);

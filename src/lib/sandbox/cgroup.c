@@ -1,10 +1,9 @@
 /* cgroups for one run: memory, pids and CPU limits, on cgroup v2 where the
  * controller is there, else on the v1 hierarchy that has it (hybrid hosts).
  *
- * v2: runs go under <cgroup2 mount>/airlock/<run>, with the controllers
- * enabled down from the root (a cgroup with processes cannot delegate, so
- * the parent "airlock" holds none).  v1: under the creating process's own
- * cgroup of that hierarchy, as <own>/airlock-<run>. */
+ * v2: runs go under airlock's own cgroup, <own>/airlock-runs/<run>
+ * (v2_setup).  v1: under the creating process's own cgroup of that
+ * hierarchy, as <own>/airlock-<run>. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,14 +17,14 @@
 
 static int write_file(const char *dir, const char *file, const char *val)
 {
-	char p[640];
+	char p[1200];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
 	return al_write_string(p, val);
 }
 
 static int read_file(const char *dir, const char *file, char *buf, size_t n)
 {
-	char p[640];
+	char p[1200];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
 	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -119,26 +118,89 @@ static int v1_dir(const char *mount, const char *controller, const char *name, c
 	return 0;
 }
 
+/* This process's cgroup v2 path ("0::/path" in /proc/self/cgroup). */
+static int own_v2_path(char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -1;
+	char line[1024];
+	int r = -1;
+	while (r < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			const char *p = strcmp(line + 3, "/") ? line + 3 : "";
+			r = strlen(p) < n ? (memcpy(out, p, strlen(p) + 1), 0) : -1;
+			break;
+		}
+	fclose(f);
+	return r;
+}
+
+/* Is pid the only process in the cgroup dir? */
+static bool only_member(const char *dir, pid_t pid)
+{
+	char buf[256];
+	if (read_file(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return false;
+	char *end;
+	long first = strtol(buf, &end, 10);
+	return first == pid && (*end == '\n' || !*end) && (!*end || !end[1]);
+}
+
+/* cgroup v2: runs live in airlock's own subtree, never at the root:
+ * <own>/airlock-runs/<run>, the subtree a service manager delegates to
+ * the service (systemd's Delegate=yes).  A cgroup holding processes
+ * cannot hand controllers to children, so when airlock is the only
+ * process of its cgroup it first moves itself into <own>/airlock-service
+ * (as crun and systemd do in a delegated subtree); when others share it,
+ * the subtree is not airlock's to divide and v2 is not used.  At the root
+ * cgroup (no such rule, e.g. a container's namespace) runs go under
+ * /airlock-runs.  want[i] is cleared for each controller v2 enforces. */
 static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t n, bool want[3])
 {
 	static const char *ctl[3] = { "memory", "pids", "cpu" };
-	char have[256] = "";
-	if (!m->v2[0] || read_file(m->v2, "cgroup.controllers", have, sizeof(have)) < 0)
+	char own[512], base[800], have[256] = "";
+	if (!m->v2[0] || own_v2_path(own, sizeof(own)) < 0)
+		return false;
+	if ((size_t)snprintf(base, sizeof(base), "%s%s", m->v2, own) >= sizeof(base) ||
+	    read_file(base, "cgroup.controllers", have, sizeof(have)) < 0)
 		return false;
 	bool any = false;
 	for (int i = 0; i < 3; i++)
 		any |= want[i] && has_word(have, ctl[i], " \n");
 	if (!any)
 		return false;
-	char parent[300];
-	snprintf(parent, sizeof(parent), "%s/airlock", m->v2);
+	if (own[0]) {
+		char sub[900], pid[24];
+		char cur[256] = "";
+		read_file(base, "cgroup.subtree_control", cur, sizeof(cur));
+		bool enabled = false;
+		for (int i = 0; i < 3; i++)
+			enabled |= want[i] && has_word(cur, ctl[i], " \n");
+		if (!enabled) {
+			if (!only_member(base, getpid()))
+				return false;
+			snprintf(sub, sizeof(sub), "%s/airlock-service", base);
+			snprintf(pid, sizeof(pid), "%d", (int)getpid());
+			if ((mkdir(sub, 0755) < 0 && errno != EEXIST) || write_file(sub, "cgroup.procs", pid) < 0)
+				return false;
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		if (want[i] && has_word(have, ctl[i], " \n")) {
+			char v[16];
+			snprintf(v, sizeof(v), "+%s", ctl[i]);
+			write_file(base, "cgroup.subtree_control", v);
+		}
+	char parent[900];
+	snprintf(parent, sizeof(parent), "%s/airlock-runs", base);
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 		return false;
 	for (int i = 0; i < 3; i++)
 		if (want[i] && has_word(have, ctl[i], " \n")) {
 			char v[16];
 			snprintf(v, sizeof(v), "+%s", ctl[i]);
-			write_file(m->v2, "cgroup.subtree_control", v);
 			write_file(parent, "cgroup.subtree_control", v);
 		}
 	if ((size_t)snprintf(out, n, "%s/%s", parent, name) >= n || mkdir(out, 0755) < 0) {
@@ -146,7 +208,7 @@ static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t
 		return false;
 	}
 	/* what is enabled is what the new cgroup's interface files show */
-	char probe[600];
+	char probe[1200];
 	for (int i = 0; i < 3; i++) {
 		static const char *file[3] = { "memory.max", "pids.max", "cpu.max" };
 		snprintf(probe, sizeof(probe), "%s/%s", out, file[i]);
@@ -209,8 +271,9 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 	if (missing && !best_effort) {
 		al_cgroup__destroy(cg);
 		return al_fail(err, AL_EINVAL, 0,
-			       "sandbox: no writable %s cgroup controller to enforce the %s limit "
-			       "(run as root, or delegate a cgroup; a limit of 0 means none)",
+			       "sandbox: cannot enforce the %s limit here: no %s cgroup controller airlock may write "
+			       "(see 'airlock doctor'; run as root or delegate a cgroup, or let the operator accept "
+			       "unenforced limits: airlock admin policy set --best-effort-limits on)",
 			       missing, missing);
 	}
 	return 0;

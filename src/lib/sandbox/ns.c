@@ -624,6 +624,9 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	res->max_rss_kb = (uint64_t)ru.ru_maxrss;
 	al_cgroup__stats(&s->cg, &res->oom, &res->peak_memory);
 	res->cgroup = al_cgroup__kind(&s->cg);
+	res->memory_enforced = s->cg.memory;
+	res->pids_enforced = s->cg.pids;
+	res->cpu_enforced = s->cg.cpu;
 }
 
 static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
@@ -663,7 +666,7 @@ void al_limits_default(struct al_limits *l)
 {
 	l->memory = 2ull << 30;
 	l->pids = 1024;
-	l->cpus_milli = 0;
+	l->cpus_milli = 1000;
 	l->timeout_ms = 3600 * 1000;
 	l->output = 16ull << 20;
 	l->disk = 1ull << 30;

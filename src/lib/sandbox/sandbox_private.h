@@ -10,8 +10,8 @@
 /* One run's cgroup: per controller, the directory that holds its limit
  * (v2: one directory for all; v1: one per hierarchy). */
 struct al_cgroup {
-	char v2[512];
-	char v1_memory[512], v1_pids[512], v1_cpu[512];
+	char v2[1024];
+	char v1_memory[1024], v1_pids[1024], v1_cpu[1024];
 	bool memory, pids, cpu; /* which limits are enforced */
 };
 /* Create the run's cgroup with the limits (0 = unlimited).  A limit no

@@ -1,0 +1,290 @@
+/* airlock admin policy show|set: run limits' defaults and ceilings, for the
+ * deployment (--deployment, the operator's, local only) or the tenant (the
+ * tenant's admin; over --server the token's tenant).  policy.h. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/policy.h"
+#include "airlock/store.h"
+#include "cli.h"
+#include "util.h"
+
+static const char show_help[] =
+	"usage: airlock admin policy show [--deployment] [--json]\n\n"
+	"The run policy: what a run gets for a limit it leaves out (defaults), the most\n"
+	"it may ask for (ceilings), runs in flight per tenant and per principal, and\n"
+	"whether limits this host cannot enforce are skipped (best effort).  Without\n"
+	"--deployment: what applies to the tenant's runs ('effective') and what the\n"
+	"tenant set ('tenant'); with it, the deployment's (local home only).\n";
+
+static const char set_help[] =
+	"usage: airlock admin policy set [--deployment] [--default-LIMIT V]... [--max-LIMIT V]...\n"
+	"                                [--runs-per-tenant N] [--runs-per-principal N]\n"
+	"                                [--best-effort-limits on|off] [--json]\n\n"
+	"Change the run policy of the tenant (its admin; recorded in its ledger) or,\n"
+	"with --deployment, of the deployment (the operator, local home only).  LIMIT\n"
+	"is memory, pids, cpus, timeout (seconds), output-limit, disk-limit or files;\n"
+	"sizes take K, M, G, T.  A tenant's ceilings may not exceed the deployment's,\n"
+	"a default may not exceed its ceiling (exit 8, nothing changed).  Best effort\n"
+	"(run even where a limit cannot be enforced; the record says which were) is\n"
+	"the deployment's only.\n";
+
+/* V as the JSON number of a limit: sizes with K/M/G/T, the rest decimal */
+static int limit_value(const char *name, const char *s, json_t **out)
+{
+	char *end;
+	double d = strtod(s, &end);
+	if (end == s || !isfinite(d) || d <= 0)
+		return -1;
+	bool size = !strcmp(name, "memory") || !strcmp(name, "output_limit") || !strcmp(name, "disk_limit");
+	if (size && *end) {
+		const char *u = strchr("KMGT", *end >= 'a' ? *end - 32 : *end);
+		if (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+			return -1;
+		d *= (double)(1ull << (10 * (u - "KMGT" + 1)));
+	} else if (*end)
+		return -1;
+	*out = !strcmp(name, "cpus") || !strcmp(name, "timeout") ? json_real(d) : json_integer((json_int_t)llround(d));
+	return 0;
+}
+
+static void limits_text(const char *title, json_t *o)
+{
+	const char *k;
+	json_t *v;
+	printf("%s:", title);
+	json_object_foreach(o, k, v)
+	{
+		if (json_is_integer(v))
+			printf(" %s=%lld", k, (long long)json_integer_value(v));
+		else
+			printf(" %s=%g", k, json_number_value(v));
+	}
+	printf("\n");
+}
+
+static void policy_text(const char *label, json_t *p)
+{
+	if (label)
+		printf("[%s]\n", label);
+	limits_text("defaults", json_object_get(p, "defaults"));
+	limits_text("ceilings", json_object_get(p, "ceilings"));
+	json_t *t = json_object_get(p, "runs_per_tenant"), *pr = json_object_get(p, "runs_per_principal");
+	if (t || pr)
+		printf("runs in flight: %s%lld per tenant, %lld per principal\n", "", (long long)json_integer_value(t),
+		       (long long)json_integer_value(pr));
+	printf("best-effort limits: %s\n", json_is_true(json_object_get(p, "best_effort_limits")) ? "on" : "off");
+}
+
+static json_t *policy_json(const struct al_policy *p)
+{
+	_cleanup_free_ char *s = al_policy_format(p);
+	json_error_t je;
+	return s ? json_loads(s, 0, &je) : NULL;
+}
+
+static int print_doc(struct cli *cli, json_t *doc, bool deployment)
+{
+	if (cli->json)
+		return cli_json_print(doc);
+	if (deployment)
+		policy_text(NULL, doc);
+	else {
+		policy_text("effective", json_object_get(doc, "effective"));
+		policy_text("set by the tenant", json_object_get(doc, "tenant"));
+	}
+	json_decref(doc);
+	return 0;
+}
+
+static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_error *err)
+{
+	struct al_policy p, t;
+	if (deployment) {
+		struct al_policy stored;
+		int r = al_policy_get(cli->home, NULL, &stored, err);
+		if (r < 0)
+			return r;
+		al_policy_builtin(&p);
+		/* the built-in values, then the stored ones */
+		_cleanup_free_ char *s = al_policy_format(&stored);
+		json_t *b = policy_json(&p), *o = NULL;
+		json_error_t je;
+		if (s && b && (o = json_loads(s, 0, &je))) {
+			json_object_update(json_object_get(b, "defaults"), json_object_get(o, "defaults"));
+			json_object_update(json_object_get(b, "ceilings"), json_object_get(o, "ceilings"));
+			json_object_set(b, "best_effort_limits", json_object_get(o, "best_effort_limits"));
+			const char *k[] = { "runs_per_tenant", "runs_per_principal" };
+			for (int i = 0; i < 2; i++)
+				if (json_object_get(o, k[i]))
+					json_object_set(b, k[i], json_object_get(o, k[i]));
+		}
+		json_decref(o);
+		*out = b;
+		return b ? 0 : al_fail(err, AL_ENOMEM, 0, "policy");
+	}
+	struct al_store *st = NULL;
+	int r = cli_open(cli, &st, err);
+	if (r == 0)
+		r = al_policy_effective(st, &p, err);
+	if (r == 0)
+		r = al_policy_get(NULL, st, &t, err);
+	al_store_close(st);
+	if (r == 0)
+		*out = json_pack("{s:o,s:o}", "effective", policy_json(&p), "tenant", policy_json(&t));
+	return r;
+}
+
+static int policy_show(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "deployment", no_argument, NULL, 'd' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	bool deployment = false;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'd')
+			deployment = true;
+		else if (c == 'j')
+			cli->json = true;
+		else if (c == 'h')
+			return printf("%s", show_help), 0;
+		else
+			return cli_usage(cli, "bad option");
+	}
+	if (optind != argc)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (cli->server && deployment)
+		return cli_local_only(cli);
+	json_t *doc = NULL;
+	if (cli->server) {
+		int r = cli_remote_get(cli, "/policy", &doc);
+		return r ? r : print_doc(cli, doc, false);
+	}
+	struct al_error err = { 0 };
+	if (local_doc(cli, deployment, &doc, &err) < 0)
+		return cli_error(cli, &err);
+	return print_doc(cli, doc, deployment);
+}
+
+static const char *const limit_names[] = { "memory", "pids", "cpus", "timeout", "output-limit", "disk-limit", "files" };
+#define NLIMITS 7
+
+static int policy_set(struct cli *cli, int argc, char **argv)
+{
+	enum { O_DEP = 256, O_RPT, O_RPP, O_BE, O_JSON, O_DEF = 300, O_MAX = 400 };
+	struct option opts[2 * NLIMITS + 7];
+	char names[2 * NLIMITS][32];
+	size_t n = 0;
+	for (int i = 0; i < NLIMITS; i++)
+		for (int m = 0; m < 2; m++) {
+			snprintf(names[n], sizeof(names[n]), "%s-%s", m ? "max" : "default", limit_names[i]);
+			opts[n] = (struct option){ names[n], required_argument, NULL, (m ? O_MAX : O_DEF) + i };
+			n++;
+		}
+	opts[n++] = (struct option){ "deployment", no_argument, NULL, O_DEP };
+	opts[n++] = (struct option){ "runs-per-tenant", required_argument, NULL, O_RPT };
+	opts[n++] = (struct option){ "runs-per-principal", required_argument, NULL, O_RPP };
+	opts[n++] = (struct option){ "best-effort-limits", required_argument, NULL, O_BE };
+	opts[n++] = (struct option){ "json", no_argument, NULL, O_JSON };
+	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[n] = (struct option){ 0 };
+
+	json_t *doc = json_pack("{s:{},s:{}}", "defaults", "ceilings");
+	bool deployment = false, changed = false;
+	int c, rc = -1;
+	optind = 0;
+	while (rc < 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		json_t *v = NULL;
+		if ((c >= O_DEF && c < O_DEF + NLIMITS) || (c >= O_MAX && c < O_MAX + NLIMITS)) {
+			int i = c >= O_MAX ? c - O_MAX : c - O_DEF;
+			char key[32];
+			snprintf(key, sizeof(key), "%s", limit_names[i]);
+			for (char *p = key; *p; p++)
+				*p = *p == '-' ? '_' : *p;
+			if (limit_value(key, optarg, &v) < 0) {
+				rc = cli_usage(cli, "bad --%s-%s '%s' (a positive number)", c >= O_MAX ? "max" : "default",
+					       limit_names[i], optarg);
+				break;
+			}
+			json_object_set_new(json_object_get(doc, c >= O_MAX ? "ceilings" : "defaults"), key, v);
+			changed = true;
+			continue;
+		}
+		switch (c) {
+		case O_DEP: deployment = true; break;
+		case O_RPT:
+		case O_RPP: {
+			char *end;
+			long long k = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || k <= 0 || k > (1 << 20))
+				rc = cli_usage(cli, "bad --%s '%s' (a positive whole number)", c == O_RPT ? "runs-per-tenant" : "runs-per-principal", optarg);
+			else
+				json_object_set_new(doc, c == O_RPT ? "runs_per_tenant" : "runs_per_principal", json_integer(k));
+			changed = true;
+			break;
+		}
+		case O_BE:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				rc = cli_usage(cli, "--best-effort-limits takes on or off");
+			json_object_set_new(doc, "best_effort_limits", json_boolean(!strcmp(optarg, "on")));
+			changed = true;
+			break;
+		case O_JSON: cli->json = true; break;
+		case 'h': printf("%s", set_help); rc = 0; break;
+		default: rc = cli_usage(cli, "bad option"); break;
+		}
+	}
+	if (rc < 0 && optind != argc)
+		rc = cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (rc < 0 && !changed)
+		rc = cli_usage(cli, "nothing to set (see --help)");
+	if (rc < 0 && cli->server && deployment)
+		rc = cli_local_only(cli);
+	if (rc >= 0) {
+		json_decref(doc);
+		return rc;
+	}
+	if (cli->server) {
+		json_t *out = NULL;
+		struct al_error err = { 0 };
+		int r = cli_http(cli, "PUT", "/policy", doc, NULL, NULL, &out, &err);
+		json_decref(doc);
+		if (r < 0)
+			return cli_remote_error(cli, &err, out);
+		return print_doc(cli, out, false);
+	}
+	struct al_error err = { 0 };
+	_cleanup_free_ char *text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	struct al_policy p;
+	bool has_be;
+	int r = text ? al_policy_parse(text, strlen(text), &p, &has_be, &err) : al_fail(&err, AL_ENOMEM, 0, "policy");
+	struct al_store *st = NULL;
+	if (r == 0 && !deployment)
+		r = cli_open(cli, &st, &err);
+	if (r == 0)
+		r = al_policy_set(cli->home, st, &p, has_be, p.best_effort, cli_author(NULL), &err);
+	al_store_close(st);
+	if (r < 0)
+		return cli_error(cli, &err);
+	json_t *shown = NULL;
+	if (local_doc(cli, deployment, &shown, &err) < 0)
+		return cli_error(cli, &err);
+	return print_doc(cli, shown, deployment);
+}
+
+int cmd_admin_policy(struct cli *cli, int argc, char **argv)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "show", policy_show, "the run policy (defaults, ceilings, runs in flight)" },
+		{ "set", policy_set, "change the tenant's or the deployment's run policy" },
+		{ 0 },
+	};
+	return cli_dispatch(cli, "admin policy", cmds, argc - 1, argv + 1);
+}

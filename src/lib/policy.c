@@ -1,0 +1,395 @@
+/* policy: run limits' defaults and ceilings, per deployment and tenant
+ * (policy.h).  Each level is one JSON document in a one-row table: the
+ * deployment's in airlock.db, a tenant's in its meta.db, where its change
+ * and the ledger entry recording it share a transaction. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "airlock/policy.h"
+#include "airlock/store.h"
+#include "ledger_private.h"
+#include "sqlite_util.h"
+#include "store_private.h"
+#include "util.h"
+
+#define JSON_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
+
+/* The limits as fields of al_limits, with their JSON names and scale
+ * (timeout in seconds, cpus in CPUs: stored in milli-units). */
+static const struct {
+	const char *name;
+	size_t off;
+	double scale;
+	double max; /* what a document may say at all, before any ceiling */
+} fields[] = {
+	{ "memory", offsetof(struct al_limits, memory), 1, 1ull << 50 },
+	{ "pids", offsetof(struct al_limits, pids), 1, 1 << 30 },
+	{ "cpus", offsetof(struct al_limits, cpus_milli), 1000, 4096 },
+	{ "timeout", offsetof(struct al_limits, timeout_ms), 1000, 1e7 },
+	{ "output_limit", offsetof(struct al_limits, output), 1, 1ull << 50 },
+	{ "disk_limit", offsetof(struct al_limits, disk), 1, 1ull << 50 },
+	{ "files", offsetof(struct al_limits, files), 1, 1ull << 40 },
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static uint64_t *field(struct al_limits *l, size_t i)
+{
+	return (uint64_t *)((char *)l + fields[i].off);
+}
+
+static uint64_t cfield(const struct al_limits *l, size_t i)
+{
+	return *(const uint64_t *)((const char *)l + fields[i].off);
+}
+
+void al_policy_builtin(struct al_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	al_limits_default(&p->dflt);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	p->max = (struct al_limits){
+		.memory = 16ull << 30,
+		.pids = 16384,
+		.cpus_milli = (uint64_t)(cpus > 0 ? cpus : 1) * 1000,
+		.timeout_ms = 24ull * 3600 * 1000,
+		.output = 1ull << 30,
+		.disk = 64ull << 30,
+		.files = 4000000,
+	};
+	if (p->dflt.cpus_milli > p->max.cpus_milli)
+		p->dflt.cpus_milli = p->max.cpus_milli;
+	p->runs_per_tenant = 16;
+	p->runs_per_principal = 8;
+	p->best_effort = false;
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static json_t *limits_json(const struct al_limits *l)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < NFIELDS; i++) {
+		uint64_t v = cfield(l, i);
+		if (!v)
+			continue;
+		json_object_set_new(o, fields[i].name,
+				    fields[i].scale == 1 ? json_integer((json_int_t)v) : json_real((double)v / fields[i].scale));
+	}
+	return o;
+}
+
+char *al_policy_format(const struct al_policy *p)
+{
+	json_t *o = json_pack("{s:o,s:o,s:b}", "defaults", limits_json(&p->dflt), "ceilings", limits_json(&p->max),
+			      "best_effort_limits", p->best_effort);
+	if (!o)
+		return NULL;
+	if (p->runs_per_tenant)
+		json_object_set_new(o, "runs_per_tenant", json_integer(p->runs_per_tenant));
+	if (p->runs_per_principal)
+		json_object_set_new(o, "runs_per_principal", json_integer(p->runs_per_principal));
+	char *s = json_dumps(o, JSON_FLAGS);
+	json_decref(o);
+	return s;
+}
+
+static int number(json_t *v, const char *what, double max, double scale, uint64_t *out, struct al_error *err)
+{
+	if (!json_is_number(v))
+		return al_fail(err, AL_EINVAL, 0, "policy: '%s' is not a number", what);
+	double d = json_number_value(v);
+	if (!isfinite(d) || d <= 0 || d > max || (scale == 1 && d != floor(d)))
+		return al_fail(err, AL_EINVAL, 0, "policy: '%s' must be a positive %s up to %.0f", what,
+			       scale == 1 ? "whole number" : "number", max);
+	*out = (uint64_t)llround(d * scale);
+	return *out ? 0 : al_fail(err, AL_EINVAL, 0, "policy: '%s' is too small", what);
+}
+
+static int limits_parse(json_t *o, const char *what, struct al_limits *l, struct al_error *err)
+{
+	memset(l, 0, sizeof(*l));
+	if (!o)
+		return 0;
+	if (!json_is_object(o))
+		return al_fail(err, AL_EINVAL, 0, "policy: '%s' is not an object", what);
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		size_t i = 0;
+		while (i < NFIELDS && strcmp(k, fields[i].name))
+			i++;
+		if (i == NFIELDS)
+			return al_fail(err, AL_EINVAL, 0, "policy: unknown limit '%s.%.64s'", what, k);
+		int r = number(v, k, fields[i].max, fields[i].scale, field(l, i), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has_best_effort, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	*has_best_effort = false;
+	json_error_t je;
+	json_t *o = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		return al_fail(err, AL_EINVAL, 0, "policy: not a JSON object%s%s", o ? "" : ": ", o ? "" : je.text);
+	}
+	int r = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		uint64_t u = 0;
+		if (r < 0)
+			break;
+		if (!strcmp(k, "defaults"))
+			r = limits_parse(v, k, &out->dflt, err);
+		else if (!strcmp(k, "ceilings"))
+			r = limits_parse(v, k, &out->max, err);
+		else if (!strcmp(k, "runs_per_tenant") || !strcmp(k, "runs_per_principal")) {
+			if ((r = number(v, k, 1 << 20, 1, &u, err)) == 0)
+				*(!strcmp(k, "runs_per_tenant") ? &out->runs_per_tenant : &out->runs_per_principal) = (uint32_t)u;
+		} else if (!strcmp(k, "best_effort_limits")) {
+			if (!json_is_boolean(v))
+				r = al_fail(err, AL_EINVAL, 0, "policy: 'best_effort_limits' is true or false");
+			out->best_effort = json_is_true(v);
+			*has_best_effort = true;
+		} else
+			r = al_fail(err, AL_EINVAL, 0, "policy: unknown field '%.64s'", k);
+	}
+	json_decref(o);
+	return r;
+}
+
+/* ---- storage ------------------------------------------------------------------- */
+
+static int level_db(const char *home, struct al_store *tenant, sqlite3 **db, bool *global, struct al_error *err)
+{
+	*global = tenant == NULL;
+	return tenant ? al_store__meta(tenant, db, err) : al_store__global(home, db, err);
+}
+
+static int load(sqlite3 *db, struct al_policy *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	int r = al_sqlite_prepare(db, "SELECT doc FROM policy WHERE id = 1", &q, err);
+	if (r < 0)
+		return r;
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return al_sqlite_fail(db, err, "policy");
+	bool be;
+	const char *doc = (const char *)sqlite3_column_text(q, 0);
+	r = al_policy_parse(doc, strlen(doc), out, &be, err);
+	return r < 0 ? al_error_prefix(err, "stored ") : 0;
+}
+
+int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out, struct al_error *err)
+{
+	sqlite3 *db;
+	bool global;
+	int r = level_db(home, tenant, &db, &global, err);
+	if (r == 0)
+		r = load(db, out, err);
+	if (!global && r == 0)
+		out->best_effort = false;
+	if (global && r == 0 && !home)
+		r = al_fail(err, AL_EINVAL, 0, "policy: no home");
+	return r;
+}
+
+/* Every set field of over replaces base's. */
+static void overlay(struct al_policy *base, const struct al_policy *over)
+{
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (cfield(&over->dflt, i))
+			*field(&base->dflt, i) = cfield(&over->dflt, i);
+		if (cfield(&over->max, i))
+			*field(&base->max, i) = cfield(&over->max, i);
+	}
+	if (over->runs_per_tenant)
+		base->runs_per_tenant = over->runs_per_tenant;
+	if (over->runs_per_principal)
+		base->runs_per_principal = over->runs_per_principal;
+}
+
+static void human(uint64_t v, double scale, char *buf, size_t n)
+{
+	if (scale != 1)
+		snprintf(buf, n, "%g", (double)v / scale);
+	else {
+		static const char units[] = "KMGTP";
+		int u = -1;
+		while (u < 4 && v && v % 1024 == 0) {
+			v /= 1024;
+			u++;
+		}
+		snprintf(buf, n, u < 0 ? "%llu" : "%llu%c", (unsigned long long)v, u < 0 ? 0 : units[u]);
+	}
+}
+
+/* Within a level: each default at most its ceiling.  above: the ceilings
+ * the level's may not exceed (NULL: none). */
+static int check_level(const struct al_policy *p, const struct al_policy *above, struct al_error *err)
+{
+	char a[32], b[32];
+	for (size_t i = 0; i < NFIELDS; i++) {
+		uint64_t d = cfield(&p->dflt, i), m = cfield(&p->max, i);
+		if (above && m > cfield(&above->max, i)) {
+			human(m, fields[i].scale, a, sizeof(a));
+			human(cfield(&above->max, i), fields[i].scale, b, sizeof(b));
+			return al_fail(err, AL_ELIMIT, 0, "policy: the tenant's ceiling for %s (%s) is above the deployment's (%s)",
+				       fields[i].name, a, b);
+		}
+		if (d > m) {
+			human(d, fields[i].scale, a, sizeof(a));
+			human(m, fields[i].scale, b, sizeof(b));
+			return al_fail(err, AL_ELIMIT, 0, "policy: the default %s (%s) is above its ceiling (%s)",
+				       fields[i].name, a, b);
+		}
+	}
+	if (above && (p->runs_per_tenant > above->runs_per_tenant || p->runs_per_principal > above->runs_per_principal))
+		return al_fail(err, AL_ELIMIT, 0, "policy: the tenant's runs in flight (%u, %u per principal) are above the "
+						  "deployment's (%u, %u)",
+			       p->runs_per_tenant, p->runs_per_principal, above->runs_per_tenant, above->runs_per_principal);
+	if (p->runs_per_principal > p->runs_per_tenant)
+		return al_fail(err, AL_ELIMIT, 0, "policy: runs per principal (%u) above runs per tenant (%u)",
+			       p->runs_per_principal, p->runs_per_tenant);
+	return 0;
+}
+
+static int deployment(const char *home, struct al_policy *out, struct al_error *err)
+{
+	struct al_policy stored;
+	sqlite3 *db;
+	al_policy_builtin(out);
+	int r = al_store__global(home, &db, err);
+	if (r == 0)
+		r = load(db, &stored, err);
+	if (r == 0) {
+		overlay(out, &stored);
+		out->best_effort = stored.best_effort;
+	}
+	return r;
+}
+
+int al_policy_effective(struct al_store *tenant, struct al_policy *out, struct al_error *err)
+{
+	struct al_policy dep, t;
+	int r = deployment(al_store__home(tenant), &dep, err);
+	if (r == 0)
+		r = al_policy_get(NULL, tenant, &t, err);
+	if (r < 0)
+		return r;
+	*out = dep;
+	overlay(out, &t);
+	/* a tenant's value set before the operator lowered a ceiling: the
+	 * ceiling wins, and a default follows it down */
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (cfield(&out->max, i) > cfield(&dep.max, i))
+			*field(&out->max, i) = cfield(&dep.max, i);
+		if (cfield(&out->dflt, i) > cfield(&out->max, i))
+			*field(&out->dflt, i) = cfield(&out->max, i);
+	}
+	if (out->runs_per_tenant > dep.runs_per_tenant)
+		out->runs_per_tenant = dep.runs_per_tenant;
+	if (out->runs_per_principal > out->runs_per_tenant)
+		out->runs_per_principal = out->runs_per_tenant;
+	return 0;
+}
+
+int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p, bool set_best_effort,
+		  bool best_effort, const char *actor, struct al_error *err)
+{
+	if (tenant && set_best_effort)
+		return al_fail(err, AL_EINVAL, 0, "policy: best-effort limits are the operator's choice for the whole "
+						  "deployment, not a tenant's");
+	if (tenant)
+		home = al_store__home(tenant);
+	struct al_policy dep, before, after;
+	sqlite3 *db;
+	bool global = tenant == NULL;
+	_cleanup_free_ char *doc = NULL;
+	int r = deployment(home, &dep, err);
+	if (r == 0)
+		r = level_db(home, tenant, &db, &global, err);
+	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+		return r;
+	if ((r = load(db, &before, err)) < 0)
+		goto out;
+	after = before;
+	overlay(&after, p);
+	if (set_best_effort)
+		after.best_effort = best_effort;
+	/* check the level as it would apply: unset fields from the level above */
+	struct al_policy eff;
+	if (global) {
+		al_policy_builtin(&eff);
+		overlay(&eff, &after);
+		r = check_level(&eff, NULL, err);
+	} else {
+		eff = dep;
+		overlay(&eff, &after);
+		r = check_level(&eff, &dep, err);
+	}
+	if (r == 0 && !(doc = al_policy_format(&after)))
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
+	if (r == 0 && (r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO policy(id, doc) VALUES (1, ?)", &up, err)) == 0) {
+		sqlite3_bind_text(up, 1, doc, -1, SQLITE_STATIC);
+		if (sqlite3_step(up) != SQLITE_DONE)
+			r = al_sqlite_fail(db, err, "policy");
+	}
+	if (!global && r == 0) {
+		_cleanup_free_ char *was = al_policy_format(&before);
+		json_error_t je;
+		json_t *data = was ? json_pack("{s:o,s:o}", "before", json_loads(was, 0, &je), "after", json_loads(doc, 0, &je))
+				   : NULL;
+		char group[17];
+		al_ledger__new_group(group);
+		struct al_ledger_rec lr = { .kind = "policy", .group = group, .actor = actor ? actor : "", .data = data };
+		r = data ? al_ledger__append(tenant, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+		json_decref(data);
+		return al_ledger__finish(tenant, db, r, err);
+	}
+out:
+	if (r < 0) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
+	}
+	return al_sqlite_exec(db, "COMMIT", err);
+}
+
+int al_policy_limits(const struct al_policy *p, const struct al_limits *req, struct al_limits *out,
+		     struct al_error *err)
+{
+	struct al_limits l = *req;
+	char a[32], b[32];
+	for (size_t i = 0; i < NFIELDS; i++) {
+		uint64_t *v = field(&l, i), m = cfield(&p->max, i);
+		if (!*v)
+			*v = cfield(&p->dflt, i);
+		if (*v > m) {
+			human(*v, fields[i].scale, a, sizeof(a));
+			human(m, fields[i].scale, b, sizeof(b));
+			return al_fail(err, AL_ELIMIT, 0, "%s %s is above the ceiling %s (the tenant's or deployment's policy: "
+							  "airlock admin policy show)",
+				       fields[i].name, a, b);
+		}
+	}
+	*out = l;
+	return 0;
+}
