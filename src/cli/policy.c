@@ -73,9 +73,10 @@ static void policy_text(const char *label, json_t *p)
 	limits_text("defaults", json_object_get(p, "defaults"));
 	limits_text("ceilings", json_object_get(p, "ceilings"));
 	json_t *t = json_object_get(p, "runs_per_tenant"), *pr = json_object_get(p, "runs_per_principal");
-	if (t || pr)
-		printf("runs in flight: %s%lld per tenant, %lld per principal\n", "", (long long)json_integer_value(t),
-		       (long long)json_integer_value(pr));
+	if (t)
+		printf("runs in flight per tenant: %lld\n", (long long)json_integer_value(t));
+	if (pr)
+		printf("runs in flight per principal: %lld\n", (long long)json_integer_value(pr));
 	printf("best-effort limits: %s\n", json_is_true(json_object_get(p, "best_effort_limits")) ? "on" : "off");
 }
 

@@ -201,13 +201,15 @@ int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *o
 {
 	sqlite3 *db;
 	bool global;
+	if (!tenant && !home)
+		return al_fail(err, AL_EINVAL, 0, "policy: no home");
 	int r = level_db(home, tenant, &db, &global, err);
 	if (r == 0)
 		r = load(db, out, err);
+	if (global && db)
+		sqlite3_close(db);
 	if (!global && r == 0)
 		out->best_effort = false;
-	if (global && r == 0 && !home)
-		r = al_fail(err, AL_EINVAL, 0, "policy: no home");
 	return r;
 }
 
@@ -241,13 +243,16 @@ static void human(uint64_t v, double scale, char *buf, size_t n)
 	}
 }
 
-/* Within a level: each default at most its ceiling.  above: the ceilings
- * the level's may not exceed (NULL: none). */
-static int check_level(const struct al_policy *p, const struct al_policy *above, struct al_error *err)
+/* Within a level (p: as it applies, unset fields from the level above):
+ * each default the level sets (own) at most its ceiling; an inherited
+ * default above a lowered ceiling follows it down (al_policy_effective).
+ * above: the ceilings the level's may not exceed (NULL: none). */
+static int check_level(const struct al_policy *p, const struct al_policy *own, const struct al_policy *above,
+		       struct al_error *err)
 {
 	char a[32], b[32];
 	for (size_t i = 0; i < NFIELDS; i++) {
-		uint64_t d = cfield(&p->dflt, i), m = cfield(&p->max, i);
+		uint64_t d = cfield(&own->dflt, i), m = cfield(&p->max, i);
 		if (above && m > cfield(&above->max, i)) {
 			human(m, fields[i].scale, a, sizeof(a));
 			human(cfield(&above->max, i), fields[i].scale, b, sizeof(b));
@@ -277,11 +282,16 @@ static int deployment(const char *home, struct al_policy *out, struct al_error *
 	sqlite3 *db;
 	al_policy_builtin(out);
 	int r = al_store__global(home, &db, err);
-	if (r == 0)
-		r = load(db, &stored, err);
+	if (r < 0)
+		return r;
+	r = load(db, &stored, err);
+	sqlite3_close(db);
 	if (r == 0) {
 		overlay(out, &stored);
 		out->best_effort = stored.best_effort;
+		for (size_t i = 0; i < NFIELDS; i++)
+			if (cfield(&out->dflt, i) > cfield(&out->max, i))
+				*field(&out->dflt, i) = cfield(&out->max, i);
 	}
 	return r;
 }
@@ -326,7 +336,9 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	int r = deployment(home, &dep, err);
 	if (r == 0)
 		r = level_db(home, tenant, &db, &global, err);
-	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	if (r == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0 && global)
+		sqlite3_close(db);
+	if (r < 0)
 		return r;
 	if ((r = load(db, &before, err)) < 0)
 		goto out;
@@ -339,11 +351,11 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (global) {
 		al_policy_builtin(&eff);
 		overlay(&eff, &after);
-		r = check_level(&eff, NULL, err);
+		r = check_level(&eff, &after, NULL, err);
 	} else {
 		eff = dep;
 		overlay(&eff, &after);
-		r = check_level(&eff, &dep, err);
+		r = check_level(&eff, &after, &dep, err);
 	}
 	if (r == 0 && !(doc = al_policy_format(&after)))
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "policy");
@@ -366,11 +378,13 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 		return al_ledger__finish(tenant, db, r, err);
 	}
 out:
-	if (r < 0) {
+	if (r < 0)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return r;
-	}
-	return al_sqlite_exec(db, "COMMIT", err);
+	else
+		r = al_sqlite_exec(db, "COMMIT", err);
+	if (global)
+		sqlite3_close(db); /* the global database's connection is ours */
+	return r;
 }
 
 int al_policy_limits(const struct al_policy *p, const struct al_limits *req, struct al_limits *out,

@@ -42,7 +42,7 @@ ok "every route the daemon serves is in the OpenAPI document, and nothing else" 
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
 have = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-served = {(m, "/api/" + p) for m, p in re.findall(r'\{ "(GET|POST|DELETE)", "([^"]+)",', open(sys.argv[2]).read())}
+served = {(m, "/api/" + p) for m, p in re.findall(r'\{ "(GET|POST|PUT|DELETE)", "([^"]+)",', open(sys.argv[2]).read())}
 sys.exit(0 if have == served else print(have ^ served) or 1)
 PY
 api GET /projects ""
