@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "airlock/cas.h"
 #include "airlock/delta.h"
@@ -123,6 +125,188 @@ static int count_args(const char *const *v, size_t max, size_t *bytes, const cha
 	return (int)n;
 }
 
+/* ---- secret masking -------------------------------------------------------------- */
+
+/* What the command prints of a secret is stored as "***", the way CI
+ * systems mask logs: the value (4 bytes or more) and, for values of 8 or
+ * more, its base64 (without padding) and URL-encoded forms.  A form split
+ * across two reads is still found: what could be the start of one is held
+ * back until the next read (or the end). */
+#define MASK_MIN 4
+#define MASK_FORMS_MIN 8
+struct masker {
+	char **pat;
+	size_t *len, n, maxlen;
+	bool first[256];
+	char *pend[3];
+	size_t npend[3];
+};
+
+static void masker_release(struct masker *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		explicit_bzero(m->pat[i], m->len[i]);
+		free(m->pat[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (m->pend[i])
+			explicit_bzero(m->pend[i], m->npend[i]);
+		free(m->pend[i]);
+	}
+	free(m->pat);
+	free(m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+static int masker_add(struct masker *m, char *p, size_t n)
+{
+	if (!p)
+		return -1;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->len[i] == n && !memcmp(m->pat[i], p, n)) {
+			free(p);
+			return 0;
+		}
+	char **np = realloc(m->pat, (m->n + 1) * sizeof(char *));
+	if (np)
+		m->pat = np;
+	size_t *nl = np ? realloc(m->len, (m->n + 1) * sizeof(size_t)) : NULL;
+	if (!nl) {
+		free(p);
+		return -1;
+	}
+	m->len = nl;
+	/* longest first: a value and its longer encoding, the longer wins */
+	size_t at = 0;
+	while (at < m->n && m->len[at] >= n)
+		at++;
+	memmove(m->pat + at + 1, m->pat + at, (m->n - at) * sizeof(char *));
+	memmove(m->len + at + 1, m->len + at, (m->n - at) * sizeof(size_t));
+	m->pat[at] = p;
+	m->len[at] = n;
+	m->n++;
+	m->first[(unsigned char)p[0]] = true;
+	if (n > m->maxlen)
+		m->maxlen = n;
+	return 0;
+}
+
+static char *b64(const char *v, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *o = malloc(4 * (n / 3 + 1) + 1), *q = o;
+	if (!o)
+		return NULL;
+	const unsigned char *u = (const unsigned char *)v;
+	size_t i = 0;
+	for (; i + 2 < n; i += 3) {
+		*q++ = t[u[i] >> 2];
+		*q++ = t[((u[i] & 3) << 4) | (u[i + 1] >> 4)];
+		*q++ = t[((u[i + 1] & 15) << 2) | (u[i + 2] >> 6)];
+		*q++ = t[u[i + 2] & 63];
+	}
+	if (i < n) {
+		*q++ = t[u[i] >> 2];
+		*q++ = t[((u[i] & 3) << 4) | (i + 1 < n ? u[i + 1] >> 4 : 0)];
+		if (i + 1 < n)
+			*q++ = t[(u[i + 1] & 15) << 2];
+	}
+	*q = 0;
+	return o;
+}
+
+static char *urlenc(const char *v, size_t n)
+{
+	char *o = malloc(3 * n + 1), *q = o;
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-._~", c))
+			*q++ = (char)c;
+		else
+			q += snprintf(q, 4, "%%%02X", c);
+	}
+	*q = 0;
+	return o;
+}
+
+static int masker_secret(struct masker *m, const char *v)
+{
+	size_t n = strlen(v);
+	if (n < MASK_MIN)
+		return 0;
+	char *raw = strdup(v);
+	if (masker_add(m, raw, n) < 0)
+		return -1;
+	if (n < MASK_FORMS_MIN)
+		return 0;
+	char *e = b64(v, n), *u = urlenc(v, n);
+	int r = e ? masker_add(m, e, strlen(e)) : -1;
+	if (r == 0 && u && strcmp(u, v))
+		r = masker_add(m, u, strlen(u));
+	else
+		free(u);
+	return u ? r : -1;
+}
+
+typedef void (*emit_fn)(void *ctx, int stream, const void *p, size_t n);
+
+/* Feed n bytes of stream through the masker to emit; final: nothing more
+ * comes (no form can continue). */
+static void masker_feed(struct masker *m, int stream, const char *p, size_t n, bool final, emit_fn emit, void *ctx)
+{
+	size_t len = m->npend[stream] + n;
+	char *buf = malloc(len ? len : 1);
+	if (!buf) { /* out of memory: nothing is emitted unmasked */
+		emit(ctx, stream, "***", 3);
+		return;
+	}
+	if (m->npend[stream])
+		memcpy(buf, m->pend[stream], m->npend[stream]);
+	if (n)
+		memcpy(buf + m->npend[stream], p, n);
+	if (m->pend[stream])
+		explicit_bzero(m->pend[stream], m->npend[stream]);
+	free(m->pend[stream]);
+	m->pend[stream] = NULL;
+	m->npend[stream] = 0;
+	size_t start = 0, i = 0, hold = len;
+	while (i < len) {
+		size_t matched = 0;
+		bool partial = false;
+		if (m->first[(unsigned char)buf[i]])
+			for (size_t k = 0; k < m->n && !matched; k++) {
+				size_t left = len - i;
+				if (left >= m->len[k]) {
+					if (!memcmp(buf + i, m->pat[k], m->len[k]))
+						matched = m->len[k];
+				} else if (!final && !memcmp(buf + i, m->pat[k], left))
+					partial = true;
+			}
+		if (matched) {
+			if (i > start)
+				emit(ctx, stream, buf + start, i - start);
+			emit(ctx, stream, "***", 3);
+			i += matched;
+			start = i;
+		} else if (partial) {
+			hold = i;
+			break;
+		} else
+			i++;
+	}
+	size_t end = hold < len ? hold : len;
+	if (end > start)
+		emit(ctx, stream, buf + start, end - start);
+	if (hold < len && (m->pend[stream] = malloc(len - hold))) {
+		memcpy(m->pend[stream], buf + hold, len - hold);
+		m->npend[stream] = len - hold;
+	}
+	explicit_bzero(buf, len);
+	free(buf);
+}
+
 /* ---- output capture ------------------------------------------------------------- */
 
 struct capture {
@@ -133,9 +317,10 @@ struct capture {
 	uint64_t limit;
 	al_sandbox_output_fn live;
 	void *live_ctx;
+	struct masker mask;
 };
 
-static void on_output(void *ctx, int stream, const void *p, size_t n)
+static void keep_output(void *ctx, int stream, const void *p, size_t n)
 {
 	struct capture *c = ctx;
 	uint64_t room = c->limit > c->kept[stream] ? c->limit - c->kept[stream] : 0;
@@ -149,6 +334,15 @@ static void on_output(void *ctx, int stream, const void *p, size_t n)
 	c->kept[stream] += keep;
 	if (c->live)
 		c->live(c->live_ctx, stream, p, keep);
+}
+
+static void on_output(void *ctx, int stream, const void *p, size_t n)
+{
+	struct capture *c = ctx;
+	if (c->mask.n)
+		masker_feed(&c->mask, stream, p, n, false, keep_output, c);
+	else
+		keep_output(c, stream, p, n);
 }
 
 /* ---- the record ----------------------------------------------------------------- */
@@ -256,6 +450,7 @@ static void run_release(struct run *r)
 			close(r->cap.fd[i]);
 	if (r->sres.upper_fd >= 0)
 		close(r->sres.upper_fd);
+	masker_release(&r->cap.mask);
 	al_overlay_report_release(&r->rep);
 }
 
@@ -302,7 +497,7 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	return rc < 0 ? (al_cas_abort(cas), rc) : al_cas_commit(cas, err);
 }
 
-static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
+static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, const uint8_t key[32])
 {
 	const struct al_run_opts *o = r->o;
 	json_t *env = json_object();
@@ -322,12 +517,19 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 			const char *eq = strchr(v[i], '=');
 			char k[256];
 			uint8_t d[32];
+			unsigned dl = 32;
+			char hex[65], tagged[80];
 			snprintf(k, sizeof(k), "%.*s", (int)(eq - v[i]), v[i]);
-			al_sha256(eq + 1, strlen(eq + 1), d);
+			/* keyed: a short secret's plain digest would be brute-forced from
+			 * an export; the key never leaves the deployment */
+			if (!HMAC(EVP_sha256(), key, 32, (const unsigned char *)eq + 1, strlen(eq + 1), d, &dl))
+				memset(d, 0, sizeof(d));
+			al_hex(d, 32, hex);
+			snprintf(tagged, sizeof(tagged), "hmac-sha256:%s", hex);
 			if (!file)
 				json_object_del(env, k);
-			json_array_append_new(secrets, json_pack("{s:s,s:s,s:o}", "name", k, "as", file ? "file" : "env",
-								 "sha256", jid(d)));
+			json_array_append_new(secrets, json_pack("{s:s,s:s,s:s}", "name", k, "as", file ? "file" : "env",
+								 "hmac", tagged));
 		}
 	}
 	json_t *notes = json_array();
@@ -508,6 +710,12 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	    (r = open_capture(al_store_dir(st), &run.cap.fd[2], err)) < 0)
 		goto out;
 	run.cap.limit = run.limits.output;
+	for (int file = 0; file < 2; file++)
+		for (size_t i = 0; (file ? o->secret_files : o->secrets) && (file ? o->secret_files : o->secrets)[i]; i++)
+			if (masker_secret(&run.cap.mask, strchr((file ? o->secret_files : o->secrets)[i], '=') + 1) < 0) {
+				r = al_fail(err, AL_ENOMEM, ENOMEM, "run: secrets");
+				goto out;
+			}
 	run.cap.live = o->output;
 	run.cap.live_ctx = o->output_ctx;
 
@@ -523,6 +731,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;
 	run.finished = al_wall_s();
+	for (int i = 1; i < 3 && run.cap.mask.n; i++)
+		masker_feed(&run.cap.mask, i, NULL, 0, true, keep_output, &run.cap);
 	if (run.cap.write_errno) {
 		r = al_fail(err, AL_EIO, run.cap.write_errno, "run: keep the command's output");
 		goto out;
@@ -536,7 +746,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 
-	json_t *rec = record_json(&run, env->v, env->n);
+	uint8_t skey[32];
+	if ((r = al_store__secret_key(st, skey, err)) < 0)
+		goto out;
+	json_t *rec = record_json(&run, env->v, env->n, skey);
+	explicit_bzero(skey, sizeof(skey));
 	if (!rec) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 		goto out;

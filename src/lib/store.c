@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -220,6 +222,38 @@ int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *er
 	}
 	*out = s->ledger_key;
 	return 0;
+}
+
+/* The deployment's key for secrets' digests: 32 random bytes, 0600, never
+ * exported; created with link() as the ledger key is. */
+int al_store__secret_key(struct al_store *s, uint8_t key[32], struct al_error *err)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/secrets.key", s->home);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
+		uint8_t k[32];
+		snprintf(tmp, sizeof(tmp), "%s/secrets.key.tmp-%d", s->home, (int)getpid());
+		int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		bool ok = w >= 0 && getrandom(k, sizeof(k), 0) == (ssize_t)sizeof(k) &&
+			  al_write_full(w, k, sizeof(k)) == 0 && fsync(w) == 0;
+		explicit_bzero(k, sizeof(k));
+		if (w >= 0)
+			close(w);
+		if (!ok || (link(tmp, path) < 0 && errno != EEXIST)) {
+			int e = errno;
+			unlink(tmp);
+			return al_fail(err, AL_EIO, e, "create the secrets key %s", path);
+		}
+		unlink(tmp);
+		al_fsync_dir(-1, s->home, NULL);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "open the secrets key %s", path);
+	ssize_t n = al_read_full(fd, key, 32);
+	close(fd);
+	return n == 32 ? 0 : al_fail(err, AL_ECORRUPT, 0, "%s is not a 32-byte key", path);
 }
 
 const char *al_store_tenant(struct al_store *s) { return s->tenant; }
