@@ -95,4 +95,19 @@ int al_sandbox_check(const char *backend, int network, struct al_error *err);
  * (network egress on "ns"). */
 int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
 
+/* What this host gives the sandbox (airlock doctor): one finding per check,
+ * in a fixed order.  ok: the feature works; enforced: what a run gets
+ * from it; fix: what to change when it does not ("" when ok). */
+struct al_doctor_item {
+	const char *check;            /* "user namespaces", "cgroup memory", … */
+	bool ok;
+	bool required;                /* a run cannot work without it */
+	char detail[160];
+	char fix[200];
+};
+#define AL_DOCTOR_MAX 16
+/* Probe the host (in forked children: nothing of this process changes but
+ * a cgroup created and removed).  Returns the number of items. */
+int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX]);
+
 #endif

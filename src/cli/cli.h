@@ -107,6 +107,7 @@ const char *cli_path_escape(const char *s, char *out, size_t n);
 
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_admin_policy(struct cli *cli, int argc, char **argv);
+int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);
 int cmd_commit(struct cli *cli, int argc, char **argv);
 int cmd_draft(struct cli *cli, int argc, char **argv);

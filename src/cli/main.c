@@ -28,7 +28,8 @@ static const struct cli_cmd commands[] = {
 	{ "audit", cmd_audit, "the tamper-evident ledger: list, show, export, verify" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
 	{ "serve", cmd_serve, "run the daemon: the HTTP API (docs/api.md)" },
-	{ "admin", cmd_admin, "tenants, principals, grants and tokens" },
+	{ "admin", cmd_admin, "tenants, principals, grants, tokens and the run policy" },
+	{ "doctor", cmd_doctor, "can the sandbox run here, and what it enforces" },
 };
 
 static void usage(FILE *f)

@@ -85,5 +85,29 @@ ok) is "$out" "denied ENOSYS" "the i386 ABI (int 0x80) is refused by the filter 
 "unavailable SIGSEGV") is "$out" "unavailable SIGSEGV" "the i386 ABI is unavailable on this kernel, inside as outside" ;;
 *) is "$host" "ok or unavailable SIGSEGV" "probe i386 on the host says what the kernel does" ;;
 esac
+
+# airlock doctor: what this host gives the sandbox, and a run that cannot
+# set up names the step and points there
+run "$AL" doctor
+is "$rc" 0 "airlock doctor: runs can work on this host (exit 0)"
+for c in "user namespaces" "overlayfs with userxattr" "/proc in a new PID namespace" "seccomp filter" "cgroup memory" "cgroup pids" "cgroup cpu" "IA32 emulation" "vsock"; do
+	like "$out" "^ok +$c " "doctor checks $c"
+done
+run "$AL" doctor --json
+is "$(printf '%s' "$out" | field runs)" True "doctor --json says runs can work"
+# a /proc with something mounted over part of it (Docker's masked paths):
+# the kernel refuses a fresh /proc in a user namespace
+run unshare -m sh -c "mount -t tmpfs tmpfs /proc/fs && '$AL' run p -- true"
+is "$rc" 125 "under a masked /proc a run fails to set up (exit 125)"
+like "$err" "mounting /proc failed \(see 'airlock doctor'\)" "…naming the step and pointing to airlock doctor"
+run unshare -m sh -c "mount -t tmpfs tmpfs /proc/fs && '$AL' doctor"
+is "$rc" 1 "…where airlock doctor fails (exit 1)"
+like "$out" "FAIL +/proc in a new PID namespace" "…naming /proc"
+like "$out" "fix: .*unmasked /proc" "…and what to change"
+NB=$(mktemp -d /tmp/airlock-doctor.XXXXXX); chmod 755 "$NB"
+run sh -c "cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups '$AL' doctor"
+like "$out" "WARN +cgroup memory +no memory controller airlock may write" "as a user without a cgroup, doctor says the memory limit cannot be enforced"
+like "$out" "fix: .*Delegate=yes.*best-effort-limits" "…and what to change"
+rmdir "$NB"
 is "$(cat "$S/data.txt")" "original" "the live files were never touched"
 done_testing

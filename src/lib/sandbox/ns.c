@@ -531,7 +531,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		abort(); /* cannot happen: saved is an open directory */
 	errno = clone_errno;
 	if (pid < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: cannot create namespaces (are unprivileged user namespaces enabled?)");
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: cannot create namespaces (are unprivileged user namespaces enabled? see 'airlock doctor')");
 	if (pid == 0)
 		child_main(&c);
 	s->pid = pid;
@@ -566,7 +566,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		n = read(s->status[0], &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_ESANDBOX, rep.err, "sandbox: %s failed", stage_names[rep.stage]);
+		return al_fail(err, AL_ESANDBOX, rep.err, "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
 	if (n != 0 || s->tmpfs < 0)
 		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
 	return 0;
