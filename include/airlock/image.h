@@ -11,6 +11,19 @@
 
 struct al_store;
 
+/* What one tar archive from an outsider (an image or a tree upload) may
+ * unpack into; past any of them it is refused (AL_ELIMIT) and nothing is
+ * kept.  Bytes are apparent sizes: a sparse member's holes and a
+ * hardlink's target count in full, since the import reads and hashes them.
+ * The ratio is unpacked bytes to archive bytes read, checked once more
+ * than AL_TAR_RATIO_GRACE bytes are unpacked (Apache POI's zip-bomb
+ * default: 1:100).  Only libarchive's built-in gzip, xz, zstd and bzip2
+ * decoders (or none) are enabled, never an external program. */
+#define AL_TAR_MAX_BYTES (8ull << 30)
+#define AL_TAR_MAX_ENTRIES 1000000u
+#define AL_TAR_MAX_RATIO 100u
+#define AL_TAR_RATIO_GRACE (1ull << 20)
+
 struct al_image_info {
 	char name[65];     /* "" when unnamed */
 	uint8_t id[32];
@@ -18,7 +31,8 @@ struct al_image_info {
 	const char *source;
 };
 
-/* Import a directory, or a tar archive (any compression libarchive reads),
+/* Import a directory, or a tar archive (uncompressed, gzip, xz, zstd or
+ * bzip2; within the caps above),
  * as an image; name may be NULL.  A tarball is unpacked into the tenant's
  * temp directory with libarchive's secure flags (no "..", no absolute
  * paths, no writing through symlinks), imported, and removed. */

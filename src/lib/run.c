@@ -17,6 +17,7 @@
 #include "airlock/overlay.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
+#include "delta_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -289,7 +290,7 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	struct al_bundle b = { 0 };
 	uint8_t content[32];
 	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, r->bundle_blob, err)) == 0 &&
-	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle_read_fd(cas, fd, &b, err)) == 0 &&
+	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle__read_own_fd(cas, fd, &b, err)) == 0 &&
 	    (rc = al_bundle_apply_tree(cas, &b, r->base, content, err)) == 0 && memcmp(content, r->result, 32))
 		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
 	for (size_t i = 0; rc == 0 && i < b.n; i++)
