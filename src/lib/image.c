@@ -266,15 +266,60 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "images");
 }
 
+/* Is id a registered image, or in the history of a project the caller
+ * may read (image.h)?  Only metadata is read, the same queries whatever
+ * the answer. */
+static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn may_read, void *ctx, bool *ok,
+			 struct al_error *err)
+{
+	*ok = false;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *img = NULL, *proj = NULL;
+	int r = al_sqlite_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?", &img, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(img, 1, id, 32, SQLITE_STATIC);
+	int rc = sqlite3_step(img);
+	if (rc == SQLITE_ROW) {
+		*ok = true;
+		return 0;
+	}
+	if (rc != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "image");
+	if ((r = al_sqlite_prepare(db, "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head = ?1 "
+				       "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
+				       "WHERE c.parent = ?1 OR c.result = ?1", &proj, err)) < 0)
+		return r;
+	sqlite3_bind_blob(proj, 1, id, 32, SQLITE_STATIC);
+	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(proj, 0);
+		if (name && (!may_read || may_read(ctx, name)))
+			*ok = true;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "image");
+}
+
 int al_image_resolve(struct al_store *st, const char *ref, uint8_t id[32], struct al_error *err)
 {
-	if (strncmp(ref, "sha256:", 7) == 0) {
-		int r = al_id_parse(ref, id, err);
-		return r < 0 ? r : al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
-	}
+	return al_image_resolve_as(st, ref, NULL, NULL, id, err);
+}
+
+int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read, void *ctx, uint8_t id[32],
+			struct al_error *err)
+{
 	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0)
+	int r;
+	if (strncmp(ref, "sha256:", 7) == 0) {
+		bool ok;
+		if ((r = al_id_parse(ref, id, err)) < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
+		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
+			return r;
+		if (!ok)
+			return al_fail(err, AL_ENOTFOUND, 0,
+				       "no such image: an image is a registered image's name or id, or a snapshot of a "
+				       "project you may read");
+		return al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
+	}
+	if ((r = al_store__meta(st, &db, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)

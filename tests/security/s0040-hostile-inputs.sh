@@ -125,6 +125,61 @@ upload "/projects/p/commits?base=$HEAD1" "$T/zeros.bundle"
 is "$status" 413 "committing it over the API: 413"
 is "$(store_state):$("$AL" project head p)" "$STATE2:$HEAD1" "  …and nothing changed"
 
+# ---- 4. an image is a registered image or a snapshot the principal may read -------
+# pa: a usable root filesystem (busybox) the agent is granted; pb: not granted,
+# with a history (its first snapshot, then a second head)
+"$AL" project create pa --from "$AIRLOCK_BUILD/image/busybox" >/dev/null
+"$AL" admin grant ag pa >/dev/null
+mkdir -p "$T/b1"; echo "b's secret plans" > "$T/b1/plans.txt"
+"$AL" project create pb --from "$T/b1" >/dev/null
+PB0=$("$AL" project head pb)
+echo "b's newer plans" > "$T/b1/plans.txt"
+"$AL" commit pb "$T/b1" --base "$PB0" >/dev/null
+PB1=$("$AL" project head pb); PA=$("$AL" project head pa)
+PBLOB="sha256:$(printf "b's newer plans\n" | sha256sum | cut -c1-64)"
+RANDOM_ID="sha256:$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)"
+BUSYBOX=$("$AL" image list | awk '$1 == "busybox" {print $2}')
+STATE3=$(store_state)
+image_run() { # image_run TOKEN IMAGE: a run of true on pa with that image; sets $status, $out
+	api POST /projects/pa/runs "$1" "{\"argv\":[\"true\"],\"image\":\"$2\",\"wait\":true}"
+}
+image_run "$AG" "$RANDOM_ID"; want_status=$status want=$out
+is "$want_status" 404 "an agent naming a random digest as its image: 404"
+like "$want" '"NotFound"' "  …NotFound"
+image_run "$AG" "$PB1"
+is "$status:$out" "$want_status:$want" "…naming the head of a project it was not granted: the same bytes"
+image_run "$AG" "$PB0"
+is "$status:$out" "$want_status:$want" "…naming an older snapshot of that project: the same bytes"
+image_run "$AG" "$PBLOB"
+is "$status:$out" "$want_status:$want" "…naming a blob of that project (exists, not a tree): the same bytes"
+ok "  no answer names the digest it was given" -- sh -c '! printf "%s" "$1" | grep -q sha256' _ "$want"
+is "$(store_state)" "$STATE3" "  the refusals changed nothing"
+image_run "$AG" "$PA"
+is "$status:$(echo "$out" | field exit_code)" "200:0" "the agent may use the head of its granted project as an image"
+is "$(echo "$out" | field image)" "$PA" "  …and the record names it"
+image_run "$AG" "$BUSYBOX"
+is "$status:$(echo "$out" | field image)" "200:$BUSYBOX" "…and a registered image by its id"
+image_run "$AG" busybox
+is "$status:$(echo "$out" | field image)" "200:$BUSYBOX" "…or by its name"
+# pb's head is a tree of text files, not a root filesystem: the request is
+# accepted (the run itself then fails to start its command)
+api POST /projects/pa/runs "$AU" "{\"argv\":[\"true\"],\"image\":\"$PB1\"}"
+is "$status" 202 "an author (who may read every project) may name pb's head"
+
+# locally (the CLI, the operator) every project is readable, nothing else is
+run "$AL" run pa --image "$PB0" -- true
+ok "locally, an older snapshot of any project is an image (the run starts)" -- \
+	sh -c '! printf "%s" "$1" | grep -q "no such image"' _ "$err"
+run "$AL" run pa --image "$RANDOM_ID" -- true
+is "$rc" 3 "locally, a random digest: not found (3)"
+lwant=$err
+run "$AL" run pa --image "$PBLOB" -- true
+is "$rc:$err" "3:$lwant" "  …a blob's digest: the same answer"
+RCONTENT=$("$AL" run pa --json -- sh -c 'echo x > new.txt' | field result)
+run "$AL" run pa --image "$RCONTENT" -- true
+is "$rc:$err" "3:$lwant" "  …an open draft's content (not in the history): the same answer"
+like "$lwant" "no such image" "  …which says what an image may be"
+
 serve_stop
 ok "fsck is clean" -- "$AL" fsck
 done_testing
