@@ -359,6 +359,12 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv)
 		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
 		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
 	}
+	/* what the run left past its disk limit (apparent sizes): the dropped
+	 * paths are in "neutralised" */
+	if (rec) {
+		json_object_set_new(rec, "disk_limit_hit", json_boolean(r->rep.limit_hit));
+		json_object_set_new(rec, "dropped", json_integer((json_int_t)r->rep.dropped));
+	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	return rec;
@@ -523,7 +529,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
 	throttle(&run, true);
-	if ((r = al_overlay_apply(st, run.base, upper, run.result, &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, run.base, upper, o->limits.disk, run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;

@@ -181,5 +181,28 @@ is "$rc:$err" "3:$lwant" "  …an open draft's content (not in the history): the
 like "$lwant" "no such image" "  …which says what an image may be"
 
 serve_stop
+
+# ---- 5. sparse files count by their apparent size against the disk limit ---------
+SPARSE='for i in 1 2 3 4 5 6 7 8; do truncate -s 16M f$i; done'
+run "$AL" run pa --disk-limit 16M --json -- sh -c "$SPARSE"
+is "$rc" 0 "eight sparse 16 MiB files under --disk-limit 16M: the run ends"
+rec=$out
+is "$(echo "$rec" | field disk_limit_hit):$(echo "$rec" | field dropped)" "True:7" \
+	"  the record says the disk limit was hit and 7 files were dropped"
+is "$(echo "$rec" | python3 -c 'import json,re,sys
+d = json.load(sys.stdin)
+print(len({n.split(":")[0] for n in d["neutralised"] if re.match(r"f[1-8]: not kept: over the disk limit", n)}))')" 7 \
+	"  …and names each of the 7 dropped paths"
+is "$(echo "$rec" | field changes.added)" 1 "  the draft holds the one file taken before the limit"
+SIZES=$("$AL" snapshot show "$(echo "$rec" | field result)" --json | python3 -c 'import json,sys
+d=json.load(sys.stdin); e=d.get("entries", d)
+print(sum(x.get("size", 0) for x in e if x.get("path","").startswith("f")))')
+is "$SIZES" 16777216 "  …so the draft's new content is within the limit (16 MiB, not 128)"
+run "$AL" run pa --disk-limit 16M -- sh -c "$SPARSE"
+like "$err" "disk limit reached: 7 files not kept" "the CLI says so"
+like "$err" "f[1-8]: not kept: over the disk limit" "  …naming the dropped files"
+run "$AL" run pa --disk-limit 16M --json -- sh -c 'truncate -s 1M small'
+is "$(echo "$out" | field disk_limit_hit):$(echo "$out" | field dropped)" "False:0" "a run within its limit is not marked"
+
 ok "fsck is clean" -- "$AL" fsck
 done_testing
