@@ -19,6 +19,10 @@ struct al_cas;
 #define AL_BUNDLE_MAX_ENTRIES 1000000u
 #define AL_BUNDLE_MAX_INDEX (64u << 20)
 #define AL_BUNDLE_MAX_BYTES (16ull << 30)
+/* a bundle's file bytes to its compressed bytes, checked past the grace
+ * (the same figures as an image tarball's, image.h) */
+#define AL_BUNDLE_MAX_RATIO 100u
+#define AL_BUNDLE_RATIO_GRACE (1ull << 20)
 
 struct al_bundle_entry {
 	char op;                /* 'A' add, 'M' modify, 'D' delete */
@@ -45,7 +49,8 @@ int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t he
 
 /* Read and verify a bundle.  With cas, the new bytes are put into the
  * caller's open batch (abort it on error: nothing is kept); without, they
- * are only verified.  Caps: entries, index size, total bytes. */
+ * are only verified.  Caps: entries, index size, total bytes, expansion
+ * ratio (AL_ELIMIT). */
 int al_bundle_read_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err);
 int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct al_bundle *out,
 		       struct al_error *err);

@@ -8,10 +8,20 @@
  * recorded: device files, FIFOs and sockets are not kept; setuid/setgid
  * bits are removed; hardlinks become independent files; invalid names are
  * not kept.  Symlinks are stored as symlinks, never followed; no owner is
- * trusted.  Cost: what the run changed, not the workspace. */
+ * trusted.  Cost: what the run changed, not the workspace.
+ *
+ * With a byte budget (a run's disk limit), the apparent size (st_size) of
+ * every regular file taken counts against it: a sparse file costs what it
+ * would cost to hash and store, not its blocks.  The first file that does
+ * not fit and every regular file after it (in walk order) are not read:
+ * they are left out of the snapshot (a new file is absent, a modified one
+ * keeps its base version), counted in `dropped`, and the first
+ * AL_OVERLAY_DROPPED_NAMED of them named in the notes, then one note with
+ * the count of the rest.  Deletions, directories and symlinks still apply. */
 #ifndef AIRLOCK_OVERLAY_H
 #define AIRLOCK_OVERLAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,14 +29,22 @@
 
 struct al_store;
 
+#define AL_OVERLAY_DROPPED_NAMED 1000
+
 struct al_overlay_report {
 	uint64_t set, deleted, unchanged_copyups, neutralised;
 	char **notes; /* one line per neutralised entry: "path: what was done" */
 	size_t nnotes;
+	bool limit_hit;       /* the budget was reached: files were dropped */
+	uint64_t dropped;     /* regular files not kept because of it */
+	uint64_t bytes_taken; /* apparent bytes of the regular files read */
 };
 void al_overlay_report_release(struct al_overlay_report *r);
 
 int al_overlay_apply(struct al_store *st, const uint8_t base[32], const char *upper, uint8_t out[32],
 		     struct al_overlay_report *rep, struct al_error *err);
+/* The same within max_bytes of regular files' apparent sizes (0: none). */
+int al_overlay_apply_within(struct al_store *st, const uint8_t base[32], const char *upper, uint64_t max_bytes,
+			    uint8_t out[32], struct al_overlay_report *rep, struct al_error *err);
 
 #endif

@@ -192,6 +192,9 @@ static void notes(FILE *f, json_t *rec)
 	json_t *v;
 	json_array_foreach(json_object_get(rec, "neutralised"), i, v)
 		fprintf(f, "run %s: not kept as is: %s\n", jstr(rec, "id"), json_string_value(v));
+	if (jtrue(rec, "disk_limit_hit"))
+		fprintf(f, "run %s: disk limit reached: %lld file%s not kept (--disk-limit counts apparent sizes)\n",
+			jstr(rec, "id"), jint(rec, "dropped"), jint(rec, "dropped") == 1 ? "" : "s");
 }
 
 static int exit_status(json_t *rec)

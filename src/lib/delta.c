@@ -15,6 +15,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/delta.h"
+#include "delta_private.h"
 #include "util.h"
 
 #define INDEX_NAME ".airlock/bundle.json"
@@ -384,7 +385,7 @@ static struct al_bundle_entry *find_entry(struct al_bundle *b, const char *path)
 }
 
 static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_entry *e, uint64_t *total,
-			struct al_error *err)
+			bool outsider, struct al_error *err)
 {
 	struct al_cas_writer *w = NULL;
 	struct al_sha *sha = al_sha_new();
@@ -407,6 +408,13 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is larger than its index says", e->path);
 			break;
 		}
+		/* compressed bytes consumed so far against bytes produced */
+		la_int64_t in = archive_filter_bytes(a, -1);
+		if (outsider && *total > AL_BUNDLE_RATIO_GRACE && *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
+			r = al_fail(err, AL_ELIMIT, 0, "bundle refused: it expands more than %u times (%llu bytes from %lld)",
+				    AL_BUNDLE_MAX_RATIO, (unsigned long long)*total, (long long)in);
+			break;
+		}
 		al_sha_update(sha, buf, (size_t)n);
 		if (w)
 			r = al_cas_write(w, buf, (size_t)n, err);
@@ -427,7 +435,7 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 }
 
 static int read_member(struct archive *a, struct archive_entry *ae, struct al_cas *cas, struct al_bundle *b,
-		       bool *seen, uint64_t *total, struct al_error *err)
+		       bool *seen, uint64_t *total, bool outsider, struct al_error *err)
 {
 	const char *name = archive_entry_pathname(ae);
 	char q[300];
@@ -467,7 +475,7 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 	if (type == AE_IFREG) {
 		if (archive_entry_size(ae) != (la_int64_t)e->new.size)
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' size differs from the index", q);
-		return read_content(a, cas, e, total, err);
+		return read_content(a, cas, e, total, outsider, err);
 	}
 	if (type == AE_IFLNK) {
 		const char *t = archive_entry_symlink(ae);
@@ -483,7 +491,7 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 	return 0;
 }
 
-static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, struct al_error *err)
+static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, bool outsider, struct al_error *err)
 {
 	struct archive_entry *ae;
 	int rc = archive_read_next_header(a, &ae);
@@ -521,7 +529,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: more members than index entries");
 			break;
 		}
-		r = read_member(a, ae, cas, b, seen, &total, err);
+		r = read_member(a, ae, cas, b, seen, &total, outsider, err);
 	}
 	if (r == 0 && rc != ARCHIVE_EOF)
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
@@ -542,19 +550,29 @@ static struct archive *reader(void)
 	return a;
 }
 
-int al_bundle_read_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err)
+static int read_fd(struct al_cas *cas, int fd, bool outsider, struct al_bundle *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct archive *a = reader();
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	int r = archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK
-			? read_archive(a, cas, out, err)
+			? read_archive(a, cas, out, outsider, err)
 			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
 	archive_read_free(a);
 	if (r < 0)
 		al_bundle_release(out);
 	return r;
+}
+
+int al_bundle_read_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err)
+{
+	return read_fd(cas, fd, true, out, err);
+}
+
+int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err)
+{
+	return read_fd(cas, fd, false, out, err);
 }
 
 int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct al_bundle *out, struct al_error *err)
@@ -564,7 +582,7 @@ int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct 
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	int r = archive_read_open_memory(a, data, len) == ARCHIVE_OK
-			? read_archive(a, cas, out, err)
+			? read_archive(a, cas, out, true, err)
 			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
 	archive_read_free(a);
 	if (r < 0)

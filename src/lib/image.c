@@ -16,27 +16,94 @@
 #include "store_private.h"
 #include "util.h"
 
+/* The decompressors an outsider's archive may use: libarchive's built-in
+ * ones only.  archive_read_support_filter_*() answers ARCHIVE_WARN when
+ * the library lacks one and would run an external program instead (gzip,
+ * xz, zstd, bzip2 from PATH): such a filter is not enabled, so an archive
+ * compressed with it is refused as not a tar archive. */
+static struct archive *reader_new(struct al_error *err)
+{
+	static int (*const filters[])(struct archive *) = {
+		archive_read_support_filter_gzip, archive_read_support_filter_xz,
+		archive_read_support_filter_zstd, archive_read_support_filter_bzip2,
+	};
+	unsigned external = 0;
+	for (;;) {
+		struct archive *a = archive_read_new();
+		if (!a) {
+			al_fail(err, AL_ENOMEM, ENOMEM, "image");
+			return NULL;
+		}
+		bool retry = false;
+		for (unsigned i = 0; i < ARRAY_SIZE(filters) && !retry; i++) {
+			if (external & (1u << i))
+				continue;
+			int rc = filters[i](a);
+			if (rc == ARCHIVE_WARN) {
+				external |= 1u << i;
+				retry = true;
+			} else if (rc != ARCHIVE_OK) {
+				al_fail(err, AL_EIO, 0, "image: libarchive: %s", archive_error_string(a));
+				archive_read_free(a);
+				return NULL;
+			}
+		}
+		if (!retry) {
+			archive_read_support_format_tar(a);
+			return a;
+		}
+		archive_read_free(a);
+	}
+}
+
+/* What an archive may unpack into (image.h): each refusal is AL_ELIMIT. */
+struct budget {
+	struct archive *a;
+	uint64_t bytes, entries;
+};
+
+static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
+{
+	if (bytes > AL_TAR_MAX_BYTES)
+		return al_fail(err, AL_ELIMIT, 0, "archive refused: it unpacks to more than %llu bytes (the cap)",
+			       (unsigned long long)AL_TAR_MAX_BYTES);
+	/* bytes read from the source so far: libarchive reads ahead, so this
+	 * is at least what produced the bytes unpacked */
+	la_int64_t in = archive_filter_bytes(b->a, -1);
+	uint64_t packed = in > 0 ? (uint64_t)in : 0;
+	if (bytes > AL_TAR_RATIO_GRACE && bytes / AL_TAR_MAX_RATIO > packed)
+		return al_fail(err, AL_ELIMIT, 0,
+			       "archive refused: it expands more than %u times (%llu bytes unpacked from %llu read)",
+			       AL_TAR_MAX_RATIO, (unsigned long long)bytes, (unsigned long long)packed);
+	return 0;
+}
+
 static int unpack(const char *tarball, const char *dest, uint64_t *skipped, struct al_error *err)
 {
-	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
-	if (!a || !w) {
+	struct archive *a = reader_new(err), *w = a ? archive_write_disk_new() : NULL;
+	if (!a)
+		return err->code;
+	if (!w) {
 		archive_read_free(a);
-		archive_write_free(w);
 		return al_fail(err, AL_ENOMEM, ENOMEM, "image");
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
 	/* members are placed under dest by prefixing it, so absolute member
 	 * names are refused here; ".." and writing through symlinks by
 	 * libarchive's guards */
 	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
 						  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+	struct budget bud = { .a = a };
 	int r = 0;
 	if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK)
 		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball, archive_error_string(a));
 	struct archive_entry *e;
-	int rc;
+	int rc = ARCHIVE_OK;
 	while (r == 0 && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		/* every member counts, the skipped ones too: each costs a header's work */
+		if (++bud.entries > AL_TAR_MAX_ENTRIES) {
+			r = al_fail(err, AL_ELIMIT, 0, "archive refused: more than %u members (the cap)", AL_TAR_MAX_ENTRIES);
+			break;
+		}
 		mode_t t = archive_entry_filetype(e);
 		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
 			(*skipped)++;
@@ -51,14 +118,27 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			break;
 		}
 		archive_entry_set_pathname(e, path);
+		/* the apparent size is what the import reads and hashes: a
+		 * sparse member's holes and a hardlink's target count in full */
+		uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
 		const char *hl = archive_entry_hardlink(e);
 		if (hl) {
 			char hpath[4200];
+			struct stat hs;
 			if (hl[0] == '/' || snprintf(hpath, sizeof(hpath), "%s/%s", dest, hl) >= (int)sizeof(hpath)) {
 				r = al_fail(err, AL_EINVAL, 0, "image: bad hardlink target");
 				break;
 			}
+			if (lstat(hpath, &hs) == 0 && S_ISREG(hs.st_mode) && (uint64_t)hs.st_size > declared)
+				declared = (uint64_t)hs.st_size;
 			archive_entry_set_hardlink(e, hpath);
+		}
+		/* the total is checked on the declared size, before a byte is
+		 * written; the ratio only on bytes as they are produced (a
+		 * large member's header comes before its compressed data) */
+		if (declared > AL_TAR_MAX_BYTES - bud.bytes) {
+			r = budget_check(&bud, AL_TAR_MAX_BYTES + 1, err);
+			break;
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
 			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: %s", name, archive_error_string(w));
@@ -67,13 +147,23 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 		const void *buf;
 		size_t size;
 		la_int64_t off;
-		while ((rc = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+		uint64_t end = 0;
+		while ((rc = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
+			if (off >= 0 && (uint64_t)off + size > end)
+				end = (uint64_t)off + size;
+			if ((r = budget_check(&bud, bud.bytes + end, err)) < 0)
+				break;
 			if (archive_write_data_block(w, buf, size, off) != ARCHIVE_OK) {
 				r = al_fail(err, AL_EIO, 0, "image: write %s: %s", name, archive_error_string(w));
 				break;
 			}
+		}
 		if (r == 0 && rc != ARCHIVE_EOF)
 			r = al_fail(err, AL_EINVAL, 0, "image: read %s: %s", name, archive_error_string(a));
+		/* a trailing hole is made when the entry is finished: counted before */
+		bud.bytes += end > declared ? end : declared;
+		if (r == 0)
+			r = budget_check(&bud, bud.bytes, err);
 		if (r == 0 && archive_write_finish_entry(w) != ARCHIVE_OK)
 			r = al_fail(err, AL_EIO, 0, "image: %s: %s", name, archive_error_string(w));
 	}
@@ -176,15 +266,60 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "images");
 }
 
+/* Is id a registered image, or in the history of a project the caller
+ * may read (image.h)?  Only metadata is read, the same queries whatever
+ * the answer. */
+static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn may_read, void *ctx, bool *ok,
+			 struct al_error *err)
+{
+	*ok = false;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *img = NULL, *proj = NULL;
+	int r = al_sqlite_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?", &img, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(img, 1, id, 32, SQLITE_STATIC);
+	int rc = sqlite3_step(img);
+	if (rc == SQLITE_ROW) {
+		*ok = true;
+		return 0;
+	}
+	if (rc != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "image");
+	if ((r = al_sqlite_prepare(db, "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head = ?1 "
+				       "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
+				       "WHERE c.parent = ?1 OR c.result = ?1", &proj, err)) < 0)
+		return r;
+	sqlite3_bind_blob(proj, 1, id, 32, SQLITE_STATIC);
+	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(proj, 0);
+		if (name && (!may_read || may_read(ctx, name)))
+			*ok = true;
+	}
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "image");
+}
+
 int al_image_resolve(struct al_store *st, const char *ref, uint8_t id[32], struct al_error *err)
 {
-	if (strncmp(ref, "sha256:", 7) == 0) {
-		int r = al_id_parse(ref, id, err);
-		return r < 0 ? r : al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
-	}
+	return al_image_resolve_as(st, ref, NULL, NULL, id, err);
+}
+
+int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read, void *ctx, uint8_t id[32],
+			struct al_error *err)
+{
 	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0)
+	int r;
+	if (strncmp(ref, "sha256:", 7) == 0) {
+		bool ok;
+		if ((r = al_id_parse(ref, id, err)) < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
+		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
+			return r;
+		if (!ok)
+			return al_fail(err, AL_ENOTFOUND, 0,
+				       "no such image: an image is a registered image's name or id, or a snapshot of a "
+				       "project you may read");
+		return al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
+	}
+	if ((r = al_store__meta(st, &db, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)

@@ -30,6 +30,7 @@ struct ov {
 	char **paths;
 	size_t n, cap;
 	struct al_overlay_report *rep;
+	uint64_t max_bytes; /* 0: none */
 };
 
 static int note(struct ov *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -130,6 +131,16 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 			r = walk(o, fd, path, np, parent_replaced || replace, depth + 1, err);
 		close(fd);
 	} else if (S_ISREG(s.st_mode)) {
+		/* the budget is decided on lstat's apparent size, before a byte
+		 * is read; once it is reached no later file is read either */
+		uint64_t size = s.st_size > 0 ? (uint64_t)s.st_size : 0;
+		if (o->max_bytes && (o->rep->limit_hit || size > o->max_bytes - o->rep->bytes_taken)) {
+			o->rep->limit_hit = true;
+			if (++o->rep->dropped <= AL_OVERLAY_DROPPED_NAMED &&
+			    note(o, "%s: not kept: over the disk limit (%llu bytes)", q, (unsigned long long)size) < 0)
+				return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
+			return 0;
+		}
 		unsigned mode = s.st_mode & 07777;
 		if (mode & 06000) {
 			mode &= ~06000u;
@@ -145,6 +156,11 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 				close(fd);
 			return al_fail(err, AL_EIO, errno, "overlay: %s changed while being read", q);
 		}
+		if (s2.st_size != s.st_size) {
+			close(fd);
+			return al_fail(err, AL_EIO, 0, "overlay: %s changed while being read", q);
+		}
+		o->rep->bytes_taken += size;
 		struct al_entry f = { .type = AL_T_FILE, .mode = mode, .size = (uint64_t)s2.st_size };
 		r = al_cas_put_fd(o->cas, fd, f.size, f.digest, err);
 		close(fd);
@@ -195,8 +211,14 @@ static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_repl
 int al_overlay_apply(struct al_store *st, const uint8_t base[32], const char *upper, uint8_t out[32],
 		     struct al_overlay_report *rep, struct al_error *err)
 {
+	return al_overlay_apply_within(st, base, upper, 0, out, rep, err);
+}
+
+int al_overlay_apply_within(struct al_store *st, const uint8_t base[32], const char *upper, uint64_t max_bytes,
+			    uint8_t out[32], struct al_overlay_report *rep, struct al_error *err)
+{
 	memset(rep, 0, sizeof(*rep));
-	struct ov o = { .cas = al_store_cas(st), .base = base, .rep = rep };
+	struct ov o = { .cas = al_store_cas(st), .base = base, .rep = rep, .max_bytes = max_bytes };
 	int r = al_manifest_stat(o.cas, base, NULL, NULL, err);
 	if (r < 0)
 		return r;
@@ -210,7 +232,12 @@ int al_overlay_apply(struct al_store *st, const uint8_t base[32], const char *up
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 	if (r == 0 && (r = al_cas_begin(o.cas, err)) == 0) {
 		if ((r = al_node_encode(NULL, 0, &enc, &len, err)) == 0 && (r = al_cas_put(o.cas, enc, len, o.empty, err)) == 0 &&
-		    (r = walk(&o, fd, path, 0, false, 0, err)) == 0)
+		    (r = walk(&o, fd, path, 0, false, 0, err)) == 0 &&
+		    (rep->dropped <= AL_OVERLAY_DROPPED_NAMED ||
+		     (r = note(&o, "… and %llu more files not kept: over the disk limit",
+			       (unsigned long long)(rep->dropped - AL_OVERLAY_DROPPED_NAMED)) < 0
+			      ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay")
+			      : 0) == 0))
 			r = al_manifest_edit(o.cas, base, o.ed, o.n, out, err);
 		r = r < 0 ? (al_cas_abort(o.cas), r) : al_cas_commit(o.cas, err);
 	}

@@ -20,6 +20,7 @@
 #include "airlock/policy.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
+#include "delta_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -486,7 +487,7 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	struct al_bundle b = { 0 };
 	uint8_t content[32];
 	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, r->bundle_blob, err)) == 0 &&
-	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle_read_fd(cas, fd, &b, err)) == 0 &&
+	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle__read_own_fd(cas, fd, &b, err)) == 0 &&
 	    (rc = al_bundle_apply_tree(cas, &b, r->base, content, err)) == 0 && memcmp(content, r->result, 32))
 		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
 	for (size_t i = 0; rc == 0 && i < b.n; i++)
@@ -566,6 +567,12 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 	if (rec) {
 		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
 		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
+	}
+	/* what the run left past its disk limit (apparent sizes): the dropped
+	 * paths are in "neutralised" */
+	if (rec) {
+		json_object_set_new(rec, "disk_limit_hit", json_boolean(r->rep.limit_hit));
+		json_object_set_new(rec, "dropped", json_integer((json_int_t)r->rep.dropped));
 	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
@@ -741,7 +748,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
 	throttle(&run, true);
-	if ((r = al_overlay_apply(st, run.base, upper, run.result, &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, run.base, upper, o->limits.disk, run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;

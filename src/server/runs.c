@@ -34,6 +34,7 @@ struct srv_run {
 	struct srv *srv;
 	char id[AL_RUN_ID_LEN + 1];
 	char tenant[64], principal[AL_PRINCIPAL_MAX + 1], project[AL_NAME_MAX + 1];
+	char image[AL_ID_STRLEN + 1]; /* as resolved for the principal: the run uses this id */
 	int64_t started;
 	int cancel_fd;
 	bool done, cancel_requested;
@@ -220,6 +221,11 @@ static bool run_visible(struct req *rq, const char *principal)
 	return principal && !strcmp(principal, rq->who.name);
 }
 
+static bool may_read(void *ctx, const char *project)
+{
+	return srv_project_visible(ctx, project);
+}
+
 static int no_run(struct req *rq, const char *id)
 {
 	return srv_fail(rq, AL_ENOTFOUND, "no run %s", id);
@@ -260,7 +266,8 @@ int h_run_start(struct req *rq)
 	/* everything refusable is refused before the first use imports the image */
 	uint8_t img[32];
 	if (rc == 0)
-		rc = r->req.o.image ? al_image_resolve(st, r->req.o.image, img, &err) : ops_default_image(st, &err);
+		rc = r->req.o.image ? al_image_resolve_as(st, r->req.o.image, may_read, rq, img, &err)
+				    : ops_default_image(st, &err);
 	srv_store_done(st);
 	uint8_t rnd[7];
 	char hex[15];
@@ -282,7 +289,12 @@ int h_run_start(struct req *rq)
 	r->srv = s;
 	struct al_run_opts *o = &r->req.o;
 	o->project = r->project;
-	o->image = o->image ? o->image : OPS_DEFAULT_IMAGE;
+	if (o->image) {
+		al_id_fmt(img, r->image);
+		o->image = r->image;
+	} else {
+		o->image = OPS_DEFAULT_IMAGE;
+	}
 	o->author = r->principal;
 	o->principal = r->principal;
 	o->id = r->id;

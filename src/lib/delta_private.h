@@ -1,0 +1,12 @@
+/* delta: what only the library itself may call. */
+#ifndef AIRLOCK_DELTA_PRIVATE_H
+#define AIRLOCK_DELTA_PRIVATE_H
+
+#include "airlock/delta.h"
+
+/* al_bundle_read_fd without the expansion-ratio cap, for a bundle airlock
+ * has just written itself (a run's changes): how well an agent's files
+ * compress is bounded by its disk limit, not refused. */
+int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err);
+
+#endif
