@@ -277,6 +277,17 @@ bool srv_project_visible(struct req *rq, const char *project)
 
 /* ---- the request's life --------------------------------------------------------- */
 
+/* The request's method as it may be logged or echoed: a method of RFC 9110
+ * (or PATCH), else "OTHER" -- a client's bytes never reach the log. */
+static const char *method_name(const char *m)
+{
+	static const char *const known[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH" };
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+		if (m && strcmp(m, known[i]) == 0)
+			return known[i];
+	return "OTHER";
+}
+
 static void split_path(struct req *rq, const char *url)
 {
 	snprintf(rq->path, sizeof(rq->path), "%s", url);
@@ -424,7 +435,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = rq;
 		rq->srv = s;
 		rq->conn = conn;
-		rq->method = method;
+		rq->method = method_name(method);
 		rq->upload_fd = -1;
 		rq->t0 = al_now_ns();
 		rq->route = "-";
@@ -518,8 +529,11 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, struct al_error *
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
-	fprintf(stderr, "airlock serve: ");
-	vfprintf(stderr, fmt, ap);
+	char msg[512], q[2048];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strcspn(msg, "\n"); /* its own line ends; a client's bytes inside are escaped */
+	al_quote(msg, n, q, sizeof(q));
+	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
 int srv_main(const struct srv_config *cfg)
