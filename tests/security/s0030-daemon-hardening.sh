@@ -54,4 +54,52 @@ AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" project log p
 ok "…and so does project log --server" -- bash -c "printf '%s' \"\$1\" | grep -q 'fix\\\\x1b' && ! printf '%s' \"\$1\" | grep -qaF '$ESC'" _ "$out"
 serve_stop
 
+# ---- 9. slowloris: absolute deadlines for headers and bodies --------------------
+# trickle HOSTPORT HEAD BODY EVERY MAX: send HEAD, then BODY (or, without a body,
+# one more header line) a byte/line every EVERY s; print the seconds until the
+# server closed the connection, or "open" after MAX s
+trickle() {
+	python3 - "$@" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+head, body, every, limit = sys.argv[2].encode().decode("unicode_escape"), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+s = socket.create_connection((host, int(port)))
+t0 = time.monotonic()
+s.sendall(head.encode())
+s.settimeout(every)
+i = 0
+while time.monotonic() - t0 < limit:
+    try:
+        if s.recv(4096) == b"":
+            print("%.1f" % (time.monotonic() - t0)); sys.exit(0)
+    except socket.timeout:
+        pass
+    except OSError:
+        print("%.1f" % (time.monotonic() - t0)); sys.exit(0)
+    try:
+        s.sendall((body[i % len(body)] if body else "X-Slow-%d: 1\r\n" % i).encode())
+    except OSError:
+        print("%.1f" % (time.monotonic() - t0)); sys.exit(0)
+    i += 1
+print("open")
+PY
+}
+P0=$("$AL" project list | wc -l)
+serve_start --conn-timeout 4 --header-timeout 2 --body-rate 50
+HP=${URL#http://}
+t=$(trickle "$HP" 'GET /api/health HTTP/1.1\r\nHost: x\r\n' "" 1 15)
+ok "a client trickling a header line every second (under --conn-timeout 4) is closed by --header-timeout 2 (after ${t}s)" -- \
+	python3 -c 'import sys; sys.exit(0 if sys.argv[1] != "open" and 1.5 <= float(sys.argv[1]) <= 4.5 else 1)' "$t"
+ok "…and the log says why" -- grep -q 'closed a connection whose request headers took too long' "$T/serve.log"
+t=$(trickle "$HP" "POST /api/projects HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer $AU\\r\\nContent-Length: 100\\r\\n\\r\\n" '{"name":"slow"}                                                                                     ' 0.5 20)
+ok "a body of 100 bytes trickling a byte every 0.5 s is closed at 2 s + 100 B / 50 B/s (after ${t}s)" -- \
+	python3 -c 'import sys; sys.exit(0 if sys.argv[1] != "open" and 3.5 <= float(sys.argv[1]) <= 7.5 else 1)' "$t"
+ok "…and the log says why" -- grep -q 'closed a connection whose request body took too long' "$T/serve.log"
+is "$("$AL" project list | wc -l)" "$P0" "…and nothing was created"
+api GET /health ""
+is "$status" 200 "the daemon still answers"
+api POST /projects "$AU" '{"name":"quick"}'
+is "$status" 201 "a body sent at once is taken"
+serve_stop
+
 done_testing
