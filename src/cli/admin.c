@@ -53,7 +53,8 @@ static void principal_text(json_t *p)
 	json_array_foreach(json_object_get(p, "projects"), i, v)
 		n += (size_t)snprintf(projects + n, sizeof(projects) > n ? sizeof(projects) - n : 0, "%s%s", i ? "," : "",
 				      json_string_value(v));
-	printf("%s %s %s\n", json_string_value(json_object_get(p, "name")), roles, n ? projects : "-");
+	printf("%s %s %s\n", cli_esc(json_string_value(json_object_get(p, "name")), "-"), cli_esc(roles, "-"),
+	       n ? cli_esc(projects, "-") : "-");
 }
 
 static int principal_create(struct cli *cli, int argc, char **argv)
@@ -368,7 +369,8 @@ static void token_text(json_t *t)
 	char e[32] = "never";
 	if (json_is_integer(exp))
 		snprintf(e, sizeof(e), "%lld", (long long)json_integer_value(exp));
-	printf("%s %s %s%s\n", json_string_value(json_object_get(t, "id")), json_string_value(json_object_get(t, "principal")),
+	printf("%s %s %s%s\n", cli_esc(json_string_value(json_object_get(t, "id")), "-"),
+	       cli_esc(json_string_value(json_object_get(t, "principal")), "-"),
 	       e, json_is_true(json_object_get(t, "revoked")) ? " revoked" : "");
 }
 

@@ -53,8 +53,8 @@ static void entry_text(json_t *e)
 	/* the canonical encoding (ledger.c): compact, sorted keys, ASCII */
 	char *canon = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	printf("%lld %s %s %s %s %s\n", (long long)json_integer_value(json_object_get(e, "seq")), when,
-	       json_string_value(json_object_get(e, "kind")), json_string_value(json_object_get(e, "group")),
-	       project ? project : "-", canon ? canon : "");
+	       cli_esc(json_string_value(json_object_get(e, "kind")), "-"),
+	       cli_esc(json_string_value(json_object_get(e, "group")), "-"), cli_esc(project, "-"), canon ? canon : "");
 	free(canon);
 }
 

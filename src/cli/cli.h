@@ -36,6 +36,10 @@ int cli_usage(struct cli *cli, const char *fmt, ...) __attribute__((format(print
 int cli_open(struct cli *cli, struct al_store **out, struct al_error *err);
 /* Print a JSON value on stdout (compact, one line) and release it. */
 int cli_json_print(json_t *v);
+/* Untrusted text for a terminal: as is if it is UTF-8 without Unicode Cc/Cf
+ * characters, else \xNN-escaped (al_quote); NULL gives dflt.  The result
+ * lives until 16 more calls of this thread. */
+const char *cli_esc(const char *s, const char *dflt);
 
 /* Progress on a TTY, shown once an operation has taken more than a second. */
 struct cli_progress {

@@ -54,6 +54,25 @@ int cli_json_print(json_t *v)
 	return 0;
 }
 
+const char *cli_esc(const char *s, const char *dflt)
+{
+	static __thread char *ring[16];
+	static __thread unsigned next;
+	if (!s)
+		return dflt;
+	size_t n = strlen(s);
+	if (al_text_safe(s, n) && !strchr(s, '\\'))
+		return s;
+	char **slot = &ring[next++ % ARRAY_SIZE(ring)];
+	free(*slot);
+	size_t cap = n > (SIZE_MAX - 1) / 4 ? 0 : n * 4 + 1;
+	*slot = cap ? malloc(cap) : NULL;
+	if (!*slot)
+		return "?";
+	al_quote(s, n, *slot, cap);
+	return *slot;
+}
+
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes)
 {
 	memset(p, 0, sizeof(*p));

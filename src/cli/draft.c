@@ -46,9 +46,10 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 
 static void draft_text(json_t *d)
 {
-	printf("%s %s base %s head %s\n", json_string_value(json_object_get(d, "id")),
-	       json_string_value(json_object_get(d, "state")), json_string_value(json_object_get(d, "base")),
-	       json_string_value(json_object_get(d, "head")));
+	printf("%s %s base %s head %s\n", cli_esc(json_string_value(json_object_get(d, "id")), "-"),
+	       cli_esc(json_string_value(json_object_get(d, "state")), "-"),
+	       cli_esc(json_string_value(json_object_get(d, "base")), "-"),
+	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
 }
 
 static int run_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)

@@ -71,7 +71,8 @@ static void image_text(json_t *im)
 {
 	const char *name = json_string_value(json_object_get(im, "name"));
 	const char *source = json_string_value(json_object_get(im, "source"));
-	printf("%s %s %s\n", name ? name : "-", json_string_value(json_object_get(im, "id")), source ? source : "-");
+	printf("%s %s %s\n", cli_esc(name, "-"), cli_esc(json_string_value(json_object_get(im, "id")), "-"),
+	       cli_esc(source, "-"));
 }
 
 static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)

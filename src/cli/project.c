@@ -138,8 +138,7 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 
 static const char *jstr(json_t *o, const char *k)
 {
-	const char *v = json_string_value(json_object_get(o, k));
-	return v ? v : "";
+	return cli_esc(json_string_value(json_object_get(o, k)), "");
 }
 
 static void project_text(json_t *p)

@@ -11,8 +11,7 @@
 
 static const char *jstr(json_t *o, const char *k)
 {
-	const char *v = json_string_value(json_object_get(o, k));
-	return v ? v : "";
+	return cli_esc(json_string_value(json_object_get(o, k)), "");
 }
 
 static bool jtrue(json_t *o, const char *k)

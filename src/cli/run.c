@@ -119,8 +119,7 @@ static const char *const streams[] = { "stdout", "stderr" };
 
 static const char *jstr(json_t *o, const char *k)
 {
-	const char *v = json_string_value(json_object_get(o, k));
-	return v ? v : "";
+	return cli_esc(json_string_value(json_object_get(o, k)), "");
 }
 
 static long long jint(json_t *o, const char *k)
@@ -540,6 +539,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		rc = cli_usage(cli, "expected -- and the command after the project name");
 	if (rc < 0 && o.group && (strlen(o.group) < 1 || strlen(o.group) > 16))
 		rc = cli_usage(cli, "--group takes 1 to 16 characters");
+	if (rc < 0 && o.group && !al_text_safe(o.group, strlen(o.group)))
+		rc = cli_usage(cli, "--group takes UTF-8 text without control or format characters");
 	struct al_store *st = NULL;
 	o.project = argv[optind];
 	o.argv = (const char *const *)argv + dd + 1;

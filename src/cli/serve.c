@@ -12,6 +12,7 @@
 static const char serve_help[] =
 	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
+	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
 	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
@@ -28,6 +29,11 @@ static const char serve_help[] =
 	"  --grace SEC         on SIGTERM, wait this long for runs in flight, then\n"
 	"                      cancel them (recorded as cancelled) (default 30)\n"
 	"  --conn-timeout SEC  close idle or slow connections (default 30)\n"
+	"  --header-timeout SEC  a request's headers must be complete within SEC of\n"
+	"                      the connection (or its previous answer), however they\n"
+	"                      trickle in (default 20)\n"
+	"  --body-rate BYTES   a body must be complete within --header-timeout plus\n"
+	"                      its size at this many bytes/s (default 64K)\n"
 	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
 
@@ -58,11 +64,12 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "max-runs", required_argument, NULL, 'r' },	    { "body-max", required_argument, NULL, 'b' },
 		{ "upload-max", required_argument, NULL, 'u' },	    { "grace", required_argument, NULL, 'g' },
 		{ "conn-timeout", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ "header-timeout", required_argument, NULL, 'H' }, { "body-rate", required_argument, NULL, 'R' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
 				  .upload_max = 1u << 30, .threads = 8, .max_runs = 32, .grace_s = 30,
-				  .conn_timeout_s = 30 };
+				  .conn_timeout_s = 30, .header_timeout_s = 20, .body_rate = 64 << 10 };
 	uint64_t v = 0;
 	int c;
 	optind = 0;
@@ -71,7 +78,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; opts[i].name; i++)
 			if (opts[i].val == c)
 				name = opts[i].name;
-		bool bytes = c == 'b' || c == 'u';
+		bool bytes = c == 'b' || c == 'u' || c == 'R';
 		if (c != 'h' && c != 'l' && c != '?' &&
 		    parse_uint(optarg, bytes ? (1ull << 40) : 1000000, &v) < 0)
 			return cli_usage(cli, "bad --%s '%s'", name, optarg);
@@ -83,6 +90,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		case 'u': cfg.upload_max = (size_t)v; break;
 		case 'g': cfg.grace_s = (unsigned)v; break;
 		case 'c': cfg.conn_timeout_s = (unsigned)(v ? v : 1); break;
+		case 'H': cfg.header_timeout_s = (unsigned)(v ? v : 1); break;
+		case 'R': cfg.body_rate = v ? v : 1; break;
 		case 'h': fputs(serve_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}

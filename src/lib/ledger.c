@@ -221,6 +221,10 @@ void al_ledger__new_group(char out[17])
 int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq_out,
 		      struct al_error *err)
 {
+	/* what `airlock audit` prints: never a terminal control or bidi override */
+	if ((rec->group && al_text_check("group", rec->group, 64, err) < 0) ||
+	    (rec->actor && *rec->actor && al_text_check("author", rec->actor, 255, err) < 0))
+		return err->code;
 	uint64_t seq;
 	int r = ledger_size(db, &seq, err);
 	if (r < 0)

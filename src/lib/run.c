@@ -668,6 +668,12 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		free(env);
 		return al_fail(err, AL_EINVAL, 0, "run: bad run id '%.20s'", o->id);
 	}
+	/* refused before the run, not when the ledger refuses it after */
+	if ((o->group && al_text_check("run: group", o->group, 16, err) < 0) ||
+	    (o->author && al_text_check("run: author", o->author, 255, err) < 0)) {
+		free(env);
+		return err->code;
+	}
 
 	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } } };
 	run.sres.upper_fd = -1;

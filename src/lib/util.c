@@ -359,13 +359,69 @@ bool al_name_valid(const char *s, size_t n, const char **why)
 	return w == NULL;
 }
 
+/* Unicode's Cf (format) characters: invisible, and the bidi ones reorder
+ * what a terminal shows (Trojan Source, CVE-2021-42574). */
+static bool is_format_cp(uint32_t cp)
+{
+	static const uint32_t ranges[][2] = {
+		{ 0x00ad, 0x00ad },   { 0x0600, 0x0605 },   { 0x061c, 0x061c },   { 0x06dd, 0x06dd },
+		{ 0x070f, 0x070f },   { 0x0890, 0x0891 },   { 0x08e2, 0x08e2 },   { 0x180e, 0x180e },
+		{ 0x200b, 0x200f },   { 0x202a, 0x202e },   { 0x2060, 0x2064 },   { 0x2066, 0x206f },
+		{ 0xfeff, 0xfeff },   { 0xfff9, 0xfffb },   { 0x110bd, 0x110bd }, { 0x110cd, 0x110cd },
+		{ 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 }, { 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 },
+		{ 0xe0020, 0xe007f },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
+		if (cp >= ranges[i][0] && cp <= ranges[i][1])
+			return true;
+	return false;
+}
+
+bool al_text_safe(const char *s, size_t n)
+{
+	if (!al_utf8_valid((const uint8_t *)s, n))
+		return false;
+	const uint8_t *p = (const uint8_t *)s;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = p[i];
+		size_t len = 1;
+		if (cp >= 0xf0)
+			len = 4, cp &= 0x07;
+		else if (cp >= 0xe0)
+			len = 3, cp &= 0x0f;
+		else if (cp >= 0xc0)
+			len = 2, cp &= 0x1f;
+		for (size_t k = 1; k < len; k++)
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		/* Cc: C0, DEL, C1 */
+		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || is_format_cp(cp))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+int al_text_check(const char *what, const char *s, size_t max, struct al_error *err)
+{
+	size_t n = strlen(s);
+	if (n >= 1 && n <= max && al_text_safe(s, n))
+		return 0;
+	char q[100];
+	al_quote(s, strnlen(s, 80), q, sizeof(q));
+	if (n < 1 || n > max)
+		return al_fail(err, AL_EINVAL, 0, "%s '%s': 1 to %zu bytes", what, q, max);
+	return al_fail(err, AL_EINVAL, 0,
+		       "%s '%s' is not UTF-8 text without control or format characters (Unicode Cc, Cf)", what, q);
+}
+
 void al_quote(const char *s, size_t n, char *out, size_t outsz)
 {
-	/* Valid UTF-8 without control characters is shown as is; anything else
-	 * byte by byte with \xNN, so a hostile name cannot drive a terminal. */
-	bool plain = al_utf8_valid((const uint8_t *)s, n);
+	/* Valid UTF-8 without control or format characters is shown as is;
+	 * anything else byte by byte with \xNN, so a hostile name cannot drive
+	 * a terminal (C0, C1 controls) or reorder what it shows (bidi). */
+	bool plain = al_text_safe(s, n);
 	for (size_t i = 0; plain && i < n; i++)
-		if ((uint8_t)s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\')
+		if (s[i] == '\\')
 			plain = false;
 	size_t o = 0;
 	for (size_t i = 0; i < n && o + 5 < outsz; i++) {

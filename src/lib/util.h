@@ -71,6 +71,11 @@ DIR *al_opendir_fd(int dirfd);
 bool al_utf8_valid(const uint8_t *s, size_t n);
 /* A single path component a snapshot can hold. */
 bool al_name_valid(const char *s, size_t n, const char **why);
+/* Valid UTF-8 with no Unicode Cc (C0, DEL, C1) or Cf (bidi overrides,
+ * zero-width, soft hyphen, BOM …) character: safe to print or log. */
+bool al_text_safe(const char *s, size_t n);
+/* al_text_safe and 1..max bytes, else AL_EINVAL naming what (quoted). */
+int al_text_check(const char *what, const char *s, size_t max, struct al_error *err);
 /* Render bytes for a message: printable ASCII as is, everything else \xNN. */
 void al_quote(const char *s, size_t n, char *out, size_t outsz);
 

@@ -8,6 +8,7 @@
 #include "airlock/auth.h"
 #include "airlock/volume.h"
 #include "decode.h"
+#include "util.h"
 
 int decode_body(const char *p, size_t n, json_t **out, struct al_error *err)
 {
@@ -191,8 +192,8 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		rc = get_string(body, "image", false, &r->o.image, err);
 	if (rc == 0)
 		rc = get_string(body, "group", false, &r->o.group, err);
-	if (rc == 0 && r->o.group && (strlen(r->o.group) < 1 || strlen(r->o.group) > 16))
-		rc = al_fail(err, AL_EINVAL, 0, "field 'group': 1 to 16 characters");
+	if (rc == 0 && r->o.group)
+		rc = al_text_check("field 'group'", r->o.group, 16, err); /* printed by audit: no Cc/Cf */
 	if (rc == 0)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)

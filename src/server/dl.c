@@ -37,7 +37,7 @@ static int load(const char *lib, const char *package, const struct sym *syms, si
 
 int dl_load_mhd(struct al_error *err)
 {
-	if (dl_mhd.resume_connection)
+	if (dl_mhd.is_feature_supported)
 		return 0;
 	const struct sym syms[] = {
 		{ "MHD_start_daemon", SLOT(dl_mhd, start_daemon) },
@@ -52,6 +52,9 @@ int dl_load_mhd(struct al_error *err)
 		{ "MHD_lookup_connection_value", SLOT(dl_mhd, lookup_connection_value) },
 		{ "MHD_suspend_connection", SLOT(dl_mhd, suspend_connection) },
 		{ "MHD_resume_connection", SLOT(dl_mhd, resume_connection) },
+		{ "MHD_get_connection_info", SLOT(dl_mhd, get_connection_info) },
+		{ "MHD_create_response_from_callback", SLOT(dl_mhd, create_response_from_callback) },
+		{ "MHD_is_feature_supported", SLOT(dl_mhd, is_feature_supported) },
 	};
 	return load("libmicrohttpd.so.12", "libmicrohttpd12", syms, sizeof(syms) / sizeof(syms[0]), err);
 }

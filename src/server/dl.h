@@ -30,6 +30,12 @@ struct dl_mhd {
 	const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key);
 	void (*suspend_connection)(struct MHD_Connection *c);
 	void (*resume_connection)(struct MHD_Connection *c);
+	const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c,
+								enum MHD_ConnectionInfoType type, ...);
+	struct MHD_Response *(*create_response_from_callback)(uint64_t size, size_t block_size,
+							      MHD_ContentReaderCallback crc, void *crc_cls,
+							      MHD_ContentReaderFreeCallback crfc);
+	enum MHD_Result (*is_feature_supported)(enum MHD_FEATURE feature);
 };
 extern struct dl_mhd dl_mhd;
 int dl_load_mhd(struct al_error *err);
@@ -46,6 +52,9 @@ int dl_load_mhd(struct al_error *err);
 #define MHD_lookup_connection_value dl_mhd.lookup_connection_value
 #define MHD_suspend_connection dl_mhd.suspend_connection
 #define MHD_resume_connection dl_mhd.resume_connection
+#define MHD_get_connection_info dl_mhd.get_connection_info
+#define MHD_create_response_from_callback dl_mhd.create_response_from_callback
+#define MHD_is_feature_supported dl_mhd.is_feature_supported
 
 struct dl_curl {
 	CURLcode (*global_init)(long flags);

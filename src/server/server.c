@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -279,6 +280,17 @@ bool srv_project_visible(struct req *rq, const char *project)
 
 /* ---- the request's life --------------------------------------------------------- */
 
+/* The request's method as it may be logged or echoed: a method of RFC 9110
+ * (or PATCH), else "OTHER" -- a client's bytes never reach the log. */
+static const char *method_name(const char *m)
+{
+	static const char *const known[] = { "HEAD", "GET", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH" };
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+		if (m && strcmp(m, known[i]) == 0)
+			return known[i];
+	return "OTHER";
+}
+
 static void split_path(struct req *rq, const char *url)
 {
 	snprintf(rq->path, sizeof(rq->path), "%s", url);
@@ -413,6 +425,142 @@ static void take_data(struct req *rq, const char *data, size_t n)
 	rq->len += n;
 }
 
+/* ---- deadlines (slowloris) -------------------------------------------------------
+ * libmicrohttpd's connection timeout is an idle timeout: a client sending
+ * a header line every few seconds keeps a connection forever.  Each
+ * connection has an absolute deadline instead (Go's ReadHeaderTimeout,
+ * Apache's mod_reqtimeout): its headers must be complete header_timeout_s
+ * after it opened (or after its previous answer), its body within
+ * header_timeout_s + size / body_rate.  The watchdog shuts a late socket
+ * down; libmicrohttpd then sees EOF and closes it.  An entry leaves the
+ * list (under the lock) before libmicrohttpd closes its fd, so the
+ * watchdog never touches a reused descriptor. */
+
+static struct conn_watch *watch_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+static void watch_set(struct srv *s, struct MHD_Connection *conn, uint64_t deadline_ns, bool body)
+{
+	struct conn_watch *w = watch_of(conn);
+	if (!w)
+		return;
+	pthread_mutex_lock(&s->watch_lock);
+	w->deadline_ns = deadline_ns;
+	w->body = body;
+	if (deadline_ns)
+		pthread_cond_signal(&s->watch_cond);
+	pthread_mutex_unlock(&s->watch_lock);
+}
+
+static uint64_t header_deadline(const struct srv *s)
+{
+	return al_now_ns() + (uint64_t)s->cfg.header_timeout_s * 1000000000ull;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct srv *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct conn_watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
+		if (!w)
+			return; /* no deadline: libmicrohttpd's idle timeout still applies */
+		w->fd = ci->connect_fd;
+		w->deadline_ns = header_deadline(s);
+		pthread_mutex_lock(&s->watch_lock);
+		w->next = s->watched;
+		if (w->next)
+			w->next->prev = w;
+		s->watched = w;
+		pthread_cond_signal(&s->watch_cond);
+		pthread_mutex_unlock(&s->watch_lock);
+		*socket_context = w;
+		return;
+	}
+	struct conn_watch *w = *socket_context;
+	if (!w)
+		return;
+	pthread_mutex_lock(&s->watch_lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		s->watched = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&s->watch_lock);
+	free(w);
+	*socket_context = NULL;
+}
+
+static void *watchdog(void *arg)
+{
+	struct srv *s = arg;
+	pthread_mutex_lock(&s->watch_lock);
+	while (!s->watch_stop) {
+		uint64_t now = al_now_ns(), next = now + 1000000000ull;
+		for (struct conn_watch *w = s->watched; w; w = w->next) {
+			if (!w->deadline_ns)
+				continue;
+			if (w->deadline_ns <= now) {
+				shutdown(w->fd, SHUT_RDWR);
+				w->deadline_ns = 0;
+				fprintf(stderr, "airlock serve: closed a connection whose %s took too long\n",
+					w->body ? "request body" : "request headers");
+			} else if (w->deadline_ns < next) {
+				next = w->deadline_ns;
+			}
+		}
+		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+		pthread_cond_timedwait(&s->watch_cond, &s->watch_lock, &ts);
+	}
+	pthread_mutex_unlock(&s->watch_lock);
+	return NULL;
+}
+
+static int watchdog_start(struct srv *s)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* al_now_ns's clock */
+	pthread_cond_init(&s->watch_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&s->watch_lock, NULL);
+	return pthread_create(&s->watchdog, NULL, watchdog, s) == 0 ? 0 : -1;
+}
+
+static void watchdog_stop(struct srv *s)
+{
+	pthread_mutex_lock(&s->watch_lock);
+	s->watch_stop = true;
+	pthread_cond_signal(&s->watch_cond);
+	pthread_mutex_unlock(&s->watch_lock);
+	pthread_join(s->watchdog, NULL);
+	pthread_cond_destroy(&s->watch_cond);
+	pthread_mutex_destroy(&s->watch_lock);
+}
+
+/* The headers are in: no deadline while the handler runs, or the body's. */
+static void headers_done(struct req *rq)
+{
+	struct srv *s = rq->srv;
+	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	uint64_t size = cl ? strtoull(cl, NULL, 10) : 0;
+	if (te && !cl) /* chunked: as long as the largest body it may be */
+		size = rq->rt && rq->rt->upload ? s->cfg.upload_max : s->cfg.body_max;
+	if (!size) {
+		watch_set(s, rq->conn, 0, false);
+		return;
+	}
+	uint64_t rate = s->cfg.body_rate ? s->cfg.body_rate : 1;
+	uint64_t secs = s->cfg.header_timeout_s + size / rate + 1;
+	watch_set(s, rq->conn, al_now_ns() + (secs > 86400 * 365 ? 86400 * 365 : secs) * 1000000000ull, true);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *data, size_t *data_size, void **con_cls)
 {
@@ -426,14 +574,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = rq;
 		rq->srv = s;
 		rq->conn = conn;
-		rq->method = method;
+		rq->method = method_name(method);
 		rq->upload_fd = -1;
 		rq->t0 = al_now_ns();
 		rq->route = "-";
 		split_path(rq, url);
 		rq->rt = first_call(rq);
-		if (!rq->rt)
+		if (!rq->rt) {
+			watch_set(s, conn, 0, false);
 			return queue(rq);
+		}
+		headers_done(rq);
 		return MHD_YES;
 	}
 	if (rq->waiting) {
@@ -450,6 +601,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*data_size = 0;
 		return MHD_YES;
 	}
+	watch_set(s, conn, 0, false); /* the body is complete */
 	if (rq->resp)
 		return queue(rq);
 	if (rq->too_big) {
@@ -469,8 +621,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)conn;
+	struct srv *s = cls;
+	watch_set(s, conn, header_deadline(s), false); /* a kept-alive connection's next headers */
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
@@ -520,8 +672,11 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, struct al_error *
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
-	fprintf(stderr, "airlock serve: ");
-	vfprintf(stderr, fmt, ap);
+	char msg[512], q[2048];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strcspn(msg, "\n"); /* its own line ends; a client's bytes inside are escaped */
+	al_quote(msg, n, q, sizeof(q));
+	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
 int srv_main(const struct srv_config *cfg)
@@ -565,6 +720,11 @@ int srv_main(const struct srv_config *cfg)
 	 * keep one of its own, and the daemon's memory would not shrink back */
 	mallopt(M_ARENA_MAX, 2);
 	srv_runs_init(&s);
+	if (watchdog_start(&s) < 0) {
+		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
+		al_auth_close(s.auth);
+		return 1;
+	}
 	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					 MHD_USE_ITC | MHD_USE_ERROR_LOG,
 				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -573,9 +733,11 @@ int srv_main(const struct srv_config *cfg)
 				 (unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
 				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-				 (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_END);
+				 (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+				 MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s, MHD_OPTION_END);
 	if (!s.mhd) {
 		fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen, strerror(errno));
+		watchdog_stop(&s);
 		al_auth_close(s.auth);
 		return 1;
 	}
@@ -604,6 +766,7 @@ int srv_main(const struct srv_config *cfg)
 		nanosleep(&ts, NULL);
 	}
 	MHD_stop_daemon(s.mhd);
+	watchdog_stop(&s);
 	srv_runs_free(&s);
 	al_auth_close(s.auth);
 	fprintf(stderr, "airlock serve: stopped\n");

@@ -28,6 +28,16 @@ struct srv_config {
 	unsigned max_runs;         /* runs in flight; beyond: 503 */
 	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
 	unsigned conn_timeout_s;   /* idle or slow connections are closed */
+	unsigned header_timeout_s; /* a request's headers must be complete within this (absolute) */
+	uint64_t body_rate;        /* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
+};
+
+/* A connection's absolute deadline (server.c's watchdog; slowloris). */
+struct conn_watch {
+	struct conn_watch *prev, *next;
+	int fd;
+	uint64_t deadline_ns;      /* CLOCK_MONOTONIC; 0: none (a handler or the answer is running) */
+	bool body;                 /* the deadline is the body's (else the headers') */
 };
 
 struct srv {
@@ -42,6 +52,11 @@ struct srv {
 	struct srv_run *runs;      /* in flight and recently ended (bounded) */
 	unsigned active;
 	bool stopping;
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
+	struct conn_watch *watched;
+	pthread_t watchdog;
+	bool watch_stop;
 };
 
 /* One request: what the router and the handlers share. */
