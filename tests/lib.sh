@@ -102,5 +102,15 @@ skip_all() {
 	if [ -n "${CI:-}" ]; then echo "Bail out! prerequisite missing under CI: $*"; exit 1; fi
 	echo "1..0 # SKIP $*"; exit 0
 }
+# nobody_airlock DIR: a copy of the build (airlock, airlock-init, the
+# busybox image) that the user nobody can run, whatever the checkout's modes;
+# prints the path of its airlock
+nobody_airlock() {
+	mkdir -p "$1/bin"
+	cp "$AL" "$AIRLOCK_BUILD/airlock-init" "$1/bin/"
+	cp -a "$AIRLOCK_BUILD/image" "$1/bin/"
+	chmod -R a+rX "$1"
+	echo "$1/bin/airlock"
+}
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
 need_userns() { unshare -U true 2>/dev/null || skip_all "no unprivileged user namespaces"; }

@@ -243,7 +243,13 @@ static int masker_secret(struct masker *m, const char *v)
 	if (n < MASK_FORMS_MIN)
 		return 0;
 	char *e = b64(v, n), *u = urlenc(v, n);
+	/* with its padding too, so no '=' of it is left beside the mask */
+	char *padded = e && n % 3 ? malloc(strlen(e) + 3) : NULL;
+	if (padded)
+		snprintf(padded, strlen(e) + 3, "%s%s", e, n % 3 == 1 ? "==" : "=");
 	int r = e ? masker_add(m, e, strlen(e)) : -1;
+	if (r == 0 && padded)
+		r = masker_add(m, padded, strlen(padded));
 	if (r == 0 && u && strcmp(u, v))
 		r = masker_add(m, u, strlen(u));
 	else

@@ -105,9 +105,10 @@ is "$rc" 1 "…where airlock doctor fails (exit 1)"
 like "$out" "FAIL +/proc in a new PID namespace" "…naming /proc"
 like "$out" "fix: .*unmasked /proc" "…and what to change"
 NB=$(mktemp -d /tmp/airlock-doctor.XXXXXX); chmod 755 "$NB"
-run sh -c "cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups '$AL' doctor"
+NAL=$(nobody_airlock "$NB")
+run sh -c "cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups '$NAL' doctor"
 like "$out" "WARN +cgroup memory +no memory controller airlock may write" "as a user without a cgroup, doctor says the memory limit cannot be enforced"
 like "$out" "fix: .*Delegate=yes.*best-effort-limits" "…and what to change"
-rmdir "$NB"
+rm -rf "$NB"
 is "$(cat "$S/data.txt")" "original" "the live files were never touched"
 done_testing

@@ -92,7 +92,8 @@ serve_stop
 # ---- a host that cannot enforce: refused, unless the operator accepts ------------
 NB=$(mktemp -d /tmp/airlock-nobody.XXXXXX); chmod 755 "$NB"; mkdir "$NB/src"; echo hi > "$NB/src/a"
 chown -R nobody "$NB"
-U() { (cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups env AIRLOCK_HOME="$NB/home" "$AL" "$@"); }
+NAL=$(nobody_airlock "$NB/build")
+U() { (cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups env AIRLOCK_HOME="$NB/home" "$NAL" "$@"); }
 U init >/dev/null; U project create q --from "$NB/src" >/dev/null
 run U run q -- cat a
 is "$rc" 6 "without a cgroup it may write (not root, nothing delegated), the run is refused"
