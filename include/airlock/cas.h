@@ -79,6 +79,28 @@ typedef int (*al_cas_sink)(void *ctx, const void *p, size_t n, struct al_error *
 int al_cas_stream(struct al_cas *cas, const uint8_t digest[32], al_cas_sink sink,
 		  void *ctx, struct al_error *err);
 
+/* Read an object piece by piece in bounded memory (a file descriptor, a
+ * zstd stream with its window -- at most 8 MiB, 512 KiB for what the store
+ * writes -- and 64 KiB of input), hashing as it goes.  The reader owns its
+ * resources: it outlives the al_cas it came from.  Small (packed) objects
+ * are decoded and verified at open.
+ *
+ * al_cas_reader_read gives up to n bytes (0 at the end).  The call that
+ * would return an object's last bytes first checks that the stream ends
+ * there and that the digest matches, and fails with AL_ECORRUPT instead:
+ * a corrupt object is never delivered complete.  Bytes delivered before
+ * were unverified; a consumer that forwards them must abort on an error
+ * (airlockd closes the connection short of its Content-Length). */
+struct al_cas_reader;
+int al_cas_reader_open(struct al_cas *cas, const uint8_t digest[32], struct al_cas_reader **out,
+		       struct al_error *err);
+uint64_t al_cas_reader_size(const struct al_cas_reader *r);
+int64_t al_cas_reader_read(struct al_cas_reader *r, void *buf, size_t n, struct al_error *err);
+/* Consume n bytes (decompressed and hashed, not returned); skipping to the
+ * end verifies the object like a read would. */
+int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err);
+void al_cas_reader_close(struct al_cas_reader *r); /* accepts NULL */
+
 /* Size of an object without reading it. */
 int al_cas_size(struct al_cas *cas, const uint8_t digest[32], uint64_t *size,
 		struct al_error *err);

@@ -207,7 +207,7 @@ static int exit_status(json_t *rec)
 
 static int run_local(struct al_store *st, const void *id, json_t **out, struct al_error *err)
 {
-	return view_run(st, id, true, out, err);
+	return view_run(st, id, true, SIZE_MAX, out, err);
 }
 
 static int run_show(struct cli *cli, int argc, char **argv)
@@ -561,7 +561,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		o.output = cli->json ? NULL : live_output;
 		struct al_run_info info;
 		json_t *rec = NULL;
-		if (al_run(st, &o, &info, &err) < 0 || view_run(st, info.id, true, &rec, &err) < 0) {
+		if (al_run(st, &o, &info, &err) < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
 		} else {
 			if (!cli->json) {

@@ -771,6 +771,212 @@ int al_cas_stream(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], al_cas_sink 
 	return size ? sink(ctx, buf, (size_t)size, err) : 0;
 }
 
+/* ---- the piecewise reader (cas.h) ---------------------------------------------- */
+
+#define READER_IN (64u * 1024)
+
+struct al_cas_reader {
+	uint8_t digest[AL_DIGEST_LEN];
+	uint64_t size, pos;
+	bool raw, verified;
+	uint8_t *packed;          /* a packed object, decoded and verified at open */
+	int fd;
+	ZSTD_DCtx *dctx;
+	struct al_sha *sha;
+	uint8_t *in;
+	ZSTD_inBuffer zin;
+	bool in_eof;
+	size_t zlast;             /* ZSTD_decompressStream's last hint: 0 at a frame's end */
+};
+
+void al_cas_reader_close(struct al_cas_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	ZSTD_freeDCtx(r->dctx);
+	al_sha_free(r->sha);
+	free(r->in);
+	free(r->packed);
+	free(r);
+}
+
+uint64_t al_cas_reader_size(const struct al_cas_reader *r)
+{
+	return r->size;
+}
+
+int al_cas_reader_open(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], struct al_cas_reader **out,
+		       struct al_error *err)
+{
+	*out = NULL;
+	int enc;
+	uint64_t size;
+	int rc = lookup(c, d, &enc, &size, err);
+	if (rc < 0)
+		return rc;
+	struct al_cas_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		sqlite3_reset(c->st_get);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	}
+	r->fd = -1;
+	r->size = size;
+	memcpy(r->digest, d, AL_DIGEST_LEN);
+	if (!is_loose(enc)) {
+		rc = decode_packed(c, d, enc, size, &r->packed, err);
+		sqlite3_reset(c->st_get);
+		r->verified = true;
+		if (rc < 0) {
+			al_cas_reader_close(r);
+			return rc;
+		}
+		*out = r;
+		return 0;
+	}
+	sqlite3_reset(c->st_get);
+	r->raw = enc == ENC_LOOSE_RAW;
+	char sub[3], file[63], path[67];
+	loose_name(d, sub, file);
+	snprintf(path, sizeof(path), "%s/%s", sub, file);
+	r->fd = openat(c->objfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->fd < 0) {
+		rc = errno == ENOENT ? corrupt(err, d, "its file is missing") : al_fail(err, AL_EIO, errno, "cas: open object");
+		al_cas_reader_close(r);
+		return rc;
+	}
+	posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	r->sha = al_sha_new();
+	r->in = malloc(READER_IN);
+	r->dctx = r->raw ? NULL : ZSTD_createDCtx();
+	r->zlast = 1;
+	if (!r->sha || !r->in || (!r->raw && !r->dctx)) {
+		al_cas_reader_close(r);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	}
+	/* what the store writes uses a 512 KiB window; a forged frame cannot ask for more than 8 MiB */
+	if (r->dctx)
+		ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 23);
+	*out = r;
+	return 0;
+}
+
+/* Input for the decompressor (or raw bytes): 0, or -1 at EOF, or an error. */
+static int reader_fill(struct al_cas_reader *r, struct al_error *err)
+{
+	if (r->zin.pos < r->zin.size)
+		return 0;
+	if (r->in_eof)
+		return -1;
+	ssize_t n;
+	do
+		n = read(r->fd, r->in, READER_IN);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return al_fail(err, AL_EIO, errno, "cas: read object");
+	if (n == 0) {
+		r->in_eof = true;
+		return -1;
+	}
+	r->zin = (ZSTD_inBuffer){ r->in, (size_t)n, 0 };
+	return 0;
+}
+
+/* Up to n decompressed bytes into buf (n > 0); 0 only at the stream's end. */
+static int64_t reader_produce(struct al_cas_reader *r, uint8_t *buf, size_t n, struct al_error *err)
+{
+	size_t got = 0;
+	while (got < n) {
+		int f = reader_fill(r, err);
+		if (f < -1)
+			return f;
+		if (f == -1)
+			break;
+		if (r->raw) {
+			size_t k = r->zin.size - r->zin.pos < n - got ? r->zin.size - r->zin.pos : n - got;
+			memcpy(buf + got, (const uint8_t *)r->zin.src + r->zin.pos, k);
+			r->zin.pos += k;
+			got += k;
+			continue;
+		}
+		ZSTD_outBuffer ob = { buf + got, n - got, 0 };
+		r->zlast = ZSTD_decompressStream(r->dctx, &ob, &r->zin);
+		if (ZSTD_isError(r->zlast))
+			return corrupt(err, r->digest, ZSTD_getErrorName(r->zlast));
+		got += ob.pos;
+		if (got && r->zin.pos == r->zin.size && ob.pos < ob.size)
+			break; /* deliver what there is before blocking on more input */
+	}
+	return (int64_t)got;
+}
+
+/* At the recorded size: the stream must end here and the digest match. */
+static int reader_verify(struct al_cas_reader *r, struct al_error *err)
+{
+	if (r->verified)
+		return 0;
+	uint8_t extra[512];
+	int64_t n = reader_produce(r, extra, sizeof(extra), err);
+	if (n < 0)
+		return (int)n;
+	uint8_t got[AL_DIGEST_LEN];
+	al_sha_final(r->sha, got);
+	if (n > 0)
+		return corrupt(err, r->digest, "longer than recorded");
+	if (!r->raw && r->zlast != 0)
+		return corrupt(err, r->digest, "truncated");
+	if (memcmp(got, r->digest, AL_DIGEST_LEN) != 0)
+		return corrupt(err, r->digest, "digest mismatch");
+	r->verified = true;
+	return 0;
+}
+
+int64_t al_cas_reader_read(struct al_cas_reader *r, void *buf, size_t n, struct al_error *err)
+{
+	uint64_t left = r->size - r->pos;
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0)
+		return r->verified ? 0 : reader_verify(r, err);
+	if (r->packed) {
+		memcpy(buf, r->packed + r->pos, n);
+		r->pos += n;
+		return (int64_t)n;
+	}
+	int64_t got = reader_produce(r, buf, n, err);
+	if (got < 0)
+		return got;
+	if (got == 0)
+		return corrupt(err, r->digest, "truncated");
+	al_sha_update(r->sha, buf, (size_t)got);
+	r->pos += (uint64_t)got;
+	if (r->pos == r->size) {
+		int v = reader_verify(r, err);
+		if (v < 0)
+			return v; /* the last bytes are withheld */
+	}
+	return got;
+}
+
+int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err)
+{
+	if (r->packed) {
+		r->pos += n < r->size - r->pos ? n : r->size - r->pos;
+		return 0;
+	}
+	_cleanup_free_ uint8_t *scratch = n ? malloc(READER_IN) : NULL;
+	if (n && !scratch)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	while (n && r->pos < r->size) {
+		int64_t k = al_cas_reader_read(r, scratch, n < READER_IN ? (size_t)n : READER_IN, err);
+		if (k < 0)
+			return (int)k;
+		n -= (uint64_t)k;
+	}
+	return 0;
+}
+
 int al_cas_size(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t *size, struct al_error *err)
 {
 	int enc;

@@ -256,8 +256,7 @@ int h_snapshot(struct req *rq)
 
 int h_blob(struct req *rq)
 {
-	uint8_t id[32], *data = NULL;
-	size_t len = 0;
+	uint8_t id[32];
 	uint64_t size = 0;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
@@ -269,13 +268,12 @@ int h_blob(struct req *rq)
 	if (rc == 0 && size > BLOB_MAX)
 		rc = al_fail(&err, AL_ELIMIT, 0, "blob of %llu bytes: over the %u bytes one response carries",
 			     (unsigned long long)size, BLOB_MAX);
-	if (rc == 0)
-		rc = al_cas_get(al_store_cas(st), id, &data, &len, &err);
-	srv_store_done(st);
-	if (rc < 0)
+	if (rc < 0) {
+		srv_store_done(st);
 		return srv_error(rq, &err);
-	srv_bytes(rq, 200, "application/octet-stream", data, len);
-	free(data);
+	}
+	srv_object(rq, al_store_cas(st), id, 0, "application/octet-stream"); /* streamed, Range honoured */
+	srv_store_done(st);
 	return 0;
 }
 

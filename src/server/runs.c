@@ -377,7 +377,7 @@ static int recorded(struct req *rq, const char *id, bool with_output, json_t **r
 	struct al_store *st = NULL;
 	int rc = srv_store(rq, &st, err);
 	if (rc == 0)
-		rc = view_run(st, id, with_output, rec, err);
+		rc = view_run(st, id, with_output, VIEW_TEXT_MAX, rec, err); /* bounded: the rest streams from /output */
 	srv_store_done(st);
 	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(*rec, "principal")))) {
 		json_decref(*rec);
@@ -475,8 +475,7 @@ int h_run_output(struct req *rq)
 	pthread_mutex_lock(&s->lock);
 	struct srv_run *r = find(s, &rq->who, id);
 	if (r && !r->done && run_visible(rq, r->principal)) {
-		size_t from = offset < r->live_len[i] ? (size_t)offset : r->live_len[i];
-		srv_bytes(rq, 200, "text/plain; charset=utf-8", r->live[i] ? r->live[i] + from : "", r->live_len[i] - from);
+		srv_bytes_ranged(rq, "text/plain; charset=utf-8", r->live[i] ? r->live[i] : "", r->live_len[i], offset);
 		pthread_mutex_unlock(&s->lock);
 		MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "running");
 		return 0;
@@ -485,23 +484,22 @@ int h_run_output(struct req *rq)
 	struct al_store *st = NULL;
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
-	uint8_t blob[32], *data = NULL;
-	size_t len = 0;
+	uint8_t blob[32];
 	int rc = recorded(rq, id, false, &rec, &err);
 	if (rc == 0)
 		rc = al_id_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = al_cas_get(al_store_cas(st), blob, &data, &len, &err);
-	srv_store_done(st);
 	json_decref(rec);
-	if (rc < 0)
+	if (rc < 0) {
+		srv_store_done(st);
 		return srv_error(rq, &err);
-	size_t from = offset < len ? (size_t)offset : len;
-	srv_bytes(rq, 200, "text/plain; charset=utf-8", data ? (char *)data + from : "", len - from);
-	free(data);
-	MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
+	}
+	/* streamed from the store: the reader outlives the store handle */
+	srv_object(rq, al_store_cas(st), blob, offset, "text/plain; charset=utf-8");
+	srv_store_done(st);
+	if (rq->status < 400)
+		MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
 	return 0;
 }
 

@@ -95,6 +95,19 @@ int srv_fail(struct req *rq, int code, const char *fmt, ...) __attribute__((form
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n);
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size); /* takes fd */
 const char *srv_query(struct req *rq, const char *key);
+/* The request's `Range: bytes=…` over a body of len bytes: 0 (none, or one
+ * that must be ignored: malformed, several ranges), 1 (*from, *n set), or -1
+ * after answering 416. */
+int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n);
+/* Answer len bytes of p from offset, honouring Range (200/206/416). */
+int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len, uint64_t offset);
+/* Answer a stored object's bytes from offset, honouring Range (200, 206
+ * with Content-Range, 416), streamed from the store in 64 KiB pieces: no
+ * handler holds a blob.  The object's digest is checked before its last
+ * piece is sent; on a mismatch the connection is aborted short of its
+ * Content-Length and the log says why. */
+struct al_cas;
+int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_t offset, const char *type);
 /* The request body as a JSON object (an empty body: {}); fails with an answer. */
 int srv_body_json(struct req *rq, json_t **out);
 

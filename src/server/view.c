@@ -194,25 +194,67 @@ int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_e
 	return al_run_foreach(st, project, run_one, arr, err);
 }
 
-int view_run_output(struct al_store *st, json_t *rec, struct al_error *err)
+/* The first max bytes of an object (the rest read through, so the digest
+ * is checked either way); *more if there were more. */
+static int read_prefix(struct al_cas *cas, const uint8_t id[32], size_t max, uint8_t **out, size_t *len, bool *more,
+		       struct al_error *err)
+{
+	struct al_cas_reader *r = NULL;
+	int rc = al_cas_reader_open(cas, id, &r, err);
+	if (rc < 0)
+		return rc;
+	uint64_t size = al_cas_reader_size(r);
+	size_t n = size < max ? (size_t)size : max;
+	uint8_t *buf = malloc(n + 1);
+	size_t got = 0;
+	if (!buf)
+		rc = al_fail(err, AL_ENOMEM, ENOMEM, "out of memory");
+	while (rc == 0 && got < n) {
+		int64_t k = al_cas_reader_read(r, buf + got, n - got, err);
+		if (k <= 0)
+			rc = k < 0 ? (int)k : al_fail(err, AL_ECORRUPT, 0, "object ended early");
+		else
+			got += (size_t)k;
+	}
+	if (rc == 0)
+		rc = al_cas_reader_skip(r, size, err);
+	if (rc == 0 && got == size)
+		rc = (int)al_cas_reader_read(r, NULL, 0, err); /* verified */
+	al_cas_reader_close(r);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
+	*more = got < size;
+	return 0;
+}
+
+int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al_error *err)
 {
 	static const char *const streams[] = { "stdout", "stderr" };
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
 		uint8_t id[32], *data = NULL;
 		size_t len = 0;
+		bool more = false;
 		int r = al_id_parse(json_string_value(json_object_get(s, "blob")), id, err);
 		if (r == 0)
-			r = al_cas_get(al_store_cas(st), id, &data, &len, err);
+			r = read_prefix(al_store_cas(st), id, text_max, &data, &len, &more, err);
 		if (r < 0)
 			return r;
 		json_object_set_new(s, "text", view_bytes((const char *)data, len));
+		if (more) /* the rest: GET /api/runs/ID/output (streamed) */
+			json_object_set_new(s, "text_truncated", json_true());
 		free(data);
 	}
 	return 0;
 }
 
-int view_run(struct al_store *st, const char *id, bool with_output, json_t **out, struct al_error *err)
+int view_run(struct al_store *st, const char *id, bool with_output, size_t text_max, json_t **out,
+	     struct al_error *err)
 {
 	*out = NULL;
 	struct al_run_info info;
@@ -223,7 +265,7 @@ int view_run(struct al_store *st, const char *id, bool with_output, json_t **out
 	al_run_info_release(&info);
 	if (!rec)
 		return al_fail(err, AL_ECORRUPT, 0, "run %s: unreadable record", id);
-	if (with_output && (r = view_run_output(st, rec, err)) < 0) {
+	if (with_output && (r = view_run_output(st, rec, text_max, err)) < 0) {
 		json_decref(rec);
 		return r;
 	}
@@ -472,7 +514,9 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 			const char *id = json_string_value(json_object_get(c, "sha256"));
 			uint8_t d[32], *bytes = NULL;
 			size_t len = 0;
-			if (name && id && al_id_parse(id, d, NULL) == 0 && al_cas_get(al_store_cas(st), d, &bytes, &len, NULL) == 0)
+			bool more = false;
+			if (name && id && al_id_parse(id, d, NULL) == 0 &&
+			    read_prefix(al_store_cas(st), d, VIEW_TEXT_MAX, &bytes, &len, &more, NULL) == 0 && !more)
 				json_object_set_new(texts, name, view_bytes((char *)bytes, len));
 			free(bytes);
 		}

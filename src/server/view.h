@@ -48,7 +48,11 @@ int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_e
 int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr, struct al_error *err);
 
 /* One object: *out is new. */
-int view_run(struct al_store *st, const char *id, bool with_output, json_t **out, struct al_error *err);
+/* with_output: stdout.text and stderr.text, each its first text_max bytes
+ * (then "text_truncated": true).  The daemon passes VIEW_TEXT_MAX. */
+#define VIEW_TEXT_MAX ((size_t)1 << 20)
+int view_run(struct al_store *st, const char *id, bool with_output, size_t text_max, json_t **out,
+	     struct al_error *err);
 int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err);
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
@@ -59,7 +63,7 @@ int view_inclusion(struct al_store *st, uint64_t seq, json_t **out, struct al_er
 json_t *view_proof(uint8_t (*p)[32], size_t n);
 
 /* A run record (parsed) with stdout.text and stderr.text added. */
-int view_run_output(struct al_store *st, json_t *rec, struct al_error *err);
+int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al_error *err);
 
 struct al_auth;
 struct al_principal;
