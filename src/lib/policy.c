@@ -207,7 +207,7 @@ int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *o
 	if (r == 0)
 		r = load(db, out, err);
 	if (global && db)
-		sqlite3_close(db);
+		sqlite3_close_v2(db);
 	if (!global && r == 0)
 		out->best_effort = false;
 	return r;
@@ -285,7 +285,7 @@ static int deployment(const char *home, struct al_policy *out, struct al_error *
 	if (r < 0)
 		return r;
 	r = load(db, &stored, err);
-	sqlite3_close(db);
+	sqlite3_close_v2(db);
 	if (r == 0) {
 		overlay(out, &stored);
 		out->best_effort = stored.best_effort;
@@ -337,7 +337,7 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (r == 0)
 		r = level_db(home, tenant, &db, &global, err);
 	if (r == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0 && global)
-		sqlite3_close(db);
+		sqlite3_close_v2(db);
 	if (r < 0)
 		return r;
 	if ((r = load(db, &before, err)) < 0)
@@ -383,7 +383,7 @@ out:
 	else
 		r = al_sqlite_exec(db, "COMMIT", err);
 	if (global)
-		sqlite3_close(db); /* the global database's connection is ours */
+		sqlite3_close_v2(db); /* the global database's connection is ours */
 	return r;
 }
 
