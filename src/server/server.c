@@ -328,7 +328,7 @@ int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_
 			return srv_error(rq, &err);
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = MHD_create_response_from_callback(n, 64 * 1024, object_read, os, object_free);
+		resp = MHD_create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
 		if (!resp)
 			object_free(os);
 	}
