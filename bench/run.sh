@@ -109,6 +109,7 @@ else
 fi
 if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/output.sh" "$OUT")
 else
 	echo "== daemon figures skipped (need wrk and user namespaces)" >&2
 fi

@@ -81,7 +81,7 @@ int al_cas_stream(struct al_cas *cas, const uint8_t digest[32], al_cas_sink sink
 
 /* Read an object piece by piece in bounded memory (a file descriptor, a
  * zstd stream with its window -- at most 8 MiB, 512 KiB for what the store
- * writes -- and 64 KiB of input), hashing as it goes.  The reader owns its
+ * writes -- and 32 KiB of input), hashing as it goes.  The reader owns its
  * resources: it outlives the al_cas it came from.  Small (packed) objects
  * are decoded and verified at open.
  *

@@ -773,7 +773,7 @@ int al_cas_stream(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], al_cas_sink 
 
 /* ---- the piecewise reader (cas.h) ---------------------------------------------- */
 
-#define READER_IN (64u * 1024)
+#define READER_IN (32u * 1024)
 
 struct al_cas_reader {
 	uint8_t digest[AL_DIGEST_LEN];

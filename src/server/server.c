@@ -330,7 +330,7 @@ int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_
 			return srv_error(rq, &err);
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = MHD_create_response_from_callback(n, 64 * 1024, object_read, os, object_free);
+		resp = MHD_create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
 		if (!resp)
 			object_free(os);
 	}
@@ -475,6 +475,65 @@ static int bearer(struct req *rq)
 	return r;
 }
 
+/* Failed authentication, per source address (IPv4): a bucket of
+ * AUTH_BURST failures refilled at one a second.  An empty bucket answers
+ * 429 with Retry-After before any token is looked at (OpenSSH's
+ * PerSourcePenalties refuses a penalised source the same way), so guessing
+ * is bounded to about one token a second per address.  Valid tokens pay
+ * one table lookup: no sleep, no extra hashing.  A fixed table: a
+ * colliding address takes the slot over (memory stays bounded). */
+#define AUTH_SLOTS 4096
+#define AUTH_BURST 10.0
+static struct auth_slot {
+	uint32_t addr;
+	double tokens;
+	uint64_t t_ns;
+} auth_slots[AUTH_SLOTS];
+static pthread_mutex_t auth_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool client_addr(struct req *rq, uint32_t *addr)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
+		return false;
+	*addr = ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
+	return true;
+}
+
+static struct auth_slot *auth_slot_of(uint32_t addr)
+{
+	uint32_t h = addr * 2654435761u;
+	return &auth_slots[(h >> 20) % AUTH_SLOTS];
+}
+
+/* 0, or the seconds until this address may try again */
+static unsigned auth_penalty(struct req *rq, bool failed)
+{
+	uint32_t addr;
+	if (!client_addr(rq, &addr))
+		return 0;
+	uint64_t now = al_now_ns();
+	unsigned wait = 0;
+	pthread_mutex_lock(&auth_lock);
+	struct auth_slot *s = auth_slot_of(addr);
+	if (s->addr != addr || !s->t_ns) {
+		if (!failed)
+			goto out;
+		*s = (struct auth_slot){ .addr = addr, .tokens = AUTH_BURST, .t_ns = now };
+	}
+	s->tokens += (double)(now - s->t_ns) / 1e9;
+	if (s->tokens > AUTH_BURST)
+		s->tokens = AUTH_BURST;
+	s->t_ns = now;
+	if (failed && s->tokens >= 1)
+		s->tokens -= 1;
+	else if (!failed && s->tokens < 1)
+		wait = (unsigned)(1.0 - s->tokens) + 1;
+out:
+	pthread_mutex_unlock(&auth_lock);
+	return wait;
+}
+
 static int open_upload(struct req *rq, struct al_error *err)
 {
 	char dir[4300];
@@ -502,7 +561,17 @@ static const struct route *first_call(struct req *rq)
 	const struct route *rt = route_find(rq, &known);
 	rq->route = rt ? rt->pattern : "?";
 	if (!rt || !(rt->roles & PUBLIC)) {
+		unsigned wait = auth_penalty(rq, false);
+		if (wait) {
+			srv_fail(rq, AL_EAUTH, "too many failed authentications from this address: retry after %u s", wait);
+			rq->status = 429;
+			char ra[16];
+			snprintf(ra, sizeof(ra), "%u", wait);
+			MHD_add_response_header(rq->resp, "Retry-After", ra);
+			return NULL;
+		}
 		if (bearer(rq) < 0) {
+			auth_penalty(rq, true);
 			/* one answer for every failure: unknown, expired, revoked, malformed */
 			srv_fail(rq, AL_EAUTH, "invalid, expired or revoked token");
 			return NULL;

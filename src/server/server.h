@@ -102,7 +102,7 @@ int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n);
 /* Answer len bytes of p from offset, honouring Range (200/206/416). */
 int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len, uint64_t offset);
 /* Answer a stored object's bytes from offset, honouring Range (200, 206
- * with Content-Range, 416), streamed from the store in 64 KiB pieces: no
+ * with Content-Range, 416), streamed from the store in 32 KiB pieces: no
  * handler holds a blob.  The object's digest is checked before its last
  * piece is sent; on a mismatch the connection is aborted short of its
  * Content-Length and the log says why. */

@@ -178,4 +178,18 @@ elif [ -n "${CI:-}" ]; then
 	ok "user namespaces (for runs) are available under CI" -- false
 fi
 
+# ---- 14. failed authentication is rate limited per address -----------------------
+serve_start
+codes=""
+for i in $(seq 10); do api GET /projects "alk_$(printf '%064d' "$i")"; codes="$codes$status "; done
+is "$codes" "401 401 401 401 401 401 401 401 401 401 " "ten bad tokens: 401 each"
+status=$(curl -s -D "$T/.h" -o "$T/.api" -w '%{http_code}' -H "Authorization: Bearer alk_$(printf '%064d' 11)" "$URL/api/projects")
+is "$status" 429 "the eleventh from the same address: 429"
+like "$(tr -d '\r' < "$T/.h")" "Retry-After: [12]" "…with Retry-After"
+api GET /health ""
+is "$status" 200 "public routes still answer"
+for _ in $(seq 100); do api GET /projects "$AU"; [ "$status" = 200 ] && break; sleep 0.1; done
+is "$status" 200 "after Retry-After a valid token is served again"
+serve_stop
+
 done_testing
