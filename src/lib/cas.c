@@ -23,6 +23,7 @@
 
 #define IOBUF (1u << 20)
 #define ZLEVEL 1
+#define ZWINDOW_LOG 17
 
 /* ENC_LOOSE_RAW: a large object that did not compress (sampled) is stored
  * as is, so random data costs no compression time. */
@@ -136,6 +137,12 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, ZLEVEL);
 	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
 	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_compressionLevel, ZLEVEL);
+	/* a 128 KiB window (level 1 would take 512 KiB): what a streaming
+	 * reader holds per open object (al_cas_reader, the daemon's outputs
+	 * and blobs) is about the window, so 16 readers stay within a few MiB;
+	 * the ratio cost at level 1 is about 1% */
+	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_windowLog, ZWINDOW_LOG);
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_windowLog, ZWINDOW_LOG);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	/* fails harmlessly (stays single-threaded) where libzstd has no MT */
 	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers, cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
