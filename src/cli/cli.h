@@ -20,6 +20,7 @@ struct cli {
 	bool json;
 	const char *server; /* --server URL / AIRLOCK_URL: a client of airlockd */
 	const char *token;  /* AIRLOCK_TOKEN */
+	const char *ca_cert; /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
 };
 
 struct cli_cmd {

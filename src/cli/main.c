@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"                  apply, bundle apply, image list, image import TARBALL,\n"
 		"                  audit (list, show, checkpoint, export) and admin principal,\n"
 		"                  grant and token work this way (docs/cli.md)\n"
+		"  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
+		"                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
 		"  --version       print the version\n"
 		"  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
 		"\n"
@@ -93,7 +95,9 @@ int main(int argc, char **argv)
 	cli.tenant = getenv("AIRLOCK_TENANT");
 	cli.server = getenv("AIRLOCK_URL");
 	cli.token = getenv("AIRLOCK_TOKEN");
+	cli.ca_cert = getenv("AIRLOCK_CA_CERT");
 	static const struct option opts[] = {
+		{ "ca-cert", required_argument, NULL, 'C' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "tenant", required_argument, NULL, 'T' },
 		{ "server", required_argument, NULL, 'S' },
@@ -107,6 +111,7 @@ int main(int argc, char **argv)
 		case 'H': cli.home = optarg; break;
 		case 'T': cli.tenant = optarg; break;
 		case 'S': cli.server = optarg; break;
+		case 'C': cli.ca_cert = optarg; break;
 		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

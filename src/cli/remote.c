@@ -155,6 +155,8 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (cli->ca_cert && *cli->ca_cert)
+		curl_easy_setopt(c, CURLOPT_CAINFO, cli->ca_cert);
 	char cerr[CURL_ERROR_SIZE] = "";
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	long status = 0;

@@ -13,6 +13,7 @@ static const char serve_help[] =
 	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
+	"                     [--tls-cert PEM --tls-key PEM] [--insecure]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
 	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
@@ -34,6 +35,11 @@ static const char serve_help[] =
 	"                      trickle in (default 20)\n"
 	"  --body-rate BYTES   a body must be complete within --header-timeout plus\n"
 	"                      its size at this many bytes/s (default 64K)\n"
+	"  --tls-cert PEM, --tls-key PEM  serve HTTPS (TLS 1.2 and 1.3) with this\n"
+	"                      certificate (chain) and private key (mode 0600)\n"
+	"  --insecure          allow plain HTTP on an address other than loopback\n"
+	"                      (refused without it: tokens and secrets would cross the\n"
+	"                      network in clear; use it only behind a TLS proxy)\n"
 	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
 
@@ -65,6 +71,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "upload-max", required_argument, NULL, 'u' },	    { "grace", required_argument, NULL, 'g' },
 		{ "conn-timeout", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
 		{ "header-timeout", required_argument, NULL, 'H' }, { "body-rate", required_argument, NULL, 'R' },
+		{ "tls-cert", required_argument, NULL, 'C' },	    { "tls-key", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
@@ -79,7 +87,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			if (opts[i].val == c)
 				name = opts[i].name;
 		bool bytes = c == 'b' || c == 'u' || c == 'R';
-		if (c != 'h' && c != 'l' && c != '?' &&
+		if (c != 'h' && c != 'l' && c != '?' && c != 'C' && c != 'K' && c != 'I' &&
 		    parse_uint(optarg, bytes ? (1ull << 40) : 1000000, &v) < 0)
 			return cli_usage(cli, "bad --%s '%s'", name, optarg);
 		switch (c) {
@@ -92,12 +100,17 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		case 'c': cfg.conn_timeout_s = (unsigned)(v ? v : 1); break;
 		case 'H': cfg.header_timeout_s = (unsigned)(v ? v : 1); break;
 		case 'R': cfg.body_rate = v ? v : 1; break;
+		case 'C': cfg.tls_cert = optarg; break;
+		case 'K': cfg.tls_key = optarg; break;
+		case 'I': cfg.insecure = true; break;
 		case 'h': fputs(serve_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}
 	}
 	if (optind != argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (!cfg.tls_cert != !cfg.tls_key)
+		return cli_usage(cli, "--tls-cert and --tls-key go together");
 	if (cli->server)
 		return cli_local_only(cli);
 	return srv_main(&cfg);

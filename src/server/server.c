@@ -893,6 +893,51 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, struct al_error *
 	return 0;
 }
 
+/* A PEM file for TLS, read whole (small).  The key must be its owner's
+ * alone, as OpenSSH insists of private keys. */
+static int read_pem(const char *path, bool secret, char **out, struct al_error *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return al_fail(err, AL_ENOTFOUND, e, "cannot read %s", path);
+	}
+	int r = 0;
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1 << 20))
+		r = al_fail(err, AL_EINVAL, 0, "%s: not a PEM file (a regular file of 1 MiB at most)", path);
+	else if (secret && (st.st_mode & 077))
+		r = al_fail(err, AL_EINVAL, 0, "%s: the private key is readable by others (mode %03o): chmod 600 it",
+			    path, (unsigned)(st.st_mode & 0777));
+	char *b = r == 0 ? calloc(1, (size_t)st.st_size + 1) : NULL;
+	if (r == 0 && !b)
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "tls");
+	if (r == 0 && al_read_full(fd, b, (size_t)st.st_size) != st.st_size)
+		r = al_fail(err, AL_EIO, errno, "cannot read %s", path);
+	if (r == 0 && !strstr(b, "-----BEGIN "))
+		r = al_fail(err, AL_EINVAL, 0, "%s: not a PEM file", path);
+	close(fd);
+	if (r < 0) {
+		if (b)
+			explicit_bzero(b, (size_t)st.st_size);
+		free(b);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
+static void wipe_free(char *p)
+{
+	if (p) {
+		explicit_bzero(p, strlen(p));
+		free(p);
+	}
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -912,6 +957,13 @@ int srv_main(const struct srv_config *cfg)
 	struct sockaddr_in sa;
 	if (parse_listen(cfg->listen, &sa, &err) < 0) {
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		return 2;
+	}
+	bool tls = cfg->tls_cert != NULL;
+	if (!tls && !cfg->insecure && (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
+		fprintf(stderr, "airlock serve: %s is not a loopback address: bearer tokens and secrets would cross the "
+				"network in clear; give --tls-cert and --tls-key (or --insecure, behind a TLS proxy)\n",
+			cfg->listen);
 		return 2;
 	}
 	struct stat st;
@@ -934,8 +986,24 @@ int srv_main(const struct srv_config *cfg)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (dl_load_mhd(&err) < 0 || al_auth_open(cfg->home, &s.auth, &err) < 0) {
+	if (dl_load_mhd(&err) < 0) {
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		return al_code_exit(err.code);
+	}
+	char *cert = NULL, *key = NULL;
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		fprintf(stderr, "airlock serve: this libmicrohttpd was built without TLS support\n");
+		return 1;
+	}
+	if (tls && (read_pem(cfg->tls_cert, false, &cert, &err) < 0 || read_pem(cfg->tls_key, true, &key, &err) < 0)) {
+		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		free(cert);
+		return al_code_exit(err.code);
+	}
+	if (al_auth_open(cfg->home, &s.auth, &err) < 0) {
+		fprintf(stderr, "airlock serve: %s\n", err.msg);
+		free(cert);
+		wipe_free(key);
 		return al_code_exit(err.code);
 	}
 	char ibuf[sizeof(s.init_path)];
@@ -947,10 +1015,14 @@ int srv_main(const struct srv_config *cfg)
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
 		al_auth_close(s.auth);
+		free(cert);
+		wipe_free(key);
 		return 1;
 	}
+	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
+	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
 	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-					 MHD_USE_ITC | MHD_USE_ERROR_LOG,
+					 MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
 				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
@@ -958,18 +1030,27 @@ int srv_main(const struct srv_config *cfg)
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
 				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE,
 				 (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-				 MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s, MHD_OPTION_END);
+				 MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
+				 tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
+				 MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
 	if (!s.mhd) {
-		fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen, strerror(errno));
+		if (tls)
+			fprintf(stderr, "airlock serve: cannot listen on %s with TLS: %s (is %s the certificate of the key "
+					"%s, both PEM?)\n",
+				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
+		else
+			fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen, strerror(errno));
 		watchdog_stop(&s);
 		al_auth_close(s.auth);
+		free(cert);
+		wipe_free(key);
 		return 1;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
 	s.port = info ? info->port : ntohs(sa.sin_port);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-	printf("airlock serve: listening on http://%s:%u\n", host, (unsigned)s.port);
+	printf("airlock serve: listening on %s://%s:%u\n", tls ? "https" : "http", host, (unsigned)s.port);
 	fflush(stdout);
 	int sig = 0;
 	while (sigwait(&set, &sig) != 0)
@@ -993,6 +1074,8 @@ int srv_main(const struct srv_config *cfg)
 	watchdog_stop(&s);
 	srv_runs_free(&s);
 	al_auth_close(s.auth);
+	free(cert);
+	wipe_free(key);
 	fprintf(stderr, "airlock serve: stopped\n");
 	return 0;
 }

@@ -30,6 +30,9 @@ struct srv_config {
 	unsigned conn_timeout_s;   /* idle or slow connections are closed */
 	unsigned header_timeout_s; /* a request's headers must be complete within this (absolute) */
 	uint64_t body_rate;        /* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
+	const char *tls_cert;      /* PEM files: HTTPS (TLS 1.2+); NULL: plain HTTP */
+	const char *tls_key;
+	bool insecure;             /* plain HTTP on an address other than loopback */
 };
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */
