@@ -41,6 +41,9 @@ int cli_json_print(json_t *v);
  * characters, else \xNN-escaped (al_quote); NULL gives dflt.  The result
  * lives until 16 more calls of this thread. */
 const char *cli_esc(const char *s, const char *dflt);
+/* A run's output (stream 1 or 2) to f: on a terminal, only text, tabs, line
+ * ends and colour pass, other controls are shown as \xNN. */
+void cli_write_output(FILE *f, int stream, const void *p, size_t n);
 
 /* Progress on a TTY, shown once an operation has taken more than a second. */
 struct cli_progress {

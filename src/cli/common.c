@@ -73,6 +73,102 @@ const char *cli_esc(const char *s, const char *dflt)
 	return *slot;
 }
 
+/* A run's output on the operator's terminal: the command is hostile, so on
+ * a TTY only text, tabs, line ends and colour (SGR: ESC [ digits ; m) pass;
+ * every other control (ESC sequences that set titles, write the clipboard,
+ * move the cursor or query the terminal; C0, DEL, C1 encoded in UTF-8) is
+ * shown as \xNN, as git shows a remote's sideband.  A sequence split
+ * across writes is held (stream state, at most 32 bytes).  Not a TTY: the
+ * bytes as they are. */
+struct out_state {
+	char held[32];
+	size_t nheld;
+};
+
+static void esc_byte(FILE *f, unsigned char c)
+{
+	fprintf(f, "\\x%02x", c);
+}
+
+static bool sgr(const char *p, size_t n, size_t *len, bool *partial)
+{
+	/* p[0] is ESC */
+	*partial = false;
+	if (n < 2) {
+		*partial = true;
+		return false;
+	}
+	if (p[1] != '[')
+		return false;
+	for (size_t i = 2; i < n && i < 32; i++) {
+		if (p[i] == 'm') {
+			*len = i + 1;
+			return true;
+		}
+		if (!((p[i] >= '0' && p[i] <= '9') || p[i] == ';'))
+			return false;
+	}
+	*partial = n < 32;
+	return false;
+}
+
+void cli_write_output(FILE *f, int stream, const void *data, size_t n)
+{
+	static struct out_state st[3];
+	if (!isatty(fileno(f))) {
+		fwrite(data, 1, n, f);
+		return;
+	}
+	struct out_state *o = &st[stream & 1 ? 1 : 2];
+	char buf[32 + 65536];
+	const char *p = data;
+	while (n || o->nheld) {
+		size_t take = n < 65536 ? n : 65536;
+		memcpy(buf, o->held, o->nheld);
+		memcpy(buf + o->nheld, p, take);
+		size_t len = o->nheld + take, i = 0;
+		o->nheld = 0;
+		p += take;
+		n -= take;
+		while (i < len) {
+			unsigned char c = (unsigned char)buf[i];
+			if (c == 0x1b) {
+				size_t l;
+				bool partial;
+				if (sgr(buf + i, len - i, &l, &partial)) {
+					fwrite(buf + i, 1, l, f);
+					i += l;
+					continue;
+				}
+				if (partial && !n) { /* the rest may come with the next write */
+					o->nheld = len - i;
+					memcpy(o->held, buf + i, o->nheld);
+					break;
+				}
+				esc_byte(f, c);
+				i++;
+			} else if (c == 0xc2 && i + 1 == len && !n) {
+				o->held[0] = (char)c; /* perhaps the start of a C1 control */
+				o->nheld = 1;
+				break;
+			} else if (c == 0xc2 && i + 1 < len && (unsigned char)buf[i + 1] >= 0x80 &&
+				   (unsigned char)buf[i + 1] <= 0x9f) {
+				esc_byte(f, c);
+				esc_byte(f, (unsigned char)buf[i + 1]);
+				i += 2;
+			} else if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f) {
+				esc_byte(f, c);
+				i++;
+			} else {
+				fputc(c, f);
+				i++;
+			}
+		}
+		if (!n)
+			break;
+	}
+}
+
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes)
 {
 	memset(p, 0, sizeof(*p));

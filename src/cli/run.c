@@ -111,7 +111,7 @@ static void live_output(void *ctx, int stream, const void *p, size_t n)
 {
 	(void)ctx;
 	FILE *f = stream == 1 ? stdout : stderr;
-	fwrite(p, 1, n, f);
+	cli_write_output(f, stream, p, n);
 	fflush(f);
 }
 
@@ -137,10 +137,11 @@ static void print_output(json_t *rec)
 {
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
-		const char *text = jstr(s, "text");
+		const char *text = json_string_value(json_object_get(s, "text"));
 		size_t len = json_string_length(json_object_get(s, "text"));
 		printf("--- %s (%lld bytes%s)\n", streams[i], jint(s, "bytes"), jtrue(s, "truncated") ? ", truncated" : "");
-		fwrite(text, 1, len, stdout);
+		if (text)
+			cli_write_output(stdout, i + 1, text, len);
 		if (len && text[len - 1] != '\n')
 			putchar('\n');
 	}
@@ -279,7 +280,7 @@ static int follow(struct cli *cli, const char *id, json_t **rec, struct al_error
 			snprintf(path, sizeof(path), "/runs/%s/output?stream=%s&offset=%zu", id, streams[k], off[k]);
 			if ((r = cli_http_get_raw(cli, path, &data, &len, state, err)) == 0) {
 				if (len) {
-					fwrite(data, 1, len, k ? stderr : stdout);
+					cli_write_output(k ? stderr : stdout, k + 1, data, len);
 					fflush(k ? stderr : stdout);
 				}
 				off[k] += len;

@@ -32,6 +32,14 @@ like "$report" "foreground ours" "…and the run never became its foreground gro
 is "$(sed -n 1p "$T/pty.stdout")" "denied ENOENT" "no /dev/tty inside the sandbox"
 is "$(sed -n 2,3p "$T/pty.stdout" | tr '\n' ' ')" "denied EPERM denied EPERM " "TIOCSETD and TIOCCONS are denied by the filter (on the sandbox's own pty)"
 is "$(sed -n 4p "$T/pty.stdout")" "denied ENOENT" "the terminal attack (take the foreground, read, write escapes, TIOCSETD) finds no terminal"
+# …nor through its output, relayed by airlock run to the operator's terminal:
+# there only text, tabs, line ends and colour pass
+script -qfc "'$AL' run p -- sh -c 'printf \"a\\033]0;title\\007b\\033[31mred\\033[0m\\033[2J\\302\\233x\\n\"; printf \"\\033]52;c;cHduZWQ=\\007e\\n\" >&2'" "$T/tty.out" >/dev/null 2>&1
+TTY=$(cat -v "$T/tty.out")
+like "$TTY" 'a\\x1b\]0;title\\x07b\^\[\[31mred\^\[\[0m\\x1b\[2J\\xc2\\x9bx' "on a terminal, a run's title, clear-screen and C1 sequences are shown escaped, colour passes"
+like "$TTY" '\\x1b\]52;c;cHduZWQ=\\x07e' "…on stderr too (a clipboard write, OSC 52)"
+run "$AL" run p -- sh -c 'printf "\033[2Jraw\n"'
+is "$(printf '%s' "$out" | od -An -c | tr -s ' ')" " 033 [ 2 J r a w" "piped, the output is byte for byte the command's"
 R -- sh -c 'ls /dev; cat /proc/self/stat'
 ok "/dev has no tty or console" -- sh -c "! printf '%s\n' \"\$1\" | grep -qxE 'tty|console'" _ "$out"
 # stat fields: pid comm state ppid pgrp session tty_nr
