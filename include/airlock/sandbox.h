@@ -81,6 +81,7 @@ struct al_sandbox_result {
 	uint64_t peak_memory;         /* the sandbox's peak (cgroup), 0 if unknown */
 	const char *cgroup;           /* "v2", "v1" or "none": where the limits were enforced */
 	bool memory_enforced, pids_enforced, cpu_enforced; /* by a cgroup (the other limits always are) */
+	bool disk_full, files_full;   /* the run's tmpfs had no byte or no inode left at the end */
 	int upper_fd;                 /* the workspace's upper layer (O_PATH dir); caller closes */
 };
 

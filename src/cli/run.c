@@ -2,6 +2,7 @@
  * against a project; its changes become a draft. */
 #include <errno.h>
 #include <getopt.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -117,6 +118,46 @@ static void live_output(void *ctx, int stream, const void *p, size_t n)
 
 static const char *const streams[] = { "stdout", "stderr" };
 
+/* SIGINT, SIGTERM, SIGHUP during a local run: the sandbox is cancelled
+ * (its whole tree killed, its cgroups removed) and the run recorded as
+ * cancelled with the output it produced, as under --server. */
+static int cancel_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t cancel_signal;
+static void on_cancel(int sig)
+{
+	cancel_signal = sig;
+	char b = 1;
+	if (write(cancel_pipe[1], &b, 1) < 0) {
+		/* full or closed: already cancelling */
+	}
+}
+
+static int cancel_on_signals(struct sigaction old[3])
+{
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	return cancel_pipe[0];
+}
+
+static void cancel_restore(struct sigaction old[3])
+{
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	for (int i = 0; i < 2; i++)
+		if (cancel_pipe[i] >= 0) {
+			close(cancel_pipe[i]);
+			cancel_pipe[i] = -1;
+		}
+}
+
 static const char *jstr(json_t *o, const char *k)
 {
 	return cli_esc(json_string_value(json_object_get(o, k)), "");
@@ -137,6 +178,10 @@ static void print_output(json_t *rec)
 {
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
+		if (!json_is_object(s)) {
+			printf("--- %s (none: the run failed before it ran)\n", streams[i]);
+			continue;
+		}
 		const char *text = json_string_value(json_object_get(s, "text"));
 		size_t len = json_string_length(json_object_get(s, "text"));
 		printf("--- %s (%lld bytes%s)\n", streams[i], jint(s, "bytes"), jtrue(s, "truncated") ? ", truncated" : "");
@@ -149,6 +194,11 @@ static void print_output(json_t *rec)
 
 static void summary(FILE *f, json_t *rec)
 {
+	if (!strncmp(jstr(rec, "outcome"), "failed", 6)) {
+		fprintf(f, "run %s: %s: %s\n", jstr(rec, "id"), jstr(rec, "outcome"),
+			cli_esc(json_string_value(json_object_get(json_object_get(rec, "error"), "message")), "?"));
+		return;
+	}
 	json_t *c = json_object_get(rec, "changes");
 	long long a = jint(c, "added"), m = jint(c, "modified"), d = jint(c, "deleted"), n = a + m + d;
 	fprintf(f, "run %s: ", jstr(rec, "id"));
@@ -240,9 +290,10 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	if (cli->json)
 		return cli_json_print(rec);
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
-	printf("run      %s\nproject  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
+	printf("run      %s\nproject  %s\noutcome  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
 	       "argv     %s\nnetwork  %s\nexit     %lld%s%s%s\nwall     %lld ms\n",
-	       jstr(rec, "id"), jstr(rec, "project"), jstr(rec, "draft"), jstr(rec, "group"), jstr(rec, "base"),
+	       jstr(rec, "id"), jstr(rec, "project"), json_object_get(rec, "outcome") ? jstr(rec, "outcome") : "ok",
+	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-", jstr(rec, "group"), jstr(rec, "base"),
 	       jstr(rec, "image"), argvs ? argvs : "?", jstr(rec, "network"), jint(rec, "exit_code"),
 	       jtrue(rec, "timed_out") ? " (timed out)" : "", jtrue(rec, "oom") ? " (out of memory)" : "",
 	       jtrue(rec, "cancelled") ? " (cancelled)" : "", jint(json_object_get(rec, "usage"), "wall_ms"));
@@ -562,8 +613,20 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		o.output = cli->json ? NULL : live_output;
 		struct al_run_info info;
 		json_t *rec = NULL;
-		if (al_run(st, &o, &info, &err) < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
+		struct sigaction old[3];
+		o.cancel_fd = cancel_on_signals(old);
+		int ar = al_run(st, &o, &info, &err);
+		cancel_restore(old);
+		if (ar < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
+		} else if (cancel_signal && json_is_true(json_object_get(rec, "cancelled"))) {
+			if (cli->json && cli_json_print(json_incref(rec)))
+				rc = 1;
+			else
+				fprintf(stderr, "run %s: cancelled (%s); recorded with its output: airlock run show %s\n", info.id,
+					strsignal(cancel_signal), info.id);
+			rc = 128 + cancel_signal; /* as a shell reports the signal */
+			al_run_info_release(&info);
 		} else {
 			if (!cli->json) {
 				notes(stderr, rec);
@@ -592,10 +655,12 @@ static void run_text(json_t *rec)
 {
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	json_t *c = json_object_get(rec, "changes");
-	printf("%s %s exit %-3lld %s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"), jstr(rec, "draft"), jint(rec, "exit_code"),
+	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) || !strcmp(jstr(rec, "outcome"), "running");
+	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
+	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-", jint(rec, "exit_code"),
 	       jtrue(rec, "timed_out") ? "timeout " : "", jtrue(rec, "oom") ? "oom " : "",
-	       jtrue(rec, "cancelled") ? "cancelled " : "", jint(c, "added"), jint(c, "modified"), jint(c, "deleted"),
-	       argvs ? argvs : "");
+	       jtrue(rec, "cancelled") ? "cancelled " : "", failed ? jstr(rec, "outcome") : "", failed ? " " : "",
+	       jint(c, "added"), jint(c, "modified"), jint(c, "deleted"), argvs ? argvs : "");
 	free(argvs);
 }
 

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,6 +69,13 @@ static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], u
 	al_hex(rnd, sizeof(rnd), rhex);
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", rhex);
 	snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), tmp);
+	/* held while the temporary directory exists: lower_sweep removes only
+	 * what no live process is writing */
+	char lock[160];
+	snprintf(lock, sizeof(lock), "%s.lock", tmp);
+	_cleanup_close_ int lk = openat(lowers, lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0)
+		return al_fail(err, AL_EIO, errno, "run: lock %s", lock);
 	struct al_export_opts eo = { .chown = geteuid() == 0, .uid = uid, .gid = gid };
 	int r = al_manifest_export(al_store_cas(st), id, path, &eo, err);
 	if (r == 0 && syncfs(lowers) < 0)
@@ -75,7 +84,37 @@ static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], u
 		r = al_fail(err, AL_EIO, errno, "run: publish the materialised snapshot");
 	if (r < 0 || fstatat(lowers, tmp, &s, AT_SYMLINK_NOFOLLOW) == 0)
 		al_rm_tree(path); /* failed, or another run published it first */
+	unlinkat(lowers, lock, 0);
 	return r < 0 ? al_error_prefix(err, "run: materialise %s: ", hex) : 0;
+}
+
+/* Temporary layers of a materialisation that was killed (kill -9, a power
+ * cut): a .tmp-X whose X.lock no process holds. */
+static void lower_sweep(struct al_store *st, int lowers)
+{
+	int fd = dup(lowers);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (strncmp(e->d_name, ".tmp-", 5) || (n > 5 && !strcmp(e->d_name + n - 5, ".lock")) || n > 100)
+			continue;
+		char lock[300], path[4400];
+		snprintf(lock, sizeof(lock), "%s.lock", e->d_name);
+		_cleanup_close_ int lk = openat(lowers, lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0)
+			continue; /* a live materialisation */
+		snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), e->d_name);
+		al_rm_tree(path);
+		if (lk >= 0)
+			unlinkat(lowers, lock, 0);
+	}
+	closedir(d);
 }
 
 /* ---- environment -------------------------------------------------------------- */
@@ -369,7 +408,7 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 	if (!(c->text = json_dumps(c->record, JSON_FLAGS)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(db, "INSERT INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
+	int r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
 				  &ins, err);
 	if (r < 0)
 		return r;
@@ -437,6 +476,9 @@ struct run {
 	int64_t started, finished;
 	uint64_t materialise_ms, delta_ms;
 	bool throttled;
+	const char *phase;             /* where an attempt is: its failure's outcome names it */
+	bool ran;                      /* the sandbox ran (its output is there to keep) */
+	int lock;                      /* runs/<id>.lock, held while the attempt lasts */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -458,6 +500,12 @@ static void run_release(struct run *r)
 	if (r->sres.upper_fd >= 0)
 		close(r->sres.upper_fd);
 	masker_release(&r->cap.mask);
+	if (r->lock >= 0) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s/runs/%s.lock", al_store_dir(r->st), r->id);
+		unlink(p); /* before the lock goes: a recovery never sees it free and present */
+		close(r->lock);
+	}
 	al_overlay_report_release(&r->rep);
 }
 
@@ -502,6 +550,27 @@ static int bundle_changes(struct run *r, struct al_error *err)
 		rc = put_capture(cas, r->cap.fd[2], r->cap.kept[2], r->err_blob, err);
 	al_bundle_release(&b);
 	return rc < 0 ? (al_cas_abort(cas), rc) : al_cas_commit(cas, err);
+}
+
+/* One word for what became of a run that ended (docs/formats.md): the
+ * first that applies of cancelled, timeout, oom, limit: disk|files|output,
+ * ok. */
+static const char *outcome(const struct run *r)
+{
+	const struct al_sandbox_result *s = &r->sres;
+	if (s->cancelled)
+		return "cancelled";
+	if (s->timed_out)
+		return "timeout";
+	if (s->oom)
+		return "oom";
+	if (r->rep.limit_hit || s->disk_full)
+		return "limit: disk";
+	if (s->files_full)
+		return "limit: files";
+	if (r->cap.truncated[1] || r->cap.truncated[2])
+		return "limit: output";
+	return "ok";
 }
 
 static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, const uint8_t key[32])
@@ -582,6 +651,8 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
+	if (rec)
+		json_object_set_new(rec, "outcome", json_string(outcome(r)));
 	return rec;
 }
 
@@ -592,24 +663,24 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	json_t *j = json_loads(text, 0, &je);
 	if (!j)
 		return al_fail(err, AL_ECORRUPT, 0, "run record: %s", je.text);
-	const char *id = NULL, *draft = NULL, *group = NULL, *project = NULL;
-	int exit_code = 0, to = 0, oom = 0;
-	json_int_t a = 0, m = 0, d = 0, started = 0;
-	int rc = json_unpack(j, "{s:s,s:s,s:s,s:s,s:i,s:b,s:b,s:{s:I,s:I,s:I},s:I}", "id", &id, "draft", &draft,
-			     "group", &group, "project", &project, "exit_code", &exit_code, "timed_out", &to, "oom", &oom,
-			     "changes", "added", &a, "modified", &m, "deleted", &d, "started", &started);
+	const char *id = NULL, *group = NULL, *project = NULL;
+	json_int_t started = 0;
+	/* a failed attempt has no draft, exit status or changes */
+	int rc = json_unpack(j, "{s:s,s:s,s:s,s:I}", "id", &id, "group", &group, "project", &project, "started", &started);
 	if (rc == 0) {
+		json_t *c = json_object_get(j, "changes"), *x = json_object_get(j, "exit_code");
 		snprintf(out->id, sizeof(out->id), "%s", id);
-		snprintf(out->draft, sizeof(out->draft), "%s", draft);
+		snprintf(out->draft, sizeof(out->draft), "%s",
+			 json_is_string(json_object_get(j, "draft")) ? json_string_value(json_object_get(j, "draft")) : "");
 		snprintf(out->group, sizeof(out->group), "%s", group);
 		snprintf(out->project, sizeof(out->project), "%s", project);
-		out->exit_code = exit_code;
-		out->timed_out = to;
-		out->oom = oom;
+		out->exit_code = json_is_integer(x) ? (int)json_integer_value(x) : -1;
+		out->timed_out = json_is_true(json_object_get(j, "timed_out"));
+		out->oom = json_is_true(json_object_get(j, "oom"));
 		out->cancelled = json_is_true(json_object_get(j, "cancelled"));
-		out->added = (uint64_t)a;
-		out->modified = (uint64_t)m;
-		out->deleted = (uint64_t)d;
+		out->added = (uint64_t)json_integer_value(json_object_get(c, "added"));
+		out->modified = (uint64_t)json_integer_value(json_object_get(c, "modified"));
+		out->deleted = (uint64_t)json_integer_value(json_object_get(c, "deleted"));
 		out->created = started;
 	}
 	json_decref(j);
@@ -618,6 +689,190 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	if (!(out->record = strdup(text)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 	return 0;
+}
+
+/* An attempt that failed after it began (materialising, setting up the
+ * sandbox, keeping its output, collecting its changes, recording): its
+ * record says where, with the error and whatever output it produced, and
+ * is a ledger entry; no draft.  Best effort: if this fails too, the
+ * caller still reports the first error. */
+static int record_failure(struct run *r, const char *const *envv, size_t nenv, const struct al_error *why)
+{
+	struct al_error e2 = { 0 };
+	struct al_cas *cas = al_store_cas(r->st);
+	bool outputs = false;
+	if (r->ran && r->cap.fd[1] >= 0 && r->cap.fd[2] >= 0 && al_cas_begin(cas, &e2) == 0) {
+		outputs = put_capture(cas, r->cap.fd[1], r->cap.kept[1], r->out_blob, &e2) == 0 &&
+			  put_capture(cas, r->cap.fd[2], r->cap.kept[2], r->err_blob, &e2) == 0;
+		if (outputs)
+			outputs = al_cas_commit(cas, &e2) == 0;
+		else
+			al_cas_abort(cas);
+	}
+	uint8_t key[32];
+	if (al_store__secret_key(r->st, key, &e2) < 0)
+		return -1;
+	json_t *rec = record_json(r, envv, nenv, key);
+	explicit_bzero(key, sizeof(key));
+	if (!rec)
+		return -1;
+	char out[48], msg[sizeof(why->msg) * 4 + 1];
+	snprintf(out, sizeof(out), "failed: %s", r->phase);
+	al_quote(why->msg, strlen(why->msg), msg, sizeof(msg));
+	json_object_set_new(rec, "outcome", json_string(out));
+	json_object_set_new(rec, "error", json_pack("{s:s,s:s}", "code", al_code_name(why->code), "message", msg));
+	json_object_set_new(rec, "draft", json_null());
+	json_object_del(rec, "bundle");
+	json_object_del(rec, "result");
+	json_object_del(rec, "changes");
+	if (!r->ran) {
+		json_object_del(rec, "exit_code");
+		json_object_del(rec, "usage");
+	}
+	if (!outputs) {
+		json_object_set_new(rec, "stdout", json_null());
+		json_object_set_new(rec, "stderr", json_null());
+		json_object_del(rec, "content");
+	}
+	if (!r->finished)
+		json_object_set_new(rec, "finished", json_integer(al_wall_s()));
+	char group[17];
+	if (r->o->group)
+		snprintf(group, sizeof(group), "%s", r->o->group);
+	else
+		al_ledger__new_group(group);
+	json_object_set_new(rec, "group", json_string(group));
+	char *text = json_dumps(rec, JSON_FLAGS);
+	sqlite3 *db;
+	int rc = text ? al_store__meta(r->st, &db, &e2) : -1;
+	if (rc == 0)
+		rc = al_sqlite_exec(db, "BEGIN IMMEDIATE", &e2);
+	if (rc == 0) {
+		_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+		rc = al_sqlite_prepare(db, "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,NULL,?,?)",
+				       &ins, &e2);
+		if (rc == 0) {
+			sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
+			sqlite3_bind_text(ins, 3, group, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(ins, 4, r->started ? r->started : al_wall_s());
+			sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
+			if (sqlite3_step(ins) != SQLITE_DONE)
+				rc = al_sqlite_fail(db, &e2, "record run");
+		}
+		struct al_ledger_rec lr = { .kind = "run", .group = group, .project = r->o->project,
+					    .actor = json_string_value(json_object_get(rec, "author")), .data = rec };
+		if (rc == 0)
+			rc = al_ledger__append(r->st, db, &lr, NULL, &e2);
+		rc = al_ledger__finish(r->st, db, rc, &e2);
+	}
+	free(text);
+	json_decref(rec);
+	return rc;
+}
+
+/* An attempt's provisional record (outcome "running"), and the lock its
+ * process holds (tenants/<t>/runs/<id>.lock) until the final record is
+ * written: if airlock is killed (its sandbox dies with it), the next run
+ * in the tenant finds the record with its lock free and records the
+ * attempt as "failed: interrupted" in the ledger. */
+static int attempt_begin(struct run *r, struct al_error *err)
+{
+	char dir[4200], path[4300];
+	snprintf(dir, sizeof(dir), "%s/runs", al_store_dir(r->st));
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return al_fail(err, AL_EIO, errno, "run: %s", dir);
+	snprintf(path, sizeof(path), "%s/%s.lock", dir, r->id);
+	r->lock = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (r->lock < 0 || flock(r->lock, LOCK_EX) < 0)
+		return al_fail(err, AL_EIO, errno, "run: lock %s", path);
+	json_t *rec = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:i}", "id", r->id, "project", r->o->project, "group",
+				r->o->group ? r->o->group : "", "outcome", "running", "argv", strings_json(r->o->argv),
+				"started", (json_int_t)r->started, "pid", (int)getpid());
+	char *text = rec ? json_dumps(rec, JSON_FLAGS) : NULL;
+	json_decref(rec);
+	sqlite3 *db;
+	int rc = text ? al_store__meta(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	if (rc == 0 && (rc = al_sqlite_prepare(db, "INSERT INTO runs(id, project, grp, draft, created, record) "
+						   "VALUES (?,?,?,NULL,?,?)",
+					       &ins, err)) == 0) {
+		sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 3, r->o->group ? r->o->group : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 4, r->started);
+		sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = al_sqlite_fail(db, err, "record the run's start");
+	}
+	free(text);
+	return rc;
+}
+
+/* Attempts whose process is gone (their lock is free): recorded as
+ * "failed: interrupted" with a ledger entry.  Their output is lost (it was
+ * in unnamed temporary files); their sandbox died with them. */
+static void attempts_recover(struct al_store *st)
+{
+	sqlite3 *db;
+	struct al_error e = { 0 };
+	if (al_store__meta(st, &db, &e) < 0)
+		return;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if (al_sqlite_prepare(db, "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'",
+			      &q, &e) < 0)
+		return;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char id[AL_RUN_ID_LEN + 1], path[4300];
+		snprintf(id, sizeof(id), "%s", (const char *)sqlite3_column_text(q, 0));
+		if (!al_run_id_valid(id))
+			continue;
+		snprintf(path, sizeof(path), "%s/runs/%s.lock", al_store_dir(st), id);
+		_cleanup_close_ int lk = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0)
+			continue; /* still running */
+		json_t *rec = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
+		if (!rec)
+			continue;
+		json_object_set_new(rec, "outcome", json_string("failed: interrupted"));
+		json_object_set_new(rec, "error", json_pack("{s:s,s:s}", "code", "IOError", "message",
+							   "airlock was killed during the run; its sandbox died with it "
+							   "and its output is lost"));
+		json_object_set_new(rec, "draft", json_null());
+		json_object_set_new(rec, "stdout", json_null());
+		json_object_set_new(rec, "stderr", json_null());
+		json_object_set_new(rec, "finished", json_null());
+		char group[17];
+		const char *g = json_string_value(json_object_get(rec, "group"));
+		if (g && *g)
+			snprintf(group, sizeof(group), "%s", g);
+		else
+			al_ledger__new_group(group);
+		json_object_set_new(rec, "group", json_string(group));
+		char *text = json_dumps(rec, JSON_FLAGS);
+		int rc = text ? al_sqlite_exec(db, "BEGIN IMMEDIATE", &e) : -1;
+		if (rc == 0) {
+			_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
+			rc = al_sqlite_prepare(db, "UPDATE runs SET record = ?, grp = ? WHERE id = ? AND draft IS NULL", &up, &e);
+			if (rc == 0) {
+				sqlite3_bind_text(up, 1, text, -1, SQLITE_STATIC);
+				sqlite3_bind_text(up, 2, group, -1, SQLITE_STATIC);
+				sqlite3_bind_text(up, 3, id, -1, SQLITE_STATIC);
+				if (sqlite3_step(up) != SQLITE_DONE)
+					rc = -1;
+			}
+			struct al_ledger_rec lr = { .kind = "run", .group = group,
+						    .project = json_string_value(json_object_get(rec, "project")),
+						    .actor = "", .data = rec };
+			if (rc == 0)
+				rc = al_ledger__append(st, db, &lr, NULL, &e);
+			rc = al_ledger__finish(st, db, rc, &e);
+		}
+		if (rc == 0)
+			unlink(path);
+		free(text);
+		json_decref(rec);
+	}
 }
 
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err)
@@ -681,8 +936,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		return err->code;
 	}
 
-	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } } };
+	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } }, .lock = -1 };
 	run.sres.upper_fd = -1;
+	run.sres.cgroup = "none";
 	struct al_project_info proj;
 	uint8_t rnd[7];
 	char hex[15];
@@ -713,13 +969,20 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		r = al_fail(err, AL_EIO, errno, "run: %s", lowers);
 		goto out;
 	}
+	lower_sweep(st, run.lowers);
+	attempts_recover(st);
 	uint64_t t0 = al_now_ns();
+	run.started = al_wall_s();
+	if ((r = attempt_begin(&run, err)) < 0)
+		goto out;
+	run.phase = "materialise"; /* from here on, an attempt: a failure is recorded */
 	throttle(&run, true);
 	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, err)) < 0 ||
 	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, err)) < 0)
 		goto out;
 	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
+	run.phase = "sandbox";
 	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
 	if (run.init < 0) {
 		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)", o->init_path ? o->init_path : "?");
@@ -749,6 +1012,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	run.started = al_wall_s();
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;
+	run.ran = true;
+	run.phase = "output";
 	run.finished = al_wall_s();
 	for (int i = 1; i < 3 && run.cap.mask.n; i++)
 		masker_feed(&run.cap.mask, i, NULL, 0, true, keep_output, &run.cap);
@@ -759,12 +1024,14 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	char upper[64];
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
+	run.phase = "collect";
 	throttle(&run, true);
-	if ((r = al_overlay_apply_within(st, run.base, upper, o->limits.disk, run.result, &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, run.base, upper, run.limits.disk, run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 
+	run.phase = "record";
 	uint8_t skey[32];
 	if ((r = al_store__secret_key(st, skey, err)) < 0)
 		goto out;
@@ -785,6 +1052,11 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 out:
 	if (run.throttled)
 		throttle(&run, false);
+	if (r < 0 && run.phase && record_failure(&run, env->v, env->n, err) == 0) {
+		snprintf(out->id, sizeof(out->id), "%s", run.id);
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof(err->msg) - n, " (recorded as run %s, outcome 'failed: %s')", run.id, run.phase);
+	}
 	run_release(&run);
 	free(env);
 	return r;

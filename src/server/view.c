@@ -240,6 +240,8 @@ int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al
 		uint8_t id[32], *data = NULL;
 		size_t len = 0;
 		bool more = false;
+		if (!json_is_object(s))
+			continue; /* a run that failed before it produced output */
 		int r = al_id_parse(json_string_value(json_object_get(s, "blob")), id, err);
 		if (r == 0)
 			r = read_prefix(al_store_cas(st), id, text_max, &data, &len, &more, err);

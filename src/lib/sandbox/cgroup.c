@@ -4,12 +4,14 @@
  * v2: runs go under airlock's own cgroup, <own>/airlock-runs/<run>
  * (v2_setup).  v1: under the creating process's own cgroup of that
  * hierarchy, as <own>/airlock-<run>. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox_private.h"
@@ -106,11 +108,38 @@ static int own_v1_path(const char *controller, char *out, size_t n)
 	return r;
 }
 
+/* Runs' cgroups left behind by an airlock that was killed (its sandbox
+ * died with it: PR_SET_PDEATHSIG): under dir, the entries named prefix*
+ * that are older than a minute (a run's cgroup holds its processes within
+ * milliseconds of its creation) and empty (rmdir refuses a cgroup with
+ * processes or children). */
+static void sweep_leftovers(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	time_t now = time(NULL);
+	size_t pl = strlen(prefix);
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (strncmp(e->d_name, prefix, pl) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || now - st.st_mtime < 60)
+			continue;
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 static int v1_dir(const char *mount, const char *controller, const char *name, char *out, size_t n)
 {
 	char own[512];
 	if (!mount[0] || own_v1_path(controller, own, sizeof(own)) < 0)
 		return -1;
+	char parent[1024];
+	snprintf(parent, sizeof(parent), "%s%s", mount, own);
+	sweep_leftovers(parent, "airlock-run-");
+	sweep_leftovers(parent, "airlock-doctor-");
 	if ((size_t)snprintf(out, n, "%s%s/airlock-%s", mount, own, name) >= n || mkdir(out, 0755) < 0) {
 		out[0] = 0;
 		return -1;
@@ -197,6 +226,8 @@ static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t
 	snprintf(parent, sizeof(parent), "%s/airlock-runs", base);
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 		return false;
+	sweep_leftovers(parent, "run-");
+	sweep_leftovers(parent, "doctor-");
 	for (int i = 0; i < 3; i++)
 		if (want[i] && has_word(have, ctl[i], " \n")) {
 			char v[16];

@@ -36,6 +36,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +72,7 @@ struct report {
 /* Everything the child needs, prepared by the parent. */
 struct child {
 	int sock, status_w, out_w, err_w, devnull, init_fd;
+	int parent_sock;          /* the parent's end: closed first, so its death is our EOF */
 	char tmpfs_opts[96], root_opts[160], ws_opts[160], secrets_opts[96];
 	const struct al_sandbox_file *secrets;
 	size_t nsecrets;
@@ -250,6 +252,7 @@ static int recv_fd(int sock)
 static _Noreturn void child_main(const struct child *c)
 {
 	char go;
+	close(c->parent_sock);
 	TRY(read(c->sock, &go, 1) == 1, ST_SYNC);
 	/* raw syscalls: glibc's setres*id broadcast the change to every thread
 	 * it believes the process has, and after clone from a threaded parent
@@ -259,6 +262,14 @@ static _Noreturn void child_main(const struct child *c)
 	 * grant access inside, shown as 65534 */
 	if (c->drop_groups)
 		TRY(syscall(SYS_setgroups, 0, NULL) == 0, ST_IDS);
+	/* if airlock dies (even by SIGKILL), so does the sandbox: PID 1 gets
+	 * SIGKILL and the kernel the rest.  Set after the ids (a change of
+	 * credentials clears it); a parent gone before that is seen as the
+	 * socket's hang-up. */
+	TRY(prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, ST_SYNC);
+	struct pollfd hup = { c->sock, POLLRDHUP, 0 };
+	if (poll(&hup, 1, 0) > 0 && (hup.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		_exit(125);
 	/* a session of its own: no controlling terminal, so nothing inside
 	 * can open the operator's terminal, read what is typed there or
 	 * become its foreground process group */
@@ -506,6 +517,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	    (s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
 		return al_fail(err, AL_EIO, errno, "sandbox: pipes");
 	c.sock = s->sock[1];
+	c.parent_sock = s->sock[0];
 	c.status_w = s->status[1];
 	c.out_w = s->out[1];
 	c.err_w = s->errp[1];
@@ -636,6 +648,12 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);
+		struct statfs fs;
+		if (fstatfs(s.tmpfs, &fs) == 0) {
+			/* within a few blocks of full: a write failed for room */
+			res->disk_full = fs.f_bavail <= 4;
+			res->files_full = fs.f_ffree == 0;
+		}
 		res->upper_fd = openat(s.tmpfs, "ws/upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (res->upper_fd < 0)
 			r = al_fail(err, AL_EIO, errno, "sandbox: open the workspace's upper layer");
