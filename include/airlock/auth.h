@@ -55,9 +55,14 @@ void al_auth_close(struct al_auth *a);
 
 /* Principal names: [A-Za-z0-9][A-Za-z0-9._@-]{0,63} */
 int al_principal_name_check(const char *name, struct al_error *err);
+/* Admin acts (create a principal, grant, create or revoke a token) are each
+ * a ledger entry of the tenant, written in a transaction of its meta.db that
+ * commits only if the act succeeded; actor is who did it (NULL: "").  The
+ * entry names a token by its id, never its text. */
+
 /* AL_ENOTFOUND if the tenant does not exist, AL_EEXIST if the name is taken. */
 int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name, unsigned roles,
-			     struct al_error *err);
+			     const char *actor, struct al_error *err);
 int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name, struct al_principal *out,
 			  struct al_error *err);
 typedef int (*al_principal_fn)(void *ctx, const struct al_principal *p, struct al_error *err);
@@ -66,7 +71,7 @@ int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principa
 
 /* Grant (idempotent) a project to a principal; is it granted? */
 int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
-		  struct al_error *err);
+		  const char *actor, struct al_error *err);
 bool al_auth_granted(struct al_auth *a, const struct al_principal *p, const char *project);
 typedef int (*al_grant_fn)(void *ctx, const char *project, struct al_error *err);
 int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal, al_grant_fn fn, void *ctx,
@@ -75,9 +80,20 @@ int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *pri
 /* A new token for a principal, valid for ttl_s seconds (0: no expiry).
  * token gets its text, the only time it exists outside the caller. */
 int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal, int64_t ttl_s,
-			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, struct al_error *err);
+			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, const char *actor,
+			 struct al_error *err);
 /* Revoke a token of the tenant by id (AL_ENOTFOUND for another tenant's). */
-int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, struct al_error *err);
+int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, const char *actor,
+			 struct al_error *err);
+/* A refused request (403) of a principal, as a `refused` ledger entry of its
+ * tenant; at most AL_REFUSALS_PER_MIN entries a minute per tenant, the rest
+ * counted and recorded as one summary entry when the next minute's first
+ * refusal comes. */
+#define AL_REFUSALS_PER_MIN 20
+/* The bound's window in seconds (default 60; the daemon's --refusal-window). */
+void al_auth_refusal_window(struct al_auth *a, unsigned seconds);
+int al_auth_record_refusal(struct al_auth *a, const struct al_principal *who, const char *method,
+			   const char *route, const char *why, struct al_error *err);
 typedef int (*al_token_fn)(void *ctx, const struct al_token_info *t, struct al_error *err);
 /* Tokens of a tenant (principal NULL: all of them), oldest first. */
 int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal, al_token_fn fn, void *ctx,

@@ -43,8 +43,10 @@ int al_image_import(struct al_store *st, const char *src, const char *name, stru
  * (skipped special files counted in res->skipped); not recorded as an
  * image. */
 int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err);
-/* The same, recording source (e.g. "upload") instead of src as its origin. */
-int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+/* The same, recording source (e.g. "upload") instead of src as its origin,
+ * and actor as who imported it; every import is an image_import ledger
+ * entry, in the transaction that registers it. */
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source, const char *actor,
 		       struct al_import_result *res, struct al_error *err);
 typedef int (*al_image_fn)(void *ctx, const struct al_image_info *img, struct al_error *err);
 int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err);

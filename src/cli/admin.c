@@ -33,7 +33,7 @@ static int tenant_create(struct cli *cli, int argc, char **argv)
 	if (cli->server)
 		return cli_local_only(cli);
 	struct al_error err = { 0 };
-	if (al_home_tenant_create(cli->home, argv[optind], &err) < 0)
+	if (al_home_tenant_create(cli->home, argv[optind], cli_author(NULL), &err) < 0)
 		return cli_error(cli, &err);
 	if (cli->json)
 		return cli_json_print(json_pack("{s:s}", "tenant", argv[optind]));
@@ -127,9 +127,9 @@ static int principal_create(struct cli *cli, int argc, char **argv)
 			return rc;
 		}
 		struct al_principal p;
-		int r = al_auth_principal_create(a, tenant, argv[optind], roles, &err);
+		int r = al_auth_principal_create(a, tenant, argv[optind], roles, cli_author(NULL), &err);
 		for (size_t i = 0; r == 0 && i < np; i++)
-			r = al_auth_grant(a, tenant, argv[optind], projects[i], &err);
+			r = al_auth_grant(a, tenant, argv[optind], projects[i], cli_author(NULL), &err);
 		if (r == 0)
 			r = al_auth_principal_get(a, tenant, argv[optind], &p, &err);
 		if (r == 0)
@@ -226,7 +226,7 @@ static int grant(struct cli *cli, int argc, char **argv)
 		if ((rc = open_auth(cli, &a)))
 			return rc;
 		struct al_principal p;
-		int r = al_auth_grant(a, cli->tenant, argv[optind], argv[optind + 1], &err);
+		int r = al_auth_grant(a, cli->tenant, argv[optind], argv[optind + 1], cli_author(NULL), &err);
 		if (r == 0)
 			r = al_auth_principal_get(a, cli->tenant, argv[optind], &p, &err);
 		if (r == 0)
@@ -310,7 +310,7 @@ static int token_create(struct cli *cli, int argc, char **argv)
 			return rc;
 		char token[AL_TOKEN_LEN + 1];
 		struct al_token_info t;
-		int r = al_auth_token_create(a, cli->tenant, argv[optind], ttl, token, &t, &err);
+		int r = al_auth_token_create(a, cli->tenant, argv[optind], ttl, token, &t, cli_author(NULL), &err);
 		al_auth_close(a);
 		if (r < 0)
 			return cli_error(cli, &err);
@@ -350,7 +350,7 @@ static int token_revoke(struct cli *cli, int argc, char **argv)
 		struct al_auth *a = NULL;
 		if ((rc = open_auth(cli, &a)))
 			return rc;
-		int r = al_auth_token_revoke(a, cli->tenant, argv[optind], &err);
+		int r = al_auth_token_revoke(a, cli->tenant, argv[optind], cli_author(NULL), &err);
 		al_auth_close(a);
 		if (r < 0)
 			return cli_error(cli, &err);

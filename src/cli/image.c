@@ -51,7 +51,7 @@ static int image_import(struct cli *cli, int argc, char **argv)
 		if (cli_open(cli, &st, &err) < 0)
 			return cli_error(cli, &err);
 		struct al_import_result res;
-		int r = al_image_import(st, argv[optind], name, &res, &err);
+		int r = al_image_import_as(st, argv[optind], name, argv[optind], cli_author(NULL), &res, &err);
 		al_store_close(st);
 		if (r < 0)
 			return cli_error(cli, &err);

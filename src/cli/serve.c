@@ -13,7 +13,7 @@ static const char serve_help[] =
 	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
-	"                     [--tls-cert PEM --tls-key PEM] [--insecure]\n"
+	"                     [--tls-cert PEM --tls-key PEM] [--insecure] [--refusal-window SEC]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
 	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
@@ -40,6 +40,9 @@ static const char serve_help[] =
 	"  --insecure          allow plain HTTP on an address other than loopback\n"
 	"                      (refused without it: tokens and secrets would cross the\n"
 	"                      network in clear; use it only behind a TLS proxy)\n"
+	"  --refusal-window SEC  refused requests (403) are ledger entries, at most 20\n"
+	"                      per tenant in each window of SEC seconds; the rest are\n"
+	"                      counted in one entry (default 60)\n"
 	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
 
@@ -72,12 +75,13 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "conn-timeout", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
 		{ "header-timeout", required_argument, NULL, 'H' }, { "body-rate", required_argument, NULL, 'R' },
 		{ "tls-cert", required_argument, NULL, 'C' },	    { "tls-key", required_argument, NULL, 'K' },
-		{ "insecure", no_argument, NULL, 'I' },
+		{ "insecure", no_argument, NULL, 'I' },	    { "refusal-window", required_argument, NULL, 'W' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
 				  .upload_max = 1u << 30, .threads = 8, .max_runs = 32, .grace_s = 30,
-				  .conn_timeout_s = 30, .header_timeout_s = 20, .body_rate = 64 << 10 };
+				  .conn_timeout_s = 30, .header_timeout_s = 20, .body_rate = 64 << 10,
+				  .refusal_window_s = 60 };
 	uint64_t v = 0;
 	int c;
 	optind = 0;
@@ -103,6 +107,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		case 'C': cfg.tls_cert = optarg; break;
 		case 'K': cfg.tls_key = optarg; break;
 		case 'I': cfg.insecure = true; break;
+		case 'W': cfg.refusal_window_s = (unsigned)(v ? v : 1); break;
 		case 'h': fputs(serve_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}

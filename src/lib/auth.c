@@ -11,6 +11,7 @@
 
 #include "airlock/auth.h"
 #include "airlock/store.h"
+#include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -18,6 +19,14 @@
 struct al_auth {
 	sqlite3 *db;
 	pthread_mutex_t lock;
+	char home[4096];
+	unsigned refusal_window;  /* seconds */
+	/* refusals recorded per tenant in the current minute (bounded table) */
+	struct refusals {
+		char tenant[64];
+		int64_t minute;
+		unsigned recorded, suppressed;
+	} refused[64];
 };
 
 static const char *const role_names[] = { "admin", "author", "reviewer", "agent" };
@@ -83,6 +92,8 @@ int al_auth_open(const char *home, struct al_auth **out, struct al_error *err)
 		free(a);
 		return r;
 	}
+	snprintf(a->home, sizeof(a->home), "%s", home);
+	a->refusal_window = 60;
 	/* recursive: a foreach callback may query the directory again */
 	pthread_mutexattr_t attr;
 	pthread_mutexattr_init(&attr);
@@ -143,22 +154,65 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
 	return r;
 }
 
+/* An admin act and its ledger entry: the entry is appended in a
+ * transaction of the tenant's meta.db, the act (in airlock.db) runs inside
+ * it, and the transaction commits only if the act succeeded.  (Two
+ * databases: a crash between the act's commit and the entry's leaves the
+ * act without its entry; the act is never recorded without happening.)
+ * data is stolen. */
+static int recorded(struct al_auth *a, const char *tenant, const char *kind, const char *actor, json_t *data,
+		    int (*act)(void *ctx, struct al_error *err), void *ctx, struct al_error *err)
+{
+	struct al_store *st = NULL;
+	sqlite3 *db;
+	int r = data ? al_store_open(a->home, tenant, &st, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+	if (r == 0 && (r = al_store__meta(st, &db, err)) == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+		char group[17];
+		al_ledger__new_group(group);
+		struct al_ledger_rec lr = { .kind = kind, .group = group, .actor = actor ? actor : "", .data = data };
+		r = al_ledger__append(st, db, &lr, NULL, err);
+		if (r == 0)
+			r = act(ctx, err);
+		r = al_ledger__finish(st, db, r, err);
+	}
+	al_store_close(st);
+	json_decref(data);
+	return r;
+}
+
+struct principal_act {
+	struct al_auth *a;
+	const char *tenant, *name;
+	unsigned roles;
+};
+
+static int principal_insert(void *ctx, struct al_error *err)
+{
+	struct principal_act *c = ctx;
+	char rs[16], now[24];
+	snprintf(rs, sizeof(rs), "%u", c->roles);
+	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
+	const char *p[] = { c->tenant, c->name, rs, now };
+	int r = query(c->a, "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p, 4, NULL, NULL,
+		      err);
+	if (r == AL_EEXIST)
+		r = al_fail(err, AL_EEXIST, 0, "principal %s already exists", c->name);
+	return r;
+}
+
 int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name, unsigned roles,
-			     struct al_error *err)
+			     const char *actor, struct al_error *err)
 {
 	int r;
 	if ((r = al_principal_name_check(name, err)) < 0 || (r = tenant_exists(a, tenant, err)) < 0)
 		return r;
 	if (!roles || roles > 15)
 		return al_fail(err, AL_EINVAL, 0, "principal %s: no valid role", name);
-	char rs[16], now[24];
-	snprintf(rs, sizeof(rs), "%u", roles);
-	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
-	const char *p[] = { tenant, name, rs, now };
-	r = query(a, "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p, 4, NULL, NULL, err);
-	if (r == AL_EEXIST)
-		r = al_fail(err, AL_EEXIST, 0, "principal %s already exists", name);
-	return r;
+	char rs[64];
+	al_roles_format(roles, rs, sizeof(rs));
+	struct principal_act c = { a, tenant, name, roles };
+	return recorded(a, tenant, "principal_create", actor, json_pack("{s:s,s:s}", "principal", name, "roles", rs),
+			principal_insert, &c, err);
 }
 
 struct principal_ctx {
@@ -205,16 +259,30 @@ int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principa
 		     principal_row, &c, err);
 }
 
+struct grant_act {
+	struct al_auth *a;
+	const char *const *p;
+};
+
+static int grant_insert(void *ctx, struct al_error *err)
+{
+	struct grant_act *c = ctx;
+	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?, ?, ?)", c->p, 3, NULL, NULL, err);
+}
+
 int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
-		  struct al_error *err)
+		  const char *actor, struct al_error *err)
 {
 	struct al_principal pr;
 	int r = al_auth_principal_get(a, tenant, principal, &pr, err);
 	if (r < 0)
 		return r;
+	if (al_auth_granted(a, &pr, project))
+		return 0; /* idempotent: nothing happens, nothing is recorded */
 	const char *p[] = { tenant, principal, project };
-	return query(a, "INSERT OR IGNORE INTO grants(tenant, principal, project) VALUES (?, ?, ?)", p, 3, NULL, NULL,
-		     err);
+	struct grant_act c = { a, p };
+	return recorded(a, tenant, "grant", actor, json_pack("{s:s,s:s}", "principal", principal, "project", project),
+			grant_insert, &c, err);
 }
 
 bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const char *project)
@@ -253,8 +321,27 @@ static void token_hash(const char *token, char hex[65])
 	al_hex(d, 32, hex);
 }
 
+struct token_act {
+	struct al_auth *a;
+	const char *const *p;
+};
+
+static int token_insert(void *ctx, struct al_error *err)
+{
+	struct token_act *c = ctx;
+	return query(c->a, "INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
+		     c->p, 6, NULL, NULL, err);
+}
+
+static int token_revoke(void *ctx, struct al_error *err)
+{
+	struct token_act *c = ctx;
+	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", c->p, 2, NULL, NULL, err);
+}
+
 int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal, int64_t ttl_s,
-			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, struct al_error *err)
+			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, const char *actor,
+			 struct al_error *err)
 {
 	memset(info, 0, sizeof(*info));
 	struct al_principal pr;
@@ -281,24 +368,79 @@ int al_auth_token_create(struct al_auth *a, const char *tenant, const char *prin
 	snprintf(created, sizeof(created), "%lld", (long long)info->created);
 	snprintf(expires, sizeof(expires), "%lld", (long long)info->expires);
 	const char *p[] = { info->id, hash, tenant, principal, created, expires };
-	r = query(a,
-		  "INSERT INTO tokens(id, hash, tenant, principal, created, expires) "
-		  "VALUES (?, ?, ?, ?, ?, ?)",
-		  p, 6, NULL, NULL, err);
+	struct token_act c = { a, p };
+	r = recorded(a, tenant, "token_create", actor,
+		     json_pack("{s:s,s:s,s:I}", "token", info->id, "principal", principal, "expires",
+			       (json_int_t)info->expires),
+		     token_insert, &c, err);
 	if (r < 0)
 		OPENSSL_cleanse(token, AL_TOKEN_LEN + 1);
 	return r;
 }
 
-int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, struct al_error *err)
+int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, const char *actor,
+			 struct al_error *err)
 {
 	int64_t n = 0;
 	const char *p[] = { tenant, id };
 	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ? AND id = ?", p, 2, count_row, &n, err);
 	if (r == 0 && !n)
 		return al_fail(err, AL_ENOTFOUND, 0, "no token %s", id);
+	struct token_act c = { a, p };
 	if (r == 0)
-		r = query(a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", p, 2, NULL, NULL, err);
+		r = recorded(a, tenant, "token_revoke", actor, json_pack("{s:s}", "token", id), token_revoke, &c, err);
+	return r;
+}
+
+static int no_act(void *ctx, struct al_error *err)
+{
+	(void)ctx;
+	(void)err;
+	return 0;
+}
+
+void al_auth_refusal_window(struct al_auth *a, unsigned seconds)
+{
+	a->refusal_window = seconds ? seconds : 1;
+}
+
+int al_auth_record_refusal(struct al_auth *a, const struct al_principal *who, const char *method,
+			   const char *route, const char *why, struct al_error *err)
+{
+	int64_t minute = al_wall_s() / a->refusal_window; /* the window's number */
+	unsigned suppressed = 0;
+	bool record = false;
+	pthread_mutex_lock(&a->lock);
+	struct refusals *slot = NULL;
+	for (size_t i = 0; i < sizeof(a->refused) / sizeof(a->refused[0]) && !slot; i++)
+		if (!strcmp(a->refused[i].tenant, who->tenant) || !a->refused[i].tenant[0])
+			slot = &a->refused[i];
+	if (!slot) /* more tenants refused this minute than slots: share the oldest */
+		slot = &a->refused[minute % (int64_t)(sizeof(a->refused) / sizeof(a->refused[0]))];
+	if (strcmp(slot->tenant, who->tenant)) {
+		memset(slot, 0, sizeof(*slot));
+		snprintf(slot->tenant, sizeof(slot->tenant), "%s", who->tenant);
+	}
+	if (slot->minute != minute) {
+		suppressed = slot->suppressed;
+		slot->minute = minute;
+		slot->recorded = slot->suppressed = 0;
+	}
+	if (slot->recorded < AL_REFUSALS_PER_MIN) {
+		slot->recorded++;
+		record = true;
+	} else
+		slot->suppressed++;
+	pthread_mutex_unlock(&a->lock);
+	int r = 0;
+	if (suppressed)
+		r = recorded(a, who->tenant, "refused", "", json_pack("{s:i,s:s}", "suppressed", (int)suppressed, "note",
+								     "refusals over the per-minute bound, counted"),
+			     no_act, NULL, err);
+	if (r == 0 && record)
+		r = recorded(a, who->tenant, "refused", who->name,
+			     json_pack("{s:s,s:s,s:i,s:s}", "method", method, "route", route, "status", 403, "why", why),
+			     no_act, NULL, err);
 	return r;
 }
 

@@ -12,6 +12,7 @@
 #include "airlock/image.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
+#include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -175,12 +176,10 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 	return r;
 }
 
-static int record(struct al_store *st, const uint8_t id[32], const char *name, const char *source, struct al_error *err)
+/* The image's row and its image_import ledger entry, in one transaction. */
+static int record_row(sqlite3 *db, const uint8_t id[32], const char *name, const char *source, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0)
-		return r;
+	int r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if ((r = al_sqlite_prepare(db, "INSERT INTO images(name, snapshot, created, source) VALUES (?,?,?,?) "
 				       "ON CONFLICT(name) DO UPDATE SET snapshot = excluded.snapshot, "
@@ -194,6 +193,25 @@ static int record(struct al_store *st, const uint8_t id[32], const char *name, c
 	sqlite3_bind_int64(q, 3, al_wall_s());
 	sqlite3_bind_text(q, 4, source, -1, SQLITE_STATIC);
 	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
+}
+
+static int record(struct al_store *st, const uint8_t id[32], const char *name, const char *source, const char *actor,
+		  struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+		return r;
+	r = record_row(db, id, name, source, err);
+	char hex[AL_ID_STRLEN + 1], group[17];
+	al_id_fmt(id, hex);
+	al_ledger__new_group(group);
+	json_t *data = json_pack("{s:s?,s:s,s:s}", "name", name, "snapshot", hex, "source", source);
+	struct al_ledger_rec lr = { .kind = "image_import", .group = group, .actor = actor ? actor : "", .data = data };
+	if (r == 0)
+		r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+	json_decref(data);
+	return al_ledger__finish(st, db, r, err);
 }
 
 int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err)
@@ -216,10 +234,10 @@ int al_tar_import(struct al_store *st, const char *tarball, struct al_import_res
 int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
 		    struct al_error *err)
 {
-	return al_image_import_as(st, src, name, src, res, err);
+	return al_image_import_as(st, src, name, src, NULL, res, err);
 }
 
-int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source, const char *actor,
 		       struct al_import_result *res, struct al_error *err)
 {
 	int r;
@@ -237,7 +255,7 @@ int al_image_import_as(struct al_store *st, const char *src, const char *name, c
 		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
 	}
 	if (r == 0)
-		r = record(st, res->id, name, source, err);
+		r = record(st, res->id, name, source, actor, err);
 	return r;
 }
 

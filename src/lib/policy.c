@@ -321,6 +321,42 @@ int al_policy_effective(struct al_store *tenant, struct al_policy *out, struct a
 	return 0;
 }
 
+static json_t *policy_json_doc(const struct al_policy *p)
+{
+	_cleanup_free_ char *t = al_policy_format(p);
+	json_error_t je;
+	return t ? json_loads(t, 0, &je) : NULL;
+}
+
+/* The deployment's policy applies to every tenant: its change is a
+ * `policy` entry (scope deployment) in every tenant's ledger, after it
+ * took effect (two databases; a failure here is reported, the change
+ * stays). */
+static int record_everywhere(sqlite3 *global, const char *home, const struct al_policy *before,
+			     const struct al_policy *after, const char *actor, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	int r = al_sqlite_prepare(global, "SELECT name FROM tenants ORDER BY name", &q, err);
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		struct al_store *st = NULL;
+		sqlite3 *db;
+		if ((r = al_store_open(home, (const char *)sqlite3_column_text(q, 0), &st, err)) == 0 &&
+		    (r = al_store__meta(st, &db, err)) == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+			char group[17];
+			al_ledger__new_group(group);
+			json_t *data = json_pack("{s:s,s:o,s:o}", "scope", "deployment", "before", policy_json_doc(before),
+						 "after", policy_json_doc(after));
+			struct al_ledger_rec lr = { .kind = "policy", .group = group, .actor = actor ? actor : "",
+						    .data = data };
+			r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+			json_decref(data);
+			r = al_ledger__finish(st, db, r, err);
+		}
+		al_store_close(st);
+	}
+	return r;
+}
+
 int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p, bool set_best_effort,
 		  bool best_effort, const char *actor, struct al_error *err)
 {
@@ -382,6 +418,8 @@ out:
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	else
 		r = al_sqlite_exec(db, "COMMIT", err);
+	if (global && r == 0)
+		r = record_everywhere(db, home, &before, &after, actor, err);
 	if (global)
 		sqlite3_close_v2(db); /* the global database's connection is ours */
 	return r;

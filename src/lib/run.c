@@ -1055,7 +1055,7 @@ out:
 	if (r < 0 && run.phase && record_failure(&run, env->v, env->n, err) == 0) {
 		snprintf(out->id, sizeof(out->id), "%s", run.id);
 		size_t n = strlen(err->msg);
-		snprintf(err->msg + n, sizeof(err->msg) - n, " (recorded as run %s, outcome 'failed: %s')", run.id, run.phase);
+		snprintf(err->msg + n, sizeof(err->msg) - n, " (recorded: run %s)", run.id);
 	}
 	run_release(&run);
 	free(env);

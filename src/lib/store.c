@@ -12,6 +12,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/store.h"
+#include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -275,9 +276,26 @@ int al_home_init(const char *home, struct al_error *err)
 	return tenant_create(home, AL_DEFAULT_TENANT, true, err);
 }
 
-int al_home_tenant_create(const char *home, const char *tenant, struct al_error *err)
+int al_home_tenant_create(const char *home, const char *tenant, const char *actor, struct al_error *err)
 {
-	return tenant_create(home, tenant, false, err);
+	int r = tenant_create(home, tenant, false, err);
+	if (r < 0)
+		return r;
+	/* the new tenant's ledger begins with its creation */
+	struct al_store *st = NULL;
+	sqlite3 *db;
+	if ((r = al_store_open(home, tenant, &st, err)) == 0 && (r = al_store__meta(st, &db, err)) == 0 &&
+	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+		char group[17];
+		al_ledger__new_group(group);
+		json_t *data = json_pack("{s:s}", "tenant", tenant);
+		struct al_ledger_rec lr = { .kind = "tenant_create", .group = group, .actor = actor ? actor : "", .data = data };
+		r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+		json_decref(data);
+		r = al_ledger__finish(st, db, r, err);
+	}
+	al_store_close(st);
+	return r;
 }
 
 /* The tenant's directory (created before the tenant is listed) is what

@@ -102,9 +102,9 @@ int h_principal_create(struct req *rq)
 	struct al_error err = { 0 };
 	int rc = decode_principal(body, &p, &err);
 	if (rc == 0)
-		rc = al_auth_principal_create(rq->srv->auth, rq->who.tenant, p.name, p.roles, &err);
+		rc = al_auth_principal_create(rq->srv->auth, rq->who.tenant, p.name, p.roles, rq->who.name, &err);
 	for (size_t i = 0; rc == 0 && i < p.nprojects; i++)
-		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, p.name, p.projects[i], &err);
+		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, p.name, p.projects[i], rq->who.name, &err);
 	struct al_principal out;
 	if (rc == 0)
 		rc = al_auth_principal_get(rq->srv->auth, rq->who.tenant, p.name, &out, &err);
@@ -128,7 +128,7 @@ int h_principal_grant(struct req *rq)
 	struct al_principal out;
 	int rc = decode_project(body, &project, &err);
 	if (rc == 0)
-		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, rq->seg[1], project, &err);
+		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, rq->seg[1], project, rq->who.name, &err);
 	if (rc == 0)
 		rc = al_auth_principal_get(rq->srv->auth, rq->who.tenant, rq->seg[1], &out, &err);
 	json_decref(body);
@@ -147,7 +147,7 @@ int h_token_create(struct req *rq)
 	int rc = decode_token(body, &ttl, &err);
 	json_decref(body);
 	if (rc == 0)
-		rc = al_auth_token_create(rq->srv->auth, rq->who.tenant, rq->seg[1], ttl, token, &t, &err);
+		rc = al_auth_token_create(rq->srv->auth, rq->who.tenant, rq->seg[1], ttl, token, &t, rq->who.name, &err);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	json_t *o = view_token(&t);
@@ -177,7 +177,7 @@ int h_tokens(struct req *rq)
 int h_token_revoke(struct req *rq)
 {
 	struct al_error err = { 0 };
-	if (al_auth_token_revoke(rq->srv->auth, rq->who.tenant, rq->seg[1], &err) < 0)
+	if (al_auth_token_revoke(rq->srv->auth, rq->who.tenant, rq->seg[1], rq->who.name, &err) < 0)
 		return srv_error(rq, &err);
 	return srv_json(rq, 200, json_pack("{s:s,s:b}", "id", rq->seg[1], "revoked", 1));
 }

@@ -300,7 +300,7 @@ int h_image_import(struct req *rq)
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
-		rc = al_image_import_as(st, src, name, "upload", &res, &err);
+		rc = al_image_import_as(st, src, name, "upload", rq->who.name, &res, &err);
 	srv_store_done(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, view_image_import(&res, name));
 }

@@ -521,8 +521,13 @@ int h_run_cancel(struct req *rq)
 		return no_run(rq, id);
 	if (running && mine)
 		return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
-	if (running)
+	if (running) {
+		struct al_error rerr = { 0 };
+		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel", "not the run's principal",
+					   &rerr) < 0)
+			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
 		return srv_fail(rq, AL_EDENIED, "only the principal that started run %s (or an admin) may cancel it", id);
+	}
 	/* not in flight: ended (or never existed for this tenant); a run whose
 	 * sandbox failed has no record but has ended too */
 	struct al_error err = { 0 };

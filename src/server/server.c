@@ -588,6 +588,9 @@ static const struct route *first_call(struct req *rq)
 		char have[64];
 		al_roles_format(rq->who.roles, have, sizeof(have));
 		srv_fail(rq, AL_EDENIED, "%s %s is not allowed for roles %s", rq->method, rt->pattern, have);
+		struct al_error rerr = { 0 };
+		if (al_auth_record_refusal(rq->srv->auth, &rq->who, rq->method, rt->pattern, "role", &rerr) < 0)
+			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
 		return NULL;
 	}
 	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1006,6 +1009,7 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return al_code_exit(err.code);
 	}
+	al_auth_refusal_window(s.auth, cfg->refusal_window_s);
 	char ibuf[sizeof(s.init_path)];
 	snprintf(s.init_path, sizeof(s.init_path), "%s", ops_init_path(ibuf, sizeof(ibuf)));
 	/* few malloc arenas: each thread (a run, a request) would otherwise

@@ -33,6 +33,7 @@ struct srv_config {
 	const char *tls_cert;      /* PEM files: HTTPS (TLS 1.2+); NULL: plain HTTP */
 	const char *tls_key;
 	bool insecure;             /* plain HTTP on an address other than loopback */
+	unsigned refusal_window_s; /* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
 };
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */

@@ -65,7 +65,7 @@ ok "no lock of a run is left" -- sh -c "! ls '$AIRLOCK_HOME/tenants/default/runs
 # a sandbox that cannot start: recorded as failed, with where and why
 run unshare -m sh -c "mount -t tmpfs tmpfs /proc/fs && '$AL' run p -- echo hi"
 is "$rc" 125 "a run whose sandbox cannot be set up exits 125"
-like "$err" "recorded as run r[0-9a-f]+, outcome 'failed: sandbox'" "…and says it was recorded"
+like "$err" "\\(recorded: run r[0-9a-f]+\\)" "…and says it was recorded"
 F=$(last_run)
 is "$("$AL" run show "$F" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["outcome"], d["draft"], d["stdout"], d["error"]["code"])')" \
    "failed: sandbox None None SandboxError" "…its record: outcome, no draft, no output, the error"

@@ -97,8 +97,8 @@ U() { (cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups env AIRLOCK
 U init >/dev/null; U project create q --from "$NB/src" >/dev/null
 run U run q -- cat a
 is "$rc" 6 "without a cgroup it may write (not root, nothing delegated), the run is refused"
-like "$err" "cannot enforce the memory limit here.*airlock doctor" "…naming the limit and pointing to airlock doctor"
-is "$(U runs q --json)" "[]" "…and nothing was recorded"
+like "$err" "cannot enforce the memory limit.*airlock doctor" "…naming the limit and pointing to airlock doctor"
+is "$(U runs q --json | python3 -c 'import json,sys; print([r["outcome"] for r in json.load(sys.stdin)])')" "['failed: sandbox']" "…and the attempt is recorded as failed, with no draft"
 run U admin policy set --best-effort-limits on
 is "$rc" 6 "best effort is not a tenant's to choose"
 U admin policy set --deployment --best-effort-limits on >/dev/null

@@ -24,7 +24,7 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
 	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_home_tenant_create(home, "acme", &err), 0);
+	assert_int_equal(al_home_tenant_create(home, "acme", "test", &err), 0);
 	return 0;
 }
 
@@ -79,19 +79,19 @@ static void test_tokens(void **state)
 	struct al_auth *a = NULL;
 	struct al_error err = { 0 };
 	assert_int_equal(al_auth_open(home, &a, &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, &err), AL_EEXIST);
-	assert_int_equal(al_auth_principal_create(a, "nosuch", "bob", AL_ROLE_AUTHOR, &err), AL_ENOTFOUND);
-	assert_int_equal(al_auth_principal_create(a, "acme", "alice", AL_ROLE_AGENT, &err), 0); /* another tenant's alice */
+	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err), 0);
+	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err), AL_EEXIST);
+	assert_int_equal(al_auth_principal_create(a, "nosuch", "bob", AL_ROLE_AUTHOR, "test", &err), AL_ENOTFOUND);
+	assert_int_equal(al_auth_principal_create(a, "acme", "alice", AL_ROLE_AGENT, "test", &err), 0); /* another tenant's alice */
 
 	char tok[AL_TOKEN_LEN + 1], tok2[AL_TOKEN_LEN + 1];
 	struct al_token_info t, t2;
-	assert_int_equal(al_auth_token_create(a, "default", "alice", 0, tok, &t, &err), 0);
+	assert_int_equal(al_auth_token_create(a, "default", "alice", 0, tok, &t, "test", &err), 0);
 	assert_int_equal(strlen(tok), AL_TOKEN_LEN);
 	assert_memory_equal(tok, "alk_", 4);
 	assert_int_equal(t.expires, 0);
-	assert_int_equal(al_auth_token_create(a, "default", "nobody", 0, tok2, &t2, &err), AL_ENOTFOUND);
-	assert_int_equal(al_auth_token_create(a, "default", "alice", -1, tok2, &t2, &err), AL_EINVAL);
+	assert_int_equal(al_auth_token_create(a, "default", "nobody", 0, tok2, &t2, "test", &err), AL_ENOTFOUND);
+	assert_int_equal(al_auth_token_create(a, "default", "alice", -1, tok2, &t2, "test", &err), AL_EINVAL);
 
 	struct al_principal p;
 	assert_int_equal(al_auth_check(a, tok, &p, &err), 0);
@@ -113,14 +113,14 @@ static void test_tokens(void **state)
 	assert_string_equal(e1.msg, e3.msg);
 
 	/* revoke: by id, only within the tenant */
-	assert_int_equal(al_auth_token_revoke(a, "acme", t.id, &err), AL_ENOTFOUND);
+	assert_int_equal(al_auth_token_revoke(a, "acme", t.id, "test", &err), AL_ENOTFOUND);
 	assert_int_equal(al_auth_check(a, tok, &p, &err), 0);
-	assert_int_equal(al_auth_token_revoke(a, "default", t.id, &err), 0);
+	assert_int_equal(al_auth_token_revoke(a, "default", t.id, "test", &err), 0);
 	assert_int_equal(al_auth_check(a, tok, &p, &e4), AL_EAUTH);
 	assert_string_equal(e1.msg, e4.msg);
 
 	/* expiry */
-	assert_int_equal(al_auth_token_create(a, "acme", "alice", 1, tok2, &t2, &err), 0);
+	assert_int_equal(al_auth_token_create(a, "acme", "alice", 1, tok2, &t2, "test", &err), 0);
 	assert_int_equal(t2.expires, t2.created + 1);
 	sleep(2);
 	assert_int_equal(al_auth_check(a, tok2, &p, &err), AL_EAUTH);
@@ -152,10 +152,10 @@ static void test_grants(void **state)
 	struct al_auth *a = NULL;
 	struct al_error err = { 0 };
 	assert_int_equal(al_auth_open(home, &a, &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "bot", AL_ROLE_AGENT, &err), 0);
-	assert_int_equal(al_auth_grant(a, "default", "bot", "books", &err), 0);
-	assert_int_equal(al_auth_grant(a, "default", "bot", "books", &err), 0); /* idempotent */
-	assert_int_equal(al_auth_grant(a, "acme", "bot", "books", &err), AL_ENOTFOUND);
+	assert_int_equal(al_auth_principal_create(a, "default", "bot", AL_ROLE_AGENT, "test", &err), 0);
+	assert_int_equal(al_auth_grant(a, "default", "bot", "books", "test", &err), 0);
+	assert_int_equal(al_auth_grant(a, "default", "bot", "books", "test", &err), 0); /* idempotent */
+	assert_int_equal(al_auth_grant(a, "acme", "bot", "books", "test", &err), AL_ENOTFOUND);
 	struct al_principal p;
 	assert_int_equal(al_auth_principal_get(a, "default", "bot", &p, &err), 0);
 	assert_true(al_auth_granted(a, &p, "books"));

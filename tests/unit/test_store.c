@@ -29,10 +29,10 @@ static void test_tenants_are_separate(void **state)
 	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
 	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_home_tenant_create(home, "acme", &err), 0);
-	assert_int_equal(al_home_tenant_create(home, "acme", &err), AL_EEXIST);
-	assert_int_equal(al_home_tenant_create(home, "../evil", &err), AL_EINVAL);
-	assert_int_equal(al_home_tenant_create(home, "UPPER", &err), AL_EINVAL);
+	assert_int_equal(al_home_tenant_create(home, "acme", "test", &err), 0);
+	assert_int_equal(al_home_tenant_create(home, "acme", "test", &err), AL_EEXIST);
+	assert_int_equal(al_home_tenant_create(home, "../evil", "test", &err), AL_EINVAL);
+	assert_int_equal(al_home_tenant_create(home, "UPPER", "test", &err), AL_EINVAL);
 
 	char src[600];
 	snprintf(src, sizeof(src), "%s/src", home);

@@ -302,9 +302,9 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 	if (missing && !best_effort) {
 		al_cgroup__destroy(cg);
 		return al_fail(err, AL_EINVAL, 0,
-			       "sandbox: cannot enforce the %s limit here: no %s cgroup controller airlock may write "
-			       "(see 'airlock doctor'; run as root or delegate a cgroup, or let the operator accept "
-			       "unenforced limits: airlock admin policy set --deployment --best-effort-limits on)",
+			       "sandbox: cannot enforce the %s limit: no %s cgroup controller airlock may write (see 'airlock "
+			       "doctor'; or the operator accepts it: airlock admin policy set --deployment "
+			       "--best-effort-limits on)",
 			       missing, missing);
 	}
 	return 0;
