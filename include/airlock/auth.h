@@ -85,6 +85,10 @@ int al_auth_token_create(struct al_auth *a, const char *tenant, const char *prin
 /* Revoke a token of the tenant by id (AL_ENOTFOUND for another tenant's). */
 int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, const char *actor,
 			 struct al_error *err);
+/* The deployment's tenants, by name. */
+typedef int (*al_tenant_fn)(void *ctx, const char *tenant, struct al_error *err);
+int al_auth_tenant_foreach(struct al_auth *a, al_tenant_fn fn, void *ctx, struct al_error *err);
+
 /* A refused request (403) of a principal, as a `refused` ledger entry of its
  * tenant; at most AL_REFUSALS_PER_MIN entries a minute per tenant, the rest
  * counted and recorded as one summary entry when the next minute's first

@@ -14,12 +14,20 @@ struct al_fsck_summary {
 	uint64_t objects, packed, loose, bytes;
 	uint64_t snapshots, nodes, entries;
 	uint64_t corrupt, missing;
+	uint64_t ledger;             /* tables that differ from what the ledger says */
 	uint64_t unreferenced_files; /* left by an interrupted batch; harmless */
 };
 
-/* problem: "corrupt" or "missing"; id the object; why a sentence. */
+/* problem: "corrupt" or "missing" (an object), or "ledger" (a run record,
+ * commit, head or draft state that differs from the ledger: id the
+ * snapshot concerned, or zeros); why a sentence. */
 typedef void (*al_fsck_report_fn)(void *ctx, const char *problem, const uint8_t id[32],
 				  const char *why);
+
+/* Only the comparison with the ledger (run records, commits, heads,
+ * drafts' states): the daemon runs it at start.  Returns the number of
+ * differences or a negative code. */
+int al_fsck_ledger(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_error *err);
 
 /* Returns the number of problems found (0: clean) or a negative code. */
 int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx,

@@ -33,8 +33,10 @@ int cmd_fsck(struct cli *cli, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: airlock fsck [--json]\n\n"
-			       "Re-hash every stored object and walk every snapshot; print each missing or\n"
-			       "corrupt object (one line: problem id: detail) and exit 4 if any.\n");
+			       "Re-hash every stored object and walk every snapshot; check that run records,\n"
+			       "commits, heads and drafts' states say what the ledger says. Print each\n"
+			       "missing or corrupt object and each difference (one line: problem id:\n"
+			       "detail; problem is corrupt, missing or ledger) and exit 4 if any.\n");
 			return 0;
 		}
 		if (c == 'j')
@@ -63,15 +65,16 @@ int cmd_fsck(struct cli *cli, int argc, char **argv)
 				      (json_int_t)s.snapshots, "nodes", (json_int_t)s.nodes, "corrupt",
 				      (json_int_t)s.corrupt, "missing", (json_int_t)s.missing,
 				      "unreferenced_files", (json_int_t)s.unreferenced_files);
+		json_object_set_new(o, "ledger_differences", json_integer((json_int_t)s.ledger));
 		json_object_set_new(o, "problems", rc.problems);
 		cli_json_print(o);
 	} else {
 		fprintf(stderr, "fsck: %llu objects (%llu packed, %llu loose, %llu bytes), %llu snapshots, "
-				"%llu tree nodes: %llu corrupt, %llu missing\n",
+				"%llu tree nodes: %llu corrupt, %llu missing, %llu differ from the ledger\n",
 			(unsigned long long)s.objects, (unsigned long long)s.packed,
 			(unsigned long long)s.loose, (unsigned long long)s.bytes,
 			(unsigned long long)s.snapshots, (unsigned long long)s.nodes,
-			(unsigned long long)s.corrupt, (unsigned long long)s.missing);
+			(unsigned long long)s.corrupt, (unsigned long long)s.missing, (unsigned long long)s.ledger);
 	}
 	return n ? al_code_exit(AL_ECORRUPT) : 0;
 }

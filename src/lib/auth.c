@@ -392,6 +392,23 @@ int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, 
 	return r;
 }
 
+struct tenant_ctx {
+	al_tenant_fn fn;
+	void *ctx;
+};
+
+static int tenant_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	struct tenant_ctx *c = ctx;
+	return c->fn(c->ctx, (const char *)sqlite3_column_text(q, 0), err);
+}
+
+int al_auth_tenant_foreach(struct al_auth *a, al_tenant_fn fn, void *ctx, struct al_error *err)
+{
+	struct tenant_ctx c = { fn, ctx };
+	return query(a, "SELECT name FROM tenants ORDER BY name", NULL, 0, tenant_row, &c, err);
+}
+
 static int no_act(void *ctx, struct al_error *err)
 {
 	(void)ctx;

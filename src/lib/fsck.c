@@ -8,6 +8,7 @@
 #include "airlock/fsck.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "fsck_private.h"
 #include "util.h"
 
 /* open-addressing set of digests: nodes already checked */
@@ -88,11 +89,12 @@ struct fsck {
 	char snap[AL_ID_STRLEN + 1];
 };
 
-static void problem(struct fsck *f, const char *kind, const uint8_t id[32], const char *fmt, ...)
+static void problem(void *ctx, const char *kind, const uint8_t id[32], const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void problem(struct fsck *f, const char *kind, const uint8_t id[32], const char *fmt, ...)
+static void problem(void *ctx, const char *kind, const uint8_t id[32], const char *fmt, ...)
 {
+	struct fsck *f = ctx;
 	char why[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -100,6 +102,8 @@ static void problem(struct fsck *f, const char *kind, const uint8_t id[32], cons
 	va_end(ap);
 	if (!strcmp(kind, "missing"))
 		f->sum->missing++;
+	else if (!strcmp(kind, "ledger"))
+		f->sum->ledger++;
 	else
 		f->sum->corrupt++;
 	if (f->report)
@@ -218,6 +222,8 @@ int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_
 		sum.unreferenced_files = cs.unreferenced_files;
 		r = al_store_snapshot_foreach(st, check_snapshot, f, err);
 	}
+	if (r >= 0)
+		r = al_fsck__ledger(st, problem, f, err);
 	free(f->bad.slot);
 	free(f->bad.used);
 	free(f->seen.slot);
@@ -227,5 +233,14 @@ int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_
 		*summary = sum;
 	if (r < 0)
 		return r;
-	return (int)(sum.corrupt + sum.missing > 0x7fffffff ? 0x7fffffff : sum.corrupt + sum.missing);
+	uint64_t n = sum.corrupt + sum.missing + sum.ledger;
+	return (int)(n > 0x7fffffff ? 0x7fffffff : n);
+}
+
+int al_fsck_ledger(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_error *err)
+{
+	struct al_fsck_summary sum = { 0 };
+	struct fsck f = { .st = st, .report = report, .ctx = ctx, .sum = &sum };
+	int r = al_fsck__ledger(st, problem, &f, err);
+	return r < 0 ? r : (int)(sum.ledger > 0x7fffffff ? 0x7fffffff : sum.ledger);
 }

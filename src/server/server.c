@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "airlock/cas.h"
+#include "airlock/fsck.h"
 #include "airlock/store.h"
 #include "decode.h"
 #include "ops.h"
@@ -941,6 +942,33 @@ static void wipe_free(char *p)
 	}
 }
 
+/* At start: each tenant's tables against its ledger (al_fsck_ledger); a
+ * difference is logged, the daemon serves anyway (run `airlock fsck`). */
+static void ledger_diff(void *ctx, const char *problem, const uint8_t id[32], const char *why)
+{
+	(void)problem;
+	(void)id;
+	char q[2048];
+	al_quote(why, strlen(why), q, sizeof(q));
+	fprintf(stderr, "airlock serve: tenant %s: differs from its ledger: %s\n", (const char *)ctx, q);
+}
+
+static int check_tenant(void *ctx, const char *tenant, struct al_error *err)
+{
+	const struct srv_config *cfg = ctx;
+	struct al_store *st = NULL;
+	struct al_error e = { 0 };
+	(void)err;
+	int n = al_store_open(cfg->home, tenant, &st, &e) == 0 ? al_fsck_ledger(st, ledger_diff, (void *)tenant, &e) : -1;
+	al_store_close(st);
+	if (n < 0)
+		fprintf(stderr, "airlock serve: tenant %s: cannot check it against its ledger: %s\n", tenant, e.msg);
+	else if (n > 0)
+		fprintf(stderr, "airlock serve: tenant %s: %d difference%s from its ledger (airlock fsck)\n", tenant, n,
+			n == 1 ? "" : "s");
+	return 0;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -1010,6 +1038,7 @@ int srv_main(const struct srv_config *cfg)
 		return al_code_exit(err.code);
 	}
 	al_auth_refusal_window(s.auth, cfg->refusal_window_s);
+	al_auth_tenant_foreach(s.auth, check_tenant, (void *)cfg, &err);
 	char ibuf[sizeof(s.init_path)];
 	snprintf(s.init_path, sizeof(s.init_path), "%s", ops_init_path(ibuf, sizeof(ibuf)));
 	/* few malloc arenas: each thread (a run, a request) would otherwise
