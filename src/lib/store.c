@@ -84,6 +84,8 @@ static const char meta_schema[] =
 	"  id TEXT PRIMARY KEY, project TEXT NOT NULL, grp TEXT NOT NULL, draft TEXT,"
 	"  created INTEGER NOT NULL, record TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS runs_project ON runs(project, created);"
+	/* attempts without a draft (running, failed): what a run's start scans */
+	"CREATE INDEX IF NOT EXISTS runs_without_draft ON runs(id) WHERE draft IS NULL;"
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  origin TEXT NOT NULL, signature BLOB NOT NULL);";
