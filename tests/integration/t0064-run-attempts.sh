@@ -13,6 +13,9 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" run p -- true >/dev/null 2>&1 # the image is imported, the layers materialised
 cgdirs() { find /sys/fs/cgroup -maxdepth 4 -type d \( -name 'airlock-run-*' -o -path '*/airlock-runs/run-*' \) 2>/dev/null | sort; }
 CG0=$(cgdirs)
+# run cgroups that are new and empty: what a run left behind (another
+# suite's run in flight holds processes in its own)
+leftovers() { local d; for d in $(cgdirs); do case "$CG0" in *"$d"*) continue ;; esac; [ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || echo "$d"; done; }
 last_run() { "$AL" runs p --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])'; }
 rec() { "$AL" run show "$1" --json | python3 -c 'import json,sys
 d=json.load(sys.stdin); o=d.get("stdout") or {}
@@ -33,7 +36,7 @@ for sig in INT TERM HUP; do
 	R=$(last_run)
 	is "$(rec "$R")" "cancelled True 'started\\n' True" "…the record: outcome cancelled, the output it produced, a draft"
 	like "$("$AL" review "$R" 2>&1)" "part$n.txt" "…whose partial changes are there to review"
-	is "$(cgdirs)" "$CG0" "…and no cgroup of it is left"
+	is "$(leftovers)" "" "…and no cgroup of it is left"
 done
 like "$("$AL" audit --kind run --json)" '"cancelled":true' "cancelled runs are ledger entries"
 
@@ -51,12 +54,12 @@ mkdir -p "$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000"
 ( flock 9; sleep 20 ) 9>"$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000.lock" &
 LOCKER=$!
 for d in $(cgdirs); do case "$CG0" in *"$d"*) ;; *) touch -d '2 minutes ago' "$d" ;; esac; done
-ok "…leaving cgroup directories behind" -- test "$(cgdirs)" != "$CG0"
+ok "…leaving cgroup directories behind" -- test -n "$(leftovers)"
 run "$AL" run p -- true
 is "$rc" 0 "the next run runs"
 is "$("$AL" run show "$KILLED" --json | field outcome)" "failed: interrupted" "…and records the killed attempt as interrupted"
 like "$("$AL" audit --kind run --json)" "\"id\":\"$KILLED\".*failed: interrupted|failed: interrupted.*\"id\":\"$KILLED\"" "…in the ledger"
-is "$(cgdirs)" "$CG0" "…removes the leftover cgroups"
+is "$(leftovers)" "" "…removes the leftover cgroups"
 ok "…and the half-made layer" -- test ! -e "$AIRLOCK_HOME/tenants/default/lower/.tmp-deadbeef0000"
 ok "…but not a layer another process is still making" -- test -d "$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000"
 kill $LOCKER 2>/dev/null; wait $LOCKER 2>/dev/null
