@@ -231,7 +231,7 @@ int h_draft_apply(struct req *rq)
 	const char *mode = a.mode == AL_ACCEPT_ALL ? "accept_all" : a.mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
 	char message[256];
 	if (rc == 0) {
-		snprintf(message, sizeof(message), "%s draft %s", mode, rq->seg[1]);
+		snprintf(message, sizeof(message), "%s draft %s", mode, d.id); /* the draft's id, also when named by its run's */
 		struct al_commit_opts o = { .strategy = a.strategy, .author = rq->who.name,
 					    .message = a.message ? a.message : message };
 		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
@@ -242,7 +242,7 @@ int h_draft_apply(struct req *rq)
 	else if (rc < 0)
 		srv_error(rq, &err);
 	else {
-		json_t *out = view_apply(rq->seg[1], mode, al_strategy_name(a.strategy), a.paths, a.npaths);
+		json_t *out = view_apply(d.id, mode, al_strategy_name(a.strategy), a.paths, a.npaths);
 		json_t *c = view_commit_result(&res);
 		json_object_update(out, c);
 		json_decref(c);

@@ -4,6 +4,7 @@
 # refused) leaves no project, and a retry succeeds.  And the smaller answers
 # of issue 12 item 10: snapshot list counts, apply --json's draft, reject_all.
 . "$(dirname "$0")/../lib.sh"
+need_userns
 "$AL" init >/dev/null
 "$AL" admin principal create au --role author >/dev/null
 AU=$("$AL" admin token create au 2>/dev/null)
@@ -70,5 +71,60 @@ api GET /projects/r "$AU"
 is "$status:$(store_state)" "404:$before" "  no project, nothing stored"
 serve_stop
 unset AIRLOCK_TOKEN
+
+# ---- item 10: snapshot list counts for snapshots made by commit and apply ------------
+# counts FILE-TREE: "N files M bytes", as an import counts them (regular files)
+counts() { echo "$(find "$1" -type f | wc -l) files $(find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}') bytes"; }
+listed() { "$AL" snapshot list | awk -v id="$1" '$1 == id {print $2, $3, $4, $5}'; }
+M="$T/m"; mkdir -p "$M/d/e"; echo 1 > "$M/a"; echo 22 > "$M/d/b"; echo 333 > "$M/d/e/c"; ln -s a "$M/l"
+"$AL" project create m --from "$M" >/dev/null
+MB=$("$AL" project head m)
+W1="$T/w1"; cp -a "$M" "$W1"; echo 4444 > "$W1/new1"; rm "$W1/d/b"
+W2="$T/w2"; cp -a "$M" "$W2"; echo 55555 >> "$W2/d/e/c"; mkdir "$W2/z"; echo 6 > "$W2/z/f"
+"$AL" commit m "$W1" --base "$MB" >/dev/null
+H=$("$AL" commit m "$W2" --base "$MB" --strategy rebase_if_disjoint)
+"$AL" snapshot export "$H" "$T/mh" >/dev/null
+is "$(listed "$H")" "$(counts "$T/mh")" "snapshot list counts a commit's (rebased) result: $(counts "$T/mh")"
+rm -rf "$T/wd"; "$AL" snapshot export "$("$AL" project head m)" "$T/wd" >/dev/null
+echo 7777777 > "$T/wd/g"
+D=$("$AL" draft create m --from "$T/wd")
+A=$("$AL" apply "$D" --accept-all)
+"$AL" snapshot export "$A" "$T/ma" >/dev/null
+is "$(listed "$A")" "$(counts "$T/ma")" "  and an apply's result: $(counts "$T/ma")"
+S2="$T/s2"; mkdir -p "$S2"; echo x > "$S2/x"
+"$AL" project create m2 --from "$S2" >/dev/null
+W3="$T/w3"; cp -a "$S2" "$W3"; echo yy > "$W3/y"
+D3=$("$AL" draft create m2 --from "$W3")
+"$AL" snapshot export "$("$AL" project head m2)" "$T/w4" >/dev/null; echo zzz > "$T/w4/z"
+"$AL" commit m2 "$T/w4" --base "$("$AL" project head m2)" >/dev/null
+A3=$("$AL" apply "$D3" --accept-all)
+"$AL" snapshot export "$A3" "$T/ma3" >/dev/null
+is "$(listed "$A3")" "$(counts "$T/ma3")" "  and an apply merged onto a moved head: $(counts "$T/ma3")"
+
+# ---- item 10: apply --json with a run id; reject_all's answer -----------------------
+"$AL" run m -- sh -c 'echo r > r.txt' 2>"$T/r.err" >/dev/null
+RUN=$(sed -n 's/^run \(r[0-9a-f]*\): [0-9]* change.*/\1/p' "$T/r.err")
+RDRAFT=$("$AL" run show "$RUN" --json | field draft)
+like "$RDRAFT" '^d[0-9a-f]{13}$' "a run has its draft"
+run "$AL" apply "$RUN" --accept-all --json
+is "$rc:$(echo "$out" | field draft)" "0:$RDRAFT" "apply RUN --json: 'draft' is the draft's id, not the run's"
+like "$("$AL" project log m | tail -1)" "accept_all draft $RDRAFT\$" "  and so is the commit message"
+"$AL" run m -- sh -c 'echo s > s.txt' 2>"$T/s.err" >/dev/null
+RUN2=$(sed -n 's/^run \(r[0-9a-f]*\): [0-9]* change.*/\1/p' "$T/s.err")
+HM=$("$AL" project head m)
+run "$AL" apply "$RUN2" --reject-all --json
+is "$rc" 0 "apply --reject-all --json"
+is "$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["seq"], d["strategy"], d["mode"], d["head"])')" \
+	"None None reject_all $HM" "  seq and strategy are null (nothing committed), head the live head"
+serve_start
+"$AL" admin principal create rv --role reviewer >/dev/null
+RV=$("$AL" admin token create rv 2>/dev/null)
+"$AL" run m -- sh -c 'echo t > t.txt' 2>"$T/t.err" >/dev/null
+RUN3=$(sed -n 's/^run \(r[0-9a-f]*\): [0-9]* change.*/\1/p' "$T/t.err")
+D3=$("$AL" run show "$RUN3" --json | field draft)
+api POST "/drafts/$RUN3/apply" "$RV" '{"mode":"reject_all"}'
+is "$status:$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["draft"], d["seq"], d["strategy"])')" \
+	"200:$D3 None None" "POST /api/drafts/RUN/apply reject_all: the draft's id, seq and strategy null"
+serve_stop
 
 done_testing
