@@ -163,15 +163,19 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		free(paths);
 		return cli_error(cli, &err);
 	}
+	/* the draft's own id, also when it is named by its run's */
+	struct al_draft_info d;
+	int r = al_draft_get(st, draft, &d, &err);
 	char message[256];
 	snprintf(message, sizeof(message), "%s", msg ? msg : "");
 	if (!msg)
-		snprintf(message, sizeof(message), "%s draft %s", mode_name, draft);
+		snprintf(message, sizeof(message), "%s draft %s", mode_name, r == 0 ? d.id : draft);
 	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = message };
 	struct al_commit_result res = { 0 };
-	int r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
+	if (r == 0)
+		r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
 	al_store_close(st);
-	json_t *extra = view_apply(draft, mode_name, al_strategy_name(strategy), paths, npaths);
+	json_t *extra = view_apply(r == 0 ? d.id : draft, mode_name, al_strategy_name(strategy), paths, npaths);
 	free(paths);
 	int rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);

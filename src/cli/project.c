@@ -93,26 +93,19 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 		return rc;
 	struct al_error err = { 0 };
 	json_t *doc = NULL;
-	if (cli->server) {
+	if (cli->server && from) {
+		/* one request: the project and its head, or nothing (docs/api.md) */
+		char path[512], esc[200];
+		snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		if (cli_http_tree(cli, path, from, &doc, &err) < 0)
+			return cli_remote_error(cli, &err, doc);
+		json_object_del(doc, "tree");
+	} else if (cli->server) {
 		json_t *body = json_pack("{s:s}", "name", argv[optind]);
 		int r = cli_http(cli, "POST", "/projects", body, NULL, NULL, &doc, &err);
 		json_decref(body);
 		if (r < 0)
 			return cli_remote_error(cli, &err, doc);
-		if (from) {
-			/* created empty, then DIR committed onto that head */
-			char path[512], esc[200];
-			json_t *res = NULL;
-			snprintf(path, sizeof(path), "/projects/%s/commits?base=%s&message=create%%20project",
-				 cli_path_escape(argv[optind], esc, sizeof(esc)), json_string_value(json_object_get(doc, "head")));
-			if (cli_http_tree(cli, path, from, &res, &err) < 0) {
-				json_decref(doc);
-				return cli_remote_error(cli, &err, res);
-			}
-			json_object_set(doc, "head", json_object_get(res, "head"));
-			json_object_set_new(doc, "commits", json_integer(json_integer_value(json_object_get(doc, "commits")) + 1));
-			json_decref(res);
-		}
 	} else {
 		struct al_store *st = NULL;
 		if (cli_open(cli, &st, &err) < 0)

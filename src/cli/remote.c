@@ -14,6 +14,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "airlock/manifest.h"
 #include "cli.h"
 #include "dl.h"
 #include "util.h"
@@ -239,6 +240,7 @@ int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **o
 
 static int tar_dir(const char *dir, int fd, struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct archive *disk = archive_read_disk_new(), *w = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
 	int r = 0;
@@ -277,12 +279,20 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 		}
 		char rel[4096];
 		snprintf(rel, sizeof(rel), "%s", p + dl + 1);
+		const char *why;
+		if (!al_path_valid(rel, &why)) {
+			/* refused here as the local import refuses it */
+			char q[300];
+			al_quote(rel, strnlen(rel, 200), q, sizeof(q));
+			r = al_fail(err, AL_EINVAL, 0, "cannot import %s: %s", q, why);
+			break;
+		}
 		archive_entry_set_pathname(e, rel);
 		archive_entry_set_uid(e, 0);
 		archive_entry_set_gid(e, 0);
 		archive_entry_set_uname(e, NULL);
 		archive_entry_set_gname(e, NULL);
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
+		if (!al_archive_written_ok(w, archive_write_header(w, e))) {
 			r = al_fail(err, AL_EIO, 0, "%s: %s", p, archive_error_string(w));
 			break;
 		}

@@ -281,7 +281,7 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 	struct archive_entry *e = member(INDEX_NAME, AE_IFREG, 0644, (int64_t)strlen(index));
 	int rc = archive_write_header(a, e);
 	archive_entry_free(e);
-	if (rc != ARCHIVE_OK || archive_write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
+	if (!al_archive_written_ok(a, rc) || archive_write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
 		return al_fail(err, AL_EIO, 0, "bundle: write index: %s", archive_error_string(a));
 	for (size_t i = 0; i < ch->n; i++) {
 		const struct al_change_rec *c = &ch->v[i];
@@ -290,9 +290,10 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 		char name[AL_PATH_MAX + 16];
 		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path, c->new.type == AL_T_DIR ? "/" : "");
 		int r = 0;
+		bool written; /* judged at once: writing data clears the archive's error */
 		if (c->new.type == AL_T_DIR) {
 			e = member(name, AE_IFDIR, c->new.mode, 0);
-			rc = archive_write_header(a, e);
+			written = al_archive_written_ok(a, archive_write_header(a, e));
 		} else if (c->new.type == AL_T_SYMLINK) {
 			uint8_t *t = NULL;
 			size_t tl;
@@ -300,18 +301,18 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 				return r;
 			e = member(name, AE_IFLNK, 0777, 0);
 			archive_entry_set_symlink(e, (char *)t);
-			rc = archive_write_header(a, e);
+			written = al_archive_written_ok(a, archive_write_header(a, e));
 			free(t);
 		} else {
 			e = member(name, AE_IFREG, c->new.mode, (int64_t)c->new.size);
-			rc = archive_write_header(a, e);
-			if (rc == ARCHIVE_OK)
+			written = al_archive_written_ok(a, archive_write_header(a, e));
+			if (written)
 				r = al_cas_stream(cas, c->new.digest, archive_sink, a, err);
 		}
 		archive_entry_free(e);
 		if (r < 0)
 			return r;
-		if (rc != ARCHIVE_OK)
+		if (!written)
 			return al_fail(err, AL_EIO, 0, "bundle: write %s: %s", c->path, archive_error_string(a));
 	}
 	return 0;
@@ -320,6 +321,7 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], int fd,
 		       uint8_t id_out[32], struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct al_changes ch;
 	int r = al_manifest_changes(cas, base, head, &ch, err);
 	if (r < 0)
@@ -332,7 +334,8 @@ int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t
 		al_sha256(index, strlen(index), id_out);
 		a = archive_write_new();
 		if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-		    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open_fd(a, fd) != ARCHIVE_OK)
+		    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+		    archive_write_open_fd(a, fd) != ARCHIVE_OK)
 			r = al_fail(err, AL_EIO, 0, "bundle: %s", a ? archive_error_string(a) : "libarchive");
 	}
 	if (r == 0)
@@ -495,7 +498,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 {
 	struct archive_entry *ae;
 	int rc = archive_read_next_header(a, &ae);
-	if (rc != ARCHIVE_OK)
+	if (!al_archive_header_ok(a, rc))
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a tar.zst archive (%s)", archive_error_string(a));
 	if (archive_filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: not zstd-compressed");
@@ -524,7 +527,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	uint64_t total = 0;
 	size_t members = 0;
-	while (r == 0 && (rc = archive_read_next_header(a, &ae)) == ARCHIVE_OK) {
+	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &ae))) {
 		if (++members > b->n) {
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: more members than index entries");
 			break;
@@ -552,6 +555,7 @@ static struct archive *reader(void)
 
 static int read_fd(struct al_cas *cas, int fd, bool outsider, struct al_bundle *out, struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
 	struct archive *a = reader();
 	if (!a)
@@ -577,6 +581,7 @@ int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, st
 
 int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct al_bundle *out, struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
 	struct archive *a = reader();
 	if (!a)

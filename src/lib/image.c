@@ -81,6 +81,7 @@ static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
 
 static int unpack(const char *tarball, const char *dest, uint64_t *skipped, struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct archive *a = reader_new(err), *w = a ? archive_write_disk_new() : NULL;
 	if (!a)
 		return err->code;
@@ -99,7 +100,7 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball, archive_error_string(a));
 	struct archive_entry *e;
 	int rc = ARCHIVE_OK;
-	while (r == 0 && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &e))) {
 		/* every member counts, the skipped ones too: each costs a header's work */
 		if (++bud.entries > AL_TAR_MAX_ENTRIES) {
 			r = al_fail(err, AL_ELIMIT, 0, "archive refused: more than %u members (the cap)", AL_TAR_MAX_ENTRIES);
@@ -116,6 +117,12 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 		snprintf(name, sizeof(name), "%s", orig ? orig : "");
 		if (!orig || name[0] == '/' || snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
 			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: absolute or too long", name);
+			break;
+		}
+		if (!al_utf8_valid((const uint8_t *)name, strlen(name))) {
+			char q[300];
+			al_quote(name, strnlen(name, 200), q, sizeof(q));
+			r = al_fail(err, AL_EINVAL, 0, "image: refused member '%s': its name is not valid UTF-8", q);
 			break;
 		}
 		archive_entry_set_pathname(e, path);

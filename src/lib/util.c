@@ -3,6 +3,7 @@
 #include <ftw.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <linux/openat2.h>
 
+#include <archive.h>
 #include <openssl/evp.h>
 
 #include "util.h"
@@ -518,4 +520,39 @@ int al_write_string(const char *path, const char *s)
 	close(fd);
 	errno = e;
 	return r;
+}
+
+static locale_t c_locale;
+
+static void c_locale_init(void)
+{
+	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+locale_t al_c_locale_enter(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, c_locale_init);
+	return c_locale ? uselocale(c_locale) : (locale_t)0;
+}
+
+bool al_archive_header_ok(struct archive *a, int rc)
+{
+	if (rc == ARCHIVE_OK)
+		return true;
+	/* archive_read_support_format_tar.c: "Pathname can't be converted
+	 * from UTF-8 to current locale." (Linkname, Uname, Gname alike) */
+	const char *m = rc == ARCHIVE_WARN ? archive_error_string(a) : NULL;
+	return m && strstr(m, " can't be converted from ") != NULL;
+}
+
+bool al_archive_written_ok(struct archive *w, int rc)
+{
+	if (rc == ARCHIVE_OK)
+		return true;
+	/* archive_write_set_format_pax.c: "Can't translate pathname '%s' to
+	 * UTF-8" (linkname, uname, gname alike): the member is written, its
+	 * names as bytes */
+	const char *m = rc == ARCHIVE_WARN ? archive_error_string(w) : NULL;
+	return m && strncmp(m, "Can't translate ", 16) == 0;
 }

@@ -3,6 +3,7 @@
 #define AL_UTIL_H
 
 #include <dirent.h>
+#include <locale.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +79,30 @@ bool al_text_safe(const char *s, size_t n);
 int al_text_check(const char *what, const char *s, size_t max, struct al_error *err);
 /* Render bytes for a message: printable ASCII as is, everything else \xNN. */
 void al_quote(const char *s, size_t n, char *out, size_t outsz);
+
+/* tar member names travel as their exact bytes.  libarchive (3.6) converts
+ * pax header names between UTF-8 and the thread's locale: to or from a
+ * UTF-8 locale it normalises them to NFC (a name with a combining mark comes
+ * back as other bytes), and in the C locale an entry set only through
+ * archive_entry_set_pathname_utf8() makes the pax writer dereference NULL.
+ * So archive work runs in the C locale (al_c_locale_enter, per thread, never
+ * setlocale: the daemon is multithreaded), names are set and read as bytes
+ * (archive_entry_copy_pathname, archive_entry_pathname), and the one warning
+ * the C locale gives for a non-ASCII name is accepted: the writer then
+ * stores that member's names as bytes (pax hdrcharset=BINARY), the reader
+ * keeps the bytes of a UTF-8 pax name.  Callers check names themselves. */
+struct archive;
+locale_t al_c_locale_enter(void); /* the previous locale, for uselocale() */
+static inline void al__localep(locale_t *prev)
+{
+	if (*prev)
+		uselocale(*prev);
+}
+#define _cleanup_locale_ _cleanup_(al__localep)
+/* rc of archive_read_next_header: a header to use */
+bool al_archive_header_ok(struct archive *a, int rc);
+/* rc of archive_write_header: the member was written */
+bool al_archive_written_ok(struct archive *w, int rc);
 
 /* time */
 uint64_t al_now_ns(void);      /* CLOCK_MONOTONIC */

@@ -220,16 +220,75 @@ static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_er
 			       "WHERE v.public_id = ? AND v.kind = 'draft'", id, "draft", v, err);
 }
 
-static int record_snapshot(sqlite3 *db, const uint8_t id[32], const char *source, struct al_error *err)
+static int count_file(void *ctx, const char *path, const struct al_entry *e, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
-				      "VALUES (?, ?, 0, 0, ?)", &st, err);
+	(void)path;
+	(void)err;
+	int64_t *c = ctx;
+	if (e->type == AL_T_FILE) {
+		c[0]++;
+		c[1] += (int64_t)e->size;
+	}
+	return 0;
+}
+
+static int count_change(void *ctx, const struct al_change *ch, struct al_error *err)
+{
+	(void)err;
+	int64_t *c = ctx;
+	if (ch->old && ch->old->type == AL_T_FILE) {
+		c[0]--;
+		c[1] -= (int64_t)ch->old->size;
+	}
+	if (ch->new && ch->new->type == AL_T_FILE) {
+		c[0]++;
+		c[1] += (int64_t)ch->new->size;
+	}
+	return 0;
+}
+
+/* A commit's result in the snapshots table with its regular files and their
+ * bytes, as an import records them: its parent's counts plus the change
+ * (only differing subtrees are read) when the parent's row has them, else a
+ * walk.  A row an earlier version left at 0 files 0 bytes is filled in. */
+static int record_snapshot(sqlite3 *db, struct al_cas *cas, const uint8_t parent[32], const uint8_t id[32],
+			   const char *source, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
+	int r = al_sqlite_prepare(db, "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND (files > 0 OR bytes > 0)",
+				  &q, err);
 	if (r < 0)
+		return r;
+	sqlite3_bind_blob(q, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, parent, 32, SQLITE_STATIC);
+	int64_t c[2] = { 0, 0 };
+	bool have_parent = false;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (memcmp(sqlite3_column_blob(q, 0), id, 32) == 0)
+			return 0; /* recorded, with its counts */
+		c[0] = sqlite3_column_int64(q, 1);
+		c[1] = sqlite3_column_int64(q, 2);
+		have_parent = true;
+	}
+	if (rc != SQLITE_DONE)
+		return al_sqlite_fail(db, err, "record snapshot");
+	if (have_parent)
+		r = al_manifest_diff(cas, parent, id, count_change, c, err);
+	if (!have_parent || r < 0 || c[0] < 0 || c[1] < 0) {
+		c[0] = c[1] = 0;
+		if ((r = al_manifest_walk(cas, id, count_file, c, err)) < 0)
+			return r;
+	}
+	if ((r = al_sqlite_prepare(db, "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, ?) "
+				       "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
+				   &st, err)) < 0)
 		return r;
 	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, al_wall_s());
-	sqlite3_bind_text(st, 3, source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, c[0]);
+	sqlite3_bind_int64(st, 4, c[1]);
+	sqlite3_bind_text(st, 5, source, -1, SQLITE_STATIC);
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record snapshot");
 }
 
@@ -248,7 +307,7 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
-static int record_commit(sqlite3 *db, struct vol *v, const uint8_t base[32], const uint8_t result[32],
+static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const uint8_t base[32], const uint8_t result[32],
 			 const struct al_commit_opts *o, const char *kind, const char *draft,
 			 const struct al_commit_result *res, int64_t *seq, struct al_error *err)
 {
@@ -305,9 +364,11 @@ static int record_commit(sqlite3 *db, struct vol *v, const uint8_t base[32], con
 				return al_sqlite_fail(db, err, "record conflict");
 		}
 	}
+	uint8_t parent[32];
+	memcpy(parent, v->head, 32);
 	memcpy(v->head, result, 32);
 	v->seq = *seq;
-	return record_snapshot(db, result, kind, err);
+	return record_snapshot(db, cas, parent, result, kind, err);
 }
 
 /* ---- overlaps ------------------------------------------------------------ */
@@ -672,7 +733,7 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	}
 	uint8_t parent[32];
 	memcpy(parent, v->head, 32);
-	if ((r = record_commit(db, v, base, result, o, kind, draft, res, &res->seq, err)) < 0)
+	if ((r = record_commit(db, cas, v, base, result, o, kind, draft, res, &res->seq, err)) < 0)
 		return r;
 	memcpy(res->head, result, 32);
 	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
@@ -776,7 +837,7 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	int64_t seq;
 	char gbuf[17];
 	al_ledger__new_group(gbuf);
-	if ((r = record_commit(db, &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
+	if ((r = record_commit(db, al_store_cas(st), &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
 	    (r = log_action(st, db, "project_create", gbuf, name, author, json_pack("{s:o}", "head", jid(head)), NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if ((r = al_ledger__finish(st, db, 0, err)) < 0)

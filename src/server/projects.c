@@ -75,6 +75,50 @@ int h_project_create(struct req *rq)
 	return srv_serve(rq, 201, create_project);
 }
 
+/* POST /projects/{name}, the body a tar archive of the tree (Content-Type
+ * application/x-tar): the project, its head that tree, in one step.  The
+ * tree is imported before the project exists and the project is created
+ * with that head in one transaction, so a failed or cut-off upload leaves
+ * no project behind (an upload that does not arrive whole never reaches
+ * this handler). */
+int h_project_create_tree(struct req *rq)
+{
+	struct al_error err = { 0 };
+	const char *type = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!type || strncmp(type, "application/x-tar", 17) != 0)
+		return srv_fail(rq, AL_EINVAL, "the body is the project's tree as a tar archive (Content-Type application/x-tar)");
+	if (al_project_name_check(rq->seg[1], &err) < 0)
+		return srv_error(rq, &err);
+	struct al_store *st = NULL;
+	struct al_project_info p;
+	struct al_import_result ir;
+	int rc = srv_store(rq, &st, &err);
+	if (rc == 0) {
+		/* a name already taken is refused before the upload is unpacked */
+		struct al_error e2 = { 0 };
+		int gr = al_project_get(st, rq->seg[1], &p, &e2);
+		if (gr == 0)
+			rc = al_fail(&err, AL_EEXIST, 0, "project %s already exists", rq->seg[1]);
+		else if (gr != AL_ENOTFOUND) {
+			err = e2;
+			rc = gr;
+		}
+	}
+	if (rc == 0) {
+		char src[64];
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
+		rc = al_tar_import(st, src, &ir, &err);
+	}
+	if (rc == 0)
+		rc = al_project_create(st, rq->seg[1], ir.id, rq->who.name, &p, &err);
+	srv_store_done(st);
+	if (rc < 0)
+		return srv_error(rq, &err);
+	json_t *out = view_project(&p);
+	json_object_set_new(out, "tree", view_id(ir.id));
+	return srv_json(rq, 201, out);
+}
+
 static int project_log(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	*out = json_array();
@@ -187,7 +231,7 @@ int h_draft_apply(struct req *rq)
 	const char *mode = a.mode == AL_ACCEPT_ALL ? "accept_all" : a.mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
 	char message[256];
 	if (rc == 0) {
-		snprintf(message, sizeof(message), "%s draft %s", mode, rq->seg[1]);
+		snprintf(message, sizeof(message), "%s draft %s", mode, d.id); /* the draft's id, also when named by its run's */
 		struct al_commit_opts o = { .strategy = a.strategy, .author = rq->who.name,
 					    .message = a.message ? a.message : message };
 		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
@@ -198,7 +242,7 @@ int h_draft_apply(struct req *rq)
 	else if (rc < 0)
 		srv_error(rq, &err);
 	else {
-		json_t *out = view_apply(rq->seg[1], mode, al_strategy_name(a.strategy), a.paths, a.npaths);
+		json_t *out = view_apply(d.id, mode, al_strategy_name(a.strategy), a.paths, a.npaths);
 		json_t *c = view_commit_result(&res);
 		json_object_update(out, c);
 		json_decref(c);

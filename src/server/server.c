@@ -67,6 +67,7 @@ static const struct route routes[] = {
 	{ "GET", "projects", ANY, h_projects, false },
 	{ "POST", "projects", AL_ROLE_AUTHOR, h_project_create, false },
 	{ "GET", "projects/{name}", ANY, h_project, false },
+	{ "POST", "projects/{name}", AL_ROLE_AUTHOR, h_project_create_tree, true },
 	{ "GET", "projects/{name}/log", READ, h_project_log, false },
 	{ "GET", "projects/{name}/drafts", READ, h_project_drafts, false },
 	{ "GET", "projects/{name}/runs", ANY, h_runs, false },

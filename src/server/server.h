@@ -137,6 +137,7 @@ bool srv_project_visible(struct req *rq, const char *project);
 /* Handlers (return 0 once an answer is set). */
 int h_projects(struct req *rq);
 int h_project_create(struct req *rq);
+int h_project_create_tree(struct req *rq);
 int h_project(struct req *rq);
 int h_project_log(struct req *rq);
 int h_project_drafts(struct req *rq);

@@ -64,6 +64,8 @@ json_t *view_conflicts(const struct al_conflict *c, size_t n)
 json_t *view_commit_result(const struct al_commit_result *res)
 {
 	json_t *o = json_pack("{s:I,s:b}", "seq", (json_int_t)res->seq, "rebased", res->rebased);
+	if (res->seq == 0) /* nothing was committed (reject_all): a commit's seq starts at 1 */
+		json_object_set_new(o, "seq", json_null());
 	json_object_set_new(o, "head", view_id(res->head));
 	json_object_set_new(o, "conflicts", view_conflicts(res->conflicts, res->nconflicts));
 	return o;
@@ -85,7 +87,9 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 
 json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s}", "draft", draft, "mode", mode, "strategy", strategy);
+	json_t *o = json_pack("{s:s,s:s}", "draft", draft, "mode", mode);
+	/* reject_all commits nothing: no strategy was used */
+	json_object_set_new(o, "strategy", strcmp(mode, "reject_all") ? json_string(strategy) : json_null());
 	json_t *pa = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(pa, json_string(paths[i]));

@@ -349,7 +349,7 @@ AIRLOCK_TOKEN=$AU run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$("
 is "$rc" 6 "…a FIFO in DIR is refused as the local import refuses it"
 rm "$T/tree/fifo"
 is "$("$AL" project log fromdir --json | python3 -c 'import json,sys; print(" ".join(c["author"]+":"+c["message"] for c in json.load(sys.stdin)))')" \
-   "au:create project au:create project au:edit over the API" "the log names the principal as author"
+   "au:create project au:edit over the API" "the log names the principal as author (create --from is one commit, as locally)"
 AIRLOCK_TOKEN=$RV run "$AL" --server "$URL" commit fromdir "$T/tree" --base "$TH"
 is "$rc" 11 "a reviewer cannot commit (exit 11)"
 AIRLOCK_TOKEN=garbage run "$AL" --server "$URL" project list
