@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -437,6 +438,7 @@ struct run {
 	int64_t started, finished;
 	uint64_t materialise_ms, delta_ms;
 	bool throttled;
+	bool disk_full;                /* the run's disk tmpfs had no block left */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -575,10 +577,26 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
 	}
 	/* what the run left past its disk limit (apparent sizes): the dropped
-	 * paths are in "neutralised" */
+	 * paths are in "neutralised" too; a full disk names the file written
+	 * last as possibly truncated (docs/formats.md, "disk_limit") */
 	if (rec) {
-		json_object_set_new(rec, "disk_limit_hit", json_boolean(r->rep.limit_hit));
+		bool hit = r->rep.limit_hit || r->disk_full;
+		json_object_set_new(rec, "disk_limit_hit", json_boolean(hit));
 		json_object_set_new(rec, "dropped", json_integer((json_int_t)r->rep.dropped));
+		json_t *cut = json_array(), *dropped = json_array();
+		if (r->disk_full && r->rep.newest && r->rep.newest_kept)
+			json_array_append_new(cut, jtext(r->rep.newest));
+		for (size_t i = 0; i < r->rep.ndropped_paths; i++)
+			json_array_append_new(dropped, jtext(r->rep.dropped_paths[i]));
+		if (hit)
+			json_object_set_new(rec, "disk_limit",
+					    json_pack("{s:I,s:b,s:o,s:o,s:I}", "limit", (json_int_t)r->limits.disk, "full",
+						      r->disk_full, "truncated", cut, "dropped", dropped, "dropped_count",
+						      (json_int_t)r->rep.dropped));
+		else {
+			json_decref(cut);
+			json_decref(dropped);
+		}
 	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
@@ -750,6 +768,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;
 	run.finished = al_wall_s();
+	struct statfs sfs; /* a write refused for want of space left a cut file */
+	run.disk_full = run.sres.upper_fd >= 0 && fstatfs(run.sres.upper_fd, &sfs) == 0 && sfs.f_bavail == 0;
 	for (int i = 1; i < 3 && run.cap.mask.n; i++)
 		masker_feed(&run.cap.mask, i, NULL, 0, true, keep_output, &run.cap);
 	if (run.cap.write_errno) {
@@ -775,7 +795,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	}
 	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
-	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group };
+	/* a run that changed nothing leaves its draft closed, "empty" */
+	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group,
+				       .close_empty = true };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
 	if (r == 0)
