@@ -116,6 +116,8 @@ is "$rc:$(hd):$(commits)" "9:$H:$N" "applying an empty draft: exit 9, nothing ch
 like "$err" "is empty \(its run changed nothing\): nothing to apply" "…saying why"
 run "$AL" apply "$R" --reject-all
 is "$rc" 9 "…nor can it be rejected: it is closed"
+run "$AL" run s -- true
+like "$err" "^run r[0-9a-f]{13}: no changes; draft d[0-9a-f]{13} closed: empty$" "the run's summary says its draft is closed, empty"
 
 # a run cut short: marked in review, draft list and the apply
 run "$AL" run s --timeout 1 -- sh -c 'echo partial > part; sleep 30'
