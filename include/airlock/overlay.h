@@ -16,8 +16,9 @@
  * not fit and every regular file after it (in walk order) are not read:
  * they are left out of the snapshot (a new file is absent, a modified one
  * keeps its base version), counted in `dropped`, and the first
- * AL_OVERLAY_DROPPED_NAMED of them named in the notes, then one note with
- * the count of the rest.  Deletions, directories and symlinks still apply. */
+ * AL_OVERLAY_DROPPED_NAMED of them named in the notes (and in
+ * dropped_paths), then one note with the count of the rest.  Deletions,
+ * directories and symlinks still apply. */
 #ifndef AIRLOCK_OVERLAY_H
 #define AIRLOCK_OVERLAY_H
 
@@ -38,6 +39,13 @@ struct al_overlay_report {
 	bool limit_hit;       /* the budget was reached: files were dropped */
 	uint64_t dropped;     /* regular files not kept because of it */
 	uint64_t bytes_taken; /* apparent bytes of the regular files read */
+	char **dropped_paths; /* the first AL_OVERLAY_DROPPED_NAMED dropped, as paths */
+	size_t ndropped_paths;
+	/* the regular file modified last (any, kept or not): when the run's
+	 * disk was full, the write that failed was most likely to it */
+	char *newest;
+	bool newest_kept;
+	int64_t newest_sec, newest_nsec;
 };
 void al_overlay_report_release(struct al_overlay_report *r);
 

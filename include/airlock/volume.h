@@ -66,10 +66,13 @@ struct al_commit_result {
 	bool rebased;         /* the head had moved; the change was replayed */
 	struct al_conflict *conflicts;
 	size_t nconflicts;
+	uint64_t applied, discarded; /* a draft's apply: its changes taken and left */
 };
 void al_commit_result_release(struct al_commit_result *r);
 
-/* Commit "base -> snapshot" into a project's live volume. */
+/* Commit "base -> snapshot" into a project's live volume.  A commit whose
+ * result is the head itself (an empty change, or one the head already has)
+ * is refused with AL_ESTATE, "nothing to apply", and nothing is recorded. */
 int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
 		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
 		      struct al_commit_result *res, struct al_error *err);
@@ -93,10 +96,21 @@ struct al_draft_info {
 	char id[AL_DRAFT_ID_LEN + 1];    /* "d" + 13 hex */
 	char project[AL_NAME_MAX + 1];
 	uint8_t base[32], head[32];
-	char state[12];                   /* open, applied, rejected */
+	char state[24];                   /* AL_DRAFT_* (docs/architecture.md, "Draft states") */
 	int64_t created;
 	char group[17];                   /* its unit of work in the ledger */
+	char run[16];                     /* the run that made it ("": none) */
+	uint64_t applied, discarded;      /* per-path outcomes of its decision */
 };
+/* Draft states: open (undecided); applied (every change taken);
+ * partially_applied (accept_selected left some: per path applied or
+ * discarded); rejected (every change discarded); empty (a run that changed
+ * nothing: closed when it was made).  Only an open draft can be decided. */
+#define AL_DRAFT_OPEN "open"
+#define AL_DRAFT_APPLIED "applied"
+#define AL_DRAFT_PARTIAL "partially_applied"
+#define AL_DRAFT_REJECTED "rejected"
+#define AL_DRAFT_EMPTY "empty"
 /* Fork a draft from the project's head; with content, the draft's head is
  * that snapshot (one commit on the draft). */
 int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
@@ -106,6 +120,7 @@ struct al_draft_opts {
 	const uint8_t *content;   /* the draft's head (NULL: the base) */
 	const char *author;
 	const char *group;        /* its unit of work (NULL: a new one) */
+	bool close_empty;         /* content == base: the draft is made closed, "empty" */
 };
 int al_draft_create_opts(struct al_store *st, const char *project, const struct al_draft_opts *o,
 			 struct al_draft_info *out, struct al_error *err);
@@ -116,13 +131,19 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 /* Commit to a draft's own volume (its base stays the fork point). */
 int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32], const uint8_t snapshot[32],
 		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err);
+/* The per-path outcome ("applied", "discarded") of a decided draft's
+ * changes, in path order; nothing for an open or empty draft. */
+typedef int (*al_outcome_fn)(void *ctx, const char *path, const char *outcome, struct al_error *err);
+int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx, struct al_error *err);
 
 enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 3 };
 /* Apply a draft to its project (one commit into the live volume, with the
  * caller's strategy), or reject it.  accept_selected takes paths: a
  * directory means everything under it; a path the draft does not change is
- * an error.  An applied or rejected draft cannot be applied again
- * (AL_ESTATE).  On any error nothing changes. */
+ * an error.  Only an open draft can be decided (AL_ESTATE otherwise); an
+ * accept that changes nothing in the head is AL_ESTATE "nothing to apply".
+ * The state and every change's outcome (res->applied, res->discarded) are
+ * stored in the apply's transaction.  On any error nothing changes. */
 int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths,
 		   size_t npaths, const struct al_commit_opts *opts, struct al_commit_result *res,
 		   struct al_error *err);

@@ -46,10 +46,21 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 
 static void draft_text(json_t *d)
 {
-	printf("%s %s base %s head %s\n", cli_esc(json_string_value(json_object_get(d, "id")), "-"),
+	printf("%s %s base %s head %s", cli_esc(json_string_value(json_object_get(d, "id")), "-"),
 	       cli_esc(json_string_value(json_object_get(d, "state")), "-"),
 	       cli_esc(json_string_value(json_object_get(d, "base")), "-"),
 	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
+	long long a = json_integer_value(json_object_get(d, "applied")), x = json_integer_value(json_object_get(d, "discarded"));
+	if (a + x)
+		printf(" (%lld applied, %lld discarded)", a, x);
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(d, "marks"), i, m)
+		printf("%s%s", i ? "," : " [", cli_esc(json_string_value(m), "?"));
+	printf("%s\n", json_array_size(json_object_get(d, "marks")) ? "]" : "");
+	json_array_foreach(json_object_get(d, "paths"), i, m)
+		printf("    %-9s %s\n", cli_esc(json_string_value(json_object_get(m, "outcome")), "?"),
+		       cli_esc(json_string_value(json_object_get(m, "path")), "?"));
 }
 
 static int run_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
@@ -61,7 +72,11 @@ static int draft_list(struct cli *cli, int argc, char **argv)
 {
 	return cli_list(cli, argc, argv,
 			"usage: airlock draft list NAME [--json]\n\n"
-			"The drafts of project NAME: id state (open, applied, rejected) base head.\n",
+			"The drafts of project NAME: id state base head, then for a decided draft\n"
+			"(applied 2, discarded 6) and one line per changed path, applied or\n"
+			"discarded; [marks] of the run that made it (cancelled, timed_out, oom,\n"
+			"disk_limit, stdout_truncated, stderr_truncated). States: open, applied,\n"
+			"partially_applied, rejected, empty (its run changed nothing).\n",
 			1, "/projects/%s/drafts", run_list, draft_text);
 }
 
@@ -117,8 +132,11 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 			       "(--accept-all), only the changes at or under the listed paths (--accept;\n"
 			       "a path the draft does not change is an error), or none (--reject-all\n"
 			       "discards the draft). The commit uses --strategy (default rebase_if_disjoint;\n"
-			       "strict, conflict_copy). An applied or rejected draft cannot be applied again\n"
-			       "(exit 9). Prints the new head.\n");
+			       "strict, conflict_copy). Only an open draft can be decided: an applied,\n"
+			       "partially_applied, rejected or empty draft is refused (exit 9), and so is an\n"
+			       "accept that would change nothing in the head (\"nothing to apply\", exit 9).\n"
+			       "Prints the new head; on stderr \"applied 2 of 8 changes; 6 discarded\" and a\n"
+			       "warning for a draft whose run was cancelled or hit a limit.\n");
 			return 0;
 		default: free(paths); return cli_usage(cli, "bad option");
 		}
@@ -174,8 +192,10 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	struct al_commit_result res = { 0 };
 	if (r == 0)
 		r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
-	al_store_close(st);
 	json_t *extra = view_apply(r == 0 ? d.id : draft, mode_name, al_strategy_name(strategy), paths, npaths);
+	if (r == 0)
+		view_apply_result(st, d.id, extra, &res);
+	al_store_close(st);
 	free(paths);
 	int rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);

@@ -44,6 +44,20 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 	if (cli->json)
 		return cli_json_print(doc);
 	printf("%s\n", json_string_value(json_object_get(doc, "head")));
+	json_t *ap = json_object_get(doc, "applied");
+	if (json_is_integer(ap)) { /* a draft's apply: what it took and left */
+		long long a = json_integer_value(ap), d = json_integer_value(json_object_get(doc, "discarded"));
+		if (!strcmp(cli_esc(json_string_value(json_object_get(doc, "state")), ""), AL_DRAFT_REJECTED))
+			fprintf(stderr, "rejected: %lld change%s discarded\n", d, d == 1 ? "" : "s");
+		else if (d)
+			fprintf(stderr, "applied %lld of %lld changes; %lld discarded\n", a, a + d, d);
+		else
+			fprintf(stderr, "applied %lld of %lld changes\n", a, a);
+	}
+	size_t k;
+	json_t *w;
+	json_array_foreach(json_object_get(doc, "warnings"), k, w)
+		fprintf(stderr, "warning: %s\n", cli_esc(json_string_value(w), ""));
 	size_t i;
 	json_t *c;
 	json_array_foreach(json_object_get(doc, "conflicts"), i, c)

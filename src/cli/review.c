@@ -26,12 +26,17 @@ static void file_text(json_t *f, bool stat)
 	json_t *old = json_object_get(f, "old"), *new = json_object_get(f, "new");
 	long long olds = json_integer_value(json_object_get(old, "size")), news = json_integer_value(json_object_get(new, "size"));
 	const char *op = jstr(f, "op"), *path = jstr(f, "path");
+	char tag[80] = "";
+	const char *oc = json_string_value(json_object_get(f, "outcome"));
+	if (oc || json_is_string(json_object_get(f, "cut")))
+		snprintf(tag, sizeof(tag), " [%s%s%s]", oc ? cli_esc(oc, "") : "", oc && json_is_string(json_object_get(f, "cut")) ? ", " : "",
+			 json_is_string(json_object_get(f, "cut")) ? "possibly truncated by the disk limit" : "");
 	if (stat) {
 		if (jtrue(f, "binary"))
-			printf("%s %s | binary %lld -> %lld bytes\n", op, path, olds, news);
+			printf("%s %s | binary %lld -> %lld bytes%s\n", op, path, olds, news, tag);
 		else
-			printf("%s %s | +%lld -%lld\n", op, path, (long long)json_integer_value(json_object_get(f, "additions")),
-			       (long long)json_integer_value(json_object_get(f, "deletions")));
+			printf("%s %s | +%lld -%lld%s\n", op, path, (long long)json_integer_value(json_object_get(f, "additions")),
+			       (long long)json_integer_value(json_object_get(f, "deletions")), tag);
 		return;
 	}
 	json_t *e = json_is_object(new) ? new : old;
@@ -42,7 +47,7 @@ static void file_text(json_t *f, bool stat)
 		printf(", mode %s -> %s", jstr(old, "mode"), jstr(new, "mode"));
 	else
 		printf(", mode %s", jstr(e, "mode"));
-	printf(")\n");
+	printf(")%s\n", tag);
 	const char *to = json_string_value(json_object_get(old, "target")), *tn = json_string_value(json_object_get(new, "target"));
 	if (to || tn)
 		printf("    symlink %s -> %s\n", to ? to : "(none)", tn ? tn : "(none)");
@@ -83,9 +88,14 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 			printf("usage: airlock review DRAFT [--json] [--stat]\n\n"
 			       "Every change of a draft against its base: one header line per path\n"
 			       "(A/M/D, type, mode), then a unified diff for text files; binary files\n"
-			       "(or over 8 MiB) with sizes and digests. --stat: one line per path with\n"
+			       "(or over 8 MiB) with sizes and digests. A decided draft first says its state\n"
+			       "(applied, partially_applied, rejected, empty) and tags each path [applied]\n"
+			       "or [discarded]; a draft whose run was cancelled, timed out, ran out of memory\n"
+			       "or hit its disk limit says so (\"warning: ...\"), naming the files the disk\n"
+			       "limit cut. --stat: one line per path with\n"
 			       "+added -removed lines and a total. --json: {draft, project, state, base,\n"
-			       "head, files:[{op, path, old, new, binary, additions, deletions, unified,\n"
+			       "head, applied, discarded, run, marks, warnings[, disk_limit], files:[{op,\n"
+			       "path, old, new, binary, additions, deletions, outcome[, cut], unified,\n"
 			       "hunks:[{header, lines, side_by_side:[{left, right}]}]}], stat}.\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
@@ -105,6 +115,17 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		return cli_json_print(doc);
 	size_t i;
 	json_t *f;
+	/* what the reviewer must know first: a decision taken, a run cut short */
+	const char *state = jstr(doc, "state");
+	long long na = json_integer_value(json_object_get(doc, "applied")), nd = json_integer_value(json_object_get(doc, "discarded"));
+	if (strcmp(state, AL_DRAFT_OPEN) != 0) {
+		printf("draft %s is %s", jstr(doc, "draft"), state);
+		if (na + nd)
+			printf(": %lld applied, %lld discarded", na, nd);
+		printf("\n");
+	}
+	json_array_foreach(json_object_get(doc, "warnings"), i, f)
+		printf("warning: %s\n", cli_esc(json_string_value(f), ""));
 	json_array_foreach(json_object_get(doc, "files"), i, f)
 		file_text(f, stat);
 	json_t *st = json_object_get(doc, "stat");

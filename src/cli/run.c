@@ -226,7 +226,7 @@ static void summary(FILE *f, json_t *rec)
 	if (n)
 		fprintf(f, "; review: airlock review %s\n", jstr(rec, "id"));
 	else
-		fprintf(f, "; draft %s\n", jstr(rec, "draft"));
+		fprintf(f, "; draft %s closed: empty\n", jstr(rec, "draft"));
 }
 
 /* What the record says beyond the summary: truncation, neutralised entries. */

@@ -19,6 +19,10 @@ void al_overlay_report_release(struct al_overlay_report *r)
 	for (size_t i = 0; i < r->nnotes; i++)
 		free(r->notes[i]);
 	free(r->notes);
+	for (size_t i = 0; i < r->ndropped_paths; i++)
+		free(r->dropped_paths[i]);
+	free(r->dropped_paths);
+	free(r->newest);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -134,13 +138,34 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		/* the budget is decided on lstat's apparent size, before a byte
 		 * is read; once it is reached no later file is read either */
 		uint64_t size = s.st_size > 0 ? (uint64_t)s.st_size : 0;
-		if (o->max_bytes && (o->rep->limit_hit || size > o->max_bytes - o->rep->bytes_taken)) {
-			o->rep->limit_hit = true;
-			if (++o->rep->dropped <= AL_OVERLAY_DROPPED_NAMED &&
-			    note(o, "%s: not kept: over the disk limit (%llu bytes)", q, (unsigned long long)size) < 0)
+		struct al_overlay_report *rp = o->rep;
+		bool newest = !rp->newest || s.st_mtim.tv_sec > rp->newest_sec ||
+			      (s.st_mtim.tv_sec == rp->newest_sec && s.st_mtim.tv_nsec > rp->newest_nsec);
+		if (newest) {
+			char *n = strdup(path);
+			if (!n)
 				return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
+			free(rp->newest);
+			rp->newest = n;
+			rp->newest_sec = s.st_mtim.tv_sec;
+			rp->newest_nsec = s.st_mtim.tv_nsec;
+			rp->newest_kept = false; /* until it is */
+		}
+		if (o->max_bytes && (rp->limit_hit || size > o->max_bytes - rp->bytes_taken)) {
+			rp->limit_hit = true;
+			if (++rp->dropped <= AL_OVERLAY_DROPPED_NAMED) {
+				char **v = realloc(rp->dropped_paths, (rp->ndropped_paths + 1) * sizeof(char *));
+				if (v)
+					rp->dropped_paths = v;
+				if (!v || !(v[rp->ndropped_paths] = strdup(path)))
+					return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
+				rp->ndropped_paths++;
+				if (note(o, "%s: not kept: over the disk limit (%llu bytes)", q, (unsigned long long)size) < 0)
+					return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
+			}
 			return 0;
 		}
+		rp->newest_kept |= newest;
 		unsigned mode = s.st_mode & 07777;
 		if (mode & 06000) {
 			mode &= ~06000u;

@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -479,6 +480,7 @@ struct run {
 	const char *phase;             /* where an attempt is: its failure's outcome names it */
 	bool ran;                      /* the sandbox ran (its output is there to keep) */
 	int lock;                      /* runs/<id>.lock, held while the attempt lasts */
+	bool disk_full;                /* the run's disk tmpfs had no block left */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -644,10 +646,26 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
 	}
 	/* what the run left past its disk limit (apparent sizes): the dropped
-	 * paths are in "neutralised" */
+	 * paths are in "neutralised" too; a full disk names the file written
+	 * last as possibly truncated (docs/formats.md, "disk_limit") */
 	if (rec) {
-		json_object_set_new(rec, "disk_limit_hit", json_boolean(r->rep.limit_hit));
+		bool hit = r->rep.limit_hit || r->disk_full;
+		json_object_set_new(rec, "disk_limit_hit", json_boolean(hit));
 		json_object_set_new(rec, "dropped", json_integer((json_int_t)r->rep.dropped));
+		json_t *cut = json_array(), *dropped = json_array();
+		if (r->disk_full && r->rep.newest && r->rep.newest_kept)
+			json_array_append_new(cut, jtext(r->rep.newest));
+		for (size_t i = 0; i < r->rep.ndropped_paths; i++)
+			json_array_append_new(dropped, jtext(r->rep.dropped_paths[i]));
+		if (hit)
+			json_object_set_new(rec, "disk_limit",
+					    json_pack("{s:I,s:b,s:o,s:o,s:I}", "limit", (json_int_t)r->limits.disk, "full",
+						      r->disk_full, "truncated", cut, "dropped", dropped, "dropped_count",
+						      (json_int_t)r->rep.dropped));
+		else {
+			json_decref(cut);
+			json_decref(dropped);
+		}
 	}
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
@@ -1015,6 +1033,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	run.ran = true;
 	run.phase = "output";
 	run.finished = al_wall_s();
+	/* a write refused for want of space left a cut file */
+	run.disk_full = run.sres.disk_full;
 	for (int i = 1; i < 3 && run.cap.mask.n; i++)
 		masker_feed(&run.cap.mask, i, NULL, 0, true, keep_output, &run.cap);
 	if (run.cap.write_errno) {
@@ -1042,7 +1062,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	}
 	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
-	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group };
+	/* a run that changed nothing leaves its draft closed, "empty" */
+	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group,
+				       .close_empty = true };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
 	if (r == 0)

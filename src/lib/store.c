@@ -60,6 +60,11 @@ static const char meta_schema[] =
 	"  state TEXT NOT NULL DEFAULT 'open', seq INTEGER NOT NULL DEFAULT 0,"
 	"  created INTEGER NOT NULL, grp TEXT);"
 	"CREATE INDEX IF NOT EXISTS volumes_project ON volumes(project, kind);"
+	/* a decided draft's changes, each applied or discarded (written in the
+	 * apply's transaction; absent for drafts decided before it existed) */
+	"CREATE TABLE IF NOT EXISTS draft_paths("
+	"  volume INTEGER NOT NULL, path TEXT NOT NULL, op TEXT NOT NULL, outcome TEXT NOT NULL,"
+	"  PRIMARY KEY(volume, path)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS commits("
 	"  id INTEGER PRIMARY KEY, volume INTEGER NOT NULL, seq INTEGER NOT NULL,"
 	"  parent BLOB NOT NULL, base BLOB NOT NULL, result BLOB NOT NULL,"

@@ -83,8 +83,9 @@ struct vol {
 	int64_t id, project, seq;
 	uint8_t head[32], base[32];
 	bool has_base;
-	char kind[8], state[12], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
-	char group[17];
+	char kind[8], state[24], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
+	char group[17], run[16];
+	int64_t applied, discarded;
 };
 
 static int get_blob32(sqlite3_stmt *st, int col, uint8_t out[32])
@@ -101,7 +102,11 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp"
+#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, " \
+		 "(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), " \
+		 "(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'applied'), " \
+		 "(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'discarded')"
+#define VOL_NCOLS 13
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
 {
@@ -122,6 +127,9 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	copy_text(v->public_id, sizeof(v->public_id), st, 7);
 	copy_text(v->project_name, sizeof(v->project_name), st, 8);
 	copy_text(v->group, sizeof(v->group), st, 9);
+	copy_text(v->run, sizeof(v->run), st, 10);
+	v->applied = sqlite3_column_int64(st, 11);
+	v->discarded = sqlite3_column_int64(st, 12);
 	return 0;
 }
 
@@ -702,6 +710,10 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	int strategy = o ? o->strategy : AL_STRICT;
 	uint8_t result[32];
 	int r = 0;
+	/* bad input is refused as such before anything is judged (the ledger
+	 * would refuse this author later) */
+	if (o && o->author && *o->author && (r = al_text_check("author", o->author, 255, err)) < 0)
+		return r;
 	/* the incoming snapshot must be a complete tree of this tenant */
 	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
 	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
@@ -730,6 +742,16 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		merge_release(&m);
 		if (r < 0)
 			return r;
+	}
+	if (memcmp(result, v->head, 32) == 0 && res->nconflicts == 0) {
+		/* an empty commit would say something happened when nothing did;
+		 * one that records a conflict (conflict_copy keeping ours against
+		 * an incoming deletion) is the record of that conflict */
+		char hid[AL_ID_STRLEN + 1];
+		al_id_fmt(v->head, hid);
+		memcpy(res->head, v->head, 32);
+		return al_fail(err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
+			       memcmp(base, incoming, 32) == 0 ? "this (empty) change" : "every change of it");
 	}
 	uint8_t parent[32];
 	memcpy(parent, v->head, 32);
@@ -995,6 +1017,9 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	memcpy(d->base, v->base, 32);
 	memcpy(d->head, v->head, 32);
 	snprintf(d->state, sizeof(d->state), "%s", v->state);
+	snprintf(d->run, sizeof(d->run), "%s", v->run);
+	d->applied = (uint64_t)v->applied;
+	d->discarded = (uint64_t)v->discarded;
 }
 
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
@@ -1024,10 +1049,13 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	const uint8_t *base = o->base ? o->base : live.head;
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
-	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp) "
-				       "VALUES (?, 'draft', ?, ?, ?, ?, ?)", &ins, err)) < 0)
+	bool empty = !content || memcmp(content, base, 32) == 0;
+	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
+	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
+				       "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)", &ins, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
 	sqlite3_bind_blob(ins, 2, base, 32, SQLITE_STATIC);
 	sqlite3_bind_blob(ins, 3, base, 32, SQLITE_STATIC);
@@ -1042,13 +1070,13 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	memcpy(v.head, base, 32);
 	v.has_base = true;
 	snprintf(v.kind, sizeof(v.kind), "draft");
-	snprintf(v.state, sizeof(v.state), "open");
+	snprintf(v.state, sizeof(v.state), "%s", state);
 	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
 	snprintf(v.group, sizeof(v.group), "%s", group);
 	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
-			    json_pack("{s:s,s:o}", "draft", id, "base", jid(base)), NULL, err)) < 0)
+			    json_pack("{s:s,s:o,s:s}", "draft", id, "base", jid(base), "state", state), NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
-	if (content) {
+	if (!empty) {
 		struct al_commit_opts co = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
 		r = commit_locked(st, db, &v, base, content, &co, "commit", id, group, NULL, &res, err);
@@ -1117,7 +1145,7 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 			return r;
 		struct al_draft_info d;
 		draft_info(&v, &d);
-		d.created = sqlite3_column_int64(q, 10);
+		d.created = sqlite3_column_int64(q, VOL_NCOLS);
 		if ((r = fn(ctx, &d, err)) != 0)
 			return r;
 	}
@@ -1133,7 +1161,7 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 		return r;
 	struct vol v;
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
-		if (strcmp(v.state, "open") != 0)
+		if (strcmp(v.state, AL_DRAFT_OPEN) != 0)
 			r = al_fail(err, AL_ESTATE, 0, "draft %s is %s", id, v.state);
 		else
 			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, v.group, NULL, res, err);
@@ -1144,67 +1172,108 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 	return r;
 }
 
-/* The changes of the draft under the selected paths, plus the directories
- * they need, applied to the draft's base. */
-static int select_changes(struct al_cas *cas, const struct vol *d, const char *const *paths, size_t npaths,
-			  uint8_t out[32], struct al_error *err)
+/* Which of the draft's changes a decision takes: all, none, or those at or
+ * under the selected paths plus the directories the draft made for them. */
+static int select_paths(const struct al_changes *ch, const struct vol *d, int mode, const char *const *paths,
+			size_t npaths, bool *keep, struct al_error *err)
 {
-	struct al_changes ch;
-	int r = al_manifest_changes(cas, d->base, d->head, &ch, err);
-	if (r < 0)
-		return r;
-	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
-	struct al_edit *ed = NULL;
-	if (!keep) {
-		al_changes_release(&ch);
-		return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
-	}
-	for (size_t p = 0; p < npaths && r == 0; p++) {
+	for (size_t i = 0; i < ch->n; i++)
+		keep[i] = mode == AL_ACCEPT_ALL;
+	if (mode != AL_ACCEPT_SELECTED)
+		return 0;
+	for (size_t p = 0; p < npaths; p++) {
 		const char *why;
 		char sel[AL_PATH_MAX + 1];
 		size_t len = strlen(paths[p]);
 		while (len > 1 && paths[p][len - 1] == '/')
 			len--; /* "dir/" means dir */
-		if (len > AL_PATH_MAX) {
-			r = al_fail(err, AL_EINVAL, 0, "path too long");
-			break;
-		}
+		if (len > AL_PATH_MAX)
+			return al_fail(err, AL_EINVAL, 0, "path too long");
 		memcpy(sel, paths[p], len);
 		sel[len] = 0;
 		if (!al_path_valid(sel, &why)) {
 			char q[300];
 			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
-			r = al_fail(err, AL_EINVAL, 0, "bad path '%s': %s", q, why);
-			break;
+			return al_fail(err, AL_EINVAL, 0, "bad path '%s': %s", q, why);
 		}
 		bool any = false;
-		for (size_t i = 0; i < ch.n; i++) {
-			if (!is_under(ch.v[i].path, sel))
+		for (size_t i = 0; i < ch->n; i++) {
+			if (!is_under(ch->v[i].path, sel))
 				continue;
 			any = keep[i] = true;
 			/* the directories it lives in, if the draft made them */
 			for (size_t j = 0; j < i; j++)
-				if (!keep[j] && ch.v[j].has_new && ch.v[j].new.type == AL_T_DIR &&
-				    is_under(ch.v[i].path, ch.v[j].path))
+				if (!keep[j] && ch->v[j].has_new && ch->v[j].new.type == AL_T_DIR &&
+				    is_under(ch->v[i].path, ch->v[j].path))
 					keep[j] = true;
 		}
-		if (!any)
-			r = al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", sel, d->public_id);
-	}
-	if (r == 0 && (r = al_changes_edits(&ch, &ed, err)) == 0) {
-		size_t k = 0;
-		for (size_t i = 0; i < ch.n; i++)
-			if (keep[i])
-				ed[k++] = ed[i];
-		if ((r = al_cas_begin(cas, err)) == 0) {
-			r = al_manifest_edit(cas, d->base, ed, k, out, err);
-			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+		if (!any) {
+			char q[300];
+			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
+			return al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", q, d->public_id);
 		}
 	}
+	return 0;
+}
+
+/* The kept changes applied to the draft's base. */
+static int selected_tree(struct al_cas *cas, const struct vol *d, const struct al_changes *ch, const bool *keep,
+			 uint8_t out[32], struct al_error *err)
+{
+	struct al_edit *ed = NULL;
+	int r = al_changes_edits(ch, &ed, err);
+	if (r < 0)
+		return r;
+	size_t k = 0;
+	for (size_t i = 0; i < ch->n; i++)
+		if (keep[i])
+			ed[k++] = ed[i];
+	if ((r = al_cas_begin(cas, err)) == 0) {
+		r = al_manifest_edit(cas, d->base, ed, k, out, err);
+		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
+	}
 	free(ed);
-	free(keep);
-	al_changes_release(&ch);
 	return r;
+}
+
+/* Each change's outcome, in the decision's transaction. */
+static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_changes *ch, const bool *keep,
+			   struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	int r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome) VALUES (?,?,?,?)",
+				  &ins, err);
+	for (size_t i = 0; r == 0 && i < ch->n; i++) {
+		char op[2] = { ch->v[i].op, 0 };
+		sqlite3_reset(ins);
+		sqlite3_bind_int64(ins, 1, d->id);
+		sqlite3_bind_text(ins, 2, ch->v[i].path, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 3, op, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(ins, 4, keep[i] ? "applied" : "discarded", -1, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			r = al_sqlite_fail(db, err, "record the draft's outcomes");
+	}
+	return r;
+}
+
+int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx, struct al_error *err)
+{
+	sqlite3 *db;
+	int r = al_store__meta(st, &db, err);
+	if (r < 0)
+		return r;
+	struct vol v;
+	if ((r = draft_volume(db, id, &v, err)) < 0)
+		return r;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	if ((r = al_sqlite_prepare(db, "SELECT path, outcome FROM draft_paths WHERE volume = ? ORDER BY path", &q, err)) < 0)
+		return r;
+	sqlite3_bind_int64(q, 1, v.id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		if ((r = fn(ctx, (const char *)sqlite3_column_text(q, 0), (const char *)sqlite3_column_text(q, 1), err)) != 0)
+			return r;
+	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
 }
 
 int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths, size_t npaths,
@@ -1223,29 +1292,51 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	if ((r = draft_volume(db, id, &d, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	id = d.public_id; /* the draft's own id, also when named by its run's */
-	if (strcmp(d.state, "open") != 0)
+	if (strcmp(d.state, AL_DRAFT_EMPTY) == 0)
+		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s is empty (its run changed nothing): "
+								  "nothing to apply", id), err);
+	if (strcmp(d.state, AL_DRAFT_OPEN) != 0)
 		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
-	const char *state = mode == AL_REJECT_ALL ? "rejected" : "applied";
+	struct al_cas *cas = al_store_cas(st);
+	struct al_changes ch;
+	if ((r = al_manifest_changes(cas, d.base, d.head, &ch, err)) < 0)
+		return al_ledger__finish(st, db, r, err);
+	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
+	if (!keep)
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "apply");
+	if (r == 0)
+		r = select_paths(&ch, &d, mode, paths, npaths, keep, err);
+	for (size_t i = 0; r == 0 && i < ch.n; i++)
+		*(keep[i] ? &res->applied : &res->discarded) += 1;
+	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED : res->discarded ? AL_DRAFT_PARTIAL : AL_DRAFT_APPLIED;
 	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
-	json_t *jp = json_array();
-	for (size_t i = 0; i < npaths; i++)
-		json_array_append_new(jp, json_string(paths[i]));
-	json_t *extra = json_pack("{s:s,s:s,s:o}", "draft", id, "mode", mname, "paths", jp);
 	uint8_t incoming[32];
 	memcpy(incoming, d.head, 32);
-	if (mode != AL_REJECT_ALL) {
+	json_t *extra = NULL;
+	if (r == 0) {
+		json_t *jp = json_array();
+		for (size_t i = 0; i < npaths; i++)
+			json_array_append_new(jp, json_string(paths[i]));
+		extra = json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "draft", id, "mode", mname, "paths", jp, "state", state,
+				  "applied", (json_int_t)res->applied, "discarded", (json_int_t)res->discarded);
+	}
+	if (r == 0 && mode != AL_REJECT_ALL) {
 		if (mode == AL_ACCEPT_SELECTED)
-			r = select_changes(al_store_cas(st), &d, paths, npaths, incoming, err);
+			r = selected_tree(cas, &d, &ch, keep, incoming, err);
 		if (r == 0)
 			r = commit_locked(st, db, &live, d.base, incoming, opts, "apply", id, d.group, extra, res, err);
-	} else {
+	} else if (r == 0) {
 		memcpy(res->head, live.head, 32);
 		r = log_action(st, db, "reject", d.group, d.project_name, opts ? opts->author : NULL, json_incref(extra),
 			       NULL, err);
 	}
 	json_decref(extra);
+	if (r == 0)
+		r = record_outcomes(db, &d, &ch, keep, err);
+	free(keep);
+	al_changes_release(&ch);
 	if (r < 0) {
 		r = al_ledger__finish(st, db, r, err);
 		if (r == AL_ECONFLICT)

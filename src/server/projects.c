@@ -191,7 +191,7 @@ static int get_draft(struct req *rq, struct al_store *st, json_t **out, struct a
 	struct al_draft_info d;
 	int rc = al_draft_get(st, rq->seg[1], &d, err);
 	if (rc == 0)
-		*out = view_draft(&d);
+		*out = view_draft(st, &d);
 	return rc;
 }
 
@@ -236,18 +236,21 @@ int h_draft_apply(struct req *rq)
 					    .message = a.message ? a.message : message };
 		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
 	}
+	json_t *out = NULL;
+	if (rc == 0) {
+		out = view_apply(d.id, mode, al_strategy_name(a.strategy), a.paths, a.npaths);
+		json_t *c = view_commit_result(&res);
+		json_object_update(out, c);
+		json_decref(c);
+		view_apply_result(st, d.id, out, &res);
+	}
 	srv_store_done(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
 	else if (rc < 0)
 		srv_error(rq, &err);
-	else {
-		json_t *out = view_apply(d.id, mode, al_strategy_name(a.strategy), a.paths, a.npaths);
-		json_t *c = view_commit_result(&res);
-		json_object_update(out, c);
-		json_decref(c);
+	else
 		srv_json(rq, 200, out);
-	}
 	al_commit_result_release(&res);
 	apply_request_release(&a);
 	json_decref(body);

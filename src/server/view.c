@@ -114,7 +114,102 @@ json_t *view_project(const struct al_project_info *p)
 	return o;
 }
 
-json_t *view_draft(const struct al_draft_info *d)
+/* Names for a sentence: the first few of a list, then how many more. */
+static void name_list(json_t *a, char *buf, size_t n)
+{
+	size_t o = 0, i, total = json_array_size(a);
+	json_t *v;
+	buf[0] = 0;
+	json_array_foreach(a, i, v)
+	{
+		if (i == 10 || o + 8 >= n) {
+			snprintf(buf + o, n - o, " and %zu more", total - i);
+			return;
+		}
+		int k = snprintf(buf + o, n - o, "%s%s", i ? ", " : "", json_string_value(v) ? json_string_value(v) : "?");
+		o = k < 0 ? o : o + (size_t)k >= n ? n - 1 : o + (size_t)k;
+	}
+}
+
+/* What the run that made a draft says a reviewer must know before taking
+ * its content: marks (machine) and warnings (sentences), and the disk
+ * limit's cut files (docs/formats.md).  *disk (borrowed by o) is the
+ * record's disk_limit object when the limit was hit. */
+static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **disk)
+{
+	if (disk)
+		*disk = NULL;
+	json_t *marks = json_array(), *warnings = json_array();
+	json_object_set_new(o, "run", run && *run ? json_string(run) : json_null());
+	json_object_set_new(o, "marks", marks);
+	json_object_set_new(o, "warnings", warnings);
+	struct al_run_info info;
+	if (!run || !*run || al_run_get(st, run, &info, NULL) < 0)
+		return;
+	json_t *rec = json_loads(info.record, 0, NULL);
+	al_run_info_release(&info);
+	if (!rec)
+		return;
+	char w[1400];
+	json_t *limits = json_object_get(rec, "limits");
+	if (json_is_true(json_object_get(rec, "cancelled"))) {
+		json_array_append_new(marks, json_string("cancelled"));
+		snprintf(w, sizeof(w), "run %s was cancelled: the draft holds only what it had written by then", run);
+		json_array_append_new(warnings, json_string(w));
+	}
+	if (json_is_true(json_object_get(rec, "timed_out"))) {
+		json_array_append_new(marks, json_string("timed_out"));
+		snprintf(w, sizeof(w), "run %s hit its time limit (%lld ms): the draft holds only what it had written by then",
+			 run, (long long)json_integer_value(json_object_get(limits, "timeout_ms")));
+		json_array_append_new(warnings, json_string(w));
+	}
+	if (json_is_true(json_object_get(rec, "oom"))) {
+		json_array_append_new(marks, json_string("oom"));
+		snprintf(w, sizeof(w), "run %s hit its memory limit (%lld bytes) and was killed: its changes may be incomplete",
+			 run, (long long)json_integer_value(json_object_get(limits, "memory")));
+		json_array_append_new(warnings, json_string(w));
+	}
+	if (json_is_true(json_object_get(rec, "disk_limit_hit"))) {
+		json_t *d = json_object_get(rec, "disk_limit");
+		json_array_append_new(marks, json_string("disk_limit"));
+		char cut[600] = "", dropped[600] = "";
+		name_list(json_object_get(d, "truncated"), cut, sizeof(cut));
+		name_list(json_object_get(d, "dropped"), dropped, sizeof(dropped));
+		long long ndropped = json_integer_value(json_object_get(rec, "dropped"));
+		snprintf(w, sizeof(w), "run %s hit its disk limit (%lld bytes): %s%s%s%s%s", run,
+			 (long long)json_integer_value(json_object_get(limits, "disk")),
+			 *cut ? "possibly truncated: " : "", cut, *cut && (*dropped || ndropped) ? "; " : "",
+			 *dropped ? "not kept: " : "", *dropped ? dropped : "");
+		if (!*cut && !*dropped)
+			snprintf(w + strlen(w), sizeof(w) - strlen(w), "%lld files not kept", ndropped);
+		json_array_append_new(warnings, json_string(w));
+		if (disk && json_is_object(d)) {
+			json_object_set(o, "disk_limit", d);
+			*disk = d;
+		}
+	}
+	static const char *const streams[] = { "stdout", "stderr" };
+	for (int i = 0; i < 2; i++) {
+		json_t *s = json_object_get(rec, streams[i]);
+		if (!json_is_true(json_object_get(s, "truncated")))
+			continue;
+		snprintf(w, sizeof(w), "%s_truncated", streams[i]);
+		json_array_append_new(marks, json_string(w));
+		snprintf(w, sizeof(w), "run %s's %s was cut at %lld bytes (its output limit)", run, streams[i],
+			 (long long)json_integer_value(json_object_get(s, "kept")));
+		json_array_append_new(warnings, json_string(w));
+	}
+	json_decref(rec);
+}
+
+static int outcome_one(void *ctx, const char *path, const char *outcome, struct al_error *err)
+{
+	(void)err;
+	json_array_append_new(ctx, json_pack("{s:s,s:s}", "path", path, "outcome", outcome));
+	return 0;
+}
+
+json_t *view_draft(struct al_store *st, const struct al_draft_info *d)
 {
 	json_t *o = json_pack("{s:s,s:s}", "id", d->id, "state", d->state);
 	json_object_set_new(o, "base", view_id(d->base));
@@ -122,7 +217,27 @@ json_t *view_draft(const struct al_draft_info *d)
 	json_object_set_new(o, "created", json_integer(d->created));
 	json_object_set_new(o, "project", json_string(d->project));
 	json_object_set_new(o, "group", json_string(d->group));
+	json_object_set_new(o, "applied", json_integer((json_int_t)d->applied));
+	json_object_set_new(o, "discarded", json_integer((json_int_t)d->discarded));
+	json_t *paths = json_array();
+	if (st && d->applied + d->discarded)
+		al_draft_outcomes(st, d->id, outcome_one, paths, NULL);
+	json_object_set_new(o, "paths", paths);
+	if (st)
+		run_marks(st, d->run, o, NULL);
 	return o;
+}
+
+json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out, const struct al_commit_result *res)
+{
+	struct al_draft_info d;
+	json_object_set_new(out, "applied", json_integer((json_int_t)res->applied));
+	json_object_set_new(out, "discarded", json_integer((json_int_t)res->discarded));
+	if (al_draft_get(st, draft, &d, NULL) == 0) {
+		json_object_set_new(out, "state", json_string(d.state));
+		run_marks(st, d.run, out, NULL);
+	}
+	return out;
 }
 
 static int project_one(void *ctx, const struct al_project_info *p, struct al_error *err)
@@ -156,16 +271,23 @@ int view_log(struct al_store *st, const char *project, json_t *arr, struct al_er
 	return al_project_log(st, project, log_one, arr, err);
 }
 
+struct drafts_ctx {
+	struct al_store *st;
+	json_t *arr;
+};
+
 static int draft_one(void *ctx, const struct al_draft_info *d, struct al_error *err)
 {
 	(void)err;
-	json_array_append_new(ctx, view_draft(d));
+	struct drafts_ctx *c = ctx;
+	json_array_append_new(c->arr, view_draft(c->st, d));
 	return 0;
 }
 
 int view_drafts(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
 {
-	return al_draft_foreach(st, project, draft_one, arr, err);
+	struct drafts_ctx c = { st, arr };
+	return al_draft_foreach(st, project, draft_one, &c, err);
 }
 
 static int image_one(void *ctx, const struct al_image_info *im, struct al_error *err)
@@ -285,6 +407,8 @@ struct review_ctx {
 	bool stat;
 	json_t *files;
 	int nfiles, adds, dels;
+	json_t *outcomes; /* path -> outcome, for a decided draft */
+	json_t *truncated; /* paths the run's disk limit may have cut */
 };
 
 static json_t *side(const struct al_review_line *l, bool left)
@@ -358,6 +482,13 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 			      f->type_changed, "additions", f->additions, "deletions", f->deletions);
 	json_object_set_new(o, "old", view_entry(f->has_old ? &f->old : NULL, f->symlink_old));
 	json_object_set_new(o, "new", view_entry(f->has_new ? &f->new : NULL, f->symlink_new));
+	json_t *oc = json_object_get(r->outcomes, f->path);
+	json_object_set_new(o, "outcome", oc ? json_incref(oc) : json_null());
+	size_t i;
+	json_t *t;
+	json_array_foreach(r->truncated, i, t)
+		if (json_is_string(t) && strcmp(json_string_value(t), f->path) == 0)
+			json_object_set_new(o, "cut", json_string("truncated"));
 	if (!r->stat && f->unified) {
 		json_object_set_new(o, "unified", json_string(f->unified));
 		json_object_set_new(o, "hunks", hunks_json(f));
@@ -373,12 +504,31 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 	int r = al_draft_get(st, draft, &d, err);
 	if (r < 0)
 		return r;
-	struct review_ctx c = { .stat = stat, .files = json_array() };
-	if ((r = al_review(al_store_cas(st), d.base, d.head, !stat, review_one, &c, err)) < 0) {
-		json_decref(c.files);
+	json_t *o = json_pack("{s:s,s:s,s:s}", "draft", d.id, "project", d.project, "state", d.state);
+	json_t *paths = json_array(), *outcomes = json_object(), *disk = NULL, *p;
+	size_t i;
+	if ((r = al_draft_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
+		json_decref(paths);
+		json_decref(outcomes);
+		json_decref(o);
 		return r;
 	}
-	json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "draft", d.id, "project", d.project, "state", d.state, "files", c.files);
+	json_array_foreach(paths, i, p)
+		json_object_set(outcomes, json_string_value(json_object_get(p, "path")), json_object_get(p, "outcome"));
+	json_decref(paths);
+	run_marks(st, d.run, o, &disk);
+	struct review_ctx c = { .stat = stat, .files = json_array(), .outcomes = outcomes,
+				.truncated = json_object_get(disk, "truncated") };
+	r = al_review(al_store_cas(st), d.base, d.head, !stat, review_one, &c, err);
+	json_decref(outcomes);
+	if (r < 0) {
+		json_decref(c.files);
+		json_decref(o);
+		return r;
+	}
+	json_object_set_new(o, "files", c.files);
+	json_object_set_new(o, "applied", json_integer((json_int_t)d.applied));
+	json_object_set_new(o, "discarded", json_integer((json_int_t)d.discarded));
 	json_object_set_new(o, "base", view_id(d.base));
 	json_object_set_new(o, "head", view_id(d.head));
 	json_object_set_new(o, "stat", json_pack("{s:i,s:i,s:i}", "files", c.nfiles, "additions", c.adds, "deletions", c.dels));

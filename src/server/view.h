@@ -37,7 +37,13 @@ struct al_import_result;
 json_t *view_image_import(const struct al_import_result *res, const char *name);
 
 json_t *view_project(const struct al_project_info *p);
-json_t *view_draft(const struct al_draft_info *d);
+/* {id, state, base, head, created, project, group, applied, discarded,
+ * paths:[{path, outcome}], run, marks, warnings}; st NULL: without the
+ * outcomes and the run's marks */
+json_t *view_draft(struct al_store *st, const struct al_draft_info *d);
+/* An apply's answer completed: applied, discarded, state, run, marks,
+ * warnings (out is returned) */
+json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out, const struct al_commit_result *res);
 
 /* Lists: append to arr. */
 int view_projects(struct al_store *st, json_t *arr, struct al_error *err);

@@ -35,7 +35,7 @@ is "$(files)" "a.txt data data/new data/new/n.csv data/one.csv docs docs/readme 
 	"only the selected changes landed (data/new with its file, a.txt), not data/two.csv or the deletion"
 run "$AL" apply "$D1" --accept-all
 is "$rc" 9 "an applied draft cannot be applied again (9)"
-like "$err" "draft $D1 was already applied" "  and says so"
+like "$err" "draft $D1 was already partially_applied" "  and says so (it left data/two.csv and the deletion)"
 is "$(head)" "$H1" "  the head did not move"
 
 # the second draft still applies (its base is H0; rebase on H1)

@@ -9,6 +9,7 @@ B=$("$AL" project create fin --from "$P")
 rm -rf "$T/w"; cp -a "$P" "$T/w"; echo draft > "$T/w/a.txt"; echo new > "$T/w/new.txt"
 D=$("$AL" draft create fin --from "$T/w")
 "$AL" apply "$D" --accept a.txt new.txt >/dev/null
+echo other > "$T/w/other.txt"   # a draft with no change would make no content commit
 D2=$("$AL" draft create fin --from "$T/w")
 "$AL" apply "$D2" --reject-all >/dev/null
 rm -rf "$T/w2"; cp -a "$P" "$T/w2"; echo mine > "$T/w2/a.txt"

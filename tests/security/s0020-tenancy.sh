@@ -109,7 +109,7 @@ is "$status" 200 "the first tenant's token survived the other's revoke attempt"
 is "$(store_state)" "$STATE0" "nothing of the first tenant changed"
 is "$("$AL" audit --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$LEDGER0" "…not one ledger entry"
 is "$("$AL" project head p)" "$HEAD0" "…nor its head"
-is "$("$AL" draft list p --json | python3 -c 'import json,sys; print(" ".join(d["state"] for d in json.load(sys.stdin)))')" "open open" "…nor its drafts"
+is "$("$AL" draft list p --json | python3 -c 'import json,sys; print(" ".join(d["state"] for d in json.load(sys.stdin)))')" "open empty" "…nor its drafts (the second run changed nothing: empty)"
 
 # timing: another tenant's object costs what a missing one does (interleaved,
 # medians; a gross difference would mean the other tenant's data was read)
