@@ -596,6 +596,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 {
 	memset(rep, 0, sizeof(*rep));
 	struct gc g = { .st = st, .cas = al_store_cas(st) };
+	/* this handle's own pin on gc.lock would keep the sweep waiting on itself */
+	if (!al_store_idle(st))
+		return al_fail(err, AL_EUSAGE, 0, "gc: the store handle has a transaction open");
+	al_store_release_memory(st);
 	int64_t now = o->now ? o->now : al_wall_s();
 	int r = al_store__meta(st, &g.db, err);
 	if (r < 0 || (r = retention_read(g.db, &rep->retention_days, err)) < 0)
@@ -612,6 +616,7 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	    (r = al_cas__foreach(g.cas, 0, collect_cand, &c, err)) < 0)
 		goto out;
 	r = 0;
+	rep->retained = g.kept.n;
 	if (o->dry_run) {
 		struct al_cas__sweep_stats s = { 0 };
 		rep->objects = c.n;
