@@ -1311,6 +1311,7 @@ int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t 
 	int r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
 	if (r < 0)
 		return r;
+	orphan_files(c, false, &s); /* counted now, for the record; removed after the commit */
 	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
 	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del, err);
 	for (size_t i = 0; r == 0 && i < n; i++) {
@@ -1353,7 +1354,8 @@ int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t 
 			snprintf(sub, sizeof(sub), "%02x", i);
 			al_fsync_dir(c->objfd, sub, NULL);
 		}
-	orphan_files(c, true, &s);
+	struct al_cas__sweep_stats again = { 0 };
+	orphan_files(c, true, &again);
 	if (out)
 		*out = s;
 	return 0;
