@@ -44,7 +44,7 @@ sql "DELETE FROM snapshots WHERE id = x'${O#sha256:}'"
 files0=$(loose_files); before=$(store_state)
 run "$AL" gc --dry-run --json
 is "$(echo "$out" | field objects)" 3 "dry run: the orphan's 3 objects would go"
-is "$(echo "$out" | field bytes)" "$((300000 + 7 + $(echo "$out" | field bytes) - 300000 - 7))" "dry run reports bytes"
+ok "dry run reports their bytes (the large file's 300000 and more)" -- test "$(echo "$out" | field bytes)" -gt 300000
 is "$(store_state)" "$before" "a dry run deletes nothing"
 # a stray file under objects/ (a dead writer's published, uncommitted object)
 mkdir -p "$D/objects/ab"; head -c 1000 /dev/urandom > "$D/objects/ab/$(printf 'c%.0s' $(seq 62))"
@@ -56,7 +56,7 @@ is "$(loose_files)" "$((files0 - 1))" "the orphan's large file is gone, and the 
 ok "fsck is clean after gc" -- "$AL" fsck
 ok "the project's head exports completely" -- exports "$("$AL" project head p)"
 ok "the orphan snapshot is gone" -- bash -c "! '$AL' snapshot export '$O' '$T/y' 2>/dev/null"
-like "$(last_entry gc)" '"bytes": [0-9]+, .*"objects": 3, "objects_skipped": false, "orphan_files": 1' \
+like "$(last_entry gc)" '"bytes": [0-9]+, .*"objects": 3, "objects_skipped": false, "orphan_bytes": 1000, "orphan_files": 1' \
 	"a gc ledger entry records what was reclaimed"
 ok "the ledger verifies" -- "$AL" audit verify
 
