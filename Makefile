@@ -82,7 +82,7 @@ $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).

@@ -78,4 +78,9 @@ typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error
 /* A project's runs, oldest first. */
 int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx, struct al_error *err);
 
+/* Are the inputs of run id still stored (its base snapshot and its image,
+ * every node and blob)?  0 if so; AL_ENOTFOUND saying which input the
+ * collector removed (gc.h) otherwise.  Replay checks this first. */
+int al_run_inputs_present(struct al_store *st, const char *id, struct al_error *err);
+
 #endif

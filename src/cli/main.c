@@ -27,6 +27,7 @@ static const struct cli_cmd commands[] = {
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
 	{ "audit", cmd_audit, "the tamper-evident ledger: list, show, export, verify" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
+	{ "gc", cmd_gc, "reclaim lower layers and objects nothing retained reaches" },
 	{ "serve", cmd_serve, "run the daemon: the HTTP API (docs/api.md)" },
 	{ "admin", cmd_admin, "tenants, principals, grants, tokens and the run policy" },
 	{ "doctor", cmd_doctor, "can the sandbox run here, and what it enforces" },

@@ -14,6 +14,7 @@ static const char serve_help[] =
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
 	"                     [--tls-cert PEM --tls-key PEM] [--insecure] [--refusal-window SEC]\n"
+	"                     [--gc-interval SEC] [--lower-budget BYTES]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
 	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
@@ -43,6 +44,10 @@ static const char serve_help[] =
 	"  --refusal-window SEC  refused requests (403) are ledger entries, at most 20\n"
 	"                      per tenant in each window of SEC seconds; the rest are\n"
 	"                      counted in one entry (default 60)\n"
+	"  --gc-interval SEC   collect garbage (airlock gc) in every tenant, one after\n"
+	"                      the other, every SEC seconds (default 3600; 0: never)\n"
+	"  --lower-budget BYTES  the collector's budget of lower layers per tenant\n"
+	"                      (default 10G)\n"
 	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
 
@@ -76,12 +81,13 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'H' }, { "body-rate", required_argument, NULL, 'R' },
 		{ "tls-cert", required_argument, NULL, 'C' },	    { "tls-key", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 'I' },	    { "refusal-window", required_argument, NULL, 'W' },
+		{ "gc-interval", required_argument, NULL, 'G' },    { "lower-budget", required_argument, NULL, 'L' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
 				  .upload_max = 1u << 30, .threads = 8, .max_runs = 32, .grace_s = 30,
 				  .conn_timeout_s = 30, .header_timeout_s = 20, .body_rate = 64 << 10,
-				  .refusal_window_s = 60 };
+				  .refusal_window_s = 60, .gc_interval_s = 3600 };
 	uint64_t v = 0;
 	int c;
 	optind = 0;
@@ -90,7 +96,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; opts[i].name; i++)
 			if (opts[i].val == c)
 				name = opts[i].name;
-		bool bytes = c == 'b' || c == 'u' || c == 'R';
+		bool bytes = c == 'b' || c == 'u' || c == 'R' || c == 'L';
 		if (c != 'h' && c != 'l' && c != '?' && c != 'C' && c != 'K' && c != 'I' &&
 		    parse_uint(optarg, bytes ? (1ull << 40) : 1000000, &v) < 0)
 			return cli_usage(cli, "bad --%s '%s'", name, optarg);
@@ -108,6 +114,12 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		case 'K': cfg.tls_key = optarg; break;
 		case 'I': cfg.insecure = true; break;
 		case 'W': cfg.refusal_window_s = (unsigned)(v ? v : 1); break;
+		case 'G': cfg.gc_interval_s = (unsigned)v; break;
+		case 'L':
+			if (!v)
+				return cli_usage(cli, "bad --lower-budget '%s' (not 0)", optarg);
+			cfg.lower_budget = v;
+			break;
 		case 'h': fputs(serve_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}

@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "airlock/cas.h"
+#include "cas_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -39,6 +40,7 @@ struct pending {
 
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
+	int pinfd; /* gc.lock held shared: this handle may hold unrecorded objects (gc.c) */
 	char batchname[64];
 	sqlite3 *db;
 	sqlite3_stmt *st_has, *st_get, *st_put;
@@ -97,7 +99,7 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	struct al_cas *c = calloc(1, sizeof(*c));
 	if (!c)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
-	c->dirfd = c->objfd = c->tmpfd = c->batchfd = -1;
+	c->dirfd = c->objfd = c->tmpfd = c->batchfd = c->pinfd = -1;
 	int r;
 	c->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->dirfd < 0) {
@@ -171,6 +173,8 @@ void al_cas_close(struct al_cas *c)
 	free(c->iobuf);
 	al_buf_release(&c->zbuf);
 	free(c->pend);
+	if (c->pinfd >= 0)
+		close(c->pinfd);
 	if (c->objfd >= 0)
 		close(c->objfd);
 	if (c->tmpfd >= 0)
@@ -193,11 +197,37 @@ static void remove_batch_dir(struct al_cas *c)
 	c->npend = 0;
 }
 
+/* From its first batch until it is idle again (al_store_release_memory,
+ * close) a handle holds gc.lock shared: objects it stored or found present
+ * may not be recorded in meta.db yet, and the collector's sweep, which takes
+ * the lock exclusively, must not run meanwhile (docs/architecture.md). */
+static int pin(struct al_cas *c, struct al_error *err)
+{
+	if (c->pinfd >= 0)
+		return 0;
+	int fd = openat(c->dirfd, AL_CAS_GC_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "cas: open %s", AL_CAS_GC_LOCK);
+	int rc;
+	while ((rc = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
+		int e = errno;
+		close(fd);
+		return al_fail(err, AL_EIO, e, "cas: lock %s", AL_CAS_GC_LOCK);
+	}
+	c->pinfd = fd;
+	return 0;
+}
+
 int al_cas_begin(struct al_cas *c, struct al_error *err)
 {
 	if (c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: batch already open");
-	int r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
+	int r = pin(c, err);
+	if (r < 0)
+		return r;
+	r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
 	if (r < 0)
 		return r;
 	c->in_batch = true;
@@ -1178,4 +1208,155 @@ void al_cas__release_memory(struct al_cas *c)
 {
 	if (c && c->db)
 		sqlite3_db_release_memory(c->db);
+	/* idle: whatever it stored is recorded (or abandoned) by now */
+	if (c && c->pinfd >= 0 && al_cas__idle(c)) {
+		close(c->pinfd);
+		c->pinfd = -1;
+	}
+}
+
+/* ---- the collector's side (cas_private.h, gc.c) ------------------------------ */
+
+int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(c->db, "SELECT n, id, size, enc FROM objects WHERE n > ? ORDER BY n", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, after_n);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 1) != AL_DIGEST_LEN)
+			continue; /* fsck reports it */
+		struct al_cas__object o = { .n = sqlite3_column_int64(st, 0),
+					    .size = (uint64_t)sqlite3_column_int64(st, 2),
+					    .loose = is_loose(sqlite3_column_int(st, 3)) };
+		memcpy(o.id, sqlite3_column_blob(st, 1), AL_DIGEST_LEN);
+		if ((r = fn(ctx, &o, err)) != 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : al_fail(err, AL_EIO, 0, "cas: scan: %s", sqlite3_errmsg(c->db));
+}
+
+int al_cas__max_n(struct al_cas *c, int64_t *out, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(c->db, "SELECT COALESCE(MAX(n), 0) FROM objects", &st, err);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return al_fail(err, AL_EIO, 0, "cas: scan: %s", sqlite3_errmsg(c->db));
+	*out = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+/* Files under objects/ the index does not name: a dead writer's published
+ * but uncommitted batch (only safe to remove with no batch in progress). */
+static int orphan_files(struct al_cas *c, bool unlink_them, struct al_cas__sweep_stats *s)
+{
+	for (int i = 0; i < 256; i++) {
+		char sub[3];
+		snprintf(sub, sizeof(sub), "%02x", i);
+		_cleanup_close_ int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *dir = sfd >= 0 ? al_opendir_fd(sfd) : NULL;
+		if (!dir)
+			continue;
+		struct dirent *de;
+		bool any = false;
+		while ((de = readdir(dir))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char hex[65];
+			uint8_t d[AL_DIGEST_LEN];
+			bool known = false;
+			if (strlen(de->d_name) == 62) {
+				memcpy(hex, sub, 2);
+				memcpy(hex + 2, de->d_name, 63);
+				known = al_unhex(hex, AL_DIGEST_LEN, d) == 0 && al_cas_has(c, d, NULL) == 1;
+			}
+			if (known)
+				continue;
+			struct stat stt;
+			if (fstatat(sfd, de->d_name, &stt, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(stt.st_mode))
+				continue;
+			s->orphan_files++;
+			s->orphan_bytes += (uint64_t)stt.st_size;
+			if (unlink_them && unlinkat(sfd, de->d_name, 0) == 0)
+				any = true;
+		}
+		closedir(dir);
+		if (any)
+			fdatasync(sfd);
+	}
+	return 0;
+}
+
+int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct al_error *err)
+{
+	(void)err;
+	return orphan_files(c, false, s);
+}
+
+int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t n,
+		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
+		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err)
+{
+	struct al_cas__sweep_stats s = { 0 };
+	if (c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: sweep inside a batch");
+	_cleanup_free_ uint8_t(*loose)[AL_DIGEST_LEN] = n ? malloc(n * AL_DIGEST_LEN) : NULL;
+	if (n && !loose)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	size_t nloose = 0;
+	int r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
+	if (r < 0)
+		return r;
+	orphan_files(c, false, &s); /* counted now, for the record; removed after the commit */
+	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
+	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del, err);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		sqlite3_bind_blob(del, 1, ids[i], AL_DIGEST_LEN, SQLITE_STATIC);
+		int rc = sqlite3_step(del);
+		if (rc == SQLITE_ROW) {
+			s.objects++;
+			s.bytes += (uint64_t)sqlite3_column_int64(del, 0);
+			if (is_loose(sqlite3_column_int(del, 1)))
+				memcpy(loose[nloose++], ids[i], AL_DIGEST_LEN);
+			rc = sqlite3_step(del);
+		}
+		if (rc != SQLITE_DONE)
+			r = al_fail(err, AL_EIO, 0, "cas: delete: %s", sqlite3_errmsg(c->db));
+		sqlite3_reset(del);
+	}
+	if (r == 0 && before_commit)
+		r = before_commit(ctx, &s, err);
+	if (r < 0) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
+	}
+	if ((r = al_sqlite_exec(c->db, "COMMIT", err)) < 0) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
+	}
+	/* the rows are gone: now the files (the caller holds gc.lock, so no
+	 * writer can be putting one of them back) */
+	bool touched[256] = { 0 };
+	for (size_t i = 0; i < nloose; i++) {
+		char sub[3], file[63], path[67];
+		loose_name(loose[i], sub, file);
+		snprintf(path, sizeof(path), "%s/%s", sub, file);
+		if (unlinkat(c->objfd, path, 0) == 0)
+			touched[loose[i][0]] = true;
+	}
+	for (int i = 0; i < 256; i++)
+		if (touched[i]) {
+			char sub[3];
+			snprintf(sub, sizeof(sub), "%02x", i);
+			al_fsync_dir(c->objfd, sub, NULL);
+		}
+	struct al_cas__sweep_stats again = { 0 };
+	orphan_files(c, true, &again);
+	if (out)
+		*out = s;
+	return 0;
 }

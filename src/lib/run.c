@@ -17,6 +17,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/delta.h"
+#include "airlock/gc.h"
 #include "airlock/image.h"
 #include "airlock/manifest.h"
 #include "airlock/overlay.h"
@@ -24,6 +25,7 @@
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "delta_private.h"
+#include "gc_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -53,13 +55,16 @@ static json_t *jid(const uint8_t d[32])
 /* ---- lower layers: a snapshot materialised once, owned by the sandbox ------- */
 
 /* <tenant>/lower/<hex>-<uid>: complete when it has its name (exported under
- * a temporary name, synced, renamed); never written after. */
+ * a temporary name, synced, renamed); never written after.  *lock holds it
+ * in use for the run (the collector skips it, gc.c). */
 static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], uint32_t uid, uint32_t gid,
-			char name[96], struct al_error *err)
+			char name[96], int *lock, struct al_error *err)
 {
 	char hex[65];
 	al_hex(id, 32, hex);
 	snprintf(name, 96, "%s-%u", hex, uid);
+	if ((*lock = al_gc__layer_use(lowers, name, err)) < 0)
+		return *lock;
 	struct stat s;
 	if (fstatat(lowers, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode))
 		return 0;
@@ -72,11 +77,11 @@ static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], u
 	snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), tmp);
 	/* held while the temporary directory exists: lower_sweep removes only
 	 * what no live process is writing */
-	char lock[160];
-	snprintf(lock, sizeof(lock), "%s.lock", tmp);
-	_cleanup_close_ int lk = openat(lowers, lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	char tlock[160];
+	snprintf(tlock, sizeof(tlock), "%s.lock", tmp);
+	_cleanup_close_ int lk = openat(lowers, tlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX) < 0)
-		return al_fail(err, AL_EIO, errno, "run: lock %s", lock);
+		return al_fail(err, AL_EIO, errno, "run: lock %s", tlock);
 	struct al_export_opts eo = { .chown = geteuid() == 0, .uid = uid, .gid = gid };
 	int r = al_manifest_export(al_store_cas(st), id, path, &eo, err);
 	if (r == 0 && syncfs(lowers) < 0)
@@ -85,7 +90,7 @@ static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], u
 		r = al_fail(err, AL_EIO, errno, "run: publish the materialised snapshot");
 	if (r < 0 || fstatat(lowers, tmp, &s, AT_SYMLINK_NOFOLLOW) == 0)
 		al_rm_tree(path); /* failed, or another run published it first */
-	unlinkat(lowers, lock, 0);
+	unlinkat(lowers, tlock, 0);
 	return r < 0 ? al_error_prefix(err, "run: materialise %s: ", hex) : 0;
 }
 
@@ -105,15 +110,10 @@ static void lower_sweep(struct al_store *st, int lowers)
 		size_t n = strlen(e->d_name);
 		if (strncmp(e->d_name, ".tmp-", 5) || (n > 5 && !strcmp(e->d_name + n - 5, ".lock")) || n > 100)
 			continue;
-		char lock[300], path[4400];
-		snprintf(lock, sizeof(lock), "%s.lock", e->d_name);
-		_cleanup_close_ int lk = openat(lowers, lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0)
-			continue; /* a live materialisation */
+		char path[4400];
 		snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), e->d_name);
-		al_rm_tree(path);
-		if (lk >= 0)
-			unlinkat(lowers, lock, 0);
+		if (al_gc__staging_dead(lowers, e->d_name))
+			al_rm_tree(path);
 	}
 	closedir(d);
 }
@@ -467,7 +467,7 @@ struct run {
 	const struct al_run_opts *o;
 	char id[AL_RUN_ID_LEN + 1];
 	uint8_t base[32], image[32], result[32], bundle_id[32], bundle_blob[32], out_blob[32], err_blob[32];
-	int lowers, init;
+	int lowers, init, lock_img, lock_ws;
 	char lower_img[96], lower_ws[96];
 	struct capture cap;
 	struct al_limits limits;       /* the run's, by policy */
@@ -496,6 +496,10 @@ static void run_release(struct run *r)
 		close(r->lowers);
 	if (r->init >= 0)
 		close(r->init);
+	if (r->lock_img >= 0)
+		close(r->lock_img);
+	if (r->lock_ws >= 0)
+		close(r->lock_ws);
 	for (int i = 1; i < 3; i++)
 		if (r->cap.fd[i] >= 0)
 			close(r->cap.fd[i]);
@@ -954,7 +958,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		return err->code;
 	}
 
-	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .cap = { .fd = { -1, -1, -1 } }, .lock = -1 };
+	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .lock_img = -1, .lock_ws = -1,
+			   .cap = { .fd = { -1, -1, -1 } }, .lock = -1 };
 	run.sres.upper_fd = -1;
 	run.sres.cgroup = "none";
 	struct al_project_info proj;
@@ -995,8 +1000,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	run.phase = "materialise"; /* from here on, an attempt: a failure is recorded */
 	throttle(&run, true);
-	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, err)) < 0 ||
-	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, err)) < 0)
+	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, &run.lock_img, err)) < 0 ||
+	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, &run.lock_ws, err)) < 0)
 		goto out;
 	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
@@ -1139,4 +1144,33 @@ int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void 
 			return r;
 	}
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
+}
+
+/* ---- replay's precondition -------------------------------------------------- */
+
+int al_run_inputs_present(struct al_store *st, const char *id, struct al_error *err)
+{
+	struct al_run_info info;
+	int r = al_run_get(st, id, &info, err);
+	if (r < 0)
+		return r;
+	json_t *j = json_loads(info.record, 0, NULL);
+	al_run_info_release(&info);
+	static const char *const inputs[][2] = { { "base", "base snapshot" }, { "image", "image" } };
+	for (size_t i = 0; r == 0 && i < 2; i++) {
+		const char *s = json_string_value(json_object_get(j, inputs[i][0]));
+		uint8_t d[32];
+		struct al_error e = { 0 };
+		if (!s || al_id_parse(s, d, &e) < 0) {
+			r = al_fail(err, AL_ECORRUPT, 0, "run %s: its record names no %s", id, inputs[i][1]);
+		} else if ((r = al_gc_snapshot_complete(st, d, &e)) == AL_ENOTFOUND) {
+			r = al_fail(err, AL_ENOTFOUND, 0,
+				    "run %s cannot be replayed: its %s %s was garbage-collected (%s)", id,
+				    inputs[i][1], s, e.msg);
+		} else if (r < 0) {
+			*err = e;
+		}
+	}
+	json_decref(j);
+	return r;
 }

@@ -1086,6 +1086,8 @@ int srv_main(const struct srv_config *cfg)
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
 	printf("airlock serve: listening on %s://%s:%u\n", tls ? "https" : "http", host, (unsigned)s.port);
 	fflush(stdout);
+	if (srv_gc_start(&s) < 0)
+		fprintf(stderr, "airlock serve: cannot start the collector thread; no scheduled gc\n");
 	int sig = 0;
 	while (sigwait(&set, &sig) != 0)
 		;
@@ -1095,6 +1097,7 @@ int srv_main(const struct srv_config *cfg)
 	if (ls != MHD_INVALID_SOCKET)
 		close(ls);
 	srv_runs_drain(&s);
+	srv_gc_stop(&s);
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
 	for (int i = 0; i < 200; i++) {

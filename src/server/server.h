@@ -34,6 +34,8 @@ struct srv_config {
 	const char *tls_key;
 	bool insecure;             /* plain HTTP on an address other than loopback */
 	unsigned refusal_window_s; /* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
+	unsigned gc_interval_s;    /* the collector's period (gc.c); 0: off */
+	uint64_t lower_budget;     /* its lower-layer budget (0: gc.h's default) */
 };
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */
@@ -62,6 +64,11 @@ struct srv {
 	pthread_t watchdog;
 	bool watch_stop;
 };
+
+/* The collector's thread (gc.c): started if cfg.gc_interval_s, stopped on
+ * SIGTERM after the runs. */
+int srv_gc_start(struct srv *s);
+void srv_gc_stop(struct srv *s);
 
 /* One request: what the router and the handlers share. */
 struct req {

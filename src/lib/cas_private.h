@@ -1,0 +1,42 @@
+/* Private to libairlock: what the collector (gc.c) needs of the object
+ * store.  The protocol that makes deleting safe is in docs/architecture.md
+ * ("Garbage collection"). */
+#ifndef AL_CAS_PRIVATE_H
+#define AL_CAS_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/cas.h"
+
+/* In the tenant directory: held shared by a cas handle from its first batch
+ * until it is idle, exclusively by the collector's sweep. */
+#define AL_CAS_GC_LOCK "gc.lock"
+
+struct al_cas__object {
+	int64_t n; /* insertion order: larger is newer */
+	uint8_t id[32];
+	uint64_t size;
+	bool loose;
+};
+typedef int (*al_cas__object_fn)(void *ctx, const struct al_cas__object *o, struct al_error *err);
+/* Every object inserted after the n-th (0: all), oldest first. */
+int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx, struct al_error *err);
+int al_cas__max_n(struct al_cas *c, int64_t *out, struct al_error *err);
+
+struct al_cas__sweep_stats {
+	uint64_t objects, bytes;             /* index rows deleted, their sizes */
+	uint64_t orphan_files, orphan_bytes; /* files under objects/ the index does not name */
+};
+/* Count the orphan files (nothing removed). */
+int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct al_error *err);
+/* Delete ids from the index in one transaction; before_commit runs inside
+ * it (the caller records the sweep); after the commit the loose files of
+ * the deleted objects and every orphan file are removed.  The caller holds
+ * AL_CAS_GC_LOCK exclusively. */
+int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[32], size_t n,
+		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
+		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err);
+
+#endif
