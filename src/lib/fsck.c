@@ -9,78 +9,15 @@
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "fsck_private.h"
+#include "idset.h"
 #include "util.h"
 
-/* open-addressing set of digests: nodes already checked */
-struct idset {
-	uint8_t (*slot)[32];
-	bool *used;
-	size_t cap, n;
-};
-
-static size_t idset_hash(const uint8_t d[32], size_t cap)
-{
-	uint64_t h;
-	memcpy(&h, d, sizeof(h)); /* digests are uniformly distributed */
-	return (size_t)(h & (cap - 1));
-}
-
-static bool idset_has(const struct idset *s, const uint8_t d[32])
-{
-	if (!s->cap)
-		return false;
-	size_t j = idset_hash(d, s->cap);
-	while (s->used[j]) {
-		if (memcmp(s->slot[j], d, 32) == 0)
-			return true;
-		j = (j + 1) & (s->cap - 1);
-	}
-	return false;
-}
-
-static int idset_add(struct idset *s, const uint8_t d[32]) /* 1 added, 0 present, -1 oom */
-{
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint8_t(*slot)[32] = calloc(cap, 32);
-		bool *used = calloc(cap, 1);
-		if (!slot || !used) {
-			free(slot);
-			free(used);
-			return -1;
-		}
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->used[i])
-				continue;
-			size_t j = idset_hash(s->slot[i], cap);
-			while (used[j])
-				j = (j + 1) & (cap - 1);
-			used[j] = true;
-			memcpy(slot[j], s->slot[i], 32);
-		}
-		free(s->slot);
-		free(s->used);
-		s->slot = slot;
-		s->used = used;
-		s->cap = cap;
-	}
-	size_t j = idset_hash(d, s->cap);
-	while (s->used[j]) {
-		if (memcmp(s->slot[j], d, 32) == 0)
-			return 0;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->used[j] = true;
-	memcpy(s->slot[j], d, 32);
-	s->n++;
-	return 1;
-}
 
 struct fsck {
 	struct al_store *st;
 	struct al_cas *cas;
-	struct idset seen;
-	struct idset bad; /* objects verify_all found corrupt */
+	struct al_idset seen;
+	struct al_idset bad; /* objects verify_all found corrupt */
 	al_fsck_report_fn report;
 	void *ctx;
 	struct al_fsck_summary *sum;
@@ -117,7 +54,7 @@ static const char *where(struct fsck *f)
 
 static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, struct al_error *err)
 {
-	int added = idset_add(&f->seen, id);
+	int added = al_idset_add(&f->seen, id);
 	if (added < 0)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "fsck");
 	if (added == 0)
@@ -162,7 +99,7 @@ static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, stru
 			uint64_t size;
 			struct al_error e2 = { 0 };
 			int s = al_cas_size(f->cas, en->digest, &size, &e2);
-			if (s == 0 && idset_has(&f->bad, en->digest))
+			if (s == 0 && al_idset_has(&f->bad, en->digest))
 				problem(f, "corrupt", en->digest, "%s %s of snapshot %s",
 					al_entry_type_name(en->type), f->path, f->snap);
 			else if (s == AL_ENOTFOUND)
@@ -197,7 +134,7 @@ static void bad_object(void *ctx, const uint8_t d[32], const char *why)
 {
 	struct fsck *f = ctx;
 	problem(f, strstr(why, "missing") ? "missing" : "corrupt", d, "%s", why);
-	idset_add(&f->bad, d);
+	al_idset_add(&f->bad, d);
 }
 
 int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_fsck_summary *summary,
@@ -224,10 +161,8 @@ int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_
 	}
 	if (r >= 0)
 		r = al_fsck__ledger(st, problem, f, err);
-	free(f->bad.slot);
-	free(f->bad.used);
-	free(f->seen.slot);
-	free(f->seen.used);
+	al_idset_release(&f->bad);
+	al_idset_release(&f->seen);
 	free(f);
 	if (summary)
 		*summary = sum;

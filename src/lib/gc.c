@@ -21,80 +21,13 @@
 #include "airlock/store.h"
 #include "cas_private.h"
 #include "gc_private.h"
+#include "idset.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
 
 #define WAIT_DEFAULT_MS 30000
-
-/* ---- a set of ids (open addressing; as fsck.c's) -------------------------- */
-
-struct idset {
-	uint8_t (*slot)[32];
-	bool *used;
-	size_t cap, n;
-};
-
-static size_t idset_hash(const uint8_t d[32], size_t cap)
-{
-	uint64_t h;
-	memcpy(&h, d, sizeof(h)); /* digests are uniformly distributed */
-	return (size_t)(h & (cap - 1));
-}
-
-static bool idset_has(const struct idset *s, const uint8_t d[32])
-{
-	if (!s->cap)
-		return false;
-	for (size_t j = idset_hash(d, s->cap); s->used[j]; j = (j + 1) & (s->cap - 1))
-		if (memcmp(s->slot[j], d, 32) == 0)
-			return true;
-	return false;
-}
-
-static int idset_add(struct idset *s, const uint8_t d[32]) /* 1 added, 0 present, -1 oom */
-{
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 4096;
-		uint8_t(*slot)[32] = calloc(cap, 32);
-		bool *used = calloc(cap, 1);
-		if (!slot || !used) {
-			free(slot);
-			free(used);
-			return -1;
-		}
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->used[i])
-				continue;
-			size_t j = idset_hash(s->slot[i], cap);
-			while (used[j])
-				j = (j + 1) & (cap - 1);
-			used[j] = true;
-			memcpy(slot[j], s->slot[i], 32);
-		}
-		free(s->slot);
-		free(s->used);
-		s->slot = slot;
-		s->used = used;
-		s->cap = cap;
-	}
-	size_t j = idset_hash(d, s->cap);
-	for (; s->used[j]; j = (j + 1) & (s->cap - 1))
-		if (memcmp(s->slot[j], d, 32) == 0)
-			return 0;
-	s->used[j] = true;
-	memcpy(s->slot[j], d, 32);
-	s->n++;
-	return 1;
-}
-
-static void idset_release(struct idset *s)
-{
-	free(s->slot);
-	free(s->used);
-	memset(s, 0, sizeof(*s));
-}
 
 /* ---- retention ------------------------------------------------------------- */
 
@@ -169,7 +102,7 @@ struct gc {
 	struct al_cas *cas;
 	sqlite3 *db;
 	int64_t cutoff;  /* records at or after this time are retained */
-	struct idset kept;
+	struct al_idset kept;
 	/* what mark 1 covered: rows beyond these are marked again under the lock */
 	int64_t snap_rowid, commit_id, run_rowid, ledger_seq, nmax;
 };
@@ -197,7 +130,7 @@ static bool maybe_node(struct al_cas *cas, const uint8_t id[32])
  * is new.  Missing or undecodable objects are fsck's business. */
 static int keep(struct gc *g, const uint8_t id[32], bool is_node, unsigned depth, struct al_error *err)
 {
-	int added = idset_add(&g->kept, id);
+	int added = al_idset_add(&g->kept, id);
 	if (added < 0)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "gc");
 	if (added == 0 || depth > AL_DEPTH_MAX || (!is_node && !maybe_node(g->cas, id)))
@@ -215,7 +148,7 @@ static int keep(struct gc *g, const uint8_t id[32], bool is_node, unsigned depth
 		const struct al_entry *en = &node->entries[i];
 		if (en->type == AL_T_DIR)
 			r = keep(g, en->digest, true, depth + 1, err);
-		else if (idset_add(&g->kept, en->digest) < 0)
+		else if (al_idset_add(&g->kept, en->digest) < 0)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "gc");
 	}
 	al_node_free(node);
@@ -322,7 +255,7 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
 	struct cands *c = ctx;
 	if (o->n > c->g->nmax)
 		return 1; /* newer than the mark: not a candidate */
-	if (idset_has(&c->g->kept, o->id))
+	if (al_idset_has(&c->g->kept, o->id))
 		return 0;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
@@ -357,7 +290,7 @@ static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, str
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(q, 0) != 32 || idset_has(&g->kept, sqlite3_column_blob(q, 0)))
+		if (sqlite3_column_bytes(q, 0) != 32 || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
 			continue;
 		(*n)++;
 		if (del) {
@@ -683,7 +616,7 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		goto out;
 	size_t keepn = 0;
 	for (size_t i = 0; i < c.n; i++)
-		if (!idset_has(&g.kept, c.id[i]))
+		if (!al_idset_has(&g.kept, c.id[i]))
 			memcpy(c.id[keepn++], c.id[i], 32);
 	struct al_cas__sweep_stats s;
 	r = al_cas__sweep(g.cas, (const uint8_t(*)[32])c.id, keepn, before_commit, &x, &s, err);
@@ -694,7 +627,7 @@ out:
 	rep->seq = x.seq;
 	free(c.id);
 	free(c.size);
-	idset_release(&g.kept);
+	al_idset_release(&g.kept);
 	return r < 0 ? r : 0;
 }
 
@@ -739,9 +672,9 @@ int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
 
 /* ---- completeness (replay's check) ------------------------------------------------ */
 
-static int complete(struct al_cas *cas, struct idset *seen, const uint8_t id[32], unsigned depth, struct al_error *err)
+static int complete(struct al_cas *cas, struct al_idset *seen, const uint8_t id[32], unsigned depth, struct al_error *err)
 {
-	int added = idset_add(seen, id);
+	int added = al_idset_add(seen, id);
 	if (added <= 0)
 		return added < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "gc") : 0;
 	struct al_node *node = NULL;
@@ -750,7 +683,7 @@ static int complete(struct al_cas *cas, struct idset *seen, const uint8_t id[32]
 		const struct al_entry *en = &node->entries[i];
 		if (en->type == AL_T_DIR) {
 			r = complete(cas, seen, en->digest, depth + 1, err);
-		} else if (idset_add(seen, en->digest) > 0) {
+		} else if (al_idset_add(seen, en->digest) > 0) {
 			int has = al_cas_has(cas, en->digest, err);
 			if (has == 0) {
 				char s[AL_ID_STRLEN + 1];
@@ -766,8 +699,8 @@ static int complete(struct al_cas *cas, struct idset *seen, const uint8_t id[32]
 
 int al_gc_snapshot_complete(struct al_store *st, const uint8_t id[32], struct al_error *err)
 {
-	struct idset seen = { 0 };
+	struct al_idset seen = { 0 };
 	int r = complete(al_store_cas(st), &seen, id, 0, err);
-	idset_release(&seen);
+	al_idset_release(&seen);
 	return r;
 }
