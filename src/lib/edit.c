@@ -110,14 +110,26 @@ static int cmp_edit_ptr(const void *a, const void *b)
 	return al_path_cmp((*(struct al_edit *const *)a)->path, (*(struct al_edit *const *)b)->path);
 }
 
-static int edit_node(struct al_cas *cas, const uint8_t *id, struct al_edit **e, size_t n, size_t off,
-		     unsigned depth, uint8_t out[32], uint64_t *size, struct al_error *err);
+/* Edits e[0..n), sorted by path, of the directory at depth whose entries'
+ * names start at byte off of each path. */
+struct edit_group {
+	struct al_edit **e;
+	size_t n;
+	size_t off;
+	unsigned depth;
+};
 
-/* One group of edits for one child name: compute the child's new entry. */
-static int edit_child(struct al_cas *cas, const struct al_entry *existing, struct al_edit **g, size_t gn,
-		      size_t off, size_t complen, unsigned depth, struct al_entry *res, bool *present,
-		      struct al_error *err)
+static int edit_node(struct al_cas *cas, const uint8_t *id, const struct edit_group *grp, uint8_t out[32],
+		     uint64_t *size, struct al_error *err);
+
+/* One group of edits for one child name (its complen bytes at off):
+ * compute the child's new entry. */
+static int edit_child(struct al_cas *cas, const struct al_entry *existing, const struct edit_group *grp,
+		      size_t complen, struct al_entry *res, bool *present, struct al_error *err)
 {
+	struct al_edit **g = grp->e;
+	size_t gn = grp->n, off = grp->off;
+	unsigned depth = grp->depth;
 	struct al_edit *self = g[0]->path[off + complen] == 0 ? g[0] : NULL;
 	struct al_edit **sub = self ? g + 1 : g;
 	size_t subn = self ? gn - 1 : gn;
@@ -162,14 +174,18 @@ static int edit_child(struct al_cas *cas, const struct al_entry *existing, struc
 		*present = true;
 		return 0;
 	}
-	int r = edit_node(cas, base, sub, subn, suboff, depth + 1, res->digest, &res->size, err);
+	int r = edit_node(cas, base, &(struct edit_group){ sub, subn, suboff, depth + 1 }, res->digest, &res->size,
+			  err);
 	*present = r == 0;
 	return r;
 }
 
-static int edit_node(struct al_cas *cas, const uint8_t *id, struct al_edit **e, size_t n, size_t off,
-		     unsigned depth, uint8_t out[32], uint64_t *size, struct al_error *err)
+static int edit_node(struct al_cas *cas, const uint8_t *id, const struct edit_group *grp, uint8_t out[32],
+		     uint64_t *size, struct al_error *err)
 {
+	struct al_edit **e = grp->e;
+	size_t n = grp->n, off = grp->off;
+	unsigned depth = grp->depth;
 	if (depth > AL_DEPTH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "tree deeper than %d levels", AL_DEPTH_MAX);
 	struct al_node *node = NULL;
@@ -214,7 +230,8 @@ static int edit_node(struct al_cas *cas, const uint8_t *id, struct al_edit **e, 
 			r = al_fail(err, AL_EINVAL, 0, "path %s edited twice", e[i]->path);
 			goto out;
 		}
-		if ((r = edit_child(cas, existing, e + i, gn, off, complen, depth, &child, &present, err)) < 0)
+		if ((r = edit_child(cas, existing, &(struct edit_group){ e + i, gn, off, depth }, complen, &child,
+				    &present, err)) < 0)
 			goto out;
 		if (present) {
 			if (!(names[nnames] = strndup(comp, complen))) {
@@ -272,7 +289,7 @@ int al_manifest_edit(struct al_cas *cas, const uint8_t base[32], struct al_edit 
 			r = al_fail(err, AL_EINVAL, 0, "path %s edited twice", sorted[i]->path);
 	uint64_t size;
 	if (r == 0)
-		r = edit_node(cas, base, sorted, n, 0, 0, out, &size, err);
+		r = edit_node(cas, base, &(struct edit_group){ sorted, n, 0, 0 }, out, &size, err);
 	free(sorted);
 	return r;
 }
