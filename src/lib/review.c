@@ -26,16 +26,29 @@ static bool looks_binary(const uint8_t *p, size_t n)
 	return memchr(p, 0, n < 8000 ? n : 8000) != NULL;
 }
 
+/* What a file's text diff is made of; the file borrows it until reported. */
 struct builder {
 	struct al_review_hunk *hunks;
 	struct al_review_line *lines;
 	size_t nh, nl;
+	git_buf unified;
+	git_patch *patch; /* the lines' text points into it */
 };
 
-static int text_diff(struct al_review_file *f, const uint8_t *a, size_t alen, bool has_a, const uint8_t *b,
-		     size_t blen, bool has_b, bool with_text, git_buf *unified, struct builder *bd, git_patch **patch_out,
-		     struct al_error *err)
+/* One side of a diff: has is false for a missing side (shown as /dev/null). */
+struct side {
+	const uint8_t *p;
+	size_t len;
+	bool has;
+};
+
+static int text_diff(struct al_review_file *f, const struct side *sa, const struct side *sb, bool with_text,
+		     struct builder *bd, struct al_error *err)
 {
+	const uint8_t *a = sa->p, *b = sb->p;
+	size_t alen = sa->len, blen = sb->len;
+	bool has_a = sa->has, has_b = sb->has;
+	git_buf *unified = &bd->unified;
 	git_diff_options opts;
 	git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
 	opts.context_lines = 3;
@@ -47,7 +60,7 @@ static int text_diff(struct al_review_file *f, const uint8_t *a, size_t alen, bo
 		const git_error *ge = git_error_last();
 		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path, ge ? ge->message : "libgit2 error");
 	}
-	*patch_out = patch;
+	bd->patch = patch;
 	size_t ctx, adds, dels;
 	git_patch_line_stats(&ctx, &adds, &dels, patch);
 	f->additions = (int)adds;
@@ -123,9 +136,7 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 	uint8_t *a = NULL, *b = NULL;
 	size_t alen = 0, blen = 0;
 	int r = 0;
-	git_buf unified = { 0 };
 	struct builder bd = { 0 };
-	git_patch *patch = NULL;
 	char *ta = NULL, *tb = NULL;
 	bool a_file = f.has_old && f.old.type == AL_T_FILE, b_file = f.has_new && f.new.type == AL_T_FILE;
 	if (f.has_old && f.old.type == AL_T_SYMLINK && (r = al_cas_get(rv->cas, f.old.digest, (uint8_t **)&ta, &alen, err)) == 0)
@@ -143,14 +154,14 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 		else if (ra == 1 || rb == 1 || (a && looks_binary(a, alen)) || (b && looks_binary(b, blen)))
 			f.binary = true;
 		else
-			r = text_diff(&f, a ? a : (const uint8_t *)"", a_file ? alen : 0, a_file,
-				      b ? b : (const uint8_t *)"", b_file ? blen : 0, b_file, rv->with_text, &unified, &bd,
-				      &patch, err);
+			r = text_diff(&f, &(struct side){ a ? a : (const uint8_t *)"", a_file ? alen : 0, a_file },
+				      &(struct side){ b ? b : (const uint8_t *)"", b_file ? blen : 0, b_file }, rv->with_text,
+				      &bd, err);
 	}
 	if (r == 0)
 		r = rv->fn(rv->ctx, &f, err);
-	git_patch_free(patch);
-	git_buf_dispose(&unified);
+	git_patch_free(bd.patch);
+	git_buf_dispose(&bd.unified);
 	free(bd.hunks);
 	free(bd.lines);
 	free(a);

@@ -153,17 +153,27 @@ static json_t *jentry(bool has, const struct al_entry *e)
 	return o;
 }
 
-/* data is consumed */
-static int log_action(struct al_store *st, sqlite3 *db, const char *kind, const char *group, const char *project,
-		      const char *actor, json_t *data, uint64_t *seq, struct al_error *err)
+/* rec->data is consumed (unlike al_ledger__append's) */
+static int log_action(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq,
+		      struct al_error *err)
 {
-	if (!data)
+	if (!rec->data)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
-	struct al_ledger_rec rec = { .kind = kind, .group = group, .project = project, .actor = actor, .data = data };
-	int r = al_ledger__append(st, db, &rec, seq, err);
-	json_decref(data);
+	int r = al_ledger__append(st, db, rec, seq, err);
+	json_decref(rec->data);
 	return r;
 }
+
+/* A commit into a volume as commit_locked() takes it, and as its refusal
+ * is recorded: base -> incoming, and what names it. */
+struct commit_req {
+	const uint8_t *base, *incoming;    /* 32 bytes each */
+	const struct al_commit_opts *opts; /* NULL: strict, no author, no message */
+	const char *kind;                  /* of the commit row and the ledger entry */
+	const char *draft;                 /* the draft's public id, or NULL */
+	const char *group;
+	json_t *extra;                     /* more fields of the ledger entry, or NULL; borrowed */
+};
 
 static const char *group_of(const struct al_commit_opts *o, char buf[17])
 {
@@ -175,10 +185,12 @@ static const char *group_of(const struct al_commit_opts *o, char buf[17])
 
 /* The refusal itself is an action: recorded in its own transaction once
  * the refused one has rolled back. */
-static void log_refusal(struct al_store *st, sqlite3 *db, const char *project, const char *group, const uint8_t base[32],
-			const uint8_t incoming[32], const struct al_commit_opts *o, const struct al_commit_result *res,
-			const char *draft)
+static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_req *q, const char *project,
+			const struct al_commit_result *res)
 {
+	const uint8_t *base = q->base, *incoming = q->incoming;
+	const struct al_commit_opts *o = q->opts;
+	const char *group = q->group, *draft = q->draft;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return;
 	json_t *paths = json_array();
@@ -190,7 +202,10 @@ static void log_refusal(struct al_store *st, sqlite3 *db, const char *project, c
 	if (draft)
 		json_object_set_new(d, "draft", json_string(draft));
 	struct al_error e2 = { 0 };
-	int r = log_action(st, db, "conflict", group, project, o ? o->author : NULL, d, NULL, &e2);
+	int r = log_action(st, db,
+			   &(struct al_ledger_rec){ .kind = "conflict", .group = group, .project = project,
+						    .actor = o ? o->author : NULL, .data = d },
+			   NULL, &e2);
 	al_ledger__finish(st, db, r, &e2);
 }
 
@@ -315,10 +330,13 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
-static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const uint8_t base[32], const uint8_t result[32],
-			 const struct al_commit_opts *o, const char *kind, const char *draft,
-			 const struct al_commit_result *res, int64_t *seq, struct al_error *err)
+static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const struct commit_req *q,
+			 const uint8_t result[32], struct al_commit_result *res, struct al_error *err)
 {
+	const uint8_t *base = q->base;
+	const struct al_commit_opts *o = q->opts;
+	const char *kind = q->kind, *draft = q->draft;
+	int64_t *seq = &res->seq;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL, *ins = NULL, *cf = NULL;
 	int r = al_sqlite_prepare(db, "UPDATE volumes SET head = ?, seq = seq + 1 WHERE id = ? AND head = ?",
 				  &up, err);
@@ -352,7 +370,7 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const u
 	if (sqlite3_step(ins) != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "record commit");
 	int64_t cid = sqlite3_last_insert_rowid(db);
-	if (res && res->nconflicts) {
+	if (res->nconflicts) {
 		if ((r = al_sqlite_prepare(db, "INSERT INTO conflicts VALUES (?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?)",
 					   &cf, err)) < 0)
 			return r;
@@ -701,11 +719,13 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 }
 
 /* In an open meta transaction: commit base -> incoming into v. */
-static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const uint8_t base[32],
-			 const uint8_t incoming[32], const struct al_commit_opts *o, const char *kind,
-			 const char *draft, const char *group, json_t *extra, struct al_commit_result *res,
-			 struct al_error *err)
+static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const struct commit_req *q,
+			 struct al_commit_result *res, struct al_error *err)
 {
+	const uint8_t *base = q->base, *incoming = q->incoming;
+	const struct al_commit_opts *o = q->opts;
+	const char *kind = q->kind, *group = q->group;
+	json_t *extra = q->extra;
 	struct al_cas *cas = al_store_cas(st);
 	int strategy = o ? o->strategy : AL_STRICT;
 	uint8_t result[32];
@@ -755,7 +775,7 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	}
 	uint8_t parent[32];
 	memcpy(parent, v->head, 32);
-	if ((r = record_commit(db, cas, v, base, result, o, kind, draft, res, &res->seq, err)) < 0)
+	if ((r = record_commit(db, cas, v, q, result, res, err)) < 0)
 		return r;
 	memcpy(res->head, result, 32);
 	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
@@ -766,7 +786,10 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	if (d && extra)
 		json_object_update(d, extra);
 	uint64_t cseq;
-	if ((r = log_action(st, db, kind, group, v->project_name, o ? o->author : NULL, d, &cseq, err)) < 0)
+	if ((r = log_action(st, db,
+			    &(struct al_ledger_rec){ .kind = kind, .group = group, .project = v->project_name,
+						     .actor = o ? o->author : NULL, .data = d },
+			    &cseq, err)) < 0)
 		return r;
 	for (size_t i = 0; i < res->nconflicts && r == 0; i++) {
 		const struct al_conflict *c = &res->conflicts[i];
@@ -775,7 +798,10 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 				       "theirs", jentry(c->has_theirs, &c->theirs), "ours", jentry(c->has_ours, &c->ours));
 		if (cd)
 			json_object_set_new(cd, "copy_path", c->copy_path ? json_string(c->copy_path) : json_null());
-		r = log_action(st, db, "conflict", group, v->project_name, o ? o->author : NULL, cd, NULL, err);
+		r = log_action(st, db,
+			       &(struct al_ledger_rec){ .kind = "conflict", .group = group, .project = v->project_name,
+							.actor = o ? o->author : NULL, .data = cd },
+			       NULL, err);
 	}
 	return r;
 }
@@ -798,11 +824,12 @@ int al_project_commit(struct al_store *st, const char *project, const uint8_t ba
 	struct vol v;
 	char gbuf[17];
 	const char *group = group_of(opts, gbuf);
+	struct commit_req q = { .base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group };
 	if ((r = live_volume(db, project, &v, err)) == 0)
-		r = commit_locked(st, db, &v, base, snapshot, opts, "commit", NULL, group, NULL, res, err);
+		r = commit_locked(st, db, &v, &q, res, err);
 	r = al_ledger__finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
-		log_refusal(st, db, project, group, base, snapshot, opts, res, NULL);
+		log_refusal(st, db, &q, project, res);
 	return r;
 }
 
@@ -856,11 +883,14 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	memcpy(v.head, empty, 32);
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
 	struct al_commit_result res = { 0 };
-	int64_t seq;
 	char gbuf[17];
 	al_ledger__new_group(gbuf);
-	if ((r = record_commit(db, al_store_cas(st), &v, empty, head, &o, "create", NULL, &res, &seq, err)) < 0 ||
-	    (r = log_action(st, db, "project_create", gbuf, name, author, json_pack("{s:o}", "head", jid(head)), NULL, err)) < 0)
+	struct commit_req q = { .base = empty, .incoming = head, .opts = &o, .kind = "create" };
+	if ((r = record_commit(db, al_store_cas(st), &v, &q, head, &res, err)) < 0 ||
+	    (r = log_action(st, db,
+			    &(struct al_ledger_rec){ .kind = "project_create", .group = gbuf, .project = name,
+						     .actor = author, .data = json_pack("{s:o}", "head", jid(head)) },
+			    NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
 		return r;
@@ -1073,13 +1103,19 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	snprintf(v.state, sizeof(v.state), "%s", state);
 	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
 	snprintf(v.group, sizeof(v.group), "%s", group);
-	if ((r = log_action(st, db, "draft_create", group, live.project_name, author,
-			    json_pack("{s:s,s:o,s:s}", "draft", id, "base", jid(base), "state", state), NULL, err)) < 0)
+	if ((r = log_action(st, db,
+			    &(struct al_ledger_rec){ .kind = "draft_create", .group = group, .project = live.project_name,
+						     .actor = author,
+						     .data = json_pack("{s:s,s:o,s:s}", "draft", id, "base", jid(base),
+								       "state", state) },
+			    NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if (!empty) {
 		struct al_commit_opts co = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
 		struct al_commit_result res = { 0 };
-		r = commit_locked(st, db, &v, base, content, &co, "commit", id, group, NULL, &res, err);
+		struct commit_req q = { .base = base, .incoming = content, .opts = &co, .kind = "commit", .draft = id,
+					.group = group };
+		r = commit_locked(st, db, &v, &q, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
 			return al_ledger__finish(st, db, r, err);
@@ -1160,15 +1196,17 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 	if (r < 0)
 		return r;
 	struct vol v;
+	struct commit_req q = { .base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id };
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
+		q.group = v.group;
 		if (strcmp(v.state, AL_DRAFT_OPEN) != 0)
 			r = al_fail(err, AL_ESTATE, 0, "draft %s is %s", id, v.state);
 		else
-			r = commit_locked(st, db, &v, base, snapshot, opts, "commit", id, v.group, NULL, res, err);
+			r = commit_locked(st, db, &v, &q, res, err);
 	}
 	r = al_ledger__finish(st, db, r, err);
 	if (r == AL_ECONFLICT)
-		log_refusal(st, db, v.project_name, v.group, base, snapshot, opts, res, id);
+		log_refusal(st, db, &q, v.project_name, res);
 	return r;
 }
 
@@ -1315,24 +1353,30 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	uint8_t incoming[32];
 	memcpy(incoming, d.head, 32);
 	json_t *extra = NULL;
+	struct commit_req q = { .base = d.base, .incoming = incoming, .opts = opts, .kind = "apply", .draft = id,
+				.group = d.group };
 	if (r == 0) {
 		json_t *jp = json_array();
 		for (size_t i = 0; i < npaths; i++)
 			json_array_append_new(jp, json_string(paths[i]));
 		extra = json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "draft", id, "mode", mname, "paths", jp, "state", state,
 				  "applied", (json_int_t)res->applied, "discarded", (json_int_t)res->discarded);
+		q.extra = extra;
 	}
 	if (r == 0 && mode != AL_REJECT_ALL) {
 		if (mode == AL_ACCEPT_SELECTED)
 			r = selected_tree(cas, &d, &ch, keep, incoming, err);
 		if (r == 0)
-			r = commit_locked(st, db, &live, d.base, incoming, opts, "apply", id, d.group, extra, res, err);
+			r = commit_locked(st, db, &live, &q, res, err);
 	} else if (r == 0) {
 		memcpy(res->head, live.head, 32);
-		r = log_action(st, db, "reject", d.group, d.project_name, opts ? opts->author : NULL, json_incref(extra),
+		r = log_action(st, db,
+			       &(struct al_ledger_rec){ .kind = "reject", .group = d.group, .project = d.project_name,
+							.actor = opts ? opts->author : NULL, .data = json_incref(extra) },
 			       NULL, err);
 	}
 	json_decref(extra);
+	q.extra = NULL;
 	if (r == 0)
 		r = record_outcomes(db, &d, &ch, keep, err);
 	free(keep);
@@ -1340,7 +1384,7 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	if (r < 0) {
 		r = al_ledger__finish(st, db, r, err);
 		if (r == AL_ECONFLICT)
-			log_refusal(st, db, d.project_name, d.group, d.base, incoming, opts, res, id);
+			log_refusal(st, db, &q, d.project_name, res);
 		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;

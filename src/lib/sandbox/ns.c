@@ -662,57 +662,16 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	return r;
 }
 
-/* ---- the backend switch ----------------------------------------------------- */
-
-const char *al_network_name(int net)
+static int ns_check(int network, struct al_error *err)
 {
-	return net == AL_NET_EGRESS ? "egress" : "none";
-}
-
-int al_network_parse(const char *s, int *out, struct al_error *err)
-{
-	if (!strcmp(s, "none"))
-		*out = AL_NET_NONE;
-	else if (!strcmp(s, "egress"))
-		*out = AL_NET_EGRESS;
-	else
-		return al_fail(err, AL_EUSAGE, 0, "unknown network policy '%s' (none, egress)", s);
-	return 0;
-}
-
-void al_limits_default(struct al_limits *l)
-{
-	l->memory = 2ull << 30;
-	l->pids = 1024;
-	l->cpus_milli = 1000;
-	l->timeout_ms = 3600 * 1000;
-	l->output = 16ull << 20;
-	l->disk = 1ull << 30;
-	l->files = 100000;
-}
-
-int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
-{
-	memset(res, 0, sizeof(*res));
-	res->upper_fd = -1;
-	res->cgroup = "none";
-	const char *layers[2] = { spec->image_dir, spec->workspace_dir };
-	for (int i = 0; i < 2; i++)
-		if (!layers[i] || !layers[i][0] || strpbrk(layers[i], "/,:\\") || !strcmp(layers[i], ".") ||
-		    !strcmp(layers[i], ".."))
-			return al_fail(err, AL_EINVAL, 0, "sandbox: bad lower layer name");
-	int r = al_sandbox_check(spec->backend, spec->network, err);
-	return r < 0 ? r : ns_run(spec, res, err);
-}
-
-int al_sandbox_check(const char *backend, int network, struct al_error *err)
-{
-	if (backend && strcmp(backend, "ns"))
-		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (ns)", backend);
 	if (network == AL_NET_EGRESS)
 		return al_fail(err, AL_EINVAL, 0, "sandbox: namespace backend does not support network access yet "
 						  "(use --network none)");
-	if (network != AL_NET_NONE)
-		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown network policy %d", network);
 	return 0;
 }
+
+const struct al_sandbox_backend al_sandbox__ns = {
+	.name = "ns",
+	.check = ns_check,
+	.run = ns_run,
+};

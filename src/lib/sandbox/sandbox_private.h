@@ -1,4 +1,5 @@
-/* Private to the sandbox backends: cgroups and the seccomp filter. */
+/* Private to the sandbox: the backend table, and what the namespace
+ * backend is built from (cgroups, the seccomp filter). */
 #ifndef AL_SANDBOX_PRIVATE_H
 #define AL_SANDBOX_PRIVATE_H
 
@@ -6,6 +7,17 @@
 #include <sys/types.h>
 
 #include "airlock/sandbox.h"
+
+/* A sandbox backend.  sandbox.c has already checked what every backend
+ * shares (the spec's layer names, a known network policy) and cleared res
+ * (upper_fd -1, cgroup "none"). */
+struct al_sandbox_backend {
+	const char *name;   /* al_sandbox_spec.backend */
+	/* Can it enforce this network policy?  AL_EINVAL with the reason. */
+	int (*check)(int network, struct al_error *err);
+	int (*run)(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
+};
+extern const struct al_sandbox_backend al_sandbox__ns; /* ns.c: Linux namespaces */
 
 /* One run's cgroup: per controller, the directory that holds its limit
  * (v2: one directory for all; v1: one per hierarchy). */
