@@ -9,7 +9,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 int cli_error(struct cli *cli, const struct al_error *err)
 {

@@ -9,7 +9,7 @@
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 #define AIRLOCK_VERSION "0.1.0"
 

@@ -10,7 +10,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 const char *cli_author(const char *given)
 {

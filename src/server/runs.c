@@ -24,7 +24,7 @@
 #include "decode.h"
 #include "ops.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 #define RECENT_MAX 256
@@ -196,7 +196,7 @@ static void *run_thread(void *arg)
 	s->active--;
 	if (r->waiter && r->waiter->suspended) {
 		r->waiter->suspended = false;
-		MHD_resume_connection(r->waiter->conn);
+		dl_mhd.resume_connection(r->waiter->conn);
 	}
 	trim(s);
 	pthread_cond_broadcast(&s->runs_done);
@@ -356,7 +356,7 @@ int h_run_start(struct req *rq)
 	 * (which takes the lock) resumes it exactly once */
 	if (wait) {
 		rq->suspended = true;
-		MHD_suspend_connection(rq->conn);
+		dl_mhd.suspend_connection(rq->conn);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!wait) {
@@ -477,7 +477,7 @@ int h_run_output(struct req *rq)
 	if (r && !r->done && run_visible(rq, r->principal)) {
 		srv_bytes_ranged(rq, "text/plain; charset=utf-8", r->live[i] ? r->live[i] : "", r->live_len[i], offset);
 		pthread_mutex_unlock(&s->lock);
-		MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "running");
+		dl_mhd.add_response_header(rq->resp, "X-Airlock-Run-State", "running");
 		return 0;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -499,7 +499,7 @@ int h_run_output(struct req *rq)
 	srv_object(rq, al_store_cas(st), blob, offset, "text/plain; charset=utf-8");
 	srv_store_done(st);
 	if (rq->status < 400)
-		MHD_add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
+		dl_mhd.add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
 	return 0;
 }
 

@@ -24,7 +24,7 @@
 #include "decode.h"
 #include "ops.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 /* The OpenAPI document, built into the binary from docs/openapi.json. */
@@ -132,11 +132,11 @@ static int answer(struct req *rq, int status, struct MHD_Response *r, const char
 	if (!r)
 		return -1;
 	if (type)
-		MHD_add_response_header(r, "Content-Type", type);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+		dl_mhd.add_response_header(r, "Content-Type", type);
+	dl_mhd.add_response_header(r, "Cache-Control", "no-store");
+	dl_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (rq->resp)
-		MHD_destroy_response(rq->resp);
+		dl_mhd.destroy_response(rq->resp);
 	rq->resp = r;
 	rq->status = status;
 	return 0;
@@ -144,7 +144,7 @@ static int answer(struct req *rq, int status, struct MHD_Response *r, const char
 
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n)
 {
-	return answer(rq, status, MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY), type);
+	return answer(rq, status, dl_mhd.create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY), type);
 }
 
 int srv_json(struct req *rq, int status, json_t *body)
@@ -157,7 +157,7 @@ int srv_json(struct req *rq, int status, json_t *body)
 	}
 	size_t n = strlen(s);
 	s[n] = '\n'; /* one line, like the CLI's --json; the NUL is not sent */
-	return answer(rq, status, MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE), "application/json");
+	return answer(rq, status, dl_mhd.create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE), "application/json");
 }
 
 int srv_error(struct req *rq, const struct al_error *err)
@@ -177,7 +177,7 @@ int srv_fail(struct req *rq, int code, const char *fmt, ...)
 
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)
 {
-	struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
+	struct MHD_Response *r = dl_mhd.create_response_from_fd64(size, fd);
 	if (!r) {
 		close(fd);
 		return srv_fail(rq, AL_EIO, "response");
@@ -187,13 +187,13 @@ int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)
 
 const char *srv_query(struct req *rq, const char *key)
 {
-	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+	return dl_mhd.lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
 /* RFC 9110 14.1.2: bytes=A-B, A-, -N; anything else is ignored (200). */
 int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
 {
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
 	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
 		return 0;
 	const char *p = h + 6;
@@ -232,7 +232,7 @@ int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
 		rq->status = 416;
 		char cr[64];
 		snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)len);
-		MHD_add_response_header(rq->resp, "Content-Range", cr);
+		dl_mhd.add_response_header(rq->resp, "Content-Range", cr);
 		return -1;
 	}
 	*from = a;
@@ -242,12 +242,12 @@ int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
 
 static void ranged_headers(struct req *rq, int ranged, uint64_t from, uint64_t n, uint64_t len)
 {
-	MHD_add_response_header(rq->resp, "Accept-Ranges", "bytes");
+	dl_mhd.add_response_header(rq->resp, "Accept-Ranges", "bytes");
 	if (ranged == 1) {
 		char cr[96];
 		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)from,
 			 (unsigned long long)(from + n - 1), (unsigned long long)len);
-		MHD_add_response_header(rq->resp, "Content-Range", cr);
+		dl_mhd.add_response_header(rq->resp, "Content-Range", cr);
 	}
 }
 
@@ -330,9 +330,9 @@ int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_
 		object_free(os);
 		if (v < 0)
 			return srv_error(rq, &err);
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		resp = dl_mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = MHD_create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
+		resp = dl_mhd.create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
 		if (!resp)
 			object_free(os);
 	}
@@ -467,7 +467,7 @@ static void split_path(struct req *rq, const char *url)
 
 static int bearer(struct req *rq)
 {
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *tok = NULL;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7 + strspn(h + 7, " ");
@@ -495,7 +495,7 @@ static pthread_mutex_t auth_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool client_addr(struct req *rq, uint32_t *addr)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
 		return false;
 	*addr = ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
@@ -550,7 +550,7 @@ static enum MHD_Result queue(struct req *rq)
 {
 	if (!rq->resp)
 		srv_fail(rq, AL_EIO, "no answer");
-	return MHD_queue_response(rq->conn, (unsigned)rq->status, rq->resp);
+	return dl_mhd.queue_response(rq->conn, (unsigned)rq->status, rq->resp);
 }
 
 static const struct route *first_call(struct req *rq)
@@ -569,7 +569,7 @@ static const struct route *first_call(struct req *rq)
 			rq->status = 429;
 			char ra[16];
 			snprintf(ra, sizeof(ra), "%u", wait);
-			MHD_add_response_header(rq->resp, "Retry-After", ra);
+			dl_mhd.add_response_header(rq->resp, "Retry-After", ra);
 			return NULL;
 		}
 		if (bearer(rq) < 0) {
@@ -595,7 +595,7 @@ static const struct route *first_call(struct req *rq)
 			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
 		return NULL;
 	}
-	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t cap = rt->upload ? rq->srv->cfg.upload_max : rq->srv->cfg.body_max;
 	if (cl && strtoull(cl, NULL, 10) > cap) {
 		srv_fail(rq, AL_ELIMIT, "request body over %zu bytes", cap);
@@ -667,7 +667,7 @@ static void take_data(struct req *rq, const char *data, size_t n)
 
 static struct conn_watch *watch_of(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
@@ -694,7 +694,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
 	struct srv *s = cls;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct conn_watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
 		if (!w)
 			return; /* no deadline: libmicrohttpd's idle timeout still applies */
@@ -776,8 +776,8 @@ static void watchdog_stop(struct srv *s)
 static void headers_done(struct req *rq)
 {
 	struct srv *s = rq->srv;
-	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	const char *te = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	uint64_t size = cl ? strtoull(cl, NULL, 10) : 0;
 	if (te && !cl) /* chunked: as long as the largest body it may be */
 		size = rq->rt && rq->rt->upload ? s->cfg.upload_max : s->cfg.body_max;
@@ -867,7 +867,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		rq->who.name[0] ? rq->who.name : "-", rq->method, rq->route, rq->status, ms,
 		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 	if (rq->resp)
-		MHD_destroy_response(rq->resp);
+		dl_mhd.destroy_response(rq->resp);
 	if (rq->upload_fd >= 0)
 		close(rq->upload_fd);
 	free(rq->segbuf);
@@ -1023,7 +1023,7 @@ int srv_main(const struct srv_config *cfg)
 		return al_code_exit(err.code);
 	}
 	char *cert = NULL, *key = NULL;
-	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+	if (tls && dl_mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 		fprintf(stderr, "airlock serve: this libmicrohttpd was built without TLS support\n");
 		return 1;
 	}
@@ -1055,7 +1055,7 @@ int srv_main(const struct srv_config *cfg)
 	}
 	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
 	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
-	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+	s.mhd = dl_mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					 MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
 				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
@@ -1080,7 +1080,7 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return 1;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *info = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
 	s.port = info ? info->port : ntohs(sa.sin_port);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
@@ -1093,7 +1093,7 @@ int srv_main(const struct srv_config *cfg)
 		;
 	fprintf(stderr, "airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
-	MHD_socket ls = MHD_quiesce_daemon(s.mhd);
+	MHD_socket ls = dl_mhd.quiesce_daemon(s.mhd);
 	if (ls != MHD_INVALID_SOCKET)
 		close(ls);
 	srv_runs_drain(&s);
@@ -1101,13 +1101,13 @@ int srv_main(const struct srv_config *cfg)
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
 	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *ci = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		const union MHD_DaemonInfo *ci = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 		if (!ci || ci->num_connections == 0)
 			break;
 		struct timespec ts = { 0, 10000000 };
 		nanosleep(&ts, NULL);
 	}
-	MHD_stop_daemon(s.mhd);
+	dl_mhd.stop_daemon(s.mhd);
 	watchdog_stop(&s);
 	srv_runs_free(&s);
 	al_auth_close(s.auth);

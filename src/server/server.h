@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "dl.h"
+#include "airlockd.h"
+#include "dl_mhd.h"
 
 #include "airlock/auth.h"
 #include "airlock/error.h"
@@ -18,25 +19,6 @@
 struct al_store;
 struct srv_run;
 struct route;
-
-struct srv_config {
-	const char *home;
-	const char *listen;        /* "127.0.0.1:8700"; port 0: any */
-	size_t body_max;           /* JSON bodies */
-	size_t upload_max;         /* bundle uploads */
-	unsigned threads;          /* request threads */
-	unsigned max_runs;         /* runs in flight; beyond: 503 */
-	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
-	unsigned conn_timeout_s;   /* idle or slow connections are closed */
-	unsigned header_timeout_s; /* a request's headers must be complete within this (absolute) */
-	uint64_t body_rate;        /* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
-	const char *tls_cert;      /* PEM files: HTTPS (TLS 1.2+); NULL: plain HTTP */
-	const char *tls_key;
-	bool insecure;             /* plain HTTP on an address other than loopback */
-	unsigned refusal_window_s; /* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
-	unsigned gc_interval_s;    /* the collector's period (gc.c); 0: off */
-	uint64_t lower_budget;     /* its lower-layer budget (0: gc.h's default) */
-};
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */
 struct conn_watch {
@@ -184,8 +166,5 @@ void srv_run_unwait(struct req *rq);
  * wait until every run has recorded its end. */
 void srv_runs_drain(struct srv *s);
 void srv_runs_free(struct srv *s);
-
-/* airlock serve */
-int srv_main(const struct srv_config *cfg);
 
 #endif
