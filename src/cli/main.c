@@ -65,29 +65,6 @@ static void usage(FILE *f)
 		   "(docs/cli.md)\n");
 }
 
-int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)
-{
-	size_t n = 0;
-	while (cmds[n].name)
-		n++;
-	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-		FILE *f = argc < 1 ? stderr : stdout;
-		fprintf(f, "usage: airlock %s SUBCOMMAND [ARGS]\n\nsubcommands:\n", group);
-		for (size_t i = 0; i < n; i++)
-			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
-		return argc < 1 ? 2 : 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(argv[0], cmds[i].name) == 0) {
-			static char prog[64];
-			snprintf(prog, sizeof(prog), "airlock %s %s", group, cmds[i].name);
-			cli->prog = prog;
-			return cmds[i].run(cli, argc, argv);
-		}
-	}
-	return cli_usage(cli, "unknown %s subcommand '%s'", group, argv[0]);
-}
-
 int main(int argc, char **argv)
 {
 	static char home_buf[4096];

@@ -343,26 +343,3 @@ int cli_remote_get(struct cli *cli, const char *path, json_t **out)
 	return -1;
 }
 
-int cli_local_only(struct cli *cli)
-{
-	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n", cli->prog);
-	return 2;
-}
-
-const char *cli_path_escape(const char *s, char *out, size_t n)
-{
-	size_t j = 0;
-	static const char hex[] = "0123456789ABCDEF";
-	for (; *s && j + 4 < n; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:", c)) {
-			out[j++] = (char)c;
-		} else {
-			out[j++] = '%';
-			out[j++] = hex[c >> 4];
-			out[j++] = hex[c & 15];
-		}
-	}
-	out[j] = 0;
-	return out;
-}
