@@ -817,9 +817,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (rq->waiting) {
-		pthread_mutex_lock(&s->lock);
+		sched_lock(&s->sched);
 		bool suspended = rq->suspended;
-		pthread_mutex_unlock(&s->lock);
+		sched_unlock(&s->sched);
 		if (suspended)
 			return MHD_YES;
 		srv_run_answer(rq);
@@ -844,8 +844,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	rq->rt->fn(rq);
 	if (rq->waiting)
-		return MHD_YES; /* suspended until its run ends (runs.c) */
+		return MHD_YES; /* suspended until its run ends (srv_resume) */
 	return queue(rq);
+}
+
+void srv_suspend(void *ctx)
+{
+	struct req *rq = ctx;
+	rq->suspended = true;
+	dl_mhd.suspend_connection(rq->conn);
+}
+
+void srv_resume(void *ctx)
+{
+	struct req *rq = ctx;
+	if (rq->suspended) {
+		rq->suspended = false;
+		dl_mhd.resume_connection(rq->conn);
+	}
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -1045,7 +1061,7 @@ int srv_main(const struct srv_config *cfg)
 	/* few malloc arenas: each thread (a run, a request) would otherwise
 	 * keep one of its own, and the daemon's memory would not shrink back */
 	mallopt(M_ARENA_MAX, 2);
-	srv_runs_init(&s);
+	sched_init(&s.sched, cfg->home, s.init_path, cfg->max_runs, cfg->grace_s);
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
 		al_auth_close(s.auth);
@@ -1096,7 +1112,7 @@ int srv_main(const struct srv_config *cfg)
 	MHD_socket ls = dl_mhd.quiesce_daemon(s.mhd);
 	if (ls != MHD_INVALID_SOCKET)
 		close(ls);
-	srv_runs_drain(&s);
+	sched_drain(&s.sched);
 	srv_gc_stop(&s);
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
@@ -1109,7 +1125,7 @@ int srv_main(const struct srv_config *cfg)
 	}
 	dl_mhd.stop_daemon(s.mhd);
 	watchdog_stop(&s);
-	srv_runs_free(&s);
+	sched_release(&s.sched);
 	al_auth_close(s.auth);
 	free(cert);
 	wipe_free(key);

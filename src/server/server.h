@@ -12,12 +12,12 @@
 
 #include "airlockd.h"
 #include "dl_mhd.h"
+#include "scheduler.h"
 
 #include "airlock/auth.h"
 #include "airlock/error.h"
 
 struct al_store;
-struct srv_run;
 struct route;
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */
@@ -34,12 +34,7 @@ struct srv {
 	struct MHD_Daemon *mhd;
 	char init_path[4200];
 	uint16_t port;
-	pthread_mutex_t lock;      /* runs, stopping */
-	pthread_cond_t runs_done;
-	sem_t heavy;               /* slots for the heavy phases of runs (run.h throttle) */
-	struct srv_run *runs;      /* in flight and recently ended (bounded) */
-	unsigned active;
-	bool stopping;
+	struct sched sched;        /* the runs (scheduler.h) */
 	pthread_mutex_t watch_lock;
 	pthread_cond_t watch_cond;
 	struct conn_watch *watched;
@@ -76,8 +71,8 @@ struct req {
 	int status;
 	struct MHD_Response *resp;
 	/* a request waiting for a run (POST run with wait) */
-	struct srv_run *waiting;
-	bool suspended;
+	struct sched_run *waiting;
+	bool suspended;            /* under the scheduler's lock */
 	uint64_t t0;
 };
 
@@ -157,14 +152,14 @@ int h_token_create(struct req *rq);
 int h_tokens(struct req *rq);
 int h_token_revoke(struct req *rq);
 
-/* runs.c: the scheduler */
-int srv_runs_init(struct srv *s);
-/* A waiting request's run has ended: answer it (called on resume). */
+/* A request that waits (for its run: a sched_waiter with rq as ctx): its
+ * connection suspended, holding no thread, until srv_resume.  Both are
+ * called under the scheduler's lock. */
+void srv_suspend(void *rq);
+void srv_resume(void *rq);
+
+/* runs.c: a waiting request's run has ended: answer it (called on resume). */
 int srv_run_answer(struct req *rq);
 void srv_run_unwait(struct req *rq);
-/* SIGTERM: refuse new runs, give running ones grace_s, then cancel them and
- * wait until every run has recorded its end. */
-void srv_runs_drain(struct srv *s);
-void srv_runs_free(struct srv *s);
 
 #endif
