@@ -64,7 +64,7 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check unit demo bench fuzz clean
+.PHONY: all deps check check-layers unit demo bench fuzz clean
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -125,7 +125,11 @@ fuzz: | deps
 
 unit: $(UNIT_BIN)
 
-check: all $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
+# the front-ends' files depend on each other downward only (scripts/layers.sh)
+check-layers: $(CLI_OBJ)
+	@scripts/layers.sh $(BUILD)
+
+check: all check-layers $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 

@@ -17,8 +17,8 @@ fi
 # defs: "file symbol" for each global definition; refs: "file symbol" for each undefined one
 defs=$(mktemp) refs=$(mktemp) edges=$(mktemp)
 trap 'rm -f "$defs" "$refs" "$edges"' EXIT
-for o in "$B"/src/cli/*.o "$B"/src/server/*.o "$B"/src/front/*.o; do
-	f=${o#"$B"/}; f=${f%.o}.c
+for f in src/cli/*.c src/server/*.c src/front/*.c; do
+	o=$B/${f%.c}.o
 	nm -g --defined-only "$o" | awk -v f="$f" 'NF == 3 { print $3, f }' >>"$defs"
 	nm -u "$o" | awk -v f="$f" '{ print $NF, f }' >>"$refs"
 done

@@ -1,6 +1,8 @@
 /* airlockd: the HTTP API (docs/api.md).  server.c owns the daemon
- * (libmicrohttpd), authentication, routing, errors and logs; one file per
- * resource answers its routes (projects.c, runs.c, audit.c, admin.c). */
+ * (libmicrohttpd), authentication, routing and logs; one file per resource
+ * answers its routes (projects.c, runs.c, audit.c, admin.c) with http.c's
+ * answers; runs are scheduler.c's.  Files depend downward only:
+ * server.c -> resources -> http.c -> scheduler.c (scripts/layers.sh). */
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
