@@ -1,6 +1,6 @@
 /* The CLI as a client of airlockd (--server URL or AIRLOCK_URL, with
  * AIRLOCK_TOKEN): one HTTP request per verb through libcurl; the answer is
- * the same JSON document the embedded verb builds (src/server/view.c), so
+ * the same JSON document the embedded verb builds (src/front/view.c), so
  * the output is the same. */
 #include <errno.h>
 #include <fcntl.h>
