@@ -22,21 +22,40 @@ JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 # the daemon (src/server) and the CLI's HTTP client: headers at build time;
-# the libraries are dlopen'ed when `serve` or `--server` needs them (dl.h)
-NET_CFLAGS = $(shell pkg-config --cflags libmicrohttpd libcurl)
+# the libraries are dlopen'ed when `serve` or `--server` needs them (src/front/dl.h)
+MHD_CFLAGS = $(shell pkg-config --cflags libmicrohttpd)
+CURL_CFLAGS = $(shell pkg-config --cflags libcurl)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -Isrc/server $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(NET_CFLAGS)
+# Layers (docs/architecture.md, "Layers as built"): each directory sees only
+# the headers below it, so including another layer's private header is a
+# compile error ("util.h: No such file or directory"), not a convention.
+#   src/lib, src/lib/sandbox   libairlock: its private headers
+#   src/front                  JSON views, request decoders, shared ops: include/airlock only
+#   src/cli                    airlock: src/front and include/airlock (+ libcurl's headers)
+#   src/server                 airlockd: src/front and include/airlock (+ libmicrohttpd's headers)
+# The tests, fuzz targets and benchmarks test internals: they see src/lib too.
+LIB_INC := -Isrc/lib -Isrc/lib/sandbox
+FRONT_INC := -Isrc/front
+CLI_INC = -Isrc/front -Isrc/cli $(CURL_CFLAGS)
+SERVER_INC = -Isrc/front -Isrc/server $(MHD_CFLAGS)
+INTERNAL_INC := $(LIB_INC) -Isrc/front
+LAYER_INC = $(LIB_INC)
+$(BUILD)/src/front/%.o: LAYER_INC = $(FRONT_INC)
+$(BUILD)/src/cli/%.o: LAYER_INC = $(CLI_INC)
+$(BUILD)/src/server/%.o: LAYER_INC = $(SERVER_INC)
+BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
 ALL_LDFLAGS = -pthread $(LDFLAGS)
 LDLIBS_EXTRA = -lm
 ifneq ($(SANITIZE),)
-ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
-CLI_SRC := $(wildcard src/cli/*.c src/server/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/front/*.c src/server/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -45,7 +64,7 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check unit demo bench fuzz clean
+.PHONY: all deps check check-layers unit demo bench fuzz clean
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -82,31 +101,35 @@ $(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
 # (the daemon's request decoders are linked into every target: fuzz_api uses them)
-FUZZ_EXTRA := src/server/decode.c
+FUZZ_EXTRA := src/front/decode.c
 $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
 
 fuzz: | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
-	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -Isrc/server -g -O1 -fsanitize=fuzzer,address,undefined \
+	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude $(INTERNAL_INC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
 
 unit: $(UNIT_BIN)
 
-check: all $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
+# the front-ends' files depend on each other downward only (scripts/layers.sh)
+check-layers: $(CLI_OBJ)
+	@scripts/layers.sh $(BUILD)
+
+check: all check-layers $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 

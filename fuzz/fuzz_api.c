@@ -1,4 +1,4 @@
-/* Fuzz the daemon's request decoders (src/server/decode.c): hostile JSON
+/* Fuzz the daemon's request decoders (src/front/decode.c): hostile JSON
  * bodies must never crash, leak or be half-accepted.  The first byte picks
  * the decoder; the rest is the body.  Whatever a decoder accepts must hold
  * its promises: a run request has a non-empty command and no variable

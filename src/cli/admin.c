@@ -14,7 +14,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static int open_auth(struct cli *cli, struct al_auth **a)
 {

@@ -15,7 +15,7 @@
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static int open_store(struct cli *cli, struct al_store **st)
 {

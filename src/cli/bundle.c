@@ -12,7 +12,7 @@
 #include "airlock/volume.h"
 #include "cli.h"
 #include "ops.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static int bundle_export(struct cli *cli, int argc, char **argv)
 {

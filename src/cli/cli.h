@@ -1,4 +1,12 @@
-/* airlock CLI: shared state and helpers of the subcommands. */
+/* airlock CLI: shared state and helpers of the subcommands.
+ *
+ * The files depend on each other downward only (scripts/layers.sh checks):
+ *   main.c            the command table
+ *   <command>.c       one per command (a command may use another's helpers)
+ *   doc.c             documents from the home or the server, and printing them
+ *   remote.c          the client of airlockd (libcurl, dl_curl.c)
+ *   common.c          errors, JSON, progress, options, dispatch, names
+ * and below them src/front (views, ops) and include/airlock. */
 #ifndef AL_CLI_H
 #define AL_CLI_H
 

@@ -1,5 +1,7 @@
-/* Helpers shared by the subcommands: errors, JSON, progress. */
+/* Helpers shared by the subcommands: errors, JSON, progress, options,
+ * dispatch.  The bottom of the CLI: calls no other file of src/cli. */
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +11,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 int cli_error(struct cli *cli, const struct al_error *err)
 {
@@ -303,68 +305,73 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	return -1;
 }
 
-int cli_fetch(struct cli *cli, const char *path, cli_doc_fn local, const void *arg, json_t **out)
+int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)
 {
-	*out = NULL;
-	if (cli->server)
-		return cli_remote_get(cli, path, out);
-	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0)
-		return cli_error(cli, &err);
-	int r = local(st, arg, out, &err);
-	al_store_close(st);
-	if (r < 0) {
-		json_decref(*out);
-		*out = NULL;
-		return cli_error(cli, &err);
+	size_t n = 0;
+	while (cmds[n].name)
+		n++;
+	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+		FILE *f = argc < 1 ? stderr : stdout;
+		fprintf(f, "usage: airlock %s SUBCOMMAND [ARGS]\n\nsubcommands:\n", group);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+		return argc < 1 ? 2 : 0;
 	}
-	return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(argv[0], cmds[i].name) == 0) {
+			static char prog[64];
+			snprintf(prog, sizeof(prog), "airlock %s %s", group, cmds[i].name);
+			cli->prog = prog;
+			return cmds[i].run(cli, argc, argv);
+		}
+	}
+	return cli_usage(cli, "unknown %s subcommand '%s'", group, argv[0]);
 }
 
-int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text)
+const char *cli_author(const char *given)
 {
-	if (cli->json)
-		return cli_json_print(arr);
-	size_t i;
-	json_t *v;
-	json_array_foreach(arr, i, v)
-		text(v);
-	json_decref(arr);
-	return 0;
+	if (given && *given)
+		return given;
+	const char *e = getenv("AIRLOCK_AUTHOR");
+	if (e && *e)
+		return e;
+	struct passwd *pw = getpwuid(getuid());
+	return pw ? pw->pw_name : "unknown";
 }
 
-struct list_arg {
-	cli_list_fn run;
-	const char *arg;
-};
-
-static int list_local(struct al_store *st, const void *arg, json_t **out, struct al_error *err)
+int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err)
 {
-	const struct list_arg *l = arg;
-	*out = json_array();
-	return l->run(st, l->arg, *out, err);
+	struct cli_progress prog;
+	cli_progress_init(&prog, "import", 0);
+	struct al_import_opts o = { .progress = cli_progress_cb, .progress_ctx = &prog };
+	struct al_import_result res;
+	int r = al_manifest_import(st, dir, &o, &res, err);
+	cli_progress_done(&prog);
+	if (r == 0)
+		memcpy(id, res.id, 32);
+	return r;
 }
 
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
-	     cli_list_fn run, cli_text_fn text)
+int cli_local_only(struct cli *cli)
 {
-	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
-	if (rc >= 0)
-		return rc;
-	const char *arg = nargs ? argv[optind] : NULL;
-	if (cli->server && !remote)
-		return cli_local_only(cli);
-	char path[1024] = "", esc[512];
-	const char *hole = remote ? strstr(remote, "%s") : NULL;
-	if (hole)
-		snprintf(path, sizeof(path), "%.*s%s%s", (int)(hole - remote), remote,
-			 cli_path_escape(arg ? arg : "", esc, sizeof(esc)), hole + 2);
-	else if (remote)
-		snprintf(path, sizeof(path), "%s", remote);
-	struct list_arg l = { run, arg };
-	json_t *arr;
-	if ((rc = cli_fetch(cli, path, list_local, &l, &arr)) >= 0)
-		return rc;
-	return cli_print_list(cli, arr, text);
+	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n", cli->prog);
+	return 2;
+}
+
+const char *cli_path_escape(const char *s, char *out, size_t n)
+{
+	size_t j = 0;
+	static const char hex[] = "0123456789ABCDEF";
+	for (; *s && j + 4 < n; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:", c)) {
+			out[j++] = (char)c;
+		} else {
+			out[j++] = '%';
+			out[j++] = hex[c >> 4];
+			out[j++] = hex[c & 15];
+		}
+	}
+	out[j] = 0;
+	return out;
 }

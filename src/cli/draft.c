@@ -7,7 +7,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static int draft_create(struct cli *cli, int argc, char **argv)
 {

@@ -5,7 +5,7 @@
 #include "airlock/fsck.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 struct report_ctx {
 	json_t *problems;

@@ -8,7 +8,7 @@
 #include "airlock/gc.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static const char gc_help[] =
 	"usage: airlock gc [--dry-run] [--json] [--lower-budget BYTES] [--wait SEC] [--now UNIX]\n"

@@ -7,7 +7,7 @@
 #include "airlock/image.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static int image_import(struct cli *cli, int argc, char **argv)
 {

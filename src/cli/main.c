@@ -9,7 +9,7 @@
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 #define AIRLOCK_VERSION "0.1.0"
 
@@ -63,29 +63,6 @@ static void usage(FILE *f)
 		   "10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
 		   "124 timeout\n"
 		   "(docs/cli.md)\n");
-}
-
-int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)
-{
-	size_t n = 0;
-	while (cmds[n].name)
-		n++;
-	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-		FILE *f = argc < 1 ? stderr : stdout;
-		fprintf(f, "usage: airlock %s SUBCOMMAND [ARGS]\n\nsubcommands:\n", group);
-		for (size_t i = 0; i < n; i++)
-			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
-		return argc < 1 ? 2 : 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(argv[0], cmds[i].name) == 0) {
-			static char prog[64];
-			snprintf(prog, sizeof(prog), "airlock %s %s", group, cmds[i].name);
-			cli->prog = prog;
-			return cmds[i].run(cli, argc, argv);
-		}
-	}
-	return cli_usage(cli, "unknown %s subcommand '%s'", group, argv[0]);
 }
 
 int main(int argc, char **argv)

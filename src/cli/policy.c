@@ -10,7 +10,7 @@
 #include "airlock/policy.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static const char show_help[] =
 	"usage: airlock admin policy show [--deployment] [--json]\n\n"

@@ -1,6 +1,6 @@
 /* The CLI as a client of airlockd (--server URL or AIRLOCK_URL, with
  * AIRLOCK_TOKEN): one HTTP request per verb through libcurl; the answer is
- * the same JSON document the embedded verb builds (src/server/view.c), so
+ * the same JSON document the embedded verb builds (src/front/view.c), so
  * the output is the same. */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 
 #include "airlock/manifest.h"
 #include "cli.h"
-#include "dl.h"
-#include "util.h"
+#include "dl_curl.h"
+#include "airlock/util.h"
 #include "view.h"
 
 #define RESPONSE_MAX (512u << 20)
@@ -111,7 +111,7 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		return lr;
 	if (!cli->token || !*cli->token)
 		return al_fail(err, AL_EAUTH, 0, "--server needs a token: set AIRLOCK_TOKEN");
-	CURL *c = curl_easy_init();
+	CURL *c = dl_curl.easy_init();
 	if (!c)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "curl");
 	char url[8192], auth[AL_TOKEN_LEN + 64];
@@ -120,7 +120,7 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		bl--;
 	snprintf(url, sizeof(url), "%.*s/api%s", (int)bl, cli->server, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cli->token);
-	struct curl_slist *h = curl_slist_append(NULL, auth);
+	struct curl_slist *h = dl_curl.slist_append(NULL, auth);
 	struct buf b = { 0 };
 	char *payload = NULL;
 	FILE *up = NULL;
@@ -134,39 +134,39 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		else {
 			char ct[128];
 			snprintf(ct, sizeof(ct), "Content-Type: %s", upload_type);
-			h = curl_slist_append(h, ct);
-			curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-			curl_easy_setopt(c, CURLOPT_READDATA, up);
-			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sb.st_size);
+			h = dl_curl.slist_append(h, ct);
+			dl_curl.easy_setopt(c, CURLOPT_UPLOAD, 1L);
+			dl_curl.easy_setopt(c, CURLOPT_READDATA, up);
+			dl_curl.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sb.st_size);
 		}
 	} else if (rc == 0 && body) {
 		payload = json_dumps(body, JSON_COMPACT);
-		h = curl_slist_append(h, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "{}");
+		h = dl_curl.slist_append(h, "Content-Type: application/json");
+		dl_curl.easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "{}");
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	dl_curl.easy_setopt(c, CURLOPT_URL, url);
+	dl_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	dl_curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	dl_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	dl_curl.easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	if (raw) {
-		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-		curl_easy_setopt(c, CURLOPT_HEADERDATA, raw);
+		dl_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+		dl_curl.easy_setopt(c, CURLOPT_HEADERDATA, raw);
 	}
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	dl_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	dl_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	dl_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (cli->ca_cert && *cli->ca_cert)
-		curl_easy_setopt(c, CURLOPT_CAINFO, cli->ca_cert);
+		dl_curl.easy_setopt(c, CURLOPT_CAINFO, cli->ca_cert);
 	char cerr[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	dl_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	long status = 0;
 	if (rc == 0) {
-		CURLcode cc = curl_easy_perform(c);
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		CURLcode cc = dl_curl.easy_perform(c);
+		dl_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK && !(b.file && status >= 400))
 			rc = al_fail(err, b.too_big ? AL_ELIMIT : AL_EIO, 0, "%s %s: %s", method, url,
-				     b.too_big ? "answer too large" : cerr[0] ? cerr : curl_easy_strerror(cc));
+				     b.too_big ? "answer too large" : cerr[0] ? cerr : dl_curl.easy_strerror(cc));
 	}
 	if (b.file && fclose(b.file) != 0 && rc == 0)
 		rc = al_fail(err, AL_EIO, errno, "%s", download);
@@ -206,8 +206,8 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		explicit_bzero(payload, strlen(payload)); /* a run request holds its secrets */
 	free(payload);
 	free(b.p);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	dl_curl.slist_free_all(h);
+	dl_curl.easy_cleanup(c);
 	explicit_bzero(auth, sizeof(auth));
 	return rc;
 }
@@ -343,26 +343,3 @@ int cli_remote_get(struct cli *cli, const char *path, json_t **out)
 	return -1;
 }
 
-int cli_local_only(struct cli *cli)
-{
-	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n", cli->prog);
-	return 2;
-}
-
-const char *cli_path_escape(const char *s, char *out, size_t n)
-{
-	size_t j = 0;
-	static const char hex[] = "0123456789ABCDEF";
-	for (; *s && j + 4 < n; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:", c)) {
-			out[j++] = (char)c;
-		} else {
-			out[j++] = '%';
-			out[j++] = hex[c >> 4];
-			out[j++] = hex[c & 15];
-		}
-	}
-	out[j] = 0;
-	return out;
-}

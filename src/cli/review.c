@@ -7,7 +7,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 static const char *jstr(json_t *o, const char *k)
 {

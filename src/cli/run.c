@@ -19,7 +19,7 @@
 #include "airlock/store.h"
 #include "cli.h"
 #include "ops.h"
-#include "util.h"
+#include "airlock/util.h"
 
 /* exit codes of airlock run beyond the command's own (docs/cli.md) */
 #define EXIT_OOM 123

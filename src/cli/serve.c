@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "server.h"
+#include "airlockd.h"
 
 static const char serve_help[] =
 	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"

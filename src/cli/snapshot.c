@@ -8,7 +8,7 @@
 #include "airlock/overlay.h"
 #include "airlock/store.h"
 #include "cli.h"
-#include "util.h"
+#include "airlock/util.h"
 
 /* Parse options common to the subcommands: --json, --force, --no-cache, --help.
  * Returns -1 to continue, or an exit code. */

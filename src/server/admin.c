@@ -10,7 +10,7 @@
 #include "airlock/policy.h"
 #include "decode.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 int h_whoami(struct req *rq)

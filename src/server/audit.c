@@ -13,7 +13,7 @@
 #include "airlock/ledger.h"
 #include "airlock/store.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 static int audit_list(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)

@@ -12,7 +12,7 @@
 #include "decode.h"
 #include "ops.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 #define BLOB_MAX (256u << 20)   /* a blob answered in one response */
@@ -84,7 +84,7 @@ int h_project_create(struct req *rq)
 int h_project_create_tree(struct req *rq)
 {
 	struct al_error err = { 0 };
-	const char *type = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!type || strncmp(type, "application/x-tar", 17) != 0)
 		return srv_fail(rq, AL_EINVAL, "the body is the project's tree as a tar archive (Content-Type application/x-tar)");
 	if (al_project_name_check(rq->seg[1], &err) < 0)
@@ -150,7 +150,7 @@ int h_project_commit(struct req *rq)
 	struct al_error err = { 0 };
 	uint8_t base[32], made[32];
 	const char *b = srv_query(rq, "base"), *strategy = srv_query(rq, "strategy");
-	const char *type = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	bool tree = type && strncmp(type, "application/x-tar", 17) == 0;
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
 	if (!b)

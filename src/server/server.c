@@ -1,7 +1,7 @@
 /* server: airlockd's HTTP front (server.h): libmicrohttpd with a thread
  * pool, bearer-token authentication, the route table with each route's
- * roles, body caps, JSON errors, one log line per request, and a graceful
- * stop on SIGTERM. */
+ * roles, body caps, one log line per request, and a graceful stop on
+ * SIGTERM.  The answers handlers give are http.c's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include "decode.h"
 #include "ops.h"
 #include "server.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 /* The OpenAPI document, built into the binary from docs/openapi.json. */
@@ -125,316 +125,6 @@ static const struct route *route_find(struct req *rq, bool *path_known)
 	return NULL;
 }
 
-/* ---- answers -------------------------------------------------------------------- */
-
-static int answer(struct req *rq, int status, struct MHD_Response *r, const char *type)
-{
-	if (!r)
-		return -1;
-	if (type)
-		MHD_add_response_header(r, "Content-Type", type);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	if (rq->resp)
-		MHD_destroy_response(rq->resp);
-	rq->resp = r;
-	rq->status = status;
-	return 0;
-}
-
-int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n)
-{
-	return answer(rq, status, MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY), type);
-}
-
-int srv_json(struct req *rq, int status, json_t *body)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-	json_decref(body);
-	if (!s) {
-		static const char oom[] = "{\"error\":{\"code\":\"OutOfMemory\",\"message\":\"out of memory\"}}";
-		return srv_bytes(rq, 503, "application/json", oom, sizeof(oom) - 1);
-	}
-	size_t n = strlen(s);
-	s[n] = '\n'; /* one line, like the CLI's --json; the NUL is not sent */
-	return answer(rq, status, MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE), "application/json");
-}
-
-int srv_error(struct req *rq, const struct al_error *err)
-{
-	return srv_json(rq, al_code_http(err->code), view_error(err, NULL));
-}
-
-int srv_fail(struct req *rq, int code, const char *fmt, ...)
-{
-	struct al_error err = { .code = code };
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
-	va_end(ap);
-	return srv_error(rq, &err);
-}
-
-int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)
-{
-	struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
-	if (!r) {
-		close(fd);
-		return srv_fail(rq, AL_EIO, "response");
-	}
-	return answer(rq, status, r, type);
-}
-
-const char *srv_query(struct req *rq, const char *key)
-{
-	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-/* RFC 9110 14.1.2: bytes=A-B, A-, -N; anything else is ignored (200). */
-int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
-{
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
-	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
-		return 0;
-	const char *p = h + 6;
-	char *end;
-	uint64_t a, b;
-	if (*p == '-') { /* the last N bytes */
-		if (p[1] < '0' || p[1] > '9')
-			return 0;
-		errno = 0;
-		uint64_t k = strtoull(p + 1, &end, 10);
-		if (*end || errno)
-			return 0;
-		a = k == 0 ? len : k >= len ? 0 : len - k; /* bytes=-0 is not satisfiable */
-		b = len ? len - 1 : 0;
-	} else {
-		if (*p < '0' || *p > '9')
-			return 0;
-		errno = 0;
-		a = strtoull(p, &end, 10);
-		if (errno || *end != '-')
-			return 0;
-		if (end[1] == 0) {
-			b = len ? len - 1 : 0;
-		} else {
-			if (end[1] < '0' || end[1] > '9')
-				return 0;
-			b = strtoull(end + 1, &end, 10);
-			if (errno || *end || b < a)
-				return 0;
-			if (b >= len)
-				b = len ? len - 1 : 0;
-		}
-	}
-	if (a >= len) {
-		srv_fail(rq, AL_EUSAGE, "range not satisfiable: the body has %llu bytes", (unsigned long long)len);
-		rq->status = 416;
-		char cr[64];
-		snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)len);
-		MHD_add_response_header(rq->resp, "Content-Range", cr);
-		return -1;
-	}
-	*from = a;
-	*n = b - a + 1;
-	return 1;
-}
-
-static void ranged_headers(struct req *rq, int ranged, uint64_t from, uint64_t n, uint64_t len)
-{
-	MHD_add_response_header(rq->resp, "Accept-Ranges", "bytes");
-	if (ranged == 1) {
-		char cr[96];
-		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)from,
-			 (unsigned long long)(from + n - 1), (unsigned long long)len);
-		MHD_add_response_header(rq->resp, "Content-Range", cr);
-	}
-}
-
-int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len, uint64_t offset)
-{
-	size_t base = offset < len ? (size_t)offset : len;
-	uint64_t visible = len - base, from = 0, n = visible;
-	int ranged = srv_range(rq, visible, &from, &n);
-	if (ranged < 0)
-		return 0;
-	if (srv_bytes(rq, ranged ? 206 : 200, type, (const char *)p + base + from, (size_t)n) < 0)
-		return -1;
-	ranged_headers(rq, ranged, from, n, visible);
-	return 0;
-}
-
-struct object_stream {
-	struct al_cas_reader *r;
-	uint64_t left;      /* bytes of the answer still to send */
-	bool to_end;        /* the answer ends where the object does */
-	char route[64];
-};
-
-static ssize_t object_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos; /* sequential: libmicrohttpd asks for each piece once, in order */
-	struct object_stream *os = cls;
-	struct al_error err = { 0 };
-	size_t want = max < os->left ? max : (size_t)os->left;
-	int64_t n = want ? al_cas_reader_read(os->r, buf, want, &err) : 0;
-	if (n >= 0 && (uint64_t)n == os->left && !os->to_end)
-		/* a range short of the end: verify the rest before its last piece goes */
-		if (al_cas_reader_skip(os->r, al_cas_reader_size(os->r), &err) < 0)
-			n = -1;
-	if (n <= 0) {
-		fprintf(stderr, "airlock serve: /api/%s: %s: connection aborted\n", os->route,
-			n < 0 ? err.msg : "object ended early");
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	os->left -= (uint64_t)n;
-	return (ssize_t)n;
-}
-
-static void object_free(void *cls)
-{
-	struct object_stream *os = cls;
-	al_cas_reader_close(os->r);
-	free(os);
-}
-
-int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_t offset, const char *type)
-{
-	struct al_error err = { 0 };
-	struct al_cas_reader *r = NULL;
-	if (al_cas_reader_open(cas, id, &r, &err) < 0)
-		return srv_error(rq, &err);
-	uint64_t size = al_cas_reader_size(r);
-	uint64_t base = offset < size ? offset : size, visible = size - base, from = 0, n = visible;
-	int ranged = srv_range(rq, visible, &from, &n);
-	if (ranged < 0) {
-		al_cas_reader_close(r);
-		return 0;
-	}
-	struct object_stream *os = calloc(1, sizeof(*os));
-	if (!os) {
-		al_cas_reader_close(r);
-		return srv_fail(rq, AL_ENOMEM, "out of memory");
-	}
-	os->r = r;
-	os->left = n;
-	os->to_end = base + from + n == size;
-	snprintf(os->route, sizeof(os->route), "%s", rq->route);
-	if (al_cas_reader_skip(r, base + from, &err) < 0) {
-		object_free(os);
-		return srv_error(rq, &err);
-	}
-	struct MHD_Response *resp;
-	if (n == 0) { /* nothing to send; an empty object is verified now */
-		int64_t v = al_cas_reader_read(r, NULL, 0, &err);
-		object_free(os);
-		if (v < 0)
-			return srv_error(rq, &err);
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-	} else {
-		resp = MHD_create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
-		if (!resp)
-			object_free(os);
-	}
-	if (!resp)
-		return srv_fail(rq, AL_ENOMEM, "response");
-	if (answer(rq, ranged ? 206 : 200, resp, type) < 0)
-		return -1;
-	ranged_headers(rq, ranged, from, n, visible);
-	return 0;
-}
-
-int srv_body_json(struct req *rq, json_t **out)
-{
-	struct al_error err = { 0 };
-	*out = NULL;
-	if (!rq->len) {
-		*out = json_object();
-		return 0;
-	}
-	if (decode_body(rq->body, rq->len, out, &err) < 0)
-		return srv_error(rq, &err), -1;
-	return 0;
-}
-
-/* Opening a store (files, SQLite connections, schema) costs most of a
- * small request; each request thread keeps the last one it used, for one
- * tenant, and hands it out only to a principal of that tenant. */
-static pthread_key_t kept_key;
-static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
-
-static void kept_free(void *st)
-{
-	al_store_close(st);
-}
-
-static void kept_init(void)
-{
-	pthread_key_create(&kept_key, kept_free); /* closed when the thread ends */
-}
-
-int srv_store(struct req *rq, struct al_store **out, struct al_error *err)
-{
-	*out = NULL;
-	if (!rq->authed || !rq->who.tenant[0])
-		return al_fail(err, AL_EAUTH, 0, "not authenticated");
-	pthread_once(&kept_once, kept_init);
-	struct al_store *kept = pthread_getspecific(kept_key);
-	if (kept && strcmp(al_store_tenant(kept), rq->who.tenant) == 0) {
-		pthread_setspecific(kept_key, NULL);
-		*out = kept;
-		return 0;
-	}
-	return al_store_open(rq->srv->cfg.home, rq->who.tenant, out, err);
-}
-
-void srv_store_done(struct al_store *st)
-{
-	if (!st)
-		return;
-	if (!al_store_idle(st)) { /* a failure left something open: do not reuse it */
-		al_store_close(st);
-		return;
-	}
-	pthread_once(&kept_once, kept_init);
-	al_store_release_memory(st);
-	al_store_close(pthread_getspecific(kept_key));
-	pthread_setspecific(kept_key, st);
-}
-
-int srv_serve(struct req *rq, int status, srv_view_fn fn)
-{
-	struct al_store *st = NULL;
-	struct al_error err = { 0 };
-	json_t *out = NULL;
-	int rc = srv_store(rq, &st, &err);
-	if (rc == 0)
-		rc = fn(rq, st, &out, &err);
-	srv_store_done(st);
-	if (rc < 0) {
-		json_decref(out);
-		return srv_error(rq, &err);
-	}
-	return srv_json(rq, status, out);
-}
-
-int srv_no_project(struct req *rq, const char *name)
-{
-	return srv_fail(rq, AL_ENOTFOUND, "no project %s", name); /* al_project_get's words */
-}
-
-bool srv_role(struct req *rq, unsigned roles)
-{
-	return (rq->who.roles & roles) != 0;
-}
-
-bool srv_project_visible(struct req *rq, const char *project)
-{
-	if (srv_role(rq, READ))
-		return true;
-	return al_auth_granted(rq->srv->auth, &rq->who, project);
-}
-
 /* ---- the request's life --------------------------------------------------------- */
 
 /* The request's method as it may be logged or echoed: a method of RFC 9110
@@ -467,7 +157,7 @@ static void split_path(struct req *rq, const char *url)
 
 static int bearer(struct req *rq)
 {
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *tok = NULL;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7 + strspn(h + 7, " ");
@@ -495,7 +185,7 @@ static pthread_mutex_t auth_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool client_addr(struct req *rq, uint32_t *addr)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
 		return false;
 	*addr = ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
@@ -550,7 +240,7 @@ static enum MHD_Result queue(struct req *rq)
 {
 	if (!rq->resp)
 		srv_fail(rq, AL_EIO, "no answer");
-	return MHD_queue_response(rq->conn, (unsigned)rq->status, rq->resp);
+	return dl_mhd.queue_response(rq->conn, (unsigned)rq->status, rq->resp);
 }
 
 static const struct route *first_call(struct req *rq)
@@ -569,7 +259,7 @@ static const struct route *first_call(struct req *rq)
 			rq->status = 429;
 			char ra[16];
 			snprintf(ra, sizeof(ra), "%u", wait);
-			MHD_add_response_header(rq->resp, "Retry-After", ra);
+			dl_mhd.add_response_header(rq->resp, "Retry-After", ra);
 			return NULL;
 		}
 		if (bearer(rq) < 0) {
@@ -595,7 +285,7 @@ static const struct route *first_call(struct req *rq)
 			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
 		return NULL;
 	}
-	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t cap = rt->upload ? rq->srv->cfg.upload_max : rq->srv->cfg.body_max;
 	if (cl && strtoull(cl, NULL, 10) > cap) {
 		srv_fail(rq, AL_ELIMIT, "request body over %zu bytes", cap);
@@ -667,7 +357,7 @@ static void take_data(struct req *rq, const char *data, size_t n)
 
 static struct conn_watch *watch_of(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
@@ -694,7 +384,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
 	struct srv *s = cls;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct conn_watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
 		if (!w)
 			return; /* no deadline: libmicrohttpd's idle timeout still applies */
@@ -776,8 +466,8 @@ static void watchdog_stop(struct srv *s)
 static void headers_done(struct req *rq)
 {
 	struct srv *s = rq->srv;
-	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	const char *te = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	uint64_t size = cl ? strtoull(cl, NULL, 10) : 0;
 	if (te && !cl) /* chunked: as long as the largest body it may be */
 		size = rq->rt && rq->rt->upload ? s->cfg.upload_max : s->cfg.body_max;
@@ -817,9 +507,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (rq->waiting) {
-		pthread_mutex_lock(&s->lock);
+		sched_lock(&s->sched);
 		bool suspended = rq->suspended;
-		pthread_mutex_unlock(&s->lock);
+		sched_unlock(&s->sched);
 		if (suspended)
 			return MHD_YES;
 		srv_run_answer(rq);
@@ -844,7 +534,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	rq->rt->fn(rq);
 	if (rq->waiting)
-		return MHD_YES; /* suspended until its run ends (runs.c) */
+		return MHD_YES; /* suspended until its run ends (srv_resume) */
 	return queue(rq);
 }
 
@@ -867,7 +557,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		rq->who.name[0] ? rq->who.name : "-", rq->method, rq->route, rq->status, ms,
 		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 	if (rq->resp)
-		MHD_destroy_response(rq->resp);
+		dl_mhd.destroy_response(rq->resp);
 	if (rq->upload_fd >= 0)
 		close(rq->upload_fd);
 	free(rq->segbuf);
@@ -1023,7 +713,7 @@ int srv_main(const struct srv_config *cfg)
 		return al_code_exit(err.code);
 	}
 	char *cert = NULL, *key = NULL;
-	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+	if (tls && dl_mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 		fprintf(stderr, "airlock serve: this libmicrohttpd was built without TLS support\n");
 		return 1;
 	}
@@ -1045,7 +735,7 @@ int srv_main(const struct srv_config *cfg)
 	/* few malloc arenas: each thread (a run, a request) would otherwise
 	 * keep one of its own, and the daemon's memory would not shrink back */
 	mallopt(M_ARENA_MAX, 2);
-	srv_runs_init(&s);
+	sched_init(&s.sched, cfg->home, s.init_path, cfg->max_runs, cfg->grace_s);
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
 		al_auth_close(s.auth);
@@ -1055,7 +745,7 @@ int srv_main(const struct srv_config *cfg)
 	}
 	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
 	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
-	s.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+	s.mhd = dl_mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					 MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
 				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
@@ -1080,7 +770,7 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return 1;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *info = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
 	s.port = info ? info->port : ntohs(sa.sin_port);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
@@ -1093,23 +783,23 @@ int srv_main(const struct srv_config *cfg)
 		;
 	fprintf(stderr, "airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
-	MHD_socket ls = MHD_quiesce_daemon(s.mhd);
+	MHD_socket ls = dl_mhd.quiesce_daemon(s.mhd);
 	if (ls != MHD_INVALID_SOCKET)
 		close(ls);
-	srv_runs_drain(&s);
+	sched_drain(&s.sched);
 	srv_gc_stop(&s);
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
 	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *ci = MHD_get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		const union MHD_DaemonInfo *ci = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 		if (!ci || ci->num_connections == 0)
 			break;
 		struct timespec ts = { 0, 10000000 };
 		nanosleep(&ts, NULL);
 	}
-	MHD_stop_daemon(s.mhd);
+	dl_mhd.stop_daemon(s.mhd);
 	watchdog_stop(&s);
-	srv_runs_free(&s);
+	sched_release(&s.sched);
 	al_auth_close(s.auth);
 	free(cert);
 	wipe_free(key);

@@ -1,6 +1,8 @@
 /* airlockd: the HTTP API (docs/api.md).  server.c owns the daemon
- * (libmicrohttpd), authentication, routing, errors and logs; one file per
- * resource answers its routes (projects.c, runs.c, audit.c, admin.c). */
+ * (libmicrohttpd), authentication, routing and logs; one file per resource
+ * answers its routes (projects.c, runs.c, audit.c, admin.c) with http.c's
+ * answers; runs are scheduler.c's.  Files depend downward only:
+ * server.c -> resources -> http.c -> scheduler.c (scripts/layers.sh). */
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
@@ -10,33 +12,15 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "dl.h"
+#include "airlockd.h"
+#include "dl_mhd.h"
+#include "scheduler.h"
 
 #include "airlock/auth.h"
 #include "airlock/error.h"
 
 struct al_store;
-struct srv_run;
 struct route;
-
-struct srv_config {
-	const char *home;
-	const char *listen;        /* "127.0.0.1:8700"; port 0: any */
-	size_t body_max;           /* JSON bodies */
-	size_t upload_max;         /* bundle uploads */
-	unsigned threads;          /* request threads */
-	unsigned max_runs;         /* runs in flight; beyond: 503 */
-	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
-	unsigned conn_timeout_s;   /* idle or slow connections are closed */
-	unsigned header_timeout_s; /* a request's headers must be complete within this (absolute) */
-	uint64_t body_rate;        /* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
-	const char *tls_cert;      /* PEM files: HTTPS (TLS 1.2+); NULL: plain HTTP */
-	const char *tls_key;
-	bool insecure;             /* plain HTTP on an address other than loopback */
-	unsigned refusal_window_s; /* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
-	unsigned gc_interval_s;    /* the collector's period (gc.c); 0: off */
-	uint64_t lower_budget;     /* its lower-layer budget (0: gc.h's default) */
-};
 
 /* A connection's absolute deadline (server.c's watchdog; slowloris). */
 struct conn_watch {
@@ -52,12 +36,7 @@ struct srv {
 	struct MHD_Daemon *mhd;
 	char init_path[4200];
 	uint16_t port;
-	pthread_mutex_t lock;      /* runs, stopping */
-	pthread_cond_t runs_done;
-	sem_t heavy;               /* slots for the heavy phases of runs (run.h throttle) */
-	struct srv_run *runs;      /* in flight and recently ended (bounded) */
-	unsigned active;
-	bool stopping;
+	struct sched sched;        /* the runs (scheduler.h) */
 	pthread_mutex_t watch_lock;
 	pthread_cond_t watch_cond;
 	struct conn_watch *watched;
@@ -94,8 +73,8 @@ struct req {
 	int status;
 	struct MHD_Response *resp;
 	/* a request waiting for a run (POST run with wait) */
-	struct srv_run *waiting;
-	bool suspended;
+	struct sched_run *waiting;
+	bool suspended;            /* under the scheduler's lock */
 	uint64_t t0;
 };
 
@@ -175,17 +154,14 @@ int h_token_create(struct req *rq);
 int h_tokens(struct req *rq);
 int h_token_revoke(struct req *rq);
 
-/* runs.c: the scheduler */
-int srv_runs_init(struct srv *s);
-/* A waiting request's run has ended: answer it (called on resume). */
+/* A request that waits (for its run: a sched_waiter with rq as ctx): its
+ * connection suspended, holding no thread, until srv_resume.  Both are
+ * called under the scheduler's lock. */
+void srv_suspend(void *rq);
+void srv_resume(void *rq);
+
+/* runs.c: a waiting request's run has ended: answer it (called on resume). */
 int srv_run_answer(struct req *rq);
 void srv_run_unwait(struct req *rq);
-/* SIGTERM: refuse new runs, give running ones grace_s, then cancel them and
- * wait until every run has recorded its end. */
-void srv_runs_drain(struct srv *s);
-void srv_runs_free(struct srv *s);
-
-/* airlock serve */
-int srv_main(const struct srv_config *cfg);
 
 #endif

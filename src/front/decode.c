@@ -8,7 +8,7 @@
 #include "airlock/auth.h"
 #include "airlock/volume.h"
 #include "decode.h"
-#include "util.h"
+#include "airlock/util.h"
 
 int decode_body(const char *p, size_t n, json_t **out, struct al_error *err)
 {

@@ -12,7 +12,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "ops.h"
-#include "util.h"
+#include "airlock/util.h"
 
 const char *ops_init_path(char *buf, size_t n)
 {

@@ -12,7 +12,7 @@
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
-#include "util.h"
+#include "airlock/util.h"
 #include "view.h"
 
 json_t *view_id(const uint8_t id[32])
