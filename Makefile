@@ -28,6 +28,8 @@ NET_CFLAGS = $(shell pkg-config --cflags libmicrohttpd libcurl)
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Werror
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/lib/sandbox -Isrc/server $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(NET_CFLAGS)
+# banned.h (git's): the unsafe classics are a compile error in every airlock source
+ALL_CFLAGS += -include src/lib/banned.h
 ALL_LDFLAGS = -pthread $(LDFLAGS)
 LDLIBS_EXTRA = -lm
 ifneq ($(SANITIZE),)

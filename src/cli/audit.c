@@ -28,7 +28,8 @@ static void entry_text(json_t *e)
 {
 	char when[32];
 	time_t t = (time_t)json_integer_value(json_object_get(e, "time"));
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	struct tm tm;
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	const char *project = json_string_value(json_object_get(e, "project"));
 	/* the canonical encoding (ledger.c): compact, sorted keys, ASCII */
 	char *canon = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);

@@ -537,13 +537,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 						       c == O_SECRET ? "secret" : "secret-file", optarg);
 					break;
 				}
-				char *b = malloc(strlen(optarg) + strlen(v) + 2);
-				if (!b || !secret_bufs) {
-					free(b);
+				char *b;
+				if (!secret_bufs || asprintf(&b, "%s=%s", optarg, v) < 0) {
 					rc = 1;
 					break;
 				}
-				sprintf(b, "%s=%s", optarg, v);
 				kv = secret_bufs[nbufs++] = b;
 			}
 			if (strv_push(c == O_SECRET ? &secrets : &secret_files, kv) < 0)
