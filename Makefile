@@ -47,6 +47,8 @@ $(BUILD)/src/cli/%.o: LAYER_INC = $(CLI_INC)
 $(BUILD)/src/server/%.o: LAYER_INC = $(SERVER_INC)
 BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
 ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
+# banned.h (git's): the unsafe classics are a compile error in every airlock source
+BASE_CFLAGS += -include src/lib/banned.h
 ALL_LDFLAGS = -pthread $(LDFLAGS)
 LDLIBS_EXTRA = -lm
 ifneq ($(SANITIZE),)

@@ -89,6 +89,6 @@ bool al_archive_written_ok(struct archive *w, int rc);
 
 /* time */
 uint64_t al_now_ns(void);      /* CLOCK_MONOTONIC */
-int64_t al_wall_s(void);       /* CLOCK_REALTIME seconds */
+int64_t al_wall_s(void);       /* CLOCK_REALTIME seconds, or AIRLOCK_NOW when set (tests) */
 
 #endif

@@ -242,26 +242,13 @@ static int grant(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-/* 90, 90s, 15m, 12h, 30d */
+/* 90, 90s, 15m, 12h, 30d: whole seconds, at most 100 years */
 static int parse_duration(const char *s, int64_t *out)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 0)
+	uint64_t ms;
+	if (al_parse_duration(s, 100ull * 365 * 86400 * 1000, &ms, NULL) < 0)
 		return -1;
-	long long mul = 1;
-	switch (*end) {
-	case 0: break;
-	case 's': mul = 1; end++; break;
-	case 'm': mul = 60; end++; break;
-	case 'h': mul = 3600; end++; break;
-	case 'd': mul = 86400; end++; break;
-	default: return -1;
-	}
-	if (*end || v > 100LL * 365 * 86400 / mul)
-		return -1;
-	*out = v * mul;
+	*out = (int64_t)((ms + 999) / 1000);
 	return 0;
 }
 

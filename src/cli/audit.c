@@ -23,32 +23,13 @@ static int open_store(struct cli *cli, struct al_store **st)
 	return cli_open(cli, st, &err) < 0 ? cli_error(cli, &err) : 0;
 }
 
-static int parse_time(const char *s, int64_t *out)
-{
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (*s && !*end) {
-		*out = v;
-		return 0;
-	}
-	struct tm tm = { 0 };
-	const char *fmts[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d" };
-	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
-		memset(&tm, 0, sizeof(tm));
-		end = strptime(s, fmts[i], &tm);
-		if (end && !*end) {
-			*out = timegm(&tm);
-			return 0;
-		}
-	}
-	return -1;
-}
 
 static void entry_text(json_t *e)
 {
 	char when[32];
 	time_t t = (time_t)json_integer_value(json_object_get(e, "time"));
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	struct tm tm;
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	const char *project = json_string_value(json_object_get(e, "project"));
 	/* the canonical encoding (ledger.c): compact, sorted keys, ASCII */
 	char *canon = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
@@ -103,7 +84,7 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 		case 'k': q.kind = optarg; break;
 		case 'j': cli->json = true; break;
 		case 's':
-			if (parse_time(optarg, &q.since) < 0)
+			if (al_parse_time(optarg, &q.since, NULL) < 0)
 				return cli_usage(cli, "--since takes unix seconds or YYYY-MM-DD[THH:MM:SSZ]");
 			break;
 		case 'h':

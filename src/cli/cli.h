@@ -17,6 +17,7 @@
 
 #include "airlock/error.h"
 #include "airlock/auth.h"
+#include "airlock/parse.h"
 #include "view.h"
 
 struct al_store;

@@ -31,22 +31,10 @@ static const char gc_help[] =
 	"retention: print the retention period, or set it (0..36500 days, or forever);\n"
 	"the change is a 'gc_retention' ledger entry.\n";
 
+/* a size (suffix) or a count */
 static int parse_u64(const char *s, bool suffix, uint64_t max, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-' || s[0] == '+' || s[0] == ' ')
-		return -1;
-	unsigned shift = 0;
-	if (suffix && *end) {
-		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : 99;
-		end++;
-	}
-	if (*end || shift == 99 || v > (max >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return suffix ? al_parse_size(s, max, out, NULL) : al_parse_count(s, max, out, NULL);
 }
 
 static void days_text(int64_t d, char *out, size_t n)
@@ -109,14 +97,13 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 			o.lower_budget = v;
 			break;
 		case 'w':
-			if (parse_u64(optarg, false, 86400, &v) < 0)
+			if (al_parse_duration(optarg, 86400 * 1000, &v, NULL) < 0)
 				return cli_usage(cli, "bad --wait '%s' (seconds)", cli_esc(optarg, ""));
-			o.wait_ms = v ? (unsigned)v * 1000 : 1;
+			o.wait_ms = v ? (unsigned)v : 1;
 			break;
 		case 't':
-			if (parse_u64(optarg, false, 1ull << 40, &v) < 0 || v == 0)
+			if (al_parse_time(optarg, &o.now, NULL) < 0 || o.now <= 0 || o.now > (1ll << 40))
 				return cli_usage(cli, "bad --now '%s' (unix seconds)", cli_esc(optarg, ""));
-			o.now = (int64_t)v;
 			break;
 		case 'h': fputs(gc_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");

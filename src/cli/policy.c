@@ -32,20 +32,27 @@ static const char set_help[] =
 	"(run even where a limit cannot be enforced; the record says which were) is\n"
 	"the deployment's only.\n";
 
-/* V as the JSON number of a limit: sizes with K/M/G/T, the rest decimal */
+/* V as the JSON number of a limit: sizes with K/M/G/T, timeout a duration
+ * (seconds, or 30s, 5m, 2h), the rest decimal; positive */
 static int limit_value(const char *name, const char *s, json_t **out)
 {
-	char *end;
-	double d = strtod(s, &end);
-	if (end == s || !isfinite(d) || d <= 0)
-		return -1;
 	bool size = !strcmp(name, "memory") || !strcmp(name, "output_limit") || !strcmp(name, "disk_limit");
-	if (size && *end) {
-		const char *u = strchr("KMGT", *end >= 'a' ? *end - 32 : *end);
-		if (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+	double d;
+	if (size) {
+		uint64_t v;
+		if (al_parse_size(s, (uint64_t)INT64_MAX, &v, NULL) < 0 || !v)
 			return -1;
-		d *= (double)(1ull << (10 * (u - "KMGT" + 1)));
-	} else if (*end)
+		*out = json_integer((json_int_t)v);
+		return 0;
+	}
+	if (!strcmp(name, "timeout")) {
+		uint64_t ms;
+		if (al_parse_duration(s, UINT64_MAX, &ms, NULL) < 0)
+			return -1;
+		d = (double)ms / 1000;
+	} else if (al_parse_decimal(s, 9e15, &d, NULL) < 0)
+		return -1;
+	if (d <= 0)
 		return -1;
 	*out = !strcmp(name, "cpus") || !strcmp(name, "timeout") ? json_real(d) : json_integer((json_int_t)llround(d));
 	return 0;
@@ -221,12 +228,11 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 		case O_DEP: deployment = true; break;
 		case O_RPT:
 		case O_RPP: {
-			char *end;
-			long long k = strtoll(optarg, &end, 10);
-			if (*end || end == optarg || k <= 0 || k > (1 << 20))
+			uint64_t k;
+			if (al_parse_count(optarg, 1 << 20, &k, NULL) < 0 || !k)
 				rc = cli_usage(cli, "bad --%s '%s' (a positive whole number)", c == O_RPT ? "runs-per-tenant" : "runs-per-principal", optarg);
 			else
-				json_object_set_new(doc, c == O_RPT ? "runs_per_tenant" : "runs_per_principal", json_integer(k));
+				json_object_set_new(doc, c == O_RPT ? "runs_per_tenant" : "runs_per_principal", json_integer((json_int_t)k));
 			changed = true;
 			break;
 		}

@@ -73,36 +73,11 @@ static const char run_help[] =
 	"up; airlock's own errors as for every command (2 usage, 3 not found, 6 invalid).\n"
 	"'airlock run show RUN' prints one run's record with its output.\n";
 
+/* a limit: a positive size (0 is never "none") */
 static int parse_bytes(const char *s, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -1;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)) || !v) /* 0 is never "none" */
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_decimal(const char *s, double max, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > max)
+	uint64_t v;
+	if (al_parse_size(s, UINT64_MAX, &v, NULL) < 0 || !v)
 		return -1;
 	*out = v;
 	return 0;
@@ -514,9 +489,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = cli_usage(cli, "%s", err.msg);
 			break;
 		case O_TIMEOUT:
-			if (parse_decimal(optarg, 1e7, &d) < 0)
-				rc = cli_usage(cli, "bad --timeout '%s' (seconds)", optarg);
-			o.limits.timeout_ms = (uint64_t)llround(d * 1000);
+			if (al_parse_duration(optarg, 10000000ull * 1000, &o.limits.timeout_ms, &err) < 0)
+				rc = cli_usage(cli, "bad --timeout: %s", err.msg);
 			if (rc < 0 && !o.limits.timeout_ms)
 				rc = cli_usage(cli, "--timeout must be positive (leave it out for the default)");
 			break;
@@ -529,8 +503,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = cli_usage(cli, "bad --pids '%s' (a positive number; leave it out for the default)", optarg);
 			break;
 		case O_CPUS:
-			if (parse_decimal(optarg, 4096, &d) < 0)
-				rc = cli_usage(cli, "bad --cpus '%s'", optarg);
+			if (al_parse_decimal(optarg, 4096, &d, &err) < 0)
+				rc = cli_usage(cli, "bad --cpus: %s", err.msg);
 			o.limits.cpus_milli = (uint64_t)llround(d * 1000);
 			if (rc < 0 && !o.limits.cpus_milli)
 				rc = cli_usage(cli, "--cpus must be positive (leave it out for the default)");
@@ -563,13 +537,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 						       c == O_SECRET ? "secret" : "secret-file", optarg);
 					break;
 				}
-				char *b = malloc(strlen(optarg) + strlen(v) + 2);
-				if (!b || !secret_bufs) {
-					free(b);
+				char *b;
+				if (!secret_bufs || asprintf(&b, "%s=%s", optarg, v) < 0) {
 					rc = 1;
 					break;
 				}
-				sprintf(b, "%s=%s", optarg, v);
 				kv = secret_bufs[nbufs++] = b;
 			}
 			if (strv_push(c == O_SECRET ? &secrets : &secret_files, kv) < 0)

@@ -48,26 +48,20 @@ static const char serve_help[] =
 	"                      the other, every SEC seconds (default 3600; 0: never)\n"
 	"  --lower-budget BYTES  the collector's budget of lower layers per tenant\n"
 	"                      (default 10G)\n"
-	"BYTES take K, M or G. SIGTERM or SIGINT stop it: no new connections, runs\n"
+	"BYTES take K, M, G or T; SEC may also be 30s, 5m, 2h or 1d (docs/cli.md,\n"
+	"Numbers). SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+/* a size (bytes), a count, or seconds (a duration: 30, 30s, 5m, 2h, 1d; whole
+ * seconds; as before, a count's K/M/G is taken too) */
+enum serve_kind { BYTES, COUNT, SECONDS };
+static int serve_value(const char *s, enum serve_kind kind, uint64_t *out, struct al_error *err)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: return -1;
-	}
-	if (*end || v > max)
-		return -1;
-	*out = v;
+	if (kind == BYTES)
+		return al_parse_size(s, 1ull << 40, out, err);
+	if (kind == COUNT || al_parse_duration(s, 1000000ull * 1000, out, NULL) < 0)
+		return al_parse_count(s, 1000000, out, err);
+	*out = (*out + 999) / 1000;
 	return 0;
 }
 
@@ -96,10 +90,13 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; opts[i].name; i++)
 			if (opts[i].val == c)
 				name = opts[i].name;
-		bool bytes = c == 'b' || c == 'u' || c == 'R' || c == 'L';
+		enum serve_kind kind = c == 'b' || c == 'u' || c == 'R' || c == 'L' ? BYTES
+				       : c == 't' || c == 'r'			     ? COUNT
+										     : SECONDS;
+		struct al_error err = { 0 };
 		if (c != 'h' && c != 'l' && c != '?' && c != 'C' && c != 'K' && c != 'I' &&
-		    parse_uint(optarg, bytes ? (1ull << 40) : 1000000, &v) < 0)
-			return cli_usage(cli, "bad --%s '%s'", name, optarg);
+		    serve_value(optarg, kind, &v, &err) < 0)
+			return cli_usage(cli, "bad --%s: %s", name, err.msg);
 		switch (c) {
 		case 'l': cfg.listen = optarg; break;
 		case 't': cfg.threads = (unsigned)(v ? v : 1); break;

@@ -24,8 +24,8 @@ const char *ops_init_path(char *buf, size_t n)
 		buf[len] = 0;
 		char *slash = strrchr(buf, '/');
 		if (slash) {
-			strcpy(slash + 1, "airlock-init");
-			if (access(buf, X_OK) == 0)
+			size_t room = n - (size_t)(slash + 1 - buf);
+			if ((size_t)snprintf(slash + 1, room, "airlock-init") < room && access(buf, X_OK) == 0)
 				return buf;
 		}
 	}
@@ -42,7 +42,8 @@ int ops_default_image(struct al_store *st, struct al_error *err)
 	ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 40);
 	char *slash = len > 0 ? (dir[len] = 0, strrchr(dir, '/')) : NULL;
 	struct stat s;
-	if (!slash || (strcpy(slash + 1, "image/busybox"), stat(dir, &s)) < 0 || !S_ISDIR(s.st_mode))
+	if (!slash || (snprintf(slash + 1, sizeof(dir) - (size_t)(slash + 1 - dir), "image/busybox"), stat(dir, &s)) < 0 ||
+	    !S_ISDIR(s.st_mode))
 		return al_fail(err, AL_ENOTFOUND, 0,
 			       "no image '" OPS_DEFAULT_IMAGE "': import one (airlock image import DIR --name "
 			       OPS_DEFAULT_IMAGE ") or pass --image");

@@ -56,13 +56,17 @@ struct al_cas {
 	struct al_buf zbuf;
 };
 
-static const char schema[] =
+/* objects.db, by version (sqlite_util.h: never edit a released one) */
+static const char *const migrations[] = {
+	/* 1 */
 	"CREATE TABLE IF NOT EXISTS objects("
 	"  n INTEGER PRIMARY KEY,"
 	"  id BLOB NOT NULL UNIQUE,"
 	"  size INTEGER NOT NULL,"
 	"  enc INTEGER NOT NULL,"
-	"  data BLOB);";
+	"  data BLOB);",
+};
+static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(migrations);
 
 static void sweep_stale_batches(int tmpfd)
 {
@@ -119,7 +123,7 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	}
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/objects.db", dir);
-	r = al_sqlite_open(path, schema, &c->db, err);
+	r = al_sqlite_open(path, &schema, &c->db, err);
 	if (r < 0)
 		goto fail;
 	if ((r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects WHERE id = ?", &c->st_has, err)) < 0 ||

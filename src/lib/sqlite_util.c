@@ -47,7 +47,51 @@ static int busy_wait(void *ctx, int n)
 	return 1;
 }
 
-int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync, sqlite3 **out,
+static int user_version(sqlite3 *db, int *v, struct al_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(db, "PRAGMA user_version", &st, err);
+	if (r == 0 && sqlite3_step(st) != SQLITE_ROW)
+		r = al_sqlite_fail(db, err, "user_version");
+	if (r == 0)
+		*v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int too_new(const char *path, int v, const struct al_sqlite_schema *schema, struct al_error *err)
+{
+	return al_fail(err, AL_EIO, 0, "database %s has schema version %d, this airlock knows up to %u: upgrade airlock",
+		       path, v, schema->count);
+}
+
+/* Bring db to schema->count, or refuse a newer one.  The version is read
+ * again under the write lock: another process may have migrated meanwhile. */
+static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema *schema, struct al_error *err)
+{
+	int v, r = user_version(db, &v, err);
+	if (r < 0 || v == (int)schema->count)
+		return r;
+	if (v < 0 || v > (int)schema->count)
+		return too_new(path, v, schema, err);
+	if ((r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+		return r;
+	r = user_version(db, &v, err);
+	if (r == 0 && (v < 0 || v > (int)schema->count))
+		r = too_new(path, v, schema, err);
+	for (unsigned i = r == 0 ? (unsigned)v : schema->count; i < schema->count && r == 0; i++)
+		r = al_sqlite_exec(db, schema->migrations[i], err);
+	char set[48];
+	snprintf(set, sizeof(set), "PRAGMA user_version=%u", schema->count);
+	if (r == 0 && v != (int)schema->count)
+		r = al_sqlite_exec(db, set, err);
+	if (r == 0)
+		return al_sqlite_exec(db, "COMMIT", err);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync, sqlite3 **out,
 			struct al_error *err)
 {
 	sqlite3 *db = NULL;
@@ -69,7 +113,7 @@ int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync,
 		 65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
 	int r = al_sqlite_exec(db, pragmas, err);
 	if (r == 0 && schema)
-		r = al_sqlite_exec(db, schema, err);
+		r = migrate(db, path, schema, err);
 	if (r < 0) {
 		al_error_prefix(err, "%s: ", path);
 		sqlite3_close(db);
@@ -79,7 +123,7 @@ int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync,
 	return 0;
 }
 
-int al_sqlite_open(const char *path, const char *schema, sqlite3 **out, struct al_error *err)
+int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqlite3 **out, struct al_error *err)
 {
 	return al_sqlite_open_sync(path, schema, AL_SYNC_FULL, out, err);
 }

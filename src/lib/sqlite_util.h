@@ -8,9 +8,22 @@
 
 enum al_sync { AL_SYNC_FULL, AL_SYNC_NORMAL };
 
-/* Open path in WAL mode with a busy timeout and run schema (idempotent). */
-int al_sqlite_open(const char *path, const char *schema, sqlite3 **out, struct al_error *err);
-int al_sqlite_open_sync(const char *path, const char *schema, enum al_sync sync, sqlite3 **out,
+/* A database's schema as ordered migrations: migrations[i] takes it from
+ * PRAGMA user_version i to i + 1, in one transaction with the version's
+ * update.  Version 0 is a new database, or one made before versions
+ * existed: migration 1 is CREATE ... IF NOT EXISTS, which completes both.
+ * A migration is never edited once released; a change is a new one. */
+struct al_sqlite_schema {
+	const char *const *migrations;
+	unsigned count; /* the version this airlock knows */
+};
+#define AL_SQLITE_SCHEMA(m) { (m), sizeof(m) / sizeof((m)[0]) }
+
+/* Open path in WAL mode with a busy timeout and bring it to schema's version
+ * (NULL: no schema).  A database of a newer version than schema knows is
+ * refused ("upgrade airlock"), untouched. */
+int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqlite3 **out, struct al_error *err);
+int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync, sqlite3 **out,
 			struct al_error *err);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);

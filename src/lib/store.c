@@ -29,7 +29,12 @@ struct al_store {
 
 /* airlock.db: the directory of the deployment (auth.c).  A token is kept
  * only as the sha256 of its text. */
-static const char global_schema[] =
+/* Each database's schema by version (sqlite_util.h: a released migration is
+ * never edited; a change is a new one).  Version 1 is everything made before
+ * versions existed (no release had shipped), policy, draft_paths,
+ * runs_without_draft and gc's settings included. */
+static const char *const global_migrations[] = {
+	/* 1 */
 	"CREATE TABLE IF NOT EXISTS tenants("
 	"  name TEXT PRIMARY KEY, created INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS principals("
@@ -43,10 +48,14 @@ static const char global_schema[] =
 	"  principal TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL,"
 	"  revoked INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);"
-	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);",
+};
+static const struct al_sqlite_schema global_schema = AL_SQLITE_SCHEMA(global_migrations);
 
 /* meta.db: every snapshot a head ever named is in snapshots (fsck walks it) */
-static const char meta_schema[] =
+static const char *const meta_migrations[] = {
+	/* 1 */
+	"CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS snapshots("
 	"  id BLOB PRIMARY KEY, created INTEGER NOT NULL,"
@@ -93,13 +102,18 @@ static const char meta_schema[] =
 	"CREATE INDEX IF NOT EXISTS runs_without_draft ON runs(id) WHERE draft IS NULL;"
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
-	"  origin TEXT NOT NULL, signature BLOB NOT NULL);";
+	"  origin TEXT NOT NULL, signature BLOB NOT NULL);",
+};
+static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
-static const char statcache_schema[] =
+static const char *const statcache_migrations[] = {
+	/* 1 */
 	"CREATE TABLE IF NOT EXISTS roots(id INTEGER PRIMARY KEY, path BLOB NOT NULL UNIQUE);"
 	"CREATE TABLE IF NOT EXISTS scdir("
 	"  root INTEGER NOT NULL, dir BLOB NOT NULL, data BLOB NOT NULL,"
-	"  UNIQUE(root, dir));";
+	"  UNIQUE(root, dir));",
+};
+static const struct al_sqlite_schema statcache_schema = AL_SQLITE_SCHEMA(statcache_migrations);
 
 int al_tenant_name_check(const char *name, struct al_error *err)
 {
@@ -124,7 +138,7 @@ int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
 	char path[4096];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
-	return al_sqlite_open(path, global_schema, db, err);
+	return al_sqlite_open(path, &global_schema, db, err);
 }
 
 static int tenant_dir(const char *home, const char *tenant, char *out, size_t n, struct al_error *err)
@@ -156,7 +170,7 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/meta.db", dir);
 		sqlite3 *meta = NULL;
-		if ((r = al_sqlite_open(path, meta_schema, &meta, err)) < 0)
+		if ((r = al_sqlite_open(path, &meta_schema, &meta, err)) < 0)
 			goto out;
 		sqlite3_close(meta);
 	}
@@ -379,7 +393,7 @@ static int meta(struct al_store *s, struct al_error *err)
 		return 0;
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
-	return al_sqlite_open(path, meta_schema, &s->meta, err);
+	return al_sqlite_open(path, &meta_schema, &s->meta, err);
 }
 
 int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err)
@@ -396,7 +410,7 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/statcache.db", s->dir);
 		/* a cache: NORMAL sync is enough, WAL keeps it consistent */
-		int r = al_sqlite_open_sync(path, statcache_schema, AL_SYNC_NORMAL, &s->statcache, err);
+		int r = al_sqlite_open_sync(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache, err);
 		if (r < 0)
 			return r;
 	}

@@ -444,8 +444,20 @@ uint64_t al_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* AIRLOCK_NOW=SECONDS (a testing aid, docs/operations.md): the wall clock of
+ * every decision that reads the time (token expiry, gc ages, the stat cache's
+ * racy rule, recorded times), so that tests never sleep for time to pass.
+ * Read on each call: nothing in airlock sets the environment. */
 int64_t al_wall_s(void)
 {
+	const char *fake = getenv("AIRLOCK_NOW");
+	if (fake && *fake) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(fake, &end, 10);
+		if (!*end && !errno && v >= 0)
+			return v;
+	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec;

@@ -550,7 +550,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	double ms = (double)(al_now_ns() - rq->t0) / 1e6;
 	char when[32];
 	time_t t = time(NULL);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	struct tm tm; /* gmtime_r: the log is written by every thread of the pool */
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	/* never the token, the body or the query (it may carry names only,
 	 * but a client could put anything there) */
 	fprintf(stderr, "%s %s/%s %s /api/%s %d %.1fms%s\n", when, rq->who.tenant[0] ? rq->who.tenant : "-",

@@ -49,9 +49,11 @@ check_diff "a file replaced by a symlink" -- bash -c "rm $T/m/top && ln -s a $T/
 
 # the stat cache: same size, same mtime, new content must still be seen
 rm -rf "$T/c"; cp -a "$T/t1" "$T/c"; touch -d '2020-01-01 00:00:00' "$T/c/a/f1" "$T/c/top"
-sleep 1.1  # files changed in the current second are never cached (racy)
-idc=$("$AL" snapshot import "$T/c")
-run "$AL" snapshot import --json "$T/c"
+# files changed in the import's second are never cached (racy): the imports
+# run a few seconds later by the injected clock (AIRLOCK_NOW), not by sleeping
+LATER=$(( $(date +%s) + 5 ))
+idc=$(AIRLOCK_NOW=$LATER "$AL" snapshot import "$T/c")
+AIRLOCK_NOW=$LATER run "$AL" snapshot import --json "$T/c"
 like "$out" '"cache_hits":[1-9]' "re-import of old files uses the stat cache"
 like "$out" "\"id\":\"$idc\"" "with the same id"
 echo 9 > "$T/c/a/f1"; touch -d '2020-01-01 00:00:00' "$T/c/a/f1"   # same size and mtime

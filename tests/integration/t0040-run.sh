@@ -100,13 +100,15 @@ is "$rc" 3 "run show of an unknown run: not found"
 run "$AL" runs p --json
 is "$(echo "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$((NRUNS + 2))" "runs lists every run"
 GRP=$("$AL" run show "$RUN" --json | field group)
-run "$AL" audit --group "$GRP"
-like "$out" "run" "the run is in the ledger, in its group"
-like "$out" "draft_create" "…with its draft"
+run "$AL" audit --group "$GRP" --json
+KINDS=$(echo "$out" | python3 -c 'import json,sys; print(" ".join(e["kind"] for e in json.load(sys.stdin)))')
+like " $KINDS " " run " "the run is in the ledger, in its group (kinds: $KINDS)"
+like " $KINDS " " draft_create " "…with its draft"
+is "$(echo "$out" | python3 -c 'import json,sys; print([e for e in json.load(sys.stdin) if e["kind"] == "run"][0]["data"]["id"])')" "$RUN" "…the run entry names the run"
 run "$AL" audit export "$T/audit.txt"
 run "$AL" audit verify "$T/audit.txt"
 like "$out" "[1-9][0-9]* content blobs" "the export carries the runs' stdout and stderr"
-grep -q "^C " "$T/audit.txt" || echo "# no content lines"
+ok "…as content lines" -- grep -q "^C " "$T/audit.txt"
 run "$AL" audit verify
 is "$rc" 0 "the ledger verifies"
 [ "$rc" = 0 ] || echo "$err" | sed 's/^/# /'

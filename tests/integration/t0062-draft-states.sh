@@ -176,10 +176,10 @@ like "$status:$out" "^409:.*nothing to apply" "a convergent draft: 409 nothing t
 api GET "/drafts/$TR" "$RV"
 is "$(echo "$out" | jf marks)" '["timed_out"]' "GET /drafts/ID: the run's marks"
 # a cancelled run
-api POST /projects/s/runs "$AU" '{"argv":["sh","-c","echo p > cancelled; sleep 30"]}'
+api POST /projects/s/runs "$AU" '{"argv":["sh","-c","echo p > cancelled; echo written; sleep 30"]}'
 CR=$(echo "$out" | jf id)
-for i in $(seq 100); do api GET "/runs/$CR" "$AU"; [ "$(echo "$out" | jf state 2>/dev/null)" = running ] && break; sleep 0.1; done
-sleep 0.5
+# (cancel once the run has written its file: it says so on stdout)
+for i in $(seq 200); do api GET "/runs/$CR/output" "$AU"; [ "$out" = written ] && break; sleep 0.05; done
 api POST "/runs/$CR/cancel" "$AU"
 for i in $(seq 200); do api GET "/runs/$CR" "$AU"; [ "$(echo "$out" | jf state 2>/dev/null)" = ended ] && break; sleep 0.1; done
 api GET "/drafts/$CR/review" "$RV"

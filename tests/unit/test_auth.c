@@ -20,7 +20,7 @@ static char home[64];
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(home, "/tmp/airlock-auth-XXXXXX");
+	snprintf(home, sizeof(home), "/tmp/airlock-auth-XXXXXX");
 	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
 	assert_int_equal(al_home_init(home, &err), 0);
@@ -103,7 +103,7 @@ static void test_tokens(void **state)
 	/* every failure is one answer */
 	struct al_error e1 = { 0 }, e2 = { 0 }, e3 = { 0 }, e4 = { 0 };
 	char wrong[AL_TOKEN_LEN + 1];
-	strcpy(wrong, tok);
+	snprintf(wrong, sizeof(wrong), "%s", tok);
 	wrong[10] = wrong[10] == 'a' ? 'b' : 'a';
 	assert_int_equal(al_auth_check(a, wrong, &p, &e1), AL_EAUTH);
 	assert_int_equal(p.name[0], 0);
@@ -161,7 +161,7 @@ static void test_grants(void **state)
 	assert_true(al_auth_granted(a, &p, "books"));
 	assert_false(al_auth_granted(a, &p, "payroll"));
 	struct al_principal other = p;
-	strcpy(other.tenant, "acme");
+	snprintf(other.tenant, sizeof(other.tenant), "acme");
 	assert_false(al_auth_granted(a, &other, "books"));
 	al_auth_close(a);
 }

@@ -21,7 +21,7 @@ struct fx {
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	strcpy(f->dir, "/tmp/airlock-cas-XXXXXX");
+	snprintf(f->dir, sizeof(f->dir), "/tmp/airlock-cas-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
 	if (al_cas_open(f->dir, &f->cas, NULL) < 0)

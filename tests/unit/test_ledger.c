@@ -65,7 +65,7 @@ static int collect(void *ctx, const struct al_ledger_entry *e, struct al_error *
 static void test_stored_tree_and_proofs(void **state)
 {
 	(void)state;
-	strcpy(home, "/tmp/airlock-ledger-XXXXXX");
+	snprintf(home, sizeof(home), "/tmp/airlock-ledger-XXXXXX");
 	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;

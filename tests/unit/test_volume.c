@@ -64,7 +64,7 @@ static int count_commit(void *ctx, const struct al_commit_info *c, struct al_err
 static void test_threaded_writers(void **state)
 {
 	(void)state;
-	strcpy(home, "/tmp/airlock-vol-XXXXXX");
+	snprintf(home, sizeof(home), "/tmp/airlock-vol-XXXXXX");
 	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
@@ -117,7 +117,7 @@ static void test_conflict_names(void **state)
 	}
 	char longname[300];
 	memset(longname, 'n', 250);
-	strcpy(longname + 250, ".txt");
+	memcpy(longname + 250, ".txt", 5);
 	assert_int_equal(al_conflict_name(longname, id, out, sizeof(out)), 0);
 	assert_true(strlen(out) <= 255);
 	assert_non_null(strstr(out, ".conflict-abcdef01.txt"));

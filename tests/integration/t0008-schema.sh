@@ -1,0 +1,35 @@
+#!/bin/bash
+# Every SQLite database carries its schema version (PRAGMA user_version):
+# set when it is made, brought forward by ordered migrations, and a database
+# newer than this airlock is refused with a clear error, untouched.
+. "$(dirname "$0")/../lib.sh"
+"$AL" init >/dev/null
+S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
+"$AL" project create p --from "$S" >/dev/null
+D="$AIRLOCK_HOME/tenants/default"
+uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
+for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
+	is "$(uv "$db")" 1 "${db#"$AIRLOCK_HOME"/} is made at schema version 1"
+done
+HEAD=$("$AL" project head p)
+
+for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/default/statcache.db; do
+	uv "$AIRLOCK_HOME/$db" 99
+	sum0=$(sha256sum "$AIRLOCK_HOME/$db")
+	case $db in
+	airlock.db) run "$AL" admin principal list ;;
+	*/statcache.db) run "$AL" snapshot import "$S" ;;
+	*) run "$AL" project head p ;;
+	esac
+	is "$rc" 1 "$db at schema version 99: refused (exit 1)"
+	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to 1: upgrade airlock" "…saying so"
+	is "$(uv "$AIRLOCK_HOME/$db"):$(sha256sum "$AIRLOCK_HOME/$db")" "99:$sum0" "…and leaving it untouched"
+	uv "$AIRLOCK_HOME/$db" 1
+done
+
+# a database made before versions (user_version 0) is brought to version 1
+uv "$D/meta.db" 0
+is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
+is "$(uv "$D/meta.db")" 1 "…and is at version 1 after"
+ok "fsck is clean" -- "$AL" fsck
+done_testing

@@ -1,0 +1,99 @@
+/* overlay: an upper layer applied to its base gives the run's changes:
+ * new and modified files, whiteouts as deletions, copy-ups identical to
+ * the base as no change; FIFOs are not kept, setuid bits removed (noted). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "airlock/manifest.h"
+#include "airlock/overlay.h"
+#include "airlock/store.h"
+#include "util.h"
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_overlay(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-overlay-XXXXXX";
+	assert_non_null(mkdtemp(home));
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	assert_int_equal(al_home_init(home, &err), 0);
+	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > %s/base/d/gone", home, home,
+	   home, home);
+	/* the expected result, made by hand */
+	sh("cp -a %s/base %s/want && echo two > %s/want/a && rm %s/want/d/gone && echo new > %s/want/n && "
+	   "echo run > %s/want/suid && chmod 0755 %s/want/suid",
+	   home, home, home, home, home, home, home);
+	/* the upper layer a run would leave */
+	sh("mkdir -p %s/up/d && echo two > %s/up/a && cp -a %s/base/s %s/up/s && echo new > %s/up/n && "
+	   "echo run > %s/up/suid && chmod 4755 %s/up/suid && mkfifo %s/up/fifo",
+	   home, home, home, home, home, home, home, home);
+	char p[600];
+	snprintf(p, sizeof(p), "%s/up/d/gone", home);
+	bool whiteout = mknod(p, S_IFCHR | 0, makedev(0, 0)) == 0; /* needs CAP_MKNOD */
+
+	struct al_import_opts o = { .no_cache = true };
+	struct al_import_result base, want;
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/base", home);
+	assert_int_equal(al_manifest_import(st, dir, &o, &base, &err), 0);
+	if (!whiteout)
+		sh("echo x > %s/want/d/gone", home);
+	snprintf(dir, sizeof(dir), "%s/want", home);
+	assert_int_equal(al_manifest_import(st, dir, &o, &want, &err), 0);
+
+	uint8_t got[32];
+	struct al_overlay_report rep;
+	memset(&rep, 0, sizeof(rep));
+	snprintf(dir, sizeof(dir), "%s/up", home);
+	if (al_overlay_apply(st, base.id, dir, got, &rep, &err) < 0)
+		fail_msg("apply: %s", err.msg);
+	assert_memory_equal(got, want.id, 32);
+	assert_int_equal(rep.deleted, whiteout ? 1 : 0);
+	assert_int_equal(rep.unchanged_copyups, 1);
+	assert_int_equal(rep.neutralised, 2); /* the FIFO and the setuid bit */
+	bool fifo_noted = false, suid_noted = false;
+	for (size_t i = 0; i < rep.nnotes; i++) {
+		fifo_noted |= !strncmp(rep.notes[i], "fifo", 4);
+		suid_noted |= !strncmp(rep.notes[i], "suid", 4);
+	}
+	assert_true(fifo_noted && suid_noted);
+	al_overlay_report_release(&rep);
+
+	/* an empty upper layer: the base itself */
+	sh("mkdir -p %s/empty", home);
+	snprintf(dir, sizeof(dir), "%s/empty", home);
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(al_overlay_apply(st, base.id, dir, got, &rep, &err), 0);
+	assert_memory_equal(got, base.id, 32);
+	al_overlay_report_release(&rep);
+	al_store_close(st);
+	sh("rm -rf '%s'", home);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_overlay),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
