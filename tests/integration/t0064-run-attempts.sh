@@ -25,7 +25,7 @@ gone() { local i; for i in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; 
 
 n=0
 for sig in INT TERM HUP; do
-	n=$((n + 1)); tag="sleep 30$n"
+	n=$((n + 1)); tag="sleep $((3000 + $$ % 100000))$n" # this suite's own
 	"$AL" run p -- sh -c "echo started; echo partial > part$n.txt; $tag" >"$T/o$n" 2>"$T/e$n" &
 	P=$!
 	wait_for started "$T/o$n"
@@ -41,13 +41,14 @@ done
 like "$("$AL" audit --kind run --json)" '"cancelled":true' "cancelled runs are ledger entries"
 
 # SIGKILL: the sandbox dies with airlock; the next run records the attempt
-"$AL" run p -- sh -c 'echo started; sleep 3099' >"$T/ok" 2>"$T/ek" &
+KNAP=$((4000 + $$ % 100000))
+"$AL" run p -- sh -c "echo started; sleep $KNAP" >"$T/ok" 2>"$T/ek" &
 P=$!
 wait_for started "$T/ok"
 KILLED=$(last_run)
 is "$("$AL" run show "$KILLED" --json | field outcome)" running "while it runs, the attempt is recorded as running"
 kill -KILL $P; wait $P 2>/dev/null
-ok "SIGKILL of airlock: the sandbox dies with it (parent-death signal)" -- gone '^sleep 3099$'
+ok "SIGKILL of airlock: the sandbox dies with it (parent-death signal)" -- gone "^sleep $KNAP\$"
 # what it left: its cgroups (as if a minute had passed) and a half-made layer
 mkdir -p "$AIRLOCK_HOME/tenants/default/lower/.tmp-deadbeef0000/sub"
 mkdir -p "$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000"

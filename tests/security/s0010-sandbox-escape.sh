@@ -78,10 +78,12 @@ R --output-limit 1000 --json -- sh -c 'yes | head -c 2000000'
 like "$out" '"bytes":2000000,"kept":1000,"truncated":true' "an output flood is kept to --output-limit, counted, and flagged truncated"
 is "$(printf '%s' "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["stdout"]["text"]))')" 1000 "…exactly 1000 bytes kept"
 START=$(date +%s)
-R --timeout 1 -- sh -c 'sleep 100 & sleep 100 & wait'
+# a duration of this test's own (another suite on the host may sleep too)
+NAP=$((1000 + $$ % 100000))
+R --timeout 1 -- sh -c "sleep $NAP & sleep $NAP & wait"
 is "$rc" 124 "a run past --timeout ends with exit 124"
 ok "…promptly, whole tree killed" -- test $(( $(date +%s) - START )) -lt 10
-ok "no sandbox process is left on the host" -- sh -c "! pgrep -f '^sleep 100\$'"
+ok "no sandbox process is left on the host" -- sh -c "! pgrep -f '^sleep $NAP\$'"
 
 # what a run may not hand back
 R -- sh -c 'mknod dev c 1 3; echo mknod=$?; mkfifo pipe; echo s > suid; chmod 4755 suid; echo h > h1; ln h1 h2; ln -s /etc/shadow esc; ln -s ../../.. up'
