@@ -80,9 +80,9 @@ int main(int argc, char **argv)
 	}
 	uint64_t first = t[0];
 	qsort(t, 21, sizeof(t[0]), cmp_u64);
-	char ia[AL_ID_STRLEN + 1], ib[AL_ID_STRLEN + 1];
-	al_id_fmt(a, ia);
-	al_id_fmt(b, ib);
+	char ia[AL_OID_STRLEN + 1], ib[AL_OID_STRLEN + 1];
+	al_oid_fmt(a, ia);
+	al_oid_fmt(b, ib);
 	printf("%s %s %.1f %.3f %.3f %.3f %ld\n", ia, ib, build_s, (double)first / 1e6, (double)t[10] / 1e6,
 	       (double)t[20] / 1e6, changes);
 	return 0;

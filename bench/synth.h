@@ -13,7 +13,7 @@
 
 typedef int (*synth_changed_fn)(int a, int b, long f, int variant);
 
-static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, uint8_t out[32])
+static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, struct al_oid *out)
 {
 	uint8_t *enc = NULL;
 	size_t len = 0;
@@ -26,7 +26,7 @@ static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, uint8
 
 /* Build one tree inside an open batch; changed(a, b, f, variant) says which
  * files carry the variant's content. */
-static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synth_changed_fn changed, uint8_t root[32])
+static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synth_changed_fn changed, struct al_oid *root)
 {
 	static char tn[100][8], mn[100][8];
 	struct al_entry top[100], mid[100];

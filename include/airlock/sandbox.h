@@ -21,7 +21,7 @@
 #include "airlock/error.h"
 
 enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
-const char *al_network_name(int net);
+const char *al_network_name(enum al_network net);
 int al_network_parse(const char *s, int *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
@@ -87,7 +87,7 @@ struct al_sandbox_result {
 
 /* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL
  * with the reason if not. */
-int al_sandbox_check(const char *backend, int network, struct al_error *err);
+int al_sandbox_check(const char *backend, enum al_network network, struct al_error *err);
 
 /* Run spec->argv in a new sandbox and wait for every process in it to end.
  * A failure to set the sandbox up is an error naming the step ("sandbox:

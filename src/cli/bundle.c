@@ -40,8 +40,8 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 		json_object_set_new(o, "id", view_id(id));
 		return cli_json_print(o);
 	}
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, s);
 	printf("%s\n", s);
 	return 0;
 }
@@ -75,10 +75,10 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 	close(fd);
 	if (r < 0)
 		return cli_error(cli, &err);
-	char id[AL_ID_STRLEN + 1], base[AL_ID_STRLEN + 1], head[AL_ID_STRLEN + 1];
-	al_id_fmt(b.id, id);
-	al_id_fmt(b.base, base);
-	al_id_fmt(b.head, head);
+	char id[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1], head[AL_OID_STRLEN + 1];
+	al_oid_fmt(b.id, id);
+	al_oid_fmt(b.base, base);
+	al_oid_fmt(b.head, head);
 	if (cli->json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < b.n; i++) {

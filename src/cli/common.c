@@ -299,7 +299,7 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 		return cli_usage(cli, "expected %d arguments", nargs);
 	if (!f->base)
 		return cli_usage(cli, "--base ID is required (the snapshot the change was made from)");
-	if (al_id_parse(f->base, f->base_id, &err) < 0)
+	if (al_oid_parse(f->base, f->base_id, &err) < 0)
 		return cli_error(cli, &err);
 	f->author = cli_author(author);
 	return -1;

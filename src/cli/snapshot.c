@@ -60,7 +60,7 @@ static int ids_and_store(struct cli *cli, char **argv, int n, uint8_t (*ids)[32]
 {
 	struct al_error err = { 0 };
 	for (int i = 0; i < n; i++)
-		if (al_id_parse(argv[optind + i], ids[i], &err) < 0)
+		if (al_oid_parse(argv[optind + i], ids[i], &err) < 0)
 			return cli_error(cli, &err);
 	if (cli_open(cli, st, &err) < 0)
 		return cli_error(cli, &err);
@@ -103,8 +103,8 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 		json_object_set_new(o, "cache_hits", json_integer((json_int_t)res.cache_hits));
 		return cli_json_print(o);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(res.id, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(res.id, id);
 	printf("%s\n", id);
 	return 0;
 }
@@ -130,8 +130,8 @@ static int show_one(void *ctx, const char *path, const struct al_entry *e, struc
 {
 	(void)err;
 	struct show_ctx *s = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(e->digest, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(e->digest, id);
 	if (!s->cli->json) {
 		printf("%s %04o %llu %s %s\n", al_entry_type_name(e->type), e->mode,
 		       (unsigned long long)e->size, id, path);
@@ -169,8 +169,8 @@ static int snap_show(struct cli *cli, int argc, char **argv)
 	int r = al_manifest_stat(s.cas, id[0], NULL, NULL, &err);
 	if (r == 0) {
 		if (cli->json) {
-			char ids[AL_ID_STRLEN + 1];
-			al_id_fmt(id[0], ids);
+			char ids[AL_OID_STRLEN + 1];
+			al_oid_fmt(id[0], ids);
 			printf("{\"id\":\"%s\",\"entries\":[", ids);
 		}
 		r = al_manifest_walk(s.cas, id[0], show_one, &s, &err);
@@ -267,9 +267,9 @@ static int snap_diff(struct cli *cli, int argc, char **argv)
 		r = al_manifest_stat(d.cas, b, NULL, NULL, &err);
 	if (r == 0) {
 		if (cli->json) {
-			char ia[AL_ID_STRLEN + 1], ib[AL_ID_STRLEN + 1];
-			al_id_fmt(a, ia);
-			al_id_fmt(b, ib);
+			char ia[AL_OID_STRLEN + 1], ib[AL_OID_STRLEN + 1];
+			al_oid_fmt(a, ia);
+			al_oid_fmt(b, ib);
 			printf("{\"a\":\"%s\",\"b\":\"%s\",\"changes\":[", ia, ib);
 		}
 		r = al_manifest_diff(d.cas, a, b, diff_one, &d, &err);
@@ -290,8 +290,8 @@ static int list_one(void *ctx, const struct al_snapshot_info *info, struct al_er
 {
 	(void)err;
 	struct list_ctx *l = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(info->id, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(info->id, id);
 	if (!l->arr) {
 		printf("%s %llu files %llu bytes %s\n", id, (unsigned long long)info->files,
 		       (unsigned long long)info->bytes, info->source ? info->source : "-");
@@ -365,8 +365,8 @@ static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 		al_overlay_report_release(&rep);
 		return cli_json_print(o);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(out, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(out, id);
 	printf("%s\n", id);
 	for (size_t i = 0; i < rep.nnotes; i++)
 		fprintf(stderr, "%s: %s\n", cli->prog, rep.notes[i]);

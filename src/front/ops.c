@@ -71,7 +71,7 @@ int ops_bundle_commit(struct al_store *st, const char *project, int fd, const ui
 	if (r == 0) {
 		memcpy(bundle_id, bd.id, 32);
 		char message[128], bid[80];
-		al_id_fmt(bd.id, bid);
+		al_oid_fmt(bd.id, bid);
 		snprintf(message, sizeof(message), "bundle %s", bid);
 		struct al_commit_opts o = *opts;
 		if (!o.message || !*o.message)

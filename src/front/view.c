@@ -17,8 +17,8 @@
 
 json_t *view_id(const uint8_t id[32])
 {
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, s);
 	return json_string(s);
 }
 
@@ -368,7 +368,7 @@ int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al
 		bool more = false;
 		if (!json_is_object(s))
 			continue; /* a run that failed before it produced output */
-		int r = al_id_parse(json_string_value(json_object_get(s, "blob")), id, err);
+		int r = al_oid_parse(json_string_value(json_object_get(s, "blob")), id, err);
 		if (r == 0)
 			r = read_prefix(al_store_cas(st), id, text_max, &data, &len, &more, err);
 		if (r < 0)
@@ -654,7 +654,7 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));
 		uint8_t a[32], b[32];
-		if (parent && result && al_id_parse(parent, a, NULL) == 0 && al_id_parse(result, b, NULL) == 0) {
+		if (parent && result && al_oid_parse(parent, a, NULL) == 0 && al_oid_parse(result, b, NULL) == 0) {
 			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0, "deleted", 0, "paths");
 			if (al_manifest_diff(al_store_cas(st), a, b, count_change, delta, NULL) == 0)
 				json_object_set_new(o, "delta", delta);
@@ -671,7 +671,7 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 			uint8_t d[32], *bytes = NULL;
 			size_t len = 0;
 			bool more = false;
-			if (name && id && al_id_parse(id, d, NULL) == 0 &&
+			if (name && id && al_oid_parse(id, d, NULL) == 0 &&
 			    read_prefix(al_store_cas(st), d, VIEW_TEXT_MAX, &bytes, &len, &more, NULL) == 0 && !more)
 				json_object_set_new(texts, name, view_bytes((char *)bytes, len));
 			free(bytes);

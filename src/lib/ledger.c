@@ -400,12 +400,12 @@ int al_ledger_pubkey(struct al_store *st, uint8_t raw[32], char *pem, size_t pem
 
 static int write_blob(FILE *f, struct al_cas *cas, const char *id, struct al_error *err)
 {
-	uint8_t d[32];
-	if (al_id_parse(id, d, err) < 0)
+	struct al_oid d;
+	if (al_oid_parse(id, &d, err) < 0)
 		return AL_EINVAL;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int r = al_cas_get(cas, d, &data, &len, err);
+	int r = al_cas_get(cas, &d, &data, &len, err);
 	if (r == AL_ENOTFOUND)
 		return 0; /* named but not stored: the verifier reports it as not included */
 	if (r < 0)
@@ -417,7 +417,7 @@ static int write_blob(FILE *f, struct al_cas *cas, const char *id, struct al_err
 	}
 	EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
 	char hex[65];
-	al_hex(d, 32, hex);
+	al_hex(d.b, 32, hex);
 	fprintf(f, "B %s %s\n", hex, b64);
 	free(b64);
 	free(data);

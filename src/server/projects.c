@@ -155,7 +155,7 @@ int h_project_commit(struct req *rq)
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
 	if (!b)
 		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the change was made from)");
-	if (al_id_parse(b, base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
+	if (al_oid_parse(b, base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;
 	struct al_commit_result res = { 0 };
@@ -284,7 +284,7 @@ static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al
 	const char *limit = srv_query(rq, "limit");
 	if (limit)
 		w.limit = strtoul(limit, NULL, 10) < SNAPSHOT_ENTRIES_MAX ? strtoul(limit, NULL, 10) : SNAPSHOT_ENTRIES_MAX;
-	int rc = al_id_parse(rq->seg[1], id, err);
+	int rc = al_oid_parse(rq->seg[1], id, err);
 	if (rc == 0)
 		rc = al_manifest_walk(al_store_cas(st), id, walk_one, &w, err);
 	if (rc < 0) {
@@ -307,7 +307,7 @@ int h_blob(struct req *rq)
 	uint64_t size = 0;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
-	int rc = al_id_parse(rq->seg[1], id, &err);
+	int rc = al_oid_parse(rq->seg[1], id, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)

@@ -89,7 +89,7 @@ int h_run_start(struct req *rq)
 	struct al_run_opts *o = &r->req.o;
 	o->project = r->project;
 	if (o->image) {
-		al_id_fmt(img, r->image);
+		al_oid_fmt(img, r->image);
 		o->image = r->image;
 	} else {
 		o->image = OPS_DEFAULT_IMAGE;
@@ -236,7 +236,7 @@ int h_run_output(struct req *rq)
 	uint8_t blob[32];
 	int rc = recorded(rq, id, false, &rec, &err);
 	if (rc == 0)
-		rc = al_id_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
+		rc = al_oid_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	json_decref(rec);
