@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct al_cas *cas = al_store_cas(st);
-	uint8_t a[32], b[32];
+	struct al_oid a, b;
 	uint64_t t0 = al_now_ns();
 	if (al_cas_begin(cas, &err) < 0 || synth_build(cas, files_per_dir, 0, ten, a) < 0 ||
 	    synth_build(cas, files_per_dir, 1, ten, b) < 0 ||

@@ -35,7 +35,7 @@ static void die(const char *what, const struct al_error *err)
 	exit(1);
 }
 
-static void build(struct al_store *st, long per_dir, int variant, uint8_t out[32])
+static void build(struct al_store *st, long per_dir, int variant, struct al_oid *out)
 {
 	struct al_error err = { 0 };
 	struct al_cas *cas = al_store_cas(st);
@@ -53,7 +53,7 @@ static int count_changes(void *ctx, const struct al_change *c, struct al_error *
 }
 
 struct chain {
-	uint8_t prev[32];
+	struct al_oid prev;
 	long n, broken;
 };
 
@@ -88,7 +88,7 @@ static int writer(const char *home, int id, int n)
 		struct al_entry d = { .type = AL_T_DIR, .mode = 0755 };
 		struct al_edit ed[2] = { { .path = dir, .op = AL_EDIT_SET, .entry = d },
 					 { .path = path, .op = AL_EDIT_SET, .entry = f } };
-		uint8_t snap[32];
+		struct al_oid snap;
 		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, ed[1].entry.digest, &err) < 0 ||
 		    al_manifest_edit(cas, p.head, ed, 2, snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
 			die("edit", &err);
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	struct al_cas *cas = al_store_cas(st);
 
 	/* 1. commit and diff on the large snapshot */
-	uint8_t a[32], b[32], c[32];
+	struct al_oid a, b, c;
 	build(st, files / 10000, 0, a);
 	build(st, files / 10000, 1, b);
 	build(st, files / 10000, 2, c);
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	printf("rebase_commit_10_of_%ld_ms %.3f\n", files, rebase_ms);
 
 	/* 2. accept_selected: 10 of 1,000 changes on a 100k-file project */
-	uint8_t p0[32], p1[32];
+	struct al_oid p0, p1;
 	build(st, 10, 0, p0);
 	build(st, 10, 3, p1);
 	struct al_draft_info d;

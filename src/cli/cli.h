@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/auth.h"
 #include "airlock/parse.h"
 #include "view.h"

@@ -11,7 +11,7 @@ struct report_ctx {
 	json_t *problems;
 };
 
-static void report(void *ctx, const char *problem, const uint8_t id[32], const char *why)
+static void report(void *ctx, const char *problem, const struct al_oid *id, const char *why)
 {
 	struct report_ctx *r = ctx;
 	char s[AL_OID_STRLEN + 1];

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 struct al_entry;

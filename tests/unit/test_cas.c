@@ -57,7 +57,7 @@ static void test_put_get(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32], e[32], z[32];
+	struct al_oid d, e, z;
 	assert_int_equal(al_cas_put(f->cas, "x", 1, d, &err), AL_EUSAGE);
 	size_t big = AL_CAS_LOOSE_MIN + 12345;
 	uint8_t *p = pattern(big, 1);
@@ -68,7 +68,7 @@ static void test_put_get(void **state)
 	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, d, &err), 0); /* dedup: a no-op */
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
 
-	uint8_t want[32];
+	struct al_oid want;
 	al_sha256(p, big, want);
 	assert_memory_equal(e, want, 32);
 	uint8_t *out = NULL;
@@ -108,7 +108,7 @@ static void test_abort_leaves_nothing(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32], e[32];
+	struct al_oid d, e;
 	size_t big = AL_CAS_LOOSE_MIN * 2;
 	uint8_t *p = pattern(big, 2);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
@@ -137,7 +137,7 @@ static void test_put_fd_changed(void **state)
 	fputs("0123456789", fp);
 	fclose(fp);
 	int fd = open(path, O_RDONLY);
-	uint8_t d[32];
+	struct al_oid d;
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	assert_int_equal(al_cas_put_fd(f->cas, fd, 5, d, &err), AL_EINVAL); /* longer than said */
 	assert_non_null(strstr(err.msg, "changed while being read"));
@@ -147,7 +147,7 @@ static void test_put_fd_changed(void **state)
 	assert_int_equal(al_cas_put_fd(f->cas, fd, 10, d, &err), 0);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
 	close(fd);
-	uint8_t want[32];
+	struct al_oid want;
 	al_sha256("0123456789", 10, want);
 	assert_memory_equal(d, want, 32);
 }
@@ -156,7 +156,7 @@ static void test_corruption_detected(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32];
+	struct al_oid d;
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	assert_int_equal(al_cas_put(f->cas, "abcdefgh", 8, d, &err), 0);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
@@ -189,7 +189,7 @@ static void test_live_batch_not_swept(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32];
+	struct al_oid d;
 	size_t big = AL_CAS_LOOSE_MIN + 1;
 	uint8_t *p = pattern(big, 3);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);

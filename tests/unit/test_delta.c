@@ -66,7 +66,7 @@ static void test_bundle(void **state)
 	assert_int_equal(al_manifest_import(st, b, &o, &rb, &err), 0);
 
 	snprintf(path, sizeof(path), "%s/b.tar.zst", home);
-	uint8_t id[32];
+	struct al_oid id;
 	if (al_bundle_write(cas, ra.id, rb.id, path, id, &err) < 0)
 		fail_msg("write: %s", err.msg);
 	size_t len;
@@ -87,7 +87,7 @@ static void test_bundle(void **state)
 	/* read into the store and apply onto the base: exactly the head */
 	assert_int_equal(al_cas_begin(cas, &err), 0);
 	assert_int_equal(al_bundle_read_mem(cas, bytes, len, &bu, &err), 0);
-	uint8_t got[32];
+	struct al_oid got;
 	if (al_bundle_apply_tree(cas, &bu, ra.id, got, &err) < 0)
 		fail_msg("apply: %s", err.msg);
 	assert_int_equal(al_cas_commit(cas, &err), 0);

@@ -112,7 +112,7 @@ static void test_edit_roundtrip(void **state)
 		changed += ch.n > 0;
 		struct al_edit *ed = NULL;
 		assert_int_equal(al_changes_edits(&ch, &ed, &err), 0);
-		uint8_t got[32];
+		struct al_oid got;
 		assert_int_equal(al_cas_begin(cas, &err), 0);
 		if (al_manifest_edit(cas, ra.id, ed, ch.n, got, &err) < 0)
 			fail_msg("round %d: %s", round, err.msg);
@@ -150,7 +150,7 @@ static void test_edit_refusals(void **state)
 	assert_int_equal(al_manifest_lookup(cas, res.id, "file/in", &f, &err), AL_ENOTFOUND);
 	assert_int_equal(al_manifest_lookup(cas, res.id, "../x", &f, &err), AL_EINVAL);
 
-	uint8_t out[32];
+	struct al_oid out;
 	assert_int_equal(al_cas_begin(cas, &err), 0);
 	struct al_edit bad[][1] = {
 		{ { .path = "../escape", .op = AL_EDIT_SET, .entry = f } },

@@ -44,7 +44,7 @@ static void test_image(void **state)
 	assert_int_equal(res.files, 1);
 	assert_int_equal(res.symlinks, 1);
 
-	uint8_t id[32];
+	struct al_oid id;
 	assert_int_equal(al_image_resolve(st, "tiny", id, &err), 0);
 	assert_memory_equal(id, res.id, 32);
 	char hex[80];

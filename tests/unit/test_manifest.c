@@ -38,7 +38,7 @@ static struct al_entry ent(int type, unsigned mode, uint64_t size, const char *d
 
 static void hex_of_sha(const uint8_t *p, size_t n, char out[65])
 {
-	uint8_t d[32];
+	struct al_oid d;
 	al_sha256(p, n, d);
 	al_hex(d, 32, out);
 }
@@ -56,7 +56,7 @@ static void test_golden_encoding(void **state)
 	assert_string_equal(id, golden_empty_id);
 	free(enc);
 
-	uint8_t hello[32], link[32];
+	struct al_oid hello, link;
 	al_sha256("hello\n", 6, hello);
 	al_sha256("hello.txt", 9, link);
 	char hh[65], lh[65];
@@ -178,7 +178,7 @@ static void test_names(void **state)
 static void test_ids(void **state)
 {
 	(void)state;
-	uint8_t d[32];
+	struct al_oid d;
 	struct al_error err = { 0 };
 	assert_int_equal(al_oid_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", d, &err), 0);
 	assert_int_equal(d[0], 0x22);

@@ -61,7 +61,7 @@ static void test_overlay(void **state)
 	snprintf(dir, sizeof(dir), "%s/want", home);
 	assert_int_equal(al_manifest_import(st, dir, &o, &want, &err), 0);
 
-	uint8_t got[32];
+	struct al_oid got;
 	struct al_overlay_report rep;
 	memset(&rep, 0, sizeof(rep));
 	snprintf(dir, sizeof(dir), "%s/up", home);

@@ -51,7 +51,7 @@ static void test_tenants_are_separate(void **state)
 
 	struct al_import_result res;
 	assert_int_equal(al_manifest_import(a, src, NULL, &res, &err), 0);
-	uint8_t blob[32];
+	struct al_oid blob;
 	al_sha256("acme's secret\n", 14, blob);
 
 	/* acme has it; default does not, neither the snapshot nor the blob */

@@ -32,7 +32,7 @@ static void expect(json_t *j, const char *want)
 static void test_values(void **state)
 {
 	(void)state;
-	uint8_t id[32];
+	struct al_oid id;
 	for (int i = 0; i < 32; i++)
 		id[i] = (uint8_t)i;
 	expect(view_id(id), "\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"");

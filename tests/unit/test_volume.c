@@ -37,7 +37,7 @@ static void *writer(void *arg)
 		int len = snprintf(data, sizeof(data), "%d %d\n", id, k);
 		struct al_edit ed = { .path = path, .op = AL_EDIT_SET,
 				      .entry = { .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)len } };
-		uint8_t snap[32];
+		struct al_oid snap;
 		struct al_commit_result res = { 0 };
 		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "t", .message = path };
 		if (al_project_get(st, "p", &p, &err) < 0 || al_cas_begin(cas, &err) < 0 ||
