@@ -44,12 +44,12 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 				snprintf(names[f], 24, "f%06ld.txt", f);
 				leaf[f] = (struct al_entry){ .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)n,
 							     .name = names[f], .namelen = strlen(names[f]) };
-				if (al_cas_put(cas, buf, (size_t)n, leaf[f].digest, NULL) < 0)
+				if (al_cas_put(cas, buf, (size_t)n, &leaf[f].digest, NULL) < 0)
 					return -1;
 			}
 			snprintf(mn[b], 8, "s%03d", b);
 			mid[b] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755, .name = mn[b], .namelen = 4 };
-			if (synth_put_dir(cas, leaf, (size_t)files_per_dir, mid[b].digest) < 0)
+			if (synth_put_dir(cas, leaf, (size_t)files_per_dir, &mid[b].digest) < 0)
 				return -1;
 			uint64_t sz = 0;
 			for (long f = 0; f < files_per_dir; f++)
@@ -62,7 +62,7 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 		for (int b = 0; b < 100; b++)
 			sz += mid[b].size;
 		top[a].size = sz;
-		if (synth_put_dir(cas, mid, 100, top[a].digest) < 0)
+		if (synth_put_dir(cas, mid, 100, &top[a].digest) < 0)
 			return -1;
 	}
 	free(leaf);

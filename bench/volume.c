@@ -61,9 +61,9 @@ static int check_chain(void *ctx, const struct al_commit_info *c, struct al_erro
 {
 	(void)err;
 	struct chain *ch = ctx;
-	if (ch->n && memcmp(c->parent, ch->prev, 32) != 0)
+	if (ch->n && memcmp(c->parent.b, ch->prev.b, 32) != 0)
 		ch->broken++;
-	memcpy(ch->prev, c->result, 32);
+	memcpy(ch->prev.b, c->result.b, 32);
 	ch->n++;
 	return 0;
 }
@@ -89,12 +89,12 @@ static int writer(const char *home, int id, int n)
 		struct al_edit ed[2] = { { .path = dir, .op = AL_EDIT_SET, .entry = d },
 					 { .path = path, .op = AL_EDIT_SET, .entry = f } };
 		struct al_oid snap;
-		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, ed[1].entry.digest, &err) < 0 ||
-		    al_manifest_edit(cas, p.head, ed, 2, snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
+		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, &ed[1].entry.digest, &err) < 0 ||
+		    al_manifest_edit(cas, &p.head, ed, 2, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
 			die("edit", &err);
 		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "bench", .message = path };
 		struct al_commit_result res = { 0 };
-		if (al_project_commit(st, "mid", p.head, snap, &o, &res, &err) < 0) {
+		if (al_project_commit(st, "mid", &p.head, &snap, &o, &res, &err) < 0) {
 			fprintf(stderr, "writer %d: %s\n", id, err.msg);
 			failed++;
 		}
@@ -121,25 +121,25 @@ int main(int argc, char **argv)
 
 	/* 1. commit and diff on the large snapshot */
 	struct al_oid a, b, c;
-	build(st, files / 10000, 0, a);
-	build(st, files / 10000, 1, b);
-	build(st, files / 10000, 2, c);
-	if (al_project_create(st, "big", a, "bench", NULL, &err) < 0)
+	build(st, files / 10000, 0, &a);
+	build(st, files / 10000, 1, &b);
+	build(st, files / 10000, 2, &c);
+	if (al_project_create(st, "big", &a, "bench", NULL, &err) < 0)
 		die("create", &err);
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = "bench", .message = "10 files" };
 	struct al_commit_result res = { 0 };
 	uint64_t t0 = al_now_ns();
-	if (al_project_commit(st, "big", a, b, &o, &res, &err) < 0)
+	if (al_project_commit(st, "big", &a, &b, &o, &res, &err) < 0)
 		die("commit", &err);
 	double commit_ms = ms_since(t0);
 	long nchanges = 0;
 	t0 = al_now_ns();
-	if (al_manifest_diff(cas, a, b, count_changes, &nchanges, &err) < 0)
+	if (al_manifest_diff(cas, &a, &b, count_changes, &nchanges, &err) < 0)
 		die("diff", &err);
 	double diff_ms = ms_since(t0);
 	o.strategy = AL_REBASE_IF_DISJOINT;
 	t0 = al_now_ns();
-	if (al_project_commit(st, "big", a, c, &o, &res, &err) < 0 || !res.rebased)
+	if (al_project_commit(st, "big", &a, &c, &o, &res, &err) < 0 || !res.rebased)
 		die("rebase", &err);
 	double rebase_ms = ms_since(t0);
 	printf("commit_10_of_%ld_ms %.3f\n", files, commit_ms);
@@ -148,14 +148,14 @@ int main(int argc, char **argv)
 
 	/* 2. accept_selected: 10 of 1,000 changes on a 100k-file project */
 	struct al_oid p0, p1;
-	build(st, 10, 0, p0);
-	build(st, 10, 3, p1);
+	build(st, 10, 0, &p0);
+	build(st, 10, 3, &p1);
 	struct al_draft_info d;
-	if (al_project_create(st, "mid", p0, "bench", NULL, &err) < 0 ||
-	    al_draft_create(st, "mid", p1, "bench", &d, &err) < 0)
+	if (al_project_create(st, "mid", &p0, "bench", NULL, &err) < 0 ||
+	    al_draft_create(st, "mid", &p1, "bench", &d, &err) < 0)
 		die("draft", &err);
 	long dchanges = 0;
-	al_manifest_diff(cas, p0, p1, count_changes, &dchanges, &err);
+	al_manifest_diff(cas, &p0, &p1, count_changes, &dchanges, &err);
 	char sel[10][64];
 	const char *paths[10];
 	for (int i = 0; i < 10; i++) {
@@ -196,10 +196,10 @@ int main(int argc, char **argv)
 			char path[64];
 			struct al_entry e;
 			snprintf(path, sizeof(path), "w%d/%04d.txt", i, k);
-			found += al_manifest_lookup(al_store_cas(st), p.head, path, &e, NULL) == 0;
+			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
 		}
 	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld of %d files in head\n",
-	       ch.n, 2 + nw * nc, ch.broken, memcmp(ch.prev, p.head, 32) == 0 ? "==" : "!=", found, nw * nc);
+	       ch.n, 2 + nw * nc, ch.broken, memcmp(ch.prev.b, p.head.b, 32) == 0 ? "==" : "!=", found, nw * nc);
 	al_store_close(st);
 	return failed || ch.broken || found != nw * nc;
 }

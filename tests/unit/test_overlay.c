@@ -65,9 +65,9 @@ static void test_overlay(void **state)
 	struct al_overlay_report rep;
 	memset(&rep, 0, sizeof(rep));
 	snprintf(dir, sizeof(dir), "%s/up", home);
-	if (al_overlay_apply(st, base.id, dir, got, &rep, &err) < 0)
+	if (al_overlay_apply(st, &base.id, dir, &got, &rep, &err) < 0)
 		fail_msg("apply: %s", err.msg);
-	assert_memory_equal(got, want.id, 32);
+	assert_memory_equal(got.b, want.id.b, AL_OID_LEN);
 	assert_int_equal(rep.deleted, whiteout ? 1 : 0);
 	assert_int_equal(rep.unchanged_copyups, 1);
 	assert_int_equal(rep.neutralised, 2); /* the FIFO and the setuid bit */
@@ -83,8 +83,8 @@ static void test_overlay(void **state)
 	sh("mkdir -p %s/empty", home);
 	snprintf(dir, sizeof(dir), "%s/empty", home);
 	memset(&rep, 0, sizeof(rep));
-	assert_int_equal(al_overlay_apply(st, base.id, dir, got, &rep, &err), 0);
-	assert_memory_equal(got, base.id, 32);
+	assert_int_equal(al_overlay_apply(st, &base.id, dir, &got, &rep, &err), 0);
+	assert_memory_equal(got.b, base.id.b, AL_OID_LEN);
 	al_overlay_report_release(&rep);
 	al_store_close(st);
 	sh("rm -rf '%s'", home);
