@@ -57,9 +57,9 @@ int main(int argc, char **argv)
 	}
 	double build_s = (double)(al_now_ns() - t0) / 1e9;
 	struct al_snapshot_info info = { .files = (uint64_t)(files_per_dir * 10000), .source = "synthetic" };
-	memcpy(info.id.b, a.b, 32);
+	info.id = a;
 	al_store_snapshot_add(st, &info, &err);
-	memcpy(info.id.b, b.b, 32);
+	info.id = b;
 	al_store_snapshot_add(st, &info, &err);
 	al_store_close(st);
 

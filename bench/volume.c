@@ -61,9 +61,9 @@ static int check_chain(void *ctx, const struct al_commit_info *c, struct al_erro
 {
 	(void)err;
 	struct chain *ch = ctx;
-	if (ch->n && memcmp(c->parent.b, ch->prev.b, 32) != 0)
+	if (ch->n && !al_oid_eq(&c->parent, &ch->prev))
 		ch->broken++;
-	memcpy(ch->prev.b, c->result.b, 32);
+	ch->prev = c->result;
 	ch->n++;
 	return 0;
 }
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
 		}
 	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld of %d files in head\n",
-	       ch.n, 2 + nw * nc, ch.broken, memcmp(ch.prev.b, p.head.b, 32) == 0 ? "==" : "!=", found, nw * nc);
+	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found, nw * nc);
 	al_store_close(st);
 	return failed || ch.broken || found != nw * nc;
 }

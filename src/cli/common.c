@@ -348,7 +348,7 @@ int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct a
 	int r = al_manifest_import(st, dir, &o, &res, err);
 	cli_progress_done(&prog);
 	if (r == 0)
-		memcpy(id, res.id.b, 32);
+		*id = res.id;
 	return r;
 }
 

@@ -69,7 +69,7 @@ int ops_bundle_commit(struct al_store *st, const char *project, int fd, const st
 		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 	}
 	if (r == 0) {
-		memcpy(bundle_id, bd.id.b, 32);
+		*bundle_id = bd.id;
 		char message[128], bid[80];
 		al_oid_fmt(&bd.id, bid);
 		snprintf(message, sizeof(message), "bundle %s", bid);

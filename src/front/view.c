@@ -693,7 +693,7 @@ int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err)
 		return r;
 	char line[400], root[65], sig[129];
 	al_checkpoint_format(&cp, line, sizeof(line));
-	al_hex(cp.root, 32, root);
+	al_hex(cp.root, AL_DIGEST_LEN, root);
 	al_hex(cp.sig, 64, sig);
 	*out = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size", (json_int_t)cp.size, "root", root,
 			 "time", (json_int_t)cp.time, "signature", sig, "line", line);

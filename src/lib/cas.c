@@ -281,7 +281,7 @@ static int fsync_named(int dirfd, const char *name, struct al_error *err)
 static void loose_name(const struct al_oid *d, char sub[3], char file[63])
 {
 	char hex[65];
-	al_hex(d->b, AL_DIGEST_LEN, hex);
+	al_hex(d->b, AL_OID_LEN, hex);
 	memcpy(sub, hex, 2);
 	sub[2] = 0;
 	memcpy(file, hex + 2, 63);
@@ -345,7 +345,7 @@ void al_cas_abort(struct al_cas *c)
 int al_cas_has(struct al_cas *c, const struct al_oid *d, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_has;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW)
@@ -359,7 +359,7 @@ static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, i
 		      const void *data, size_t dlen, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_put;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
 	sqlite3_bind_int(st, 3, enc);
 	if (data)
@@ -388,7 +388,7 @@ static int add_pending(struct al_cas *c, const char *tmp, const struct al_oid *d
 	}
 	struct pending *p = &c->pend[c->npend++];
 	snprintf(p->tmp, sizeof(p->tmp), "%s", tmp);
-	memcpy(p->digest.b, d, AL_DIGEST_LEN);
+	p->digest = *d;
 	return 0;
 }
 
@@ -686,7 +686,7 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 	al_sha_final(sha, got.b);
 	if (last != 0 || total != size)
 		return corrupt(err, d, "truncated");
-	if (memcmp(got.b, d, AL_DIGEST_LEN) != 0)
+	if (!al_oid_eq(&got, d))
 		return corrupt(err, d, "digest mismatch");
 	return 0;
 }
@@ -697,7 +697,7 @@ static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *
 		  struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_get;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		sqlite3_reset(st);
@@ -742,7 +742,7 @@ static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint
 	if (r == 0) {
 		struct al_oid got;
 		al_sha256(buf, (size_t)size, got.b);
-		if (memcmp(got.b, d, AL_DIGEST_LEN) != 0)
+		if (!al_oid_eq(&got, d))
 			r = corrupt(err, d, "digest mismatch");
 	}
 	if (r < 0) {
@@ -864,7 +864,7 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	}
 	r->fd = -1;
 	r->size = size;
-	memcpy(r->digest.b, d, AL_DIGEST_LEN);
+	r->digest = *d;
 	if (!is_loose(enc)) {
 		rc = decode_packed(c, d, enc, size, &r->packed, err);
 		sqlite3_reset(c->st_get);
@@ -967,7 +967,7 @@ static int reader_verify(struct al_cas_reader *r, struct al_error *err)
 		return corrupt(err, &r->digest, "longer than recorded");
 	if (!r->raw && r->zlast != 0)
 		return corrupt(err, &r->digest, "truncated");
-	if (memcmp(got.b, r->digest.b, AL_DIGEST_LEN) != 0)
+	if (!al_oid_eq(&got, &r->digest))
 		return corrupt(err, &r->digest, "digest mismatch");
 	r->verified = true;
 	return 0;
@@ -1037,13 +1037,13 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 	int nbad = 0, rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct al_oid d = { 0 };
-		if (sqlite3_column_bytes(st, 0) != AL_DIGEST_LEN) {
+		if (sqlite3_column_bytes(st, 0) != AL_OID_LEN) {
 			nbad++;
 			if (bad)
 				bad(ctx, &d, "malformed object id in index");
 			continue;
 		}
-		memcpy(d.b, sqlite3_column_blob(st, 0), AL_DIGEST_LEN);
+		memcpy(d.b, sqlite3_column_blob(st, 0), AL_OID_LEN);
 		uint64_t size = (uint64_t)sqlite3_column_int64(st, 1);
 		int enc = sqlite3_column_int(st, 2);
 		struct al_error e = { 0 };
@@ -1093,7 +1093,7 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 			}
 			memcpy(hex, sub, 2);
 			memcpy(hex + 2, de->d_name, 63);
-			if ( al_unhex(hex, AL_DIGEST_LEN, d.b) < 0 ||
+			if ( al_unhex(hex, AL_OID_LEN, d.b) < 0 ||
 			    al_cas_has(c, &d, NULL) != 1)
 				s.unreferenced_files++;
 		}
@@ -1230,12 +1230,12 @@ int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, voi
 	sqlite3_bind_int64(st, 1, after_n);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 1) != AL_DIGEST_LEN)
+		if (sqlite3_column_bytes(st, 1) != AL_OID_LEN)
 			continue; /* fsck reports it */
 		struct al_cas__object o = { .n = sqlite3_column_int64(st, 0),
 					    .size = (uint64_t)sqlite3_column_int64(st, 2),
 					    .loose = is_loose(sqlite3_column_int(st, 3)) };
-		memcpy(o.id.b, sqlite3_column_blob(st, 1), AL_DIGEST_LEN);
+		memcpy(o.id.b, sqlite3_column_blob(st, 1), AL_OID_LEN);
 		if ((r = fn(ctx, &o, err)) != 0)
 			return r;
 	}
@@ -1276,7 +1276,7 @@ static int orphan_files(struct al_cas *c, bool unlink_them, struct al_cas__sweep
 			if (strlen(de->d_name) == 62) {
 				memcpy(hex, sub, 2);
 				memcpy(hex + 2, de->d_name, 63);
-				known = al_unhex(hex, AL_DIGEST_LEN, d.b) == 0 && al_cas_has(c, &d, NULL) == 1;
+				known = al_unhex(hex, AL_OID_LEN, d.b) == 0 && al_cas_has(c, &d, NULL) == 1;
 			}
 			if (known)
 				continue;
@@ -1319,7 +1319,7 @@ int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
 	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del, err);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		sqlite3_bind_blob(del, 1, ids[i].b, AL_DIGEST_LEN, SQLITE_STATIC);
+		sqlite3_bind_blob(del, 1, ids[i].b, AL_OID_LEN, SQLITE_STATIC);
 		int rc = sqlite3_step(del);
 		if (rc == SQLITE_ROW) {
 			s.objects++;

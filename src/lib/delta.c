@@ -427,7 +427,7 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	al_sha_free(sha);
 	if (r == 0 && got != e->new.size)
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is shorter than its index says", e->path);
-	if (r == 0 && memcmp(d.b, e->new.digest.b, 32) != 0)
+	if (r == 0 && !al_oid_eq(&d, &e->new.digest))
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s does not match its digest", e->path);
 	if (r == 0 && w) {
 		r = al_cas_write_end(w, &d, err);
@@ -486,7 +486,7 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 		if (!t || strlen(t) != e->new.size)
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' differs from the index", q);
 		al_sha256(t, strlen(t), d.b);
-		if (memcmp(d.b, e->new.digest.b, 32) != 0)
+		if (!al_oid_eq(&d, &e->new.digest))
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' does not match its digest", q);
 		if (cas)
 			return al_cas_put(cas, t, strlen(t), &d, err);
@@ -617,7 +617,7 @@ int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const st
 			break;
 		}
 		if (e->has_old && (lr == AL_ENOTFOUND || cur.type != e->old.type ||
-				   (cur.type != AL_T_DIR && memcmp(cur.digest.b, e->old.digest.b, 32) != 0)))
+				   (cur.type != AL_T_DIR && !al_oid_eq(&cur.digest, &e->old.digest))))
 			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s differs from the bundle's base", id, e->path);
 		else if (!e->has_old && lr == 0)
 			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s already exists", id, e->path);

@@ -70,7 +70,7 @@ int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char
 	if (!al_path_valid(path, &why))
 		return al_fail(err, AL_EINVAL, 0, "bad path: %s", why);
 	struct al_oid cur;
-	memcpy(cur.b, root, 32);
+	cur = *root;
 	const char *p = path;
 	for (unsigned depth = 0;; depth++) {
 		struct al_node *node = NULL;
@@ -91,7 +91,7 @@ int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char
 			al_node_free(node);
 			return 0;
 		}
-		memcpy(cur.b, e->digest.b, 32);
+		cur = e->digest;
 		al_node_free(node);
 		p = slash + 1;
 	}

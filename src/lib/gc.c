@@ -164,7 +164,7 @@ static int keep_text(struct gc *g, const char *s, size_t n, struct al_error *err
 		if (memcmp(p, "sha256:", 7) != 0)
 			continue;
 		struct al_oid d;
-		if (al_unhex(p + 7, 32, d.b) < 0)
+		if (al_unhex(p + 7, AL_OID_LEN, d.b) < 0)
 			continue;
 		int r = keep(g, &d, false, 0, err);
 		if (r < 0)
@@ -268,7 +268,7 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
 		c->size = size;
 		c->cap = cap;
 	}
-	memcpy(c->id[c->n].b, o->id.b, 32);
+	c->id[c->n] = o->id;
 	c->size[c->n++] = o->size;
 	c->bytes += o->size;
 	return 0;

@@ -196,7 +196,7 @@ static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, co
 		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(q, 1);
-	sqlite3_bind_blob(q, 2, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, id->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 3, al_wall_s());
 	sqlite3_bind_text(q, 4, source, -1, SQLITE_STATIC);
 	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
@@ -282,7 +282,7 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 		snprintf(im.name, sizeof(im.name), "%s", n ? (const char *)n : "");
 		if (sqlite3_column_bytes(q, 1) != 32)
 			return al_fail(err, AL_ECORRUPT, 0, "image %s has a malformed id", im.name);
-		memcpy(im.id.b, sqlite3_column_blob(q, 1), 32);
+		memcpy(im.id.b, sqlite3_column_blob(q, 1), AL_OID_LEN);
 		im.created = sqlite3_column_int64(q, 2);
 		im.source = (const char *)sqlite3_column_text(q, 3);
 		if ((r = fn(ctx, &im, err)) != 0)
@@ -302,7 +302,7 @@ static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_f
 	int r = al_sqlite_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?", &img, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(img, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(img, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(img);
 	if (rc == SQLITE_ROW) {
 		*ok = true;
@@ -314,7 +314,7 @@ static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_f
 				       "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
 				       "WHERE c.parent = ?1 OR c.result = ?1", &proj, err)) < 0)
 		return r;
-	sqlite3_bind_blob(proj, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(proj, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(proj, 0);
 		if (name && (!may_read || may_read(ctx, name)))
@@ -355,6 +355,6 @@ int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn
 		al_quote(ref, strnlen(ref, 80), s, sizeof(s));
 		return al_fail(err, AL_ENOTFOUND, 0, "no image %s", s);
 	}
-	memcpy(id, sqlite3_column_blob(q, 0), 32);
+	memcpy(id->b, sqlite3_column_blob(q, 0), AL_OID_LEN);
 	return 0;
 }

@@ -128,7 +128,7 @@ static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, 
 		int64_t f[6];
 		memcpy(f, q, sizeof(f));
 		c->dev = f[0], c->ino = f[1], c->size = f[2], c->mtime = f[3], c->ctime = f[4], c->mode = f[5];
-		memcpy(c->digest.b, q + 48, 32);
+		memcpy(c->digest.b, q + 48, AL_OID_LEN);
 		c->used = false;
 		off += SC_FIXED + nl;
 	}
@@ -145,7 +145,7 @@ static int cache_append(struct al_buf *b, const struct ient *it)
 	int64_t f[6] = { (int64_t)it->st.st_dev, (int64_t)it->st.st_ino, (int64_t)it->st.st_size,
 			 ts_ns(&it->st.st_mtim), ts_ns(&it->st.st_ctim), (int64_t)it->st.st_mode };
 	if (al_buf_put(b, &nl, 2) < 0 || al_buf_put(b, it->e.name, nl) < 0 || al_buf_put(b, f, sizeof(f)) < 0 ||
-	    al_buf_put(b, it->e.digest.b, 32) < 0)
+	    al_buf_put(b, it->e.digest.b, AL_OID_LEN) < 0)
 		return -1;
 	return 0;
 }
@@ -289,7 +289,7 @@ static int import_regular(struct imp *im, int dfd, struct ient *it, const struct
 		   c->size == (int64_t)s->st_size && c->mtime == ts_ns(&s->st_mtim) &&
 		   c->ctime == ts_ns(&s->st_ctim) && c->mode == (int64_t)s->st_mode;
 	if (hit) {
-		memcpy(it->e.digest.b, c->digest.b, 32);
+		it->e.digest = c->digest;
 		it->from_cache = true;
 		im->res->cache_hits++;
 		return finish_regular(im, it, s, c, err);
@@ -344,7 +344,7 @@ static int store_pending(struct imp *im, struct ient *it, struct al_error *err)
 	int r = al_cas_put_prepared(im->cas, &it->prep, err);
 	if (r < 0)
 		return r;
-	memcpy(it->e.digest.b, it->prep.digest.b, 32);
+	it->e.digest = it->prep.digest;
 	im->res->bytes_read += it->e.size;
 	al_cas_prep_release(&it->prep);
 	it->pending = false;
@@ -453,11 +453,11 @@ static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n
 		if (fstatat(dfd, v[i].name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(s.st_mode))
 			return al_fail(err, AL_EINVAL, errno, "%s changed while being imported", v[i].name);
 		struct al_oid d;
-		memcpy(d.b, v[i].e.digest.b, 32);
+		d = v[i].e.digest;
 		int r = import_file(im, dfd, &v[i], &s, err);
 		if (r < 0)
 			return r;
-		if (memcmp(d.b, v[i].e.digest.b, 32) != 0)
+		if (!al_oid_eq(&d, &v[i].e.digest))
 			return al_fail(err, AL_EINVAL, 0, "%s changed while being imported", v[i].name);
 	}
 	return 0;
@@ -703,7 +703,7 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	struct al_snapshot_info info = {
 		.created = al_wall_s(), .files = res->files, .bytes = res->bytes, .source = root,
 	};
-	memcpy(info.id.b, res->id.b, 32);
+	info.id = res->id;
 	return al_store_snapshot_add(st, &info, err);
 fail_cache:
 	if (im.sc)

@@ -88,7 +88,7 @@ int al_node_decode(const uint8_t *p, size_t n, struct al_node **out, struct al_e
 		e->type = q[0];
 		e->mode = get16(q + 1);
 		e->size = get64(q + 3);
-		memcpy(e->digest.b, q + 11, 32);
+		memcpy(e->digest.b, q + 11, AL_OID_LEN);
 		e->namelen = get16(q + 43);
 		off += ENTRY_FIXED;
 		if (n - off < e->namelen) {
@@ -144,7 +144,7 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 		q[0] = (uint8_t)e[i].type;
 		put16(q + 1, (uint16_t)e[i].mode);
 		put64(q + 3, e[i].size);
-		memcpy(q + 11, e[i].digest.b, 32);
+		memcpy(q + 11, e[i].digest.b, AL_OID_LEN);
 		put16(q + 43, (uint16_t)e[i].namelen);
 		memcpy(q + ENTRY_FIXED, e[i].name, e[i].namelen);
 		off += ENTRY_FIXED + e[i].namelen;

@@ -128,7 +128,7 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		unsigned mode = s.st_mode & 07777 & ~06000u;
 		struct al_entry d = { .type = AL_T_DIR, .mode = mode };
 		if (replace && (in_base || parent_replaced))
-			memcpy(d.digest.b, o->empty.b, 32); /* graft an empty directory, then its upper contents */
+			d.digest = o->empty; /* graft an empty directory, then its upper contents */
 		if (replace || !in_base || base.mode != mode)
 			r = add_edit(o, path, AL_EDIT_SET, &d, err);
 		if (r == 0)
@@ -190,7 +190,7 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		r = al_cas_put_fd(o->cas, fd, f.size, &f.digest, err);
 		close(fd);
 		if (r == 0) {
-			if (in_base && base.type == AL_T_FILE && base.mode == mode && !memcmp(base.digest.b, f.digest.b, 32))
+			if (in_base && base.type == AL_T_FILE && base.mode == mode && al_oid_eq(&base.digest, &f.digest))
 				o->rep->unchanged_copyups++;
 			else
 				r = add_edit(o, path, AL_EDIT_SET, &f, err);
@@ -205,7 +205,7 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 			return note(o, "%s: symlink target empty, too long or not text, not kept", q) < 0 ? AL_ENOMEM : 0;
 		struct al_entry l = { .type = AL_T_SYMLINK, .mode = 0777, .size = (uint64_t)n };
 		if ((r = al_cas_put(o->cas, t, (size_t)n, &l.digest, err)) == 0 &&
-		    !(in_base && base.type == AL_T_SYMLINK && !memcmp(base.digest.b, l.digest.b, 32)))
+		    !(in_base && base.type == AL_T_SYMLINK && al_oid_eq(&base.digest, &l.digest)))
 			r = add_edit(o, path, AL_EDIT_SET, &l, err);
 	} else {
 		const char *kind = S_ISFIFO(s.st_mode) ? "FIFO" : S_ISSOCK(s.st_mode) ? "socket" : "device file";

@@ -132,7 +132,7 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 		f.new = *c->new;
 	f.type_changed = f.has_old && f.has_new && f.old.type != f.new.type;
 	f.mode_changed = f.has_old && f.has_new && f.old.mode != f.new.mode;
-	f.content_changed = !f.has_old || !f.has_new || memcmp(f.old.digest.b, f.new.digest.b, 32) != 0;
+	f.content_changed = !f.has_old || !f.has_new || !al_oid_eq(&f.old.digest, &f.new.digest);
 	uint8_t *a = NULL, *b = NULL;
 	size_t alen = 0, blen = 0;
 	int r = 0;

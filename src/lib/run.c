@@ -61,7 +61,7 @@ static int lower_ensure(struct al_store *st, int lowers, const struct al_oid *id
 			char name[96], int *lock, struct al_error *err)
 {
 	char hex[65];
-	al_hex(id->b, 32, hex);
+	al_hex(id->b, AL_OID_LEN, hex);
 	snprintf(name, 96, "%s-%u", hex, uid);
 	if ((*lock = al_gc__layer_use(lowers, name, err)) < 0)
 		return *lock;
@@ -548,7 +548,7 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	struct al_oid content;
 	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, &r->bundle_blob, err)) == 0 &&
 	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle__read_own_fd(cas, fd, &b, err)) == 0 &&
-	    (rc = al_bundle_apply_tree(cas, &b, &r->base, &content, err)) == 0 && memcmp(content.b, r->result.b, 32))
+	    (rc = al_bundle_apply_tree(cas, &b, &r->base, &content, err)) == 0 && !al_oid_eq(&content, &r->result))
 		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
 	for (size_t i = 0; rc == 0 && i < b.n; i++)
 		*(b.entries[i].op == 'A' ? &r->added : b.entries[i].op == 'M' ? &r->modified : &r->deleted) += 1;
@@ -970,7 +970,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (r = al_image_resolve(st, o->image, &run.image, err)) < 0)
 		goto out;
-	memcpy(run.base.b, proj.head.b, 32);
+	run.base = proj.head;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		r = al_fail(err, AL_EIO, errno, "run id");
 		goto out;

@@ -92,7 +92,7 @@ static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
 {
 	if (sqlite3_column_bytes(st, col) != 32)
 		return -1;
-	memcpy(out, sqlite3_column_blob(st, col), 32);
+	memcpy(out->b, sqlite3_column_blob(st, col), AL_OID_LEN);
 	return 0;
 }
 
@@ -282,13 +282,13 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 				  &q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(q, 1, id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 2, parent, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, parent->b, AL_OID_LEN, SQLITE_STATIC);
 	int64_t c[2] = { 0, 0 };
 	bool have_parent = false;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (memcmp(sqlite3_column_blob(q, 0), id, 32) == 0)
+		if (memcmp(sqlite3_column_blob(q, 0), id->b, AL_OID_LEN) == 0)
 			return 0; /* recorded, with its counts */
 		c[0] = sqlite3_column_int64(q, 1);
 		c[1] = sqlite3_column_int64(q, 2);
@@ -307,7 +307,7 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 				       "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
 				   &st, err)) < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, al_wall_s());
 	sqlite3_bind_int64(st, 3, c[0]);
 	sqlite3_bind_int64(st, 4, c[1]);
@@ -325,7 +325,7 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 	sqlite3_bind_int(st, col, e->type);
 	sqlite3_bind_int(st, col + 1, (int)e->mode);
 	sqlite3_bind_int64(st, col + 2, (int64_t)e->size);
-	sqlite3_bind_blob(st, col + 3, e->digest.b, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, col + 3, e->digest.b, AL_OID_LEN, SQLITE_TRANSIENT);
 }
 
 /* Move a volume's head (compare-and-swap on the head read) and record the
@@ -342,9 +342,9 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 				  &up, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(up, 1, result, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(up, 1, result->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, v->id);
-	sqlite3_bind_blob(up, 3, v->head.b, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(up, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
 	if (sqlite3_step(up) != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "move head");
 	if (sqlite3_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
@@ -355,9 +355,9 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 	*seq = v->seq + 1;
 	sqlite3_bind_int64(ins, 1, v->id);
 	sqlite3_bind_int64(ins, 2, *seq);
-	sqlite3_bind_blob(ins, 3, v->head.b, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 4, base, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 5, result, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 4, base->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 5, result->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 6, o && o->author ? o->author : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, o && o->message ? o->message : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 8, al_strategy_name(o ? o->strategy : AL_STRICT), -1, SQLITE_STATIC);
@@ -391,8 +391,8 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 		}
 	}
 	struct al_oid parent;
-	memcpy(parent.b, v->head.b, 32);
-	memcpy(v->head.b, result, 32);
+	parent = v->head;
+	v->head = *result;
 	v->seq = *seq;
 	return record_snapshot(db, cas, &parent, result, kind, err);
 }
@@ -408,7 +408,7 @@ static bool same_new(const struct al_change_rec *a, const struct al_change_rec *
 	if (a->new.type != b->new.type || a->new.mode != b->new.mode)
 		return false;
 	/* a directory's contents are judged path by path beneath it */
-	return a->new.type == AL_T_DIR || memcmp(a->new.digest.b, b->new.digest.b, 32) == 0;
+	return a->new.type == AL_T_DIR || al_oid_eq(&a->new.digest, &b->new.digest);
 }
 
 /* a change that removes or replaces everything beneath its path */
@@ -551,7 +551,7 @@ int al_conflict_name(const char *path, const struct al_oid *change_id, char *out
 	if (m)
 		stemlen = (size_t)(m - name);
 	char hex[65];
-	al_hex(change_id->b, 32, hex);
+	al_hex(change_id->b, AL_OID_LEN, hex);
 	size_t extlen = strlen(ext);
 	if (stemlen + 18 + extlen > 250) /* a name stays within 255 bytes */
 		stemlen = 250 > 18 + extlen ? 250 - 18 - extlen : 0;
@@ -646,7 +646,7 @@ static int conflict_error(struct merge *m, struct al_commit_result *res, const c
 	int r = fill_conflicts(m, res, err);
 	if (r < 0)
 		return r;
-	memcpy(res->head.b, m->head.b, 32);
+	res->head = m->head;
 	char id[AL_OID_STRLEN + 1], paths[160] = "";
 	al_oid_fmt(&m->head, id);
 	size_t o = 0;
@@ -680,7 +680,7 @@ static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out, st
 	free(ed);
 	if (r < 0 || !with_copies || m->roots.n == 0) {
 		if (r == 0)
-			memcpy(out, mid.b, 32);
+			*out = mid;
 		return r;
 	}
 	if ((r = fill_conflicts(m, res, err)) < 0)
@@ -736,11 +736,11 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
 	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
 		return r;
-	if (memcmp(v->head.b, base, 32) == 0) {
-		memcpy(result.b, incoming, 32);
+	if (al_oid_eq(&v->head, base)) {
+		result = *incoming;
 	} else {
 		struct merge m = { .cas = cas, .base = base, .incoming = incoming };
-		memcpy(m.head.b, v->head.b, 32);
+		m.head = v->head;
 		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
 		    (r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
 		    (r = overlap_roots(&m.theirs, &m.ours, &m.roots, err)) < 0) {
@@ -761,21 +761,21 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		if (r < 0)
 			return r;
 	}
-	if (memcmp(result.b, v->head.b, 32) == 0 && res->nconflicts == 0) {
+	if (al_oid_eq(&result, &v->head) && res->nconflicts == 0) {
 		/* an empty commit would say something happened when nothing did;
 		 * one that records a conflict (conflict_copy keeping ours against
 		 * an incoming deletion) is the record of that conflict */
 		char hid[AL_OID_STRLEN + 1];
 		al_oid_fmt(&v->head, hid);
-		memcpy(res->head.b, v->head.b, 32);
+		res->head = v->head;
 		return al_fail(err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
-			       memcmp(base, incoming, 32) == 0 ? "this (empty) change" : "every change of it");
+			       al_oid_eq(base, incoming) ? "this (empty) change" : "every change of it");
 	}
 	struct al_oid parent;
-	memcpy(parent.b, v->head.b, 32);
+	parent = v->head;
 	if ((r = record_commit(db, cas, v, q, &result, res, err)) < 0)
 		return r;
-	memcpy(res->head.b, result.b, 32);
+	res->head = result;
 	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
 			      strcmp(v->kind, "draft") == 0 ? v->public_id : "live", "seq", (json_int_t)res->seq,
 			      "parent", jid(&parent), "base", jid(base), "incoming", jid(incoming), "result", jid(&result),
@@ -866,7 +866,7 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 				   &pv, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(pv, 1, pid);
-	sqlite3_bind_blob(pv, 2, empty.b, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(pv, 2, empty.b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(pv, 3, now);
 	if (sqlite3_step(pv) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
@@ -878,7 +878,7 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	if (sqlite3_step(up) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
-	memcpy(v.head.b, empty.b, 32);
+	v.head = empty;
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
 	struct al_commit_result res = { 0 };
 	char gbuf[17];
@@ -896,7 +896,7 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 		memset(out, 0, sizeof(*out));
 		snprintf(out->name, sizeof(out->name), "%s", name);
 		out->volume = vid;
-		memcpy(out->head.b, head.b, 32);
+		out->head = head;
 		out->created = now;
 		out->commits = 1;
 	}
@@ -967,7 +967,7 @@ static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
 	e->type = sqlite3_column_int(st, col);
 	e->mode = (unsigned)sqlite3_column_int(st, col + 1);
 	e->size = (uint64_t)sqlite3_column_int64(st, col + 2);
-	memcpy(e->digest.b, sqlite3_column_blob(st, col + 3), 32);
+	memcpy(e->digest.b, sqlite3_column_blob(st, col + 3), AL_OID_LEN);
 }
 
 int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx, struct al_error *err)
@@ -1042,8 +1042,8 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	snprintf(d->group, sizeof(d->group), "%s", v->group);
 	snprintf(d->id, sizeof(d->id), "%s", v->public_id);
 	snprintf(d->project, sizeof(d->project), "%s", v->project_name);
-	memcpy(d->base.b, v->base.b, 32);
-	memcpy(d->head.b, v->head.b, 32);
+	d->base = v->base;
+	d->head = v->head;
 	snprintf(d->state, sizeof(d->state), "%s", v->state);
 	snprintf(d->run, sizeof(d->run), "%s", v->run);
 	d->applied = (uint64_t)v->applied;
@@ -1077,7 +1077,7 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	const struct al_oid *base = o->base ? o->base : &live.head;
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
-	bool empty = !content || memcmp(content, base, 32) == 0;
+	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
 				       "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)", &ins, err)) < 0)
@@ -1085,8 +1085,8 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
-	sqlite3_bind_blob(ins, 2, base, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 3, base, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 2, base->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, base->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 5, al_wall_s());
 	if (sqlite3_step(ins) != SQLITE_DONE)
@@ -1094,8 +1094,8 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
 	v.seq = 0;
-	memcpy(v.base.b, base, 32);
-	memcpy(v.head.b, base, 32);
+	v.base = *base;
+	v.head = *base;
 	v.has_base = true;
 	snprintf(v.kind, sizeof(v.kind), "draft");
 	snprintf(v.state, sizeof(v.state), "%s", state);
@@ -1349,7 +1349,7 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED : res->discarded ? AL_DRAFT_PARTIAL : AL_DRAFT_APPLIED;
 	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
 	struct al_oid incoming;
-	memcpy(incoming.b, d.head.b, 32);
+	incoming = d.head;
 	json_t *extra = NULL;
 	struct commit_req q = { .base = &d.base, .incoming = &incoming, .opts = opts, .kind = "apply", .draft = id,
 				.group = d.group };
@@ -1367,7 +1367,7 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		if (r == 0)
 			r = commit_locked(st, db, &live, &q, res, err);
 	} else if (r == 0) {
-		memcpy(res->head.b, live.head.b, 32);
+		res->head = live.head;
 		r = log_action(st, db,
 			       &(struct al_ledger_rec){ .kind = "reject", .group = d.group, .project = d.project_name,
 							.actor = opts ? opts->author : NULL, .data = json_incref(extra) },

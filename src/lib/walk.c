@@ -154,7 +154,7 @@ static int diff_pair(struct differ *d, const struct al_entry *x, const struct al
 			r = diff_subtree(d, &y->digest, 'A', depth + 1, err);
 		return r;
 	}
-	bool same_digest = memcmp(x->digest.b, y->digest.b, 32) == 0;
+	bool same_digest = al_oid_eq(&x->digest, &y->digest);
 	if (x->type == y->type) {
 		bool changed = x->mode != y->mode || (x->type != AL_T_DIR && !same_digest);
 		if (changed) {
@@ -222,7 +222,7 @@ int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al
 	d->fn = fn;
 	d->ctx = ctx;
 	int r;
-	if (memcmp(a, b, 32) == 0) {
+	if (al_oid_eq(a, b)) {
 		/* still check that the snapshot exists */
 		struct al_node *n = NULL;
 		r = al_node_load(cas, a, &n, err);

@@ -168,7 +168,7 @@ int h_project_commit(struct req *rq)
 		struct al_import_result ir;
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
 		if ((rc = al_tar_import(st, src, &ir, &err)) == 0) {
-			memcpy(made.b, ir.id.b, 32);
+			made = ir.id;
 			rc = al_project_commit(st, rq->seg[1], &base, &ir.id, &o, &res, &err);
 		}
 	}

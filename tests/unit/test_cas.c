@@ -90,7 +90,7 @@ static void test_put_get(void **state)
 
 	/* the large object is a file of its own, zstd-compressed, read-only */
 	char hex[65], path[256];
-	al_hex(e.b, 32, hex);
+	al_hex(e.b, AL_OID_LEN, hex);
 	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
 	struct stat s;
 	assert_int_equal(stat(path, &s), 0);
@@ -119,7 +119,7 @@ static void test_abort_leaves_nothing(void **state)
 	assert_int_equal(al_cas_has(f->cas, &d, &err), 0);
 	assert_int_equal(al_cas_has(f->cas, &e, &err), 0);
 	char hex[65], path[256];
-	al_hex(e.b, 32, hex);
+	al_hex(e.b, AL_OID_LEN, hex);
 	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
 	assert_int_not_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "rmdir %s/tmp 2>/dev/null", f->dir); /* empty: no temp files left */
@@ -167,7 +167,7 @@ static void test_corruption_detected(void **state)
 	sqlite3_stmt *st;
 	sqlite3_prepare_v2(db, "UPDATE objects SET data = ? WHERE id = ?", -1, &st, NULL);
 	sqlite3_bind_blob(st, 1, "abcdefgX", 8, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, d.b, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, d.b, AL_OID_LEN, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
 	sqlite3_close(db);

@@ -117,7 +117,7 @@ static void test_edit_roundtrip(void **state)
 		if (al_manifest_edit(cas, &ra.id, ed, ch.n, &got, &err) < 0)
 			fail_msg("round %d: %s", round, err.msg);
 		assert_int_equal(al_cas_commit(cas, &err), 0);
-		if (memcmp(got.b, rb.id.b, 32) != 0)
+		if (!al_oid_eq(&got, &rb.id))
 			fail_msg("round %d: edits of diff(A,B) applied to A do not give B", round);
 		free(ed);
 		al_changes_release(&ch);

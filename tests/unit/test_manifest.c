@@ -32,7 +32,7 @@ static void unhex(const char *h, uint8_t *out, size_t *n)
 static struct al_entry ent(int type, unsigned mode, uint64_t size, const char *digest_hex, const char *name)
 {
 	struct al_entry e = { .type = type, .mode = mode, .size = size, .name = name, .namelen = strlen(name) };
-	assert_int_equal(al_unhex(digest_hex, 32, e.digest.b), 0);
+	assert_int_equal(al_unhex(digest_hex, AL_OID_LEN, e.digest.b), 0);
 	return e;
 }
 
@@ -40,7 +40,7 @@ static void hex_of_sha(const uint8_t *p, size_t n, char out[65])
 {
 	struct al_oid d;
 	al_sha256(p, n, d.b);
-	al_hex(d.b, 32, out);
+	al_hex(d.b, AL_OID_LEN, out);
 }
 
 static void test_golden_encoding(void **state)
@@ -60,8 +60,8 @@ static void test_golden_encoding(void **state)
 	al_sha256("hello\n", 6, hello.b);
 	al_sha256("hello.txt", 9, link.b);
 	char hh[65], lh[65];
-	al_hex(hello.b, 32, hh);
-	al_hex(link.b, 32, lh);
+	al_hex(hello.b, AL_OID_LEN, hh);
+	al_hex(link.b, AL_OID_LEN, lh);
 	struct al_entry e[4] = {
 		ent(AL_T_DIR, 0755, 0, golden_empty_id, "empty"),
 		ent(AL_T_FILE, 0644, 6, hh, "hello.txt"),

@@ -51,7 +51,7 @@ static void test_values(void **state)
 	e.type = AL_T_FILE;
 	e.mode = 0644;
 	e.size = 3;
-	memcpy(e.digest.b, id.b, 32);
+	e.digest = id;
 	expect(view_entry(&e, NULL),
 	       "{\"mode\":\"0644\",\"sha256\":\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\","
 	       "\"size\":3,\"type\":\"file\"}");
