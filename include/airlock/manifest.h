@@ -26,7 +26,7 @@ enum al_entry_type { AL_T_DIR = 'd', AL_T_FILE = 'f', AL_T_SYMLINK = 'l' };
 #define AL_DEPTH_MAX 256
 
 struct al_entry {
-	int type;          /* enum al_entry_type */
+	enum al_entry_type type;
 	unsigned mode;     /* permission bits, & 07777; symlinks are 0777 */
 	uint64_t size;     /* file: bytes; symlink: target length; dir: bytes of files beneath */
 	struct al_oid digest;
@@ -127,7 +127,7 @@ int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char
 enum al_edit_op { AL_EDIT_SET = 1, AL_EDIT_DELETE = 2 };
 struct al_edit {
 	const char *path;
-	int op;
+	enum al_edit_op op;
 	struct al_entry entry; /* SET: type, mode, size, digest (name unused) */
 };
 int al_manifest_edit(struct al_cas *cas, const struct al_oid *base, struct al_edit *edits, size_t n,

@@ -22,7 +22,7 @@
 
 enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
 const char *al_network_name(enum al_network net);
-int al_network_parse(const char *s, int *out, struct al_error *err);
+int al_network_parse(const char *s, enum al_network *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
@@ -61,7 +61,7 @@ struct al_sandbox_spec {
 	int init_fd;                  /* airlock-init, executable */
 	const char *const *argv;      /* the command (run by airlock-init) */
 	const char *const *envp;      /* its whole environment */
-	int network;
+	enum al_network network;
 	struct al_limits limits;
 	bool best_effort_limits;      /* the operator's opt-in: a limit no cgroup can enforce is skipped */
 	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */

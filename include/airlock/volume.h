@@ -23,8 +23,8 @@
 struct al_store;
 
 enum al_strategy { AL_STRICT = 1, AL_REBASE_IF_DISJOINT = 2, AL_CONFLICT_COPY = 3 };
-const char *al_strategy_name(int s);
-int al_strategy_parse(const char *s, int *out, struct al_error *err);
+const char *al_strategy_name(enum al_strategy s);
+int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err);
 
 #define AL_NAME_MAX 64
 /* Project names: [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
@@ -55,7 +55,7 @@ struct al_conflict {
 };
 
 struct al_commit_opts {
-	int strategy;
+	enum al_strategy strategy;
 	const char *author;
 	const char *message;
 	const char *group;    /* the unit of work's id in the ledger (NULL: a new one) */

@@ -19,6 +19,7 @@
 #include "airlock/oid.h"
 #include "airlock/auth.h"
 #include "airlock/parse.h"
+#include "airlock/volume.h"
 #include "view.h"
 
 struct al_store;
@@ -85,7 +86,7 @@ int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, co
 struct cli_commit_flags {
 	const char *base, *message, *author;
 	struct al_oid base_id;
-	int strategy; /* set the default before parsing */
+	enum al_strategy strategy; /* set the default before parsing */
 };
 int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
 		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */

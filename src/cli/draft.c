@@ -99,7 +99,9 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },	     { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int mode = 0, strategy = AL_REBASE_IF_DISJOINT, c, nmodes = 0;
+	enum al_apply_mode mode = 0; /* none given yet */
+	enum al_strategy strategy = AL_REBASE_IF_DISJOINT;
+	int c, nmodes = 0;
 	const char *msg = NULL, *author = NULL;
 	const char **paths = calloc((size_t)argc + 1, sizeof(char *));
 	size_t npaths = 0;

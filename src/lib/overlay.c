@@ -54,7 +54,7 @@ static int note(struct ov *o, const char *fmt, ...)
 	return 0;
 }
 
-static int add_edit(struct ov *o, const char *path, int op, const struct al_entry *e, struct al_error *err)
+static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const struct al_entry *e, struct al_error *err)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 64;

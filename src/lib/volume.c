@@ -17,12 +17,12 @@
 
 static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy" };
 
-const char *al_strategy_name(int s)
+const char *al_strategy_name(enum al_strategy s)
 {
 	return s >= AL_STRICT && s <= AL_CONFLICT_COPY ? strategy_names[s] : "?";
 }
 
-int al_strategy_parse(const char *s, int *out, struct al_error *err)
+int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err)
 {
 	for (int i = AL_STRICT; i <= AL_CONFLICT_COPY; i++)
 		if (strcmp(s, strategy_names[i]) == 0) {
@@ -725,7 +725,7 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	const char *kind = q->kind, *group = q->group;
 	json_t *extra = q->extra;
 	struct al_cas *cas = al_store_cas(st);
-	int strategy = o ? o->strategy : AL_STRICT;
+	enum al_strategy strategy = o ? o->strategy : AL_STRICT;
 	struct al_oid result;
 	int r = 0;
 	/* bad input is refused as such before anything is judged (the ledger
@@ -1210,7 +1210,7 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 
 /* Which of the draft's changes a decision takes: all, none, or those at or
  * under the selected paths plus the directories the draft made for them. */
-static int select_paths(const struct al_changes *ch, const struct vol *d, int mode, const char *const *paths,
+static int select_paths(const struct al_changes *ch, const struct vol *d, enum al_apply_mode mode, const char *const *paths,
 			size_t npaths, bool *keep, struct al_error *err)
 {
 	for (size_t i = 0; i < ch->n; i++)

@@ -28,7 +28,7 @@ const char *al_network_name(enum al_network net)
 	return net == AL_NET_EGRESS ? "egress" : "none";
 }
 
-int al_network_parse(const char *s, int *out, struct al_error *err)
+int al_network_parse(const char *s, enum al_network *out, struct al_error *err)
 {
 	if (!strcmp(s, "none"))
 		*out = AL_NET_NONE;
