@@ -353,7 +353,7 @@ int al_changes_edits(const struct al_changes *c, struct al_edit **out, struct al
 		e[i].entry = r->new;
 		if (r->new.type == AL_T_DIR) {
 			/* contents come from the changes beneath it */
-			memset(&e[i].entry.digest, 0, 32);
+			e[i].entry.digest = AL_OID_ZERO;
 			e[i].entry.size = 0;
 		}
 	}

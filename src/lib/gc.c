@@ -181,7 +181,7 @@ static int keep_column(struct gc *g, sqlite3_stmt *q, int col, bool text, struct
 	int n = sqlite3_column_bytes(q, col);
 	if (text)
 		return keep_text(g, p, (size_t)n, err);
-	return n == 32 ? keep(g, p, true, 0, err) : 0;
+	return n == AL_OID_LEN ? keep(g, p, true, 0, err) : 0;
 }
 
 /* Run sql (binding cutoff and after as ?1, ?2) and keep its columns. */
@@ -259,7 +259,7 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
 		return 0;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
-		struct al_oid *id = realloc(c->id, cap * 32);
+		struct al_oid *id = realloc(c->id, cap * sizeof(*id));
 		if (id)
 			c->id = id;
 		uint64_t *size = id ? realloc(c->size, cap * sizeof(uint64_t)) : NULL;
@@ -290,11 +290,11 @@ static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, str
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(q, 0) != 32 || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
+		if (sqlite3_column_bytes(q, 0) != AL_OID_LEN || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
 			continue;
 		(*n)++;
 		if (del) {
-			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), 32, SQLITE_TRANSIENT);
+			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), AL_OID_LEN, SQLITE_TRANSIENT);
 			int d = sqlite3_step(del);
 			sqlite3_reset(del);
 			if (d != SQLITE_DONE)

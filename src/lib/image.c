@@ -280,7 +280,7 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 		struct al_image_info im = { 0 };
 		const unsigned char *n = sqlite3_column_text(q, 0);
 		snprintf(im.name, sizeof(im.name), "%s", n ? (const char *)n : "");
-		if (sqlite3_column_bytes(q, 1) != 32)
+		if (sqlite3_column_bytes(q, 1) != AL_OID_LEN)
 			return al_fail(err, AL_ECORRUPT, 0, "image %s has a malformed id", im.name);
 		memcpy(im.id.b, sqlite3_column_blob(q, 1), AL_OID_LEN);
 		im.created = sqlite3_column_int64(q, 2);
@@ -350,7 +350,7 @@ int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn
 	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)
 		return r;
 	sqlite3_bind_text(q, 1, ref, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != 32) {
+	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != AL_OID_LEN) {
 		char s[100];
 		al_quote(ref, strnlen(ref, 80), s, sizeof(s));
 		return al_fail(err, AL_ENOTFOUND, 0, "no image %s", s);

@@ -79,9 +79,9 @@ static void free_ients(struct ient *v, size_t n)
 /* The stat cache keeps one row per directory: a packed array of its
  * regular files, sorted by name (one query per directory, no per-file row).
  * Entry: u16 namelen, name, then dev ino size mtime ctime mode (i64 each,
- * host order: the cache never leaves this machine), digest[32]. */
+ * host order: the cache never leaves this machine), digest (AL_OID_LEN bytes). */
 #define SC_MAGIC "ALSC1"
-#define SC_FIXED (2 + 6 * 8 + 32)
+#define SC_FIXED (2 + 6 * 8 + AL_OID_LEN)
 
 static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, size_t *nout,
 		      struct al_error *err)

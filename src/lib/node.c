@@ -9,7 +9,7 @@
 #include "util.h"
 
 static const uint8_t node_magic[8] = { 'A', 'L', 'T', 'R', 'E', 'E', 0x00, 0x01 };
-#define ENTRY_FIXED (1 + 2 + 8 + 32 + 2)
+#define ENTRY_FIXED (1 + 2 + 8 + AL_OID_LEN + 2)
 #define NODE_MAX_BYTES (8 + 4 + (size_t)AL_NODE_MAX_ENTRIES * (ENTRY_FIXED + 255))
 
 const char *al_entry_type_name(enum al_entry_type type)

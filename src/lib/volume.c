@@ -90,7 +90,7 @@ struct vol {
 
 static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
 {
-	if (sqlite3_column_bytes(st, col) != 32)
+	if (sqlite3_column_bytes(st, col) != AL_OID_LEN)
 		return -1;
 	memcpy(out->b, sqlite3_column_blob(st, col), AL_OID_LEN);
 	return 0;
@@ -961,7 +961,7 @@ int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct 
 static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
 {
 	memset(e, 0, sizeof(*e));
-	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == 32;
+	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == AL_OID_LEN;
 	if (!*has)
 		return;
 	e->type = sqlite3_column_int(st, col);
