@@ -47,19 +47,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct al_cas *cas = al_store_cas(st);
-	uint8_t a[32], b[32];
+	struct al_oid a, b;
 	uint64_t t0 = al_now_ns();
-	if (al_cas_begin(cas, &err) < 0 || synth_build(cas, files_per_dir, 0, ten, a) < 0 ||
-	    synth_build(cas, files_per_dir, 1, ten, b) < 0 ||
+	if (al_cas_begin(cas, &err) < 0 || synth_build(cas, files_per_dir, 0, ten, &a) < 0 ||
+	    synth_build(cas, files_per_dir, 1, ten, &b) < 0 ||
 	    al_cas_commit(cas, &err) < 0) {
 		fprintf(stderr, "build failed: %s\n", err.msg);
 		return 1;
 	}
 	double build_s = (double)(al_now_ns() - t0) / 1e9;
 	struct al_snapshot_info info = { .files = (uint64_t)(files_per_dir * 10000), .source = "synthetic" };
-	memcpy(info.id, a, 32);
+	info.id = a;
 	al_store_snapshot_add(st, &info, &err);
-	memcpy(info.id, b, 32);
+	info.id = b;
 	al_store_snapshot_add(st, &info, &err);
 	al_store_close(st);
 
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 			return 1;
 		changes = 0;
 		uint64_t s = al_now_ns();
-		if (al_manifest_diff(al_store_cas(st), a, b, count, &changes, &err) < 0) {
+		if (al_manifest_diff(al_store_cas(st), &a, &b, count, &changes, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			return 1;
 		}
@@ -80,9 +80,9 @@ int main(int argc, char **argv)
 	}
 	uint64_t first = t[0];
 	qsort(t, 21, sizeof(t[0]), cmp_u64);
-	char ia[AL_ID_STRLEN + 1], ib[AL_ID_STRLEN + 1];
-	al_id_fmt(a, ia);
-	al_id_fmt(b, ib);
+	char ia[AL_OID_STRLEN + 1], ib[AL_OID_STRLEN + 1];
+	al_oid_fmt(&a, ia);
+	al_oid_fmt(&b, ib);
 	printf("%s %s %.1f %.3f %.3f %.3f %ld\n", ia, ib, build_s, (double)first / 1e6, (double)t[10] / 1e6,
 	       (double)t[20] / 1e6, changes);
 	return 0;

@@ -19,10 +19,10 @@ int main(int argc, char **argv)
 			perror(argv[1]);
 			return 1;
 		}
-		uint8_t d[32];
+		struct al_oid d;
 		uint64_t size = 0;
 		uint64_t t0 = al_now_ns();
-		if (al_cas_hash_fd(fd, d, &size, NULL) < 0)
+		if (al_cas_hash_fd(fd, &d, &size, NULL) < 0)
 			return 1;
 		double mbs = (double)size / 1e6 / ((double)(al_now_ns() - t0) / 1e9);
 		if (mbs > best)

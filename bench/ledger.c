@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	if (al_ledger_export(st, 0, path, &n, &err) < 0)
 		die("export", &err);
 	double export_s = (double)(al_now_ns() - t0) / 1e9;
-	uint8_t key[32];
+	uint8_t key[AL_ED25519_KEY_LEN];
 	if (al_ledger_pubkey(st, key, NULL, 0, &err) < 0)
 		die("key", &err);
 	struct al_verify_report rep;
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 	if (al_ledger_verify_file(path, key, NULL, &rep, &err) < 0)
 		die("verify", &err);
 	double verify_s = (double)(al_now_ns() - t0) / 1e9;
-	uint8_t(*p)[32] = NULL;
+	uint8_t(*p)[AL_DIGEST_LEN] = NULL;
 	size_t np = 0, nc = 0;
 	if (al_ledger_inclusion(st, n / 3, n, &p, &np, &err) < 0)
 		die("proof", &err);

@@ -13,7 +13,7 @@
 
 typedef int (*synth_changed_fn)(int a, int b, long f, int variant);
 
-static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, uint8_t out[32])
+static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, struct al_oid *out)
 {
 	uint8_t *enc = NULL;
 	size_t len = 0;
@@ -26,7 +26,7 @@ static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, uint8
 
 /* Build one tree inside an open batch; changed(a, b, f, variant) says which
  * files carry the variant's content. */
-static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synth_changed_fn changed, uint8_t root[32])
+static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synth_changed_fn changed, struct al_oid *root)
 {
 	static char tn[100][8], mn[100][8];
 	struct al_entry top[100], mid[100];
@@ -44,12 +44,12 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 				snprintf(names[f], 24, "f%06ld.txt", f);
 				leaf[f] = (struct al_entry){ .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)n,
 							     .name = names[f], .namelen = strlen(names[f]) };
-				if (al_cas_put(cas, buf, (size_t)n, leaf[f].digest, NULL) < 0)
+				if (al_cas_put(cas, buf, (size_t)n, &leaf[f].digest, NULL) < 0)
 					return -1;
 			}
 			snprintf(mn[b], 8, "s%03d", b);
 			mid[b] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755, .name = mn[b], .namelen = 4 };
-			if (synth_put_dir(cas, leaf, (size_t)files_per_dir, mid[b].digest) < 0)
+			if (synth_put_dir(cas, leaf, (size_t)files_per_dir, &mid[b].digest) < 0)
 				return -1;
 			uint64_t sz = 0;
 			for (long f = 0; f < files_per_dir; f++)
@@ -62,7 +62,7 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 		for (int b = 0; b < 100; b++)
 			sz += mid[b].size;
 		top[a].size = sz;
-		if (synth_put_dir(cas, mid, 100, top[a].digest) < 0)
+		if (synth_put_dir(cas, mid, 100, &top[a].digest) < 0)
 			return -1;
 	}
 	free(leaf);

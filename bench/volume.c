@@ -35,7 +35,7 @@ static void die(const char *what, const struct al_error *err)
 	exit(1);
 }
 
-static void build(struct al_store *st, long per_dir, int variant, uint8_t out[32])
+static void build(struct al_store *st, long per_dir, int variant, struct al_oid *out)
 {
 	struct al_error err = { 0 };
 	struct al_cas *cas = al_store_cas(st);
@@ -53,7 +53,7 @@ static int count_changes(void *ctx, const struct al_change *c, struct al_error *
 }
 
 struct chain {
-	uint8_t prev[32];
+	struct al_oid prev;
 	long n, broken;
 };
 
@@ -61,9 +61,9 @@ static int check_chain(void *ctx, const struct al_commit_info *c, struct al_erro
 {
 	(void)err;
 	struct chain *ch = ctx;
-	if (ch->n && memcmp(c->parent, ch->prev, 32) != 0)
+	if (ch->n && !al_oid_eq(&c->parent, &ch->prev))
 		ch->broken++;
-	memcpy(ch->prev, c->result, 32);
+	ch->prev = c->result;
 	ch->n++;
 	return 0;
 }
@@ -88,13 +88,13 @@ static int writer(const char *home, int id, int n)
 		struct al_entry d = { .type = AL_T_DIR, .mode = 0755 };
 		struct al_edit ed[2] = { { .path = dir, .op = AL_EDIT_SET, .entry = d },
 					 { .path = path, .op = AL_EDIT_SET, .entry = f } };
-		uint8_t snap[32];
-		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, ed[1].entry.digest, &err) < 0 ||
-		    al_manifest_edit(cas, p.head, ed, 2, snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
+		struct al_oid snap;
+		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, &ed[1].entry.digest, &err) < 0 ||
+		    al_manifest_edit(cas, &p.head, ed, 2, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
 			die("edit", &err);
 		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "bench", .message = path };
 		struct al_commit_result res = { 0 };
-		if (al_project_commit(st, "mid", p.head, snap, &o, &res, &err) < 0) {
+		if (al_project_commit(st, "mid", &p.head, &snap, &o, &res, &err) < 0) {
 			fprintf(stderr, "writer %d: %s\n", id, err.msg);
 			failed++;
 		}
@@ -120,26 +120,26 @@ int main(int argc, char **argv)
 	struct al_cas *cas = al_store_cas(st);
 
 	/* 1. commit and diff on the large snapshot */
-	uint8_t a[32], b[32], c[32];
-	build(st, files / 10000, 0, a);
-	build(st, files / 10000, 1, b);
-	build(st, files / 10000, 2, c);
-	if (al_project_create(st, "big", a, "bench", NULL, &err) < 0)
+	struct al_oid a, b, c;
+	build(st, files / 10000, 0, &a);
+	build(st, files / 10000, 1, &b);
+	build(st, files / 10000, 2, &c);
+	if (al_project_create(st, "big", &a, "bench", NULL, &err) < 0)
 		die("create", &err);
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = "bench", .message = "10 files" };
 	struct al_commit_result res = { 0 };
 	uint64_t t0 = al_now_ns();
-	if (al_project_commit(st, "big", a, b, &o, &res, &err) < 0)
+	if (al_project_commit(st, "big", &a, &b, &o, &res, &err) < 0)
 		die("commit", &err);
 	double commit_ms = ms_since(t0);
 	long nchanges = 0;
 	t0 = al_now_ns();
-	if (al_manifest_diff(cas, a, b, count_changes, &nchanges, &err) < 0)
+	if (al_manifest_diff(cas, &a, &b, count_changes, &nchanges, &err) < 0)
 		die("diff", &err);
 	double diff_ms = ms_since(t0);
 	o.strategy = AL_REBASE_IF_DISJOINT;
 	t0 = al_now_ns();
-	if (al_project_commit(st, "big", a, c, &o, &res, &err) < 0 || !res.rebased)
+	if (al_project_commit(st, "big", &a, &c, &o, &res, &err) < 0 || !res.rebased)
 		die("rebase", &err);
 	double rebase_ms = ms_since(t0);
 	printf("commit_10_of_%ld_ms %.3f\n", files, commit_ms);
@@ -147,15 +147,15 @@ int main(int argc, char **argv)
 	printf("rebase_commit_10_of_%ld_ms %.3f\n", files, rebase_ms);
 
 	/* 2. accept_selected: 10 of 1,000 changes on a 100k-file project */
-	uint8_t p0[32], p1[32];
-	build(st, 10, 0, p0);
-	build(st, 10, 3, p1);
+	struct al_oid p0, p1;
+	build(st, 10, 0, &p0);
+	build(st, 10, 3, &p1);
 	struct al_draft_info d;
-	if (al_project_create(st, "mid", p0, "bench", NULL, &err) < 0 ||
-	    al_draft_create(st, "mid", p1, "bench", &d, &err) < 0)
+	if (al_project_create(st, "mid", &p0, "bench", NULL, &err) < 0 ||
+	    al_draft_create(st, "mid", &p1, "bench", &d, &err) < 0)
 		die("draft", &err);
 	long dchanges = 0;
-	al_manifest_diff(cas, p0, p1, count_changes, &dchanges, &err);
+	al_manifest_diff(cas, &p0, &p1, count_changes, &dchanges, &err);
 	char sel[10][64];
 	const char *paths[10];
 	for (int i = 0; i < 10; i++) {
@@ -196,10 +196,10 @@ int main(int argc, char **argv)
 			char path[64];
 			struct al_entry e;
 			snprintf(path, sizeof(path), "w%d/%04d.txt", i, k);
-			found += al_manifest_lookup(al_store_cas(st), p.head, path, &e, NULL) == 0;
+			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
 		}
 	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld of %d files in head\n",
-	       ch.n, 2 + nw * nc, ch.broken, memcmp(ch.prev, p.head, 32) == 0 ? "==" : "!=", found, nw * nc);
+	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found, nw * nc);
 	al_store_close(st);
 	return failed || ch.broken || found != nw * nc;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 #define AL_CAS_LOOSE_MIN (256 * 1024)
 
@@ -33,17 +34,17 @@ void al_cas_abort(struct al_cas *cas);
 /* Store bytes; the digest goes to digest_out. Storing an object that exists
  * is a no-op. */
 int al_cas_put(struct al_cas *cas, const void *data, size_t len,
-	       uint8_t digest_out[32], struct al_error *err);
+	       struct al_oid *digest_out, struct al_error *err);
 /* Store exactly size bytes read from fd (streamed; fd's offset advances).
  * AL_EINVAL if fd does not hold exactly size bytes (it changed under us). */
 int al_cas_put_fd(struct al_cas *cas, int fd, uint64_t size,
-		  uint8_t digest_out[32], struct al_error *err);
+		  struct al_oid *digest_out, struct al_error *err);
 
 /* Hash and compress an object without touching the store, so several
  * threads can prepare while one thread stores.  ctx is per thread: start it
  * NULL, free it with al_cas_prep_ctx_free().  Only for len < AL_CAS_LOOSE_MIN. */
 struct al_cas_prep {
-	uint8_t digest[32];
+	struct al_oid digest;
 	uint64_t size;
 	int enc;
 	uint8_t *data; /* malloc'ed, owned by the prep */
@@ -61,22 +62,22 @@ int al_cas_put_prepared(struct al_cas *cas, const struct al_cas_prep *p, struct 
 struct al_cas_writer;
 int al_cas_write_begin(struct al_cas *cas, uint64_t size, struct al_cas_writer **out, struct al_error *err);
 int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_error *err);
-int al_cas_write_end(struct al_cas_writer *w, uint8_t digest_out[32], struct al_error *err);
+int al_cas_write_end(struct al_cas_writer *w, struct al_oid *digest_out, struct al_error *err);
 void al_cas_write_abort(struct al_cas_writer *w); /* accepts NULL */
 
 /* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
-int al_cas_has(struct al_cas *cas, const uint8_t digest[32], struct al_error *err);
+int al_cas_has(struct al_cas *cas, const struct al_oid *digest, struct al_error *err);
 
 /* Read a whole object, verified.  *out is malloc'ed, caller frees; it has
  * one byte beyond len, set to NUL. */
-int al_cas_get(struct al_cas *cas, const uint8_t digest[32], uint8_t **out,
+int al_cas_get(struct al_cas *cas, const struct al_oid *digest, uint8_t **out,
 	       size_t *len, struct al_error *err);
 
 /* Stream an object to sink in chunks, verifying as it goes.  On AL_ECORRUPT
  * the sink has seen bytes that must be discarded.  A non-zero return of the
  * sink stops the stream and is returned. */
 typedef int (*al_cas_sink)(void *ctx, const void *p, size_t n, struct al_error *err);
-int al_cas_stream(struct al_cas *cas, const uint8_t digest[32], al_cas_sink sink,
+int al_cas_stream(struct al_cas *cas, const struct al_oid *digest, al_cas_sink sink,
 		  void *ctx, struct al_error *err);
 
 /* Read an object piece by piece in bounded memory (a file descriptor, a
@@ -92,7 +93,7 @@ int al_cas_stream(struct al_cas *cas, const uint8_t digest[32], al_cas_sink sink
  * were unverified; a consumer that forwards them must abort on an error
  * (airlockd closes the connection short of its Content-Length). */
 struct al_cas_reader;
-int al_cas_reader_open(struct al_cas *cas, const uint8_t digest[32], struct al_cas_reader **out,
+int al_cas_reader_open(struct al_cas *cas, const struct al_oid *digest, struct al_cas_reader **out,
 		       struct al_error *err);
 uint64_t al_cas_reader_size(const struct al_cas_reader *r);
 int64_t al_cas_reader_read(struct al_cas_reader *r, void *buf, size_t n, struct al_error *err);
@@ -102,7 +103,7 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 void al_cas_reader_close(struct al_cas_reader *r); /* accepts NULL */
 
 /* Size of an object without reading it. */
-int al_cas_size(struct al_cas *cas, const uint8_t digest[32], uint64_t *size,
+int al_cas_size(struct al_cas *cas, const struct al_oid *digest, uint64_t *size,
 		struct al_error *err);
 
 /* Verify every stored object.  bad() is called for each corrupt or missing
@@ -110,11 +111,11 @@ int al_cas_size(struct al_cas *cas, const uint8_t digest[32], uint64_t *size,
 struct al_cas_stats {
 	uint64_t packed, loose, bytes, unreferenced_files;
 };
-typedef void (*al_cas_bad_fn)(void *ctx, const uint8_t digest[32], const char *why);
+typedef void (*al_cas_bad_fn)(void *ctx, const struct al_oid *digest, const char *why);
 int al_cas_verify_all(struct al_cas *cas, al_cas_bad_fn bad, void *ctx,
 		      struct al_cas_stats *stats, struct al_error *err);
 
 /* Hash bytes / a file the way the store does (sha256). */
-int al_cas_hash_fd(int fd, uint8_t digest_out[32], uint64_t *size_out, struct al_error *err);
+int al_cas_hash_fd(int fd, struct al_oid *digest_out, uint64_t *size_out, struct al_error *err);
 
 #endif

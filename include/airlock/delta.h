@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/manifest.h"
 
 struct al_cas;
@@ -32,8 +33,8 @@ struct al_bundle_entry {
 };
 
 struct al_bundle {
-	uint8_t id[32];         /* sha256 of the index */
-	uint8_t base[32], head[32];
+	struct al_oid id;         /* sha256 of the index */
+	struct al_oid base, head;
 	struct al_bundle_entry *entries;
 	size_t n;
 	uint64_t content_bytes;
@@ -41,11 +42,11 @@ struct al_bundle {
 void al_bundle_release(struct al_bundle *b);
 
 /* Write the change base -> head to fd (at its offset; not synced). */
-int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], int fd,
-		       uint8_t id_out[32], struct al_error *err);
+int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, int fd,
+		       struct al_oid *id_out, struct al_error *err);
 /* Write the change base -> head to path (temp file, fsync, rename). */
-int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], const char *path,
-		    uint8_t id_out[32], struct al_error *err);
+int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, const char *path,
+		    struct al_oid *id_out, struct al_error *err);
 
 /* Read and verify a bundle.  With cas, the new bytes are put into the
  * caller's open batch (abort it on error: nothing is kept); without, they
@@ -58,7 +59,7 @@ int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct 
 /* The snapshot that results from applying a verified bundle to onto:
  * every old version it names must be what onto has at that path, every
  * added path absent.  Needs an open batch. */
-int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const uint8_t onto[32],
-			 uint8_t out[32], struct al_error *err);
+int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const struct al_oid *onto,
+			 struct al_oid *out, struct al_error *err);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 
@@ -21,7 +22,7 @@ struct al_fsck_summary {
 /* problem: "corrupt" or "missing" (an object), or "ledger" (a run record,
  * commit, head or draft state that differs from the ledger: id the
  * snapshot concerned, or zeros); why a sentence. */
-typedef void (*al_fsck_report_fn)(void *ctx, const char *problem, const uint8_t id[32],
+typedef void (*al_fsck_report_fn)(void *ctx, const char *problem, const struct al_oid *id,
 				  const char *why);
 
 /* Only the comparison with the ledger (run records, commits, heads,

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 
@@ -65,6 +66,6 @@ int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
 
 /* Is snapshot id complete in the store (every node and blob)?  0 if so;
  * AL_ENOTFOUND naming the first missing object otherwise. */
-int al_gc_snapshot_complete(struct al_store *st, const uint8_t id[32], struct al_error *err);
+int al_gc_snapshot_complete(struct al_store *st, const struct al_oid *id, struct al_error *err);
 
 #endif

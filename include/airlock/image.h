@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/manifest.h"
 
 struct al_store;
@@ -27,7 +28,7 @@ struct al_store;
 
 struct al_image_info {
 	char name[65];     /* "" when unnamed */
-	uint8_t id[32];
+	struct al_oid id;
 	int64_t created;
 	const char *source;
 };
@@ -62,8 +63,8 @@ typedef bool (*al_project_read_fn)(void *ctx, const char *project);
  * project — gets the same AL_ENOTFOUND and the same message, decided
  * before any object is read: no answer tells which. */
 int al_image_resolve_as(struct al_store *st, const char *name_or_id, al_project_read_fn may_read, void *ctx,
-			uint8_t id[32], struct al_error *err);
+			struct al_oid *id, struct al_error *err);
 /* al_image_resolve_as with every project readable. */
-int al_image_resolve(struct al_store *st, const char *name_or_id, uint8_t id[32], struct al_error *err);
+int al_image_resolve(struct al_store *st, const char *name_or_id, struct al_oid *id, struct al_error *err);
 
 #endif

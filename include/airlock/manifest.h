@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_cas;
 struct al_store;
@@ -25,10 +26,10 @@ enum al_entry_type { AL_T_DIR = 'd', AL_T_FILE = 'f', AL_T_SYMLINK = 'l' };
 #define AL_DEPTH_MAX 256
 
 struct al_entry {
-	int type;          /* enum al_entry_type */
+	enum al_entry_type type;
 	unsigned mode;     /* permission bits, & 07777; symlinks are 0777 */
 	uint64_t size;     /* file: bytes; symlink: target length; dir: bytes of files beneath */
-	uint8_t digest[32];
+	struct al_oid digest;
 	const char *name;  /* not NUL-terminated */
 	size_t namelen;
 };
@@ -47,7 +48,7 @@ void al_node_free(struct al_node *node);
 int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *outlen,
 		   struct al_error *err);
 /* Read and decode the node with this id from the store. */
-int al_node_load(struct al_cas *cas, const uint8_t id[32], struct al_node **out,
+int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **out,
 		 struct al_error *err);
 
 typedef void (*al_progress_fn)(void *ctx, uint64_t files, uint64_t bytes);
@@ -60,7 +61,7 @@ struct al_import_opts {
 };
 
 struct al_import_result {
-	uint8_t id[32];
+	struct al_oid id;
 	uint64_t files, dirs, symlinks, bytes;
 	uint64_t bytes_read;      /* file bytes actually read (cache misses) */
 	uint64_t cache_hits;
@@ -81,13 +82,13 @@ struct al_export_opts {
 	void *progress_ctx;
 };
 /* Write snapshot id into dir (created if missing). Never writes outside dir. */
-int al_manifest_export(struct al_cas *cas, const uint8_t id[32], const char *dir,
+int al_manifest_export(struct al_cas *cas, const struct al_oid *id, const char *dir,
 		       const struct al_export_opts *opts, struct al_error *err);
 
 /* Visit every entry in pre-order (a directory before its contents). */
 typedef int (*al_walk_fn)(void *ctx, const char *path, const struct al_entry *e,
 			  struct al_error *err);
-int al_manifest_walk(struct al_cas *cas, const uint8_t id[32], al_walk_fn fn, void *ctx,
+int al_manifest_walk(struct al_cas *cas, const struct al_oid *id, al_walk_fn fn, void *ctx,
 		     struct al_error *err);
 
 /* One change between two snapshots.  op 'A' (old NULL), 'D' (new NULL) or
@@ -101,18 +102,18 @@ struct al_change {
 };
 typedef int (*al_diff_fn)(void *ctx, const struct al_change *c, struct al_error *err);
 /* Only subtrees whose digests differ are read. */
-int al_manifest_diff(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32], al_diff_fn fn,
+int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, al_diff_fn fn,
 		     void *ctx, struct al_error *err);
 
 /* Total file bytes and the root node's entry count of a snapshot. */
-int al_manifest_stat(struct al_cas *cas, const uint8_t id[32], uint64_t *bytes, size_t *entries,
+int al_manifest_stat(struct al_cas *cas, const struct al_oid *id, uint64_t *bytes, size_t *entries,
 		     struct al_error *err);
 
-const char *al_entry_type_name(int type);
+const char *al_entry_type_name(enum al_entry_type type);
 
 /* Look up one path ('/'-separated). AL_ENOTFOUND if absent. out->name is
  * not set. */
-int al_manifest_lookup(struct al_cas *cas, const uint8_t root[32], const char *path,
+int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char *path,
 		       struct al_entry *out, struct al_error *err);
 
 /* Edits of a tree.  SET puts entry at path, replacing what is there.  For a
@@ -126,11 +127,11 @@ int al_manifest_lookup(struct al_cas *cas, const uint8_t root[32], const char *p
 enum al_edit_op { AL_EDIT_SET = 1, AL_EDIT_DELETE = 2 };
 struct al_edit {
 	const char *path;
-	int op;
+	enum al_edit_op op;
 	struct al_entry entry; /* SET: type, mode, size, digest (name unused) */
 };
-int al_manifest_edit(struct al_cas *cas, const uint8_t base[32], struct al_edit *edits, size_t n,
-		     uint8_t out[32], struct al_error *err);
+int al_manifest_edit(struct al_cas *cas, const struct al_oid *base, struct al_edit *edits, size_t n,
+		     struct al_oid *out, struct al_error *err);
 
 /* A diff materialised: every change owned (paths, entries). */
 struct al_change_rec {
@@ -143,7 +144,7 @@ struct al_changes {
 	struct al_change_rec *v;
 	size_t n, cap;
 };
-int al_manifest_changes(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32],
+int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
 			struct al_changes *out, struct al_error *err);
 void al_changes_release(struct al_changes *c);
 /* The edits that turn a into b (paths borrowed from c). Caller frees *out. */

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 
@@ -49,10 +50,10 @@ struct al_overlay_report {
 };
 void al_overlay_report_release(struct al_overlay_report *r);
 
-int al_overlay_apply(struct al_store *st, const uint8_t base[32], const char *upper, uint8_t out[32],
+int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper, struct al_oid *out,
 		     struct al_overlay_report *rep, struct al_error *err);
 /* The same within max_bytes of regular files' apparent sizes (0: none). */
-int al_overlay_apply_within(struct al_store *st, const uint8_t base[32], const char *upper, uint64_t max_bytes,
-			    uint8_t out[32], struct al_overlay_report *rep, struct al_error *err);
+int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper, uint64_t max_bytes,
+			    struct al_oid *out, struct al_overlay_report *rep, struct al_error *err);
 
 #endif

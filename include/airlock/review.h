@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/manifest.h"
 
 struct al_cas;
@@ -47,7 +48,7 @@ struct al_review_file {
 
 typedef int (*al_review_fn)(void *ctx, const struct al_review_file *f, struct al_error *err);
 /* with_text false: no diff text or hunks (counts still computed). */
-int al_review(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], bool with_text,
+int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, bool with_text,
 	      al_review_fn fn, void *ctx, struct al_error *err);
 
 #endif

@@ -35,7 +35,7 @@ struct al_run_opts {
 	const char *const *secret_files; /* "K=V": the file /run/airlock/secrets/K, this run only */
 	const char *id;                /* the run's id ("r" + 13 hex); NULL: a new one */
 	int cancel_fd;                 /* > 0: once readable, the run is killed and recorded cancelled */
-	int network;
+	enum al_network network;
 	/* what the requester asks for: 0 is the policy's default, above its
 	 * ceiling is AL_ELIMIT (policy.h) */
 	struct al_limits limits;

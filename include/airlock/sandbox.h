@@ -21,8 +21,8 @@
 #include "airlock/error.h"
 
 enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
-const char *al_network_name(int net);
-int al_network_parse(const char *s, int *out, struct al_error *err);
+const char *al_network_name(enum al_network net);
+int al_network_parse(const char *s, enum al_network *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
@@ -61,7 +61,7 @@ struct al_sandbox_spec {
 	int init_fd;                  /* airlock-init, executable */
 	const char *const *argv;      /* the command (run by airlock-init) */
 	const char *const *envp;      /* its whole environment */
-	int network;
+	enum al_network network;
 	struct al_limits limits;
 	bool best_effort_limits;      /* the operator's opt-in: a limit no cgroup can enforce is skipped */
 	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */
@@ -87,7 +87,7 @@ struct al_sandbox_result {
 
 /* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL
  * with the reason if not. */
-int al_sandbox_check(const char *backend, int network, struct al_error *err);
+int al_sandbox_check(const char *backend, enum al_network network, struct al_error *err);
 
 /* Run spec->argv in a new sandbox and wait for every process in it to end.
  * A failure to set the sandbox up is an error naming the step ("sandbox:

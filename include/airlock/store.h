@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 struct al_cas;
@@ -47,7 +48,7 @@ const char *al_store_tenant(struct al_store *s); /* its name */
 
 /* Snapshots known to this tenant (roots that fsck walks). */
 struct al_snapshot_info {
-	uint8_t id[32];
+	struct al_oid id;
 	int64_t created;
 	uint64_t files, bytes;
 	const char *source;

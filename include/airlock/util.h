@@ -17,9 +17,8 @@
 #include <sys/types.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
-#define AL_DIGEST_LEN 32
-#define AL_ID_STRLEN (7 + 64) /* "sha256:" + hex */
 
 /* Cleanup attributes (as in crun and systemd): an owning local is released
  * when it goes out of scope; ownership leaves only through steal_ptr() and
@@ -45,9 +44,6 @@ static inline void al__closep(int *fd)
 /* hex */
 void al_hex(const uint8_t *in, size_t n, char *out); /* out gets 2n+1 */
 int al_unhex(const char *in, size_t n, uint8_t *out);  /* 0 or -1 */
-/* "sha256:<hex>" <-> 32 bytes */
-void al_id_fmt(const uint8_t d[AL_DIGEST_LEN], char out[AL_ID_STRLEN + 1]);
-int al_id_parse(const char *s, uint8_t d[AL_DIGEST_LEN], struct al_error *err);
 
 /* whole reads and writes */
 ssize_t al_read_full(int fd, void *buf, size_t n);   /* short only at EOF */

@@ -17,13 +17,14 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/manifest.h"
 
 struct al_store;
 
 enum al_strategy { AL_STRICT = 1, AL_REBASE_IF_DISJOINT = 2, AL_CONFLICT_COPY = 3 };
-const char *al_strategy_name(int s);
-int al_strategy_parse(const char *s, int *out, struct al_error *err);
+const char *al_strategy_name(enum al_strategy s);
+int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err);
 
 #define AL_NAME_MAX 64
 /* Project names: [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
@@ -32,13 +33,13 @@ int al_project_name_check(const char *name, struct al_error *err);
 struct al_project_info {
 	char name[AL_NAME_MAX + 1];
 	int64_t volume;
-	uint8_t head[32];
+	struct al_oid head;
 	int64_t created;
 	int64_t commits;
 };
 
 /* Create a project whose first commit is snapshot (NULL: the empty tree). */
-int al_project_create(struct al_store *st, const char *name, const uint8_t *snapshot, const char *author,
+int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot, const char *author,
 		      struct al_project_info *out, struct al_error *err);
 int al_project_get(struct al_store *st, const char *name, struct al_project_info *out,
 		   struct al_error *err);
@@ -54,14 +55,14 @@ struct al_conflict {
 };
 
 struct al_commit_opts {
-	int strategy;
+	enum al_strategy strategy;
 	const char *author;
 	const char *message;
 	const char *group;    /* the unit of work's id in the ledger (NULL: a new one) */
 };
 
 struct al_commit_result {
-	uint8_t head[32];     /* the new head; on AL_ECONFLICT the current head */
+	struct al_oid head;     /* the new head; on AL_ECONFLICT the current head */
 	int64_t seq;          /* the commit's number in its volume */
 	bool rebased;         /* the head had moved; the change was replayed */
 	struct al_conflict *conflicts;
@@ -73,13 +74,13 @@ void al_commit_result_release(struct al_commit_result *r);
 /* Commit "base -> snapshot" into a project's live volume.  A commit whose
  * result is the head itself (an empty change, or one the head already has)
  * is refused with AL_ESTATE, "nothing to apply", and nothing is recorded. */
-int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
-		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
+int al_project_commit(struct al_store *st, const char *project, const struct al_oid *base,
+		      const struct al_oid *snapshot, const struct al_commit_opts *opts,
 		      struct al_commit_result *res, struct al_error *err);
 
 struct al_commit_info {
 	int64_t seq;
-	uint8_t parent[32], base[32], result[32];
+	struct al_oid parent, base, result;
 	const char *author, *message, *strategy, *kind, *draft;
 	int64_t time;
 	const struct al_conflict *conflicts;
@@ -95,7 +96,7 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 struct al_draft_info {
 	char id[AL_DRAFT_ID_LEN + 1];    /* "d" + 13 hex */
 	char project[AL_NAME_MAX + 1];
-	uint8_t base[32], head[32];
+	struct al_oid base, head;
 	char state[24];                   /* AL_DRAFT_* (docs/architecture.md, "Draft states") */
 	int64_t created;
 	char group[17];                   /* its unit of work in the ledger */
@@ -113,11 +114,11 @@ struct al_draft_info {
 #define AL_DRAFT_EMPTY "empty"
 /* Fork a draft from the project's head; with content, the draft's head is
  * that snapshot (one commit on the draft). */
-int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
+int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content, const char *author,
 		    struct al_draft_info *out, struct al_error *err);
 struct al_draft_opts {
-	const uint8_t *base;      /* the fork point (NULL: the live head now) */
-	const uint8_t *content;   /* the draft's head (NULL: the base) */
+	const struct al_oid *base;      /* the fork point (NULL: the live head now) */
+	const struct al_oid *content;   /* the draft's head (NULL: the base) */
 	const char *author;
 	const char *group;        /* its unit of work (NULL: a new one) */
 	bool close_empty;         /* content == base: the draft is made closed, "empty" */
@@ -129,7 +130,7 @@ typedef int (*al_draft_fn)(void *ctx, const struct al_draft_info *d, struct al_e
 int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,
 		     struct al_error *err);
 /* Commit to a draft's own volume (its base stays the fork point). */
-int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32], const uint8_t snapshot[32],
+int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base, const struct al_oid *snapshot,
 		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err);
 /* The per-path outcome ("applied", "discarded") of a decided draft's
  * changes, in path order; nothing for an open or empty draft. */
@@ -144,11 +145,11 @@ enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 
  * accept that changes nothing in the head is AL_ESTATE "nothing to apply".
  * The state and every change's outcome (res->applied, res->discarded) are
  * stored in the apply's transaction.  On any error nothing changes. */
-int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths,
+int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode, const char *const *paths,
 		   size_t npaths, const struct al_commit_opts *opts, struct al_commit_result *res,
 		   struct al_error *err);
 
 /* The conflict copy name for path (docs/formats.md), before uniqueness. */
-int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, size_t outsz);
+int al_conflict_name(const char *path, const struct al_oid *change_id, char *out, size_t outsz);
 
 #endif

@@ -244,17 +244,17 @@ static int audit_export(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-static int load_key(struct cli *cli, const char *arg, uint8_t raw[32])
+static int load_key(struct cli *cli, const char *arg, uint8_t raw[AL_ED25519_KEY_LEN])
 {
 	struct al_error err = { 0 };
-	if (strlen(arg) == 64 && al_unhex(arg, 32, raw) == 0)
+	if (strlen(arg) == 64 && al_unhex(arg, AL_ED25519_KEY_LEN, raw) == 0)
 		return 0;
 	FILE *f = fopen(arg, "re");
 	EVP_PKEY *k = f ? PEM_read_PUBKEY(f, NULL, NULL, NULL) : NULL;
 	if (f)
 		fclose(f);
-	size_t len = 32;
-	int ok = k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519 && EVP_PKEY_get_raw_public_key(k, raw, &len) > 0 && len == 32;
+	size_t len = AL_ED25519_KEY_LEN;
+	int ok = k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519 && EVP_PKEY_get_raw_public_key(k, raw, &len) > 0 && len == AL_ED25519_KEY_LEN;
 	EVP_PKEY_free(k);
 	if (!ok) {
 		al_fail(&err, AL_EINVAL, 0, "--key: %s is not an Ed25519 public key (PEM file or 64 hex digits)", arg);
@@ -293,7 +293,7 @@ static int audit_verify(struct cli *cli, int argc, char **argv)
 	}
 	if (argc - optind > 1)
 		return cli_usage(cli, "expected at most one FILE");
-	uint8_t key[32];
+	uint8_t key[AL_ED25519_KEY_LEN];
 	struct al_checkpoint tcp;
 	int rc;
 	if (keyarg && (rc = load_key(cli, keyarg, key)))
@@ -328,7 +328,7 @@ static int audit_verify(struct cli *cli, int argc, char **argv)
 		return al_code_exit(r);
 	}
 	char root[65];
-	al_hex(rep.root, 32, root);
+	al_hex(rep.root, AL_DIGEST_LEN, root);
 	if (cli->json)
 		return cli_json_print(json_pack("{s:b,s:I,s:I,s:I,s:I,s:s,s:b,s:b}", "ok", 1, "entries", (json_int_t)rep.entries,
 						"first", (json_int_t)rep.first_seq, "checkpoints", (json_int_t)rep.checkpoints,
@@ -356,13 +356,13 @@ static int audit_pubkey(struct cli *cli, int argc, char **argv)
 	if ((rc = open_store(cli, &st)))
 		return rc;
 	struct al_error err = { 0 };
-	uint8_t raw[32];
+	uint8_t raw[AL_ED25519_KEY_LEN];
 	char pem[512], hex[65];
 	int r = al_ledger_pubkey(st, raw, pem, sizeof(pem), &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
-	al_hex(raw, 32, hex);
+	al_hex(raw, AL_ED25519_KEY_LEN, hex);
 	if (cli->json)
 		return cli_json_print(json_pack("{s:s,s:s}", "pem", pem, "raw", hex));
 	fputs(pem, stdout);
@@ -383,22 +383,22 @@ static int audit_prove(struct cli *cli, int argc, char **argv)
 		return rc;
 	struct al_error err = { 0 };
 	struct al_checkpoint cp;
-	uint8_t(*p)[32] = NULL;
+	uint8_t(*p)[AL_DIGEST_LEN] = NULL;
 	size_t n = 0;
 	json_t *out = NULL;
 	int r = al_ledger_checkpoint(st, &cp, &err); /* an empty ledger has none: said first */
 	const char *dots = strstr(argv[optind], "..");
 	if (r == 0 && dots) {
 		uint64_t s1 = strtoull(argv[optind], NULL, 10), s2 = strtoull(dots + 2, NULL, 10);
-		uint8_t r1[32], r2[32];
+		uint8_t r1[AL_DIGEST_LEN], r2[AL_DIGEST_LEN];
 		if ((r = al_ledger_root(st, s1, r1, &err)) == 0 && (r = al_ledger_root(st, s2, r2, &err)) == 0 &&
 		    (r = al_ledger_consistency(st, s1, s2, &p, &n, &err)) == 0) {
 			char h1[65], h2[65];
-			al_hex(r1, 32, h1);
-			al_hex(r2, 32, h2);
+			al_hex(r1, AL_DIGEST_LEN, h1);
+			al_hex(r2, AL_DIGEST_LEN, h2);
 			out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "size1", (json_int_t)s1, "size2", (json_int_t)s2, "root1", h1,
 					"root2", h2, "proof", view_proof(p, n), "valid",
-					al_merkle_verify_consistency(s1, s2, r1, r2, (const uint8_t(*)[32])p, n));
+					al_merkle_verify_consistency(s1, s2, r1, r2, (const uint8_t(*)[AL_DIGEST_LEN])p, n));
 		}
 	} else if (r == 0) {
 		r = view_inclusion(st, strtoull(argv[optind], NULL, 10), &out, &err);

@@ -28,20 +28,20 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 	if (cli_open(cli, &st, &err) < 0)
 		return cli_error(cli, &err);
 	struct al_draft_info d;
-	uint8_t id[32];
+	struct al_oid id;
 	int r = al_draft_get(st, argv[optind], &d, &err);
 	if (r == 0)
-		r = al_bundle_write(al_store_cas(st), d.base, d.head, argv[optind + 1], id, &err);
+		r = al_bundle_write(al_store_cas(st), &d.base, &d.head, argv[optind + 1], &id, &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_pack("{s:s,s:s}", "draft", d.id, "file", argv[optind + 1]);
-		json_object_set_new(o, "id", view_id(id));
+		json_object_set_new(o, "id", view_id(&id));
 		return cli_json_print(o);
 	}
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(&id, s);
 	printf("%s\n", s);
 	return 0;
 }
@@ -75,10 +75,10 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 	close(fd);
 	if (r < 0)
 		return cli_error(cli, &err);
-	char id[AL_ID_STRLEN + 1], base[AL_ID_STRLEN + 1], head[AL_ID_STRLEN + 1];
-	al_id_fmt(b.id, id);
-	al_id_fmt(b.base, base);
-	al_id_fmt(b.head, head);
+	char id[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1], head[AL_OID_STRLEN + 1];
+	al_oid_fmt(&b.id, id);
+	al_oid_fmt(&b.base, base);
+	al_oid_fmt(&b.head, head);
 	if (cli->json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < b.n; i++) {
@@ -113,7 +113,7 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
-	uint8_t *b = f.base_id;
+	const struct al_oid *b = &f.base_id;
 	if (cli->server) {
 		char path[2048], esc[256], besc[128], mesc[1024];
 		snprintf(path, sizeof(path), "/projects/%s/commits?base=%s&strategy=%s%s%s",
@@ -135,11 +135,11 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	}
 	struct al_commit_result res = { 0 };
 	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
-	uint8_t bundle_id[32];
-	int r = ops_bundle_commit(st, argv[optind + 1], fd, b, &o, &res, bundle_id, &err);
+	struct al_oid bundle_id;
+	int r = ops_bundle_commit(st, argv[optind + 1], fd, b, &o, &res, &bundle_id, &err);
 	close(fd);
 	al_store_close(st);
-	json_t *extra = cli->json && r == 0 ? json_pack("{s:o}", "bundle", view_id(bundle_id)) : NULL;
+	json_t *extra = cli->json && r == 0 ? json_pack("{s:o}", "bundle", view_id(&bundle_id)) : NULL;
 	rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);
 	return rc;

@@ -16,8 +16,10 @@
 #include <jansson.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 #include "airlock/auth.h"
 #include "airlock/parse.h"
+#include "airlock/volume.h"
 #include "view.h"
 
 struct al_store;
@@ -71,7 +73,7 @@ int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds,
 struct al_conflict;
 struct al_commit_result;
 const char *cli_author(const char *given);
-int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err);
+int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct al_error *err);
 /* Print a commit result document (view_commit_result); releases it. */
 int cli_commit_print(struct cli *cli, json_t *doc);
 int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
@@ -83,8 +85,8 @@ int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, co
 		    const char **author); /* NAME [--from DIR] [--author A] [--json] */
 struct cli_commit_flags {
 	const char *base, *message, *author;
-	uint8_t base_id[32];
-	int strategy; /* set the default before parsing */
+	struct al_oid base_id;
+	enum al_strategy strategy; /* set the default before parsing */
 };
 int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
 		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */

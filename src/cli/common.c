@@ -299,7 +299,7 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 		return cli_usage(cli, "expected %d arguments", nargs);
 	if (!f->base)
 		return cli_usage(cli, "--base ID is required (the snapshot the change was made from)");
-	if (al_id_parse(f->base, f->base_id, &err) < 0)
+	if (al_oid_parse(f->base, &f->base_id, &err) < 0)
 		return cli_error(cli, &err);
 	f->author = cli_author(author);
 	return -1;
@@ -339,7 +339,7 @@ const char *cli_author(const char *given)
 	return pw ? pw->pw_name : "unknown";
 }
 
-int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_error *err)
+int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct al_error *err)
 {
 	struct cli_progress prog;
 	cli_progress_init(&prog, "import", 0);
@@ -348,7 +348,7 @@ int cli_import(struct al_store *st, const char *dir, uint8_t id[32], struct al_e
 	int r = al_manifest_import(st, dir, &o, &res, err);
 	cli_progress_done(&prog);
 	if (r == 0)
-		memcpy(id, res.id, 32);
+		*id = res.id;
 	return r;
 }
 

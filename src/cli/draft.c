@@ -23,21 +23,21 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
 		return cli_error(cli, &err);
-	uint8_t snap[32];
+	struct al_oid snap;
 	struct al_draft_info d;
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0 && from)
-		r = cli_import(st, from, snap, &err);
+		r = cli_import(st, from, &snap, &err);
 	if (r == 0)
-		r = al_draft_create(st, argv[optind], from ? snap : NULL, cli_author(author), &d, &err);
+		r = al_draft_create(st, argv[optind], from ? &snap : NULL, cli_author(author), &d, &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_pack("{s:s,s:s}", "id", d.id, "project", d.project);
-		json_object_set_new(o, "base", view_id(d.base));
-		json_object_set_new(o, "head", view_id(d.head));
+		json_object_set_new(o, "base", view_id(&d.base));
+		json_object_set_new(o, "head", view_id(&d.head));
 		return cli_json_print(o);
 	}
 	printf("%s\n", d.id);
@@ -99,7 +99,9 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },	     { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int mode = 0, strategy = AL_REBASE_IF_DISJOINT, c, nmodes = 0;
+	enum al_apply_mode mode = 0; /* none given yet */
+	enum al_strategy strategy = AL_REBASE_IF_DISJOINT;
+	int c, nmodes = 0;
 	const char *msg = NULL, *author = NULL;
 	const char **paths = calloc((size_t)argc + 1, sizeof(char *));
 	size_t npaths = 0;

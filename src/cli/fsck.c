@@ -11,11 +11,11 @@ struct report_ctx {
 	json_t *problems;
 };
 
-static void report(void *ctx, const char *problem, const uint8_t id[32], const char *why)
+static void report(void *ctx, const char *problem, const struct al_oid *id, const char *why)
 {
 	struct report_ctx *r = ctx;
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, s);
 	if (r->problems)
 		json_array_append_new(r->problems, json_pack("{s:s,s:s,s:s}", "problem", problem, "id", s,
 							     "detail", why));

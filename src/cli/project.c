@@ -41,13 +41,13 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 		struct al_store *st = NULL;
 		if (cli_open(cli, &st, &err) < 0)
 			return cli_error(cli, &err);
-		uint8_t snap[32];
+		struct al_oid snap;
 		struct al_project_info p;
 		int r = al_project_name_check(argv[optind], &err);
 		if (r == 0 && from)
-			r = cli_import(st, from, snap, &err);
+			r = cli_import(st, from, &snap, &err);
 		if (r == 0)
-			r = al_project_create(st, argv[optind], from ? snap : NULL, cli_author(author), &p, &err);
+			r = al_project_create(st, argv[optind], from ? &snap : NULL, cli_author(author), &p, &err);
 		al_store_close(st);
 		if (r < 0)
 			return cli_error(cli, &err);
@@ -179,15 +179,15 @@ int cmd_commit(struct cli *cli, int argc, char **argv)
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
 		return cli_error(cli, &err);
-	uint8_t snap[32];
+	struct al_oid snap;
 	struct al_commit_result res = { 0 };
 	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0)
-		r = cli_import(st, argv[optind + 1], snap, &err);
+		r = cli_import(st, argv[optind + 1], &snap, &err);
 	if (r == 0)
-		r = al_project_commit(st, argv[optind], f.base_id, snap, &o, &res, &err);
+		r = al_project_commit(st, argv[optind], &f.base_id, &snap, &o, &res, &err);
 	al_store_close(st);
 	rc = cli_commit_report(cli, r, &res, &err, NULL);
 	al_commit_result_release(&res);

@@ -56,11 +56,11 @@ static int parse(struct cli *cli, int argc, char **argv, const char *help, bool 
 }
 
 /* Parse n ids from argv[optind…] and open the store; 0 or an exit code. */
-static int ids_and_store(struct cli *cli, char **argv, int n, uint8_t (*ids)[32], struct al_store **st)
+static int ids_and_store(struct cli *cli, char **argv, int n, struct al_oid *ids, struct al_store **st)
 {
 	struct al_error err = { 0 };
 	for (int i = 0; i < n; i++)
-		if (al_id_parse(argv[optind + i], ids[i], &err) < 0)
+		if (al_oid_parse(argv[optind + i], &ids[i], &err) < 0)
 			return cli_error(cli, &err);
 	if (cli_open(cli, st, &err) < 0)
 		return cli_error(cli, &err);
@@ -94,7 +94,7 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	if (cli->json) {
 		json_t *o = json_object();
-		json_object_set_new(o, "id", view_id(res.id));
+		json_object_set_new(o, "id", view_id(&res.id));
 		json_object_set_new(o, "files", json_integer((json_int_t)res.files));
 		json_object_set_new(o, "dirs", json_integer((json_int_t)res.dirs));
 		json_object_set_new(o, "symlinks", json_integer((json_int_t)res.symlinks));
@@ -103,8 +103,8 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 		json_object_set_new(o, "cache_hits", json_integer((json_int_t)res.cache_hits));
 		return cli_json_print(o);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(res.id, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(&res.id, id);
 	printf("%s\n", id);
 	return 0;
 }
@@ -113,7 +113,7 @@ static json_t *entry_json(struct al_cas *cas, const struct al_entry *e)
 {
 	uint8_t *t = NULL;
 	size_t n = 0;
-	if (e->type == AL_T_SYMLINK && cas && al_cas_get(cas, e->digest, &t, &n, NULL) < 0)
+	if (e->type == AL_T_SYMLINK && cas && al_cas_get(cas, &e->digest, &t, &n, NULL) < 0)
 		t = NULL;
 	json_t *o = view_entry(e, (char *)t);
 	free(t);
@@ -130,8 +130,8 @@ static int show_one(void *ctx, const char *path, const struct al_entry *e, struc
 {
 	(void)err;
 	struct show_ctx *s = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(e->digest, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(&e->digest, id);
 	if (!s->cli->json) {
 		printf("%s %04o %llu %s %s\n", al_entry_type_name(e->type), e->mode,
 		       (unsigned long long)e->size, id, path);
@@ -159,21 +159,21 @@ static int snap_show(struct cli *cli, int argc, char **argv)
 		       true, false, false, &fl, 1);
 	if (rc >= 0)
 		return rc;
-	uint8_t id[1][32];
+	struct al_oid id[1];
 	struct al_store *st = NULL;
 	if ((rc = ids_and_store(cli, argv, 1, id, &st)))
 		return rc;
 	struct al_error err = { 0 };
 	struct show_ctx s = { cli, al_store_cas(st), true };
 	/* check existence first so --json errors are not mixed into output */
-	int r = al_manifest_stat(s.cas, id[0], NULL, NULL, &err);
+	int r = al_manifest_stat(s.cas, &id[0], NULL, NULL, &err);
 	if (r == 0) {
 		if (cli->json) {
-			char ids[AL_ID_STRLEN + 1];
-			al_id_fmt(id[0], ids);
+			char ids[AL_OID_STRLEN + 1];
+			al_oid_fmt(&id[0], ids);
 			printf("{\"id\":\"%s\",\"entries\":[", ids);
 		}
-		r = al_manifest_walk(s.cas, id[0], show_one, &s, &err);
+		r = al_manifest_walk(s.cas, &id[0], show_one, &s, &err);
 		if (cli->json)
 			printf("]}\n");
 	}
@@ -194,18 +194,18 @@ static int snap_export(struct cli *cli, int argc, char **argv)
 		       false, true, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
-	uint8_t id[1][32];
+	struct al_oid id[1];
 	struct al_store *st = NULL;
 	if ((rc = ids_and_store(cli, argv, 1, id, &st)))
 		return rc;
 	struct al_error err = { 0 };
 	uint64_t total = 0;
-	int r = al_manifest_stat(al_store_cas(st), id[0], &total, NULL, &err);
+	int r = al_manifest_stat(al_store_cas(st), &id[0], &total, NULL, &err);
 	if (r == 0) {
 		struct cli_progress prog;
 		cli_progress_init(&prog, "export", total);
 		struct al_export_opts opts = { .force = fl.force, .progress = cli_progress_cb, .progress_ctx = &prog };
-		r = al_manifest_export(al_store_cas(st), id[0], argv[optind + 1], &opts, &err);
+		r = al_manifest_export(al_store_cas(st), &id[0], argv[optind + 1], &opts, &err);
 		cli_progress_done(&prog);
 	}
 	al_store_close(st);
@@ -255,11 +255,11 @@ static int snap_diff(struct cli *cli, int argc, char **argv)
 		       true, false, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
-	uint8_t ab[2][32];
+	struct al_oid ab[2];
 	struct al_store *st = NULL;
 	if ((rc = ids_and_store(cli, argv, 2, ab, &st)))
 		return rc;
-	uint8_t *a = ab[0], *b = ab[1];
+	const struct al_oid *a = &ab[0], *b = &ab[1];
 	struct al_error err = { 0 };
 	struct diff_ctx d = { cli, al_store_cas(st), true, 0 };
 	int r = al_manifest_stat(d.cas, a, NULL, NULL, &err);
@@ -267,9 +267,9 @@ static int snap_diff(struct cli *cli, int argc, char **argv)
 		r = al_manifest_stat(d.cas, b, NULL, NULL, &err);
 	if (r == 0) {
 		if (cli->json) {
-			char ia[AL_ID_STRLEN + 1], ib[AL_ID_STRLEN + 1];
-			al_id_fmt(a, ia);
-			al_id_fmt(b, ib);
+			char ia[AL_OID_STRLEN + 1], ib[AL_OID_STRLEN + 1];
+			al_oid_fmt(a, ia);
+			al_oid_fmt(b, ib);
 			printf("{\"a\":\"%s\",\"b\":\"%s\",\"changes\":[", ia, ib);
 		}
 		r = al_manifest_diff(d.cas, a, b, diff_one, &d, &err);
@@ -290,8 +290,8 @@ static int list_one(void *ctx, const struct al_snapshot_info *info, struct al_er
 {
 	(void)err;
 	struct list_ctx *l = ctx;
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(info->id, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(&info->id, id);
 	if (!l->arr) {
 		printf("%s %llu files %llu bytes %s\n", id, (unsigned long long)info->files,
 		       (unsigned long long)info->bytes, info->source ? info->source : "-");
@@ -344,13 +344,13 @@ static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 		       true, false, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
-	uint8_t base[1][32], out[32];
+	struct al_oid base[1], out;
 	struct al_store *st = NULL;
 	if ((rc = ids_and_store(cli, argv, 1, base, &st)))
 		return rc;
 	struct al_error err = { 0 };
 	struct al_overlay_report rep;
-	int r = al_overlay_apply(st, base[0], argv[optind + 1], out, &rep, &err);
+	int r = al_overlay_apply(st, &base[0], argv[optind + 1], &out, &rep, &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
@@ -361,12 +361,12 @@ static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:o}", "set", (json_int_t)rep.set, "deleted", (json_int_t)rep.deleted,
 				      "unchanged_copyups", (json_int_t)rep.unchanged_copyups, "neutralised",
 				      (json_int_t)rep.neutralised, "notes", notes);
-		json_object_set_new(o, "id", view_id(out));
+		json_object_set_new(o, "id", view_id(&out));
 		al_overlay_report_release(&rep);
 		return cli_json_print(o);
 	}
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(out, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(&out, id);
 	printf("%s\n", id);
 	for (size_t i = 0; i < rep.nnotes; i++)
 		fprintf(stderr, "%s: %s\n", cli->prog, rep.notes[i]);

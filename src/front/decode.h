@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "airlock/run.h"
+#include "airlock/volume.h"
 
 #define DECODE_ARGS_MAX 4096
 #define DECODE_PATHS_MAX 10000
@@ -25,7 +26,8 @@ int decode_run(json_t *body, struct run_request *out, struct al_error *err);
 void run_request_release(struct run_request *r);
 
 struct apply_request {
-	int mode, strategy;
+	enum al_apply_mode mode;
+	enum al_strategy strategy;
 	const char **paths;             /* owned array, borrowed strings */
 	size_t npaths;
 	const char *message;

@@ -34,8 +34,8 @@ const char *ops_init_path(char *buf, size_t n)
 
 int ops_default_image(struct al_store *st, struct al_error *err)
 {
-	uint8_t id[32];
-	int r = al_image_resolve(st, OPS_DEFAULT_IMAGE, id, err);
+	struct al_oid id;
+	int r = al_image_resolve(st, OPS_DEFAULT_IMAGE, &id, err);
 	if (r != AL_ENOTFOUND)
 		return r;
 	char dir[4200];
@@ -52,31 +52,31 @@ int ops_default_image(struct al_store *st, struct al_error *err)
 	return al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err);
 }
 
-int ops_bundle_commit(struct al_store *st, const char *project, int fd, const uint8_t base[32],
-		      const struct al_commit_opts *opts, struct al_commit_result *res, uint8_t bundle_id[32],
+int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,
+		      const struct al_commit_opts *opts, struct al_commit_result *res, struct al_oid *bundle_id,
 		      struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(st);
 	struct al_bundle bd = { 0 };
 	struct al_project_info p;
-	uint8_t snap[32];
+	struct al_oid snap;
 	int r = al_project_get(st, project, &p, err);
 	if (r == 0 && (r = al_manifest_stat(cas, base, NULL, NULL, err)) == 0 && (r = al_cas_begin(cas, err)) == 0) {
 		/* everything verified and the tree built before one byte is kept */
 		r = al_bundle_read_fd(cas, fd, &bd, err);
 		if (r == 0)
-			r = al_bundle_apply_tree(cas, &bd, base, snap, err);
+			r = al_bundle_apply_tree(cas, &bd, base, &snap, err);
 		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 	}
 	if (r == 0) {
-		memcpy(bundle_id, bd.id, 32);
+		*bundle_id = bd.id;
 		char message[128], bid[80];
-		al_id_fmt(bd.id, bid);
+		al_oid_fmt(&bd.id, bid);
 		snprintf(message, sizeof(message), "bundle %s", bid);
 		struct al_commit_opts o = *opts;
 		if (!o.message || !*o.message)
 			o.message = message;
-		r = al_project_commit(st, project, base, snap, &o, res, err);
+		r = al_project_commit(st, project, base, &snap, &o, res, err);
 	}
 	al_bundle_release(&bd);
 	return r;

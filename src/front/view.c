@@ -15,10 +15,10 @@
 #include "airlock/util.h"
 #include "view.h"
 
-json_t *view_id(const uint8_t id[32])
+json_t *view_id(const struct al_oid *id)
 {
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(id, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, s);
 	return json_string(s);
 }
 
@@ -35,13 +35,12 @@ json_t *view_entry(const struct al_entry *e, const char *target)
 {
 	if (!e)
 		return json_null();
-	static const uint8_t zero[32];
 	char mode[8];
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
 	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
 			      (json_int_t)e->size);
-	if (memcmp(e->digest, zero, 32) != 0) /* a bundle's directories carry none */
-		json_object_set_new(o, "sha256", view_id(e->digest));
+	if (!al_oid_is_zero(&e->digest)) /* a bundle's directories carry none */
+		json_object_set_new(o, "sha256", view_id(&e->digest));
 	if (target)
 		json_object_set_new(o, "target", view_bytes(target, strlen(target)));
 	return o;
@@ -66,7 +65,7 @@ json_t *view_commit_result(const struct al_commit_result *res)
 	json_t *o = json_pack("{s:I,s:b}", "seq", (json_int_t)res->seq, "rebased", res->rebased);
 	if (res->seq == 0) /* nothing was committed (reject_all): a commit's seq starts at 1 */
 		json_object_set_new(o, "seq", json_null());
-	json_object_set_new(o, "head", view_id(res->head));
+	json_object_set_new(o, "head", view_id(&res->head));
 	json_object_set_new(o, "conflicts", view_conflicts(res->conflicts, res->nconflicts));
 	return o;
 }
@@ -75,7 +74,7 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 {
 	json_t *e = json_pack("{s:s,s:s}", "code", al_code_name(err->code), "message", err->msg);
 	if (conflict && err->code == AL_ECONFLICT) {
-		json_object_set_new(e, "head", view_id(conflict->head));
+		json_object_set_new(e, "head", view_id(&conflict->head));
 		json_t *paths = json_array();
 		for (size_t i = 0; i < conflict->nconflicts; i++)
 			json_array_append_new(paths, json_string(conflict->conflicts[i].path));
@@ -101,7 +100,7 @@ json_t *view_image_import(const struct al_import_result *res, const char *name)
 {
 	json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res->files, "bytes", (json_int_t)res->bytes,
 			      "skipped", (json_int_t)res->skipped);
-	json_object_set_new(o, "id", view_id(res->id));
+	json_object_set_new(o, "id", view_id(&res->id));
 	json_object_set_new(o, "name", name ? json_string(name) : json_null());
 	return o;
 }
@@ -110,7 +109,7 @@ json_t *view_project(const struct al_project_info *p)
 {
 	json_t *o = json_pack("{s:s,s:I,s:I}", "name", p->name, "commits", (json_int_t)p->commits, "created",
 			      (json_int_t)p->created);
-	json_object_set_new(o, "head", view_id(p->head));
+	json_object_set_new(o, "head", view_id(&p->head));
 	return o;
 }
 
@@ -212,8 +211,8 @@ static int outcome_one(void *ctx, const char *path, const char *outcome, struct 
 json_t *view_draft(struct al_store *st, const struct al_draft_info *d)
 {
 	json_t *o = json_pack("{s:s,s:s}", "id", d->id, "state", d->state);
-	json_object_set_new(o, "base", view_id(d->base));
-	json_object_set_new(o, "head", view_id(d->head));
+	json_object_set_new(o, "base", view_id(&d->base));
+	json_object_set_new(o, "head", view_id(&d->head));
 	json_object_set_new(o, "created", json_integer(d->created));
 	json_object_set_new(o, "project", json_string(d->project));
 	json_object_set_new(o, "group", json_string(d->group));
@@ -257,9 +256,9 @@ static int log_one(void *ctx, const struct al_commit_info *c, struct al_error *e
 	(void)err;
 	json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:I}", "seq", (json_int_t)c->seq, "kind", c->kind, "strategy",
 			      c->strategy, "author", c->author, "message", c->message, "time", (json_int_t)c->time);
-	json_object_set_new(o, "result", view_id(c->result));
-	json_object_set_new(o, "base", view_id(c->base));
-	json_object_set_new(o, "parent", view_id(c->parent));
+	json_object_set_new(o, "result", view_id(&c->result));
+	json_object_set_new(o, "base", view_id(&c->base));
+	json_object_set_new(o, "parent", view_id(&c->parent));
 	json_object_set_new(o, "draft", c->draft ? json_string(c->draft) : json_null());
 	json_object_set_new(o, "conflicts", view_conflicts(c->conflicts, c->nconflicts));
 	json_array_append_new(ctx, o);
@@ -294,7 +293,7 @@ static int image_one(void *ctx, const struct al_image_info *im, struct al_error 
 {
 	(void)err;
 	json_t *o = json_pack("{s:I}", "created", (json_int_t)im->created);
-	json_object_set_new(o, "id", view_id(im->id));
+	json_object_set_new(o, "id", view_id(&im->id));
 	json_object_set_new(o, "name", im->name[0] ? json_string(im->name) : json_null());
 	json_object_set_new(o, "source", im->source ? view_bytes(im->source, strlen(im->source)) : json_null());
 	json_array_append_new(ctx, o);
@@ -322,7 +321,7 @@ int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_e
 
 /* The first max bytes of an object (the rest read through, so the digest
  * is checked either way); *more if there were more. */
-static int read_prefix(struct al_cas *cas, const uint8_t id[32], size_t max, uint8_t **out, size_t *len, bool *more,
+static int read_prefix(struct al_cas *cas, const struct al_oid *id, size_t max, uint8_t **out, size_t *len, bool *more,
 		       struct al_error *err)
 {
 	struct al_cas_reader *r = NULL;
@@ -363,14 +362,15 @@ int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al
 	static const char *const streams[] = { "stdout", "stderr" };
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
-		uint8_t id[32], *data = NULL;
+		struct al_oid id;
+		uint8_t *data = NULL;
 		size_t len = 0;
 		bool more = false;
 		if (!json_is_object(s))
 			continue; /* a run that failed before it produced output */
-		int r = al_id_parse(json_string_value(json_object_get(s, "blob")), id, err);
+		int r = al_oid_parse(json_string_value(json_object_get(s, "blob")), &id, err);
 		if (r == 0)
-			r = read_prefix(al_store_cas(st), id, text_max, &data, &len, &more, err);
+			r = read_prefix(al_store_cas(st), &id, text_max, &data, &len, &more, err);
 		if (r < 0)
 			return r;
 		json_object_set_new(s, "text", view_bytes((const char *)data, len));
@@ -519,7 +519,7 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 	run_marks(st, d.run, o, &disk);
 	struct review_ctx c = { .stat = stat, .files = json_array(), .outcomes = outcomes,
 				.truncated = json_object_get(disk, "truncated") };
-	r = al_review(al_store_cas(st), d.base, d.head, !stat, review_one, &c, err);
+	r = al_review(al_store_cas(st), &d.base, &d.head, !stat, review_one, &c, err);
 	json_decref(outcomes);
 	if (r < 0) {
 		json_decref(c.files);
@@ -529,8 +529,8 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 	json_object_set_new(o, "files", c.files);
 	json_object_set_new(o, "applied", json_integer((json_int_t)d.applied));
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d.discarded));
-	json_object_set_new(o, "base", view_id(d.base));
-	json_object_set_new(o, "head", view_id(d.head));
+	json_object_set_new(o, "base", view_id(&d.base));
+	json_object_set_new(o, "head", view_id(&d.head));
 	json_object_set_new(o, "stat", json_pack("{s:i,s:i,s:i}", "files", c.nfiles, "additions", c.adds, "deletions", c.dels));
 	*out = o;
 	return 0;
@@ -553,7 +553,7 @@ int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *ar
 
 struct show_ctx {
 	json_t *entry;
-	uint8_t leaf[32];
+	uint8_t leaf[AL_DIGEST_LEN];
 };
 
 static int keep_entry(void *ctx, const struct al_ledger_entry *e, struct al_error *err)
@@ -580,12 +580,12 @@ static int count_change(void *ctx, const struct al_change *c, struct al_error *e
 	return 0;
 }
 
-json_t *view_proof(uint8_t (*p)[32], size_t n)
+json_t *view_proof(uint8_t (*p)[AL_DIGEST_LEN], size_t n)
 {
 	json_t *a = json_array();
 	char hex[65];
 	for (size_t i = 0; i < n; i++) {
-		al_hex(p[i], 32, hex);
+		al_hex(p[i], AL_DIGEST_LEN, hex);
 		json_array_append_new(a, json_string(hex));
 	}
 	return a;
@@ -594,9 +594,9 @@ json_t *view_proof(uint8_t (*p)[32], size_t n)
 /* An entry and its inclusion proof in the latest checkpoint, checked. */
 struct inclusion {
 	json_t *entry;
-	uint8_t leaf[32];
+	uint8_t leaf[AL_DIGEST_LEN];
 	struct al_checkpoint cp;
-	uint8_t (*proof)[32];
+	uint8_t (*proof)[AL_DIGEST_LEN];
 	size_t n;
 	bool valid;
 	char leaf_hex[65], root_hex[65];
@@ -614,17 +614,17 @@ static int inclusion(struct al_store *st, uint64_t seq, struct inclusion *in, st
 	struct show_ctx s = { 0 };
 	int r = al_ledger_get(st, seq, keep_entry, &s, err);
 	in->entry = s.entry;
-	memcpy(in->leaf, s.leaf, 32);
+	memcpy(in->leaf, s.leaf, AL_DIGEST_LEN);
 	if (r == 0)
 		r = al_ledger_checkpoint(st, &in->cp, err);
 	if (r == 0)
 		r = al_ledger_inclusion(st, seq, in->cp.size, &in->proof, &in->n, err);
 	if (r < 0)
 		return r;
-	in->valid = al_merkle_verify_inclusion(seq, in->cp.size, in->leaf, (const uint8_t(*)[32])in->proof, in->n,
+	in->valid = al_merkle_verify_inclusion(seq, in->cp.size, in->leaf, (const uint8_t(*)[AL_DIGEST_LEN])in->proof, in->n,
 					       in->cp.root);
-	al_hex(in->leaf, 32, in->leaf_hex);
-	al_hex(in->cp.root, 32, in->root_hex);
+	al_hex(in->leaf, AL_DIGEST_LEN, in->leaf_hex);
+	al_hex(in->cp.root, AL_DIGEST_LEN, in->root_hex);
 	return 0;
 }
 
@@ -653,10 +653,10 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 		json_t *data = json_object_get(in.entry, "data");
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));
-		uint8_t a[32], b[32];
-		if (parent && result && al_id_parse(parent, a, NULL) == 0 && al_id_parse(result, b, NULL) == 0) {
+		struct al_oid a, b;
+		if (parent && result && al_oid_parse(parent, &a, NULL) == 0 && al_oid_parse(result, &b, NULL) == 0) {
 			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0, "deleted", 0, "paths");
-			if (al_manifest_diff(al_store_cas(st), a, b, count_change, delta, NULL) == 0)
+			if (al_manifest_diff(al_store_cas(st), &a, &b, count_change, delta, NULL) == 0)
 				json_object_set_new(o, "delta", delta);
 			else
 				json_decref(delta);
@@ -668,11 +668,12 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 		{
 			const char *name = json_string_value(json_object_get(c, "name"));
 			const char *id = json_string_value(json_object_get(c, "sha256"));
-			uint8_t d[32], *bytes = NULL;
+			struct al_oid d;
+			uint8_t *bytes = NULL;
 			size_t len = 0;
 			bool more = false;
-			if (name && id && al_id_parse(id, d, NULL) == 0 &&
-			    read_prefix(al_store_cas(st), d, VIEW_TEXT_MAX, &bytes, &len, &more, NULL) == 0 && !more)
+			if (name && id && al_oid_parse(id, &d, NULL) == 0 &&
+			    read_prefix(al_store_cas(st), &d, VIEW_TEXT_MAX, &bytes, &len, &more, NULL) == 0 && !more)
 				json_object_set_new(texts, name, view_bytes((char *)bytes, len));
 			free(bytes);
 		}
@@ -692,7 +693,7 @@ int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err)
 		return r;
 	char line[400], root[65], sig[129];
 	al_checkpoint_format(&cp, line, sizeof(line));
-	al_hex(cp.root, 32, root);
+	al_hex(cp.root, AL_DIGEST_LEN, root);
 	al_hex(cp.sig, 64, sig);
 	*out = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size", (json_int_t)cp.size, "root", root,
 			 "time", (json_int_t)cp.time, "signature", sig, "line", line);

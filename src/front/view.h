@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "airlock/error.h"
+#include "airlock/oid.h"
 
 struct al_store;
 struct al_entry;
@@ -18,7 +19,7 @@ struct al_project_info;
 struct al_draft_info;
 struct al_ledger_query;
 
-json_t *view_id(const uint8_t id[32]);
+json_t *view_id(const struct al_oid *id);
 /* A JSON string from bytes that may not be UTF-8 (escaped as in messages). */
 json_t *view_bytes(const char *s, size_t n);
 /* {type, mode, size[, sha256][, target]}; NULL -> null */
@@ -66,7 +67,7 @@ int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
  * {entry (seq), size, leaf, root, proof, valid} (airlock audit prove). */
 int view_inclusion(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 /* A Merkle proof as an array of hex hashes. */
-json_t *view_proof(uint8_t (*p)[32], size_t n);
+json_t *view_proof(uint8_t (*p)[AL_DIGEST_LEN], size_t n);
 
 /* A run record (parsed) with stdout.text and stderr.text added. */
 int view_run_output(struct al_store *st, json_t *rec, size_t text_max, struct al_error *err);

@@ -314,11 +314,15 @@ int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *pri
 		     grant_row, &c, err);
 }
 
+/* a token is TOKEN_SECRET_LEN random bytes; its public id TOKEN_ID_LEN more */
+#define TOKEN_SECRET_LEN 32
+#define TOKEN_ID_LEN 7
+
 static void token_hash(const char *token, char hex[65])
 {
-	uint8_t d[32];
+	uint8_t d[AL_DIGEST_LEN];
 	al_sha256(token, strlen(token), d);
-	al_hex(d, 32, hex);
+	al_hex(d, sizeof(d), hex);
 }
 
 struct token_act {
@@ -350,12 +354,12 @@ int al_auth_token_create(struct al_auth *a, const char *tenant, const char *prin
 		return r;
 	if (ttl_s < 0 || ttl_s > 100LL * 365 * 86400)
 		return al_fail(err, AL_EINVAL, 0, "token lifetime out of range");
-	uint8_t rnd[32 + 7];
+	uint8_t rnd[TOKEN_SECRET_LEN + TOKEN_ID_LEN];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return al_fail(err, AL_EIO, errno, "token: getrandom");
 	char hex[65], idhex[15], hash[65];
-	al_hex(rnd, 32, hex);
-	al_hex(rnd + 32, 7, idhex);
+	al_hex(rnd, TOKEN_SECRET_LEN, hex);
+	al_hex(rnd + TOKEN_SECRET_LEN, TOKEN_ID_LEN, idhex);
 	snprintf(token, AL_TOKEN_LEN + 1, "alk_%s", hex);
 	OPENSSL_cleanse(rnd, sizeof(rnd));
 	OPENSSL_cleanse(hex, sizeof(hex));

@@ -35,7 +35,7 @@ static bool is_loose(int enc) { return enc == ENC_LOOSE || enc == ENC_LOOSE_RAW;
 
 struct pending {
 	char tmp[32];
-	uint8_t digest[AL_DIGEST_LEN];
+	struct al_oid digest;
 };
 
 struct al_cas {
@@ -278,10 +278,10 @@ static int fsync_named(int dirfd, const char *name, struct al_error *err)
 	return 0;
 }
 
-static void loose_name(const uint8_t d[AL_DIGEST_LEN], char sub[3], char file[63])
+static void loose_name(const struct al_oid *d, char sub[3], char file[63])
 {
 	char hex[65];
-	al_hex(d, AL_DIGEST_LEN, hex);
+	al_hex(d->b, AL_OID_LEN, hex);
 	memcpy(sub, hex, 2);
 	sub[2] = 0;
 	memcpy(file, hex + 2, 63);
@@ -298,7 +298,7 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 		if ((r = fsync_named(c->batchfd, p->tmp, err)) < 0)
 			goto fail;
 		char sub[3], file[63];
-		loose_name(p->digest, sub, file);
+		loose_name(&p->digest, sub, file);
 		if (mkdirat(c->objfd, sub, 0700) == 0)
 			newsub = true;
 		else if (errno != EEXIST) {
@@ -310,7 +310,7 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 			r = al_fail(err, AL_EIO, errno, "cas: publish object");
 			goto fail;
 		}
-		touched[p->digest[0]] = true;
+		touched[p->digest.b[0]] = true;
 	}
 	for (int i = 0; i < 256; i++) {
 		if (!touched[i])
@@ -342,10 +342,10 @@ void al_cas_abort(struct al_cas *c)
 	remove_batch_dir(c);
 }
 
-int al_cas_has(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], struct al_error *err)
+int al_cas_has(struct al_cas *c, const struct al_oid *d, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_has;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW)
@@ -355,11 +355,11 @@ int al_cas_has(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], struct al_error
 	return al_fail(err, AL_EIO, 0, "cas: lookup: %s", sqlite3_errmsg(c->db));
 }
 
-static int insert_row(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t size, int enc,
+static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
 		      const void *data, size_t dlen, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_put;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
 	sqlite3_bind_int(st, 3, enc);
 	if (data)
@@ -375,7 +375,7 @@ static int insert_row(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t
 	return 0;
 }
 
-static int add_pending(struct al_cas *c, const char *tmp, const uint8_t d[AL_DIGEST_LEN],
+static int add_pending(struct al_cas *c, const char *tmp, const struct al_oid *d,
 		       struct al_error *err)
 {
 	if (c->npend == c->cappend) {
@@ -388,11 +388,11 @@ static int add_pending(struct al_cas *c, const char *tmp, const uint8_t d[AL_DIG
 	}
 	struct pending *p = &c->pend[c->npend++];
 	snprintf(p->tmp, sizeof(p->tmp), "%s", tmp);
-	memcpy(p->digest, d, AL_DIGEST_LEN);
+	p->digest = *d;
 	return 0;
 }
 
-static int put_packed(struct al_cas *c, const void *data, size_t len, const uint8_t d[AL_DIGEST_LEN],
+static int put_packed(struct al_cas *c, const void *data, size_t len, const struct al_oid *d,
 		      struct al_error *err)
 {
 	size_t bound = ZSTD_compressBound(len);
@@ -463,7 +463,7 @@ static int loose_feed(struct al_cas *c, struct loose_writer *w, const void *p, s
 	}
 }
 
-static int loose_finish(struct al_cas *c, struct loose_writer *w, const uint8_t d[AL_DIGEST_LEN],
+static int loose_finish(struct al_cas *c, struct loose_writer *w, const struct al_oid *d,
 			uint64_t size, struct al_error *err)
 {
 	/* start writeback now so the fsync at commit has little left to do */
@@ -500,7 +500,7 @@ int al_cas_prepare(void **ctx, const void *data, size_t len, struct al_cas_prep 
 		return al_fail(err, AL_EUSAGE, 0, "cas: prepare is for small objects");
 	if (!*ctx && !(*ctx = ZSTD_createCCtx()))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
-	al_sha256(data, len, out->digest);
+	al_sha256(data, len, out->digest.b);
 	out->size = len;
 	size_t bound = ZSTD_compressBound(len);
 	out->data = malloc(bound ? bound : 1);
@@ -534,18 +534,18 @@ int al_cas_put_prepared(struct al_cas *c, const struct al_cas_prep *p, struct al
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
-	int has = al_cas_has(c, p->digest, err);
+	int has = al_cas_has(c, &p->digest, err);
 	if (has != 0)
 		return has < 0 ? has : 0;
-	return insert_row(c, p->digest, p->size, p->enc, p->data, p->len, err);
+	return insert_row(c, &p->digest, p->size, p->enc, p->data, p->len, err);
 }
 
-int al_cas_put(struct al_cas *c, const void *data, size_t len, uint8_t d[AL_DIGEST_LEN],
+int al_cas_put(struct al_cas *c, const void *data, size_t len, struct al_oid *d,
 	       struct al_error *err)
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
-	al_sha256(data, len, d);
+	al_sha256(data, len, d->b);
 	int has = al_cas_has(c, d, err);
 	if (has != 0)
 		return has < 0 ? has : 0;
@@ -561,7 +561,7 @@ int al_cas_put(struct al_cas *c, const void *data, size_t len, uint8_t d[AL_DIGE
 	return r;
 }
 
-int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, uint8_t d[AL_DIGEST_LEN],
+int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, struct al_oid *d,
 		  struct al_error *err)
 {
 	if (!c->in_batch)
@@ -597,7 +597,7 @@ int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, uint8_t d[AL_DIGEST_L
 		if (n == 0)
 			break;
 	}
-	al_sha_final(c->sha, d);
+	al_sha_final(c->sha, d->b);
 	if (r == 0 && total != size)
 		r = al_fail(err, AL_EINVAL, 0, "file changed while being read");
 	if (r == 0)
@@ -606,15 +606,15 @@ int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, uint8_t d[AL_DIGEST_L
 	return r;
 }
 
-static int corrupt(struct al_error *err, const uint8_t d[AL_DIGEST_LEN], const char *why)
+static int corrupt(struct al_error *err, const struct al_oid *d, const char *why)
 {
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(d, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(d, id);
 	return al_fail(err, AL_ECORRUPT, 0, "object %s is corrupt: %s", id, why);
 }
 
 /* Stream a loose object's decompressed bytes to sink, verifying. */
-static int stream_loose(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t size, bool raw,
+static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size, bool raw,
 			al_cas_sink sink, void *ctx, struct al_error *err)
 {
 	char sub[3], file[63], path[67];
@@ -682,27 +682,27 @@ static int stream_loose(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64
 			}
 		}
 	}
-	uint8_t got[AL_DIGEST_LEN];
-	al_sha_final(sha, got);
+	struct al_oid got;
+	al_sha_final(sha, got.b);
 	if (last != 0 || total != size)
 		return corrupt(err, d, "truncated");
-	if (memcmp(got, d, AL_DIGEST_LEN) != 0)
+	if (!al_oid_eq(&got, d))
 		return corrupt(err, d, "digest mismatch");
 	return 0;
 }
 
 /* Look up a row; on success enc and size are set and, for packed objects, the
  * statement is left on the row (caller resets). */
-static int lookup(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], int *enc, uint64_t *size,
+static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
 		  struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_get;
-	sqlite3_bind_blob(st, 1, d, AL_DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		sqlite3_reset(st);
-		char id[AL_ID_STRLEN + 1];
-		al_id_fmt(d, id);
+		char id[AL_OID_STRLEN + 1];
+		al_oid_fmt(d, id);
 		return al_fail(err, AL_ENOTFOUND, 0, "object %s not found", id);
 	}
 	if (rc != SQLITE_ROW) {
@@ -714,7 +714,7 @@ static int lookup(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], int *enc, ui
 	return 0;
 }
 
-static int decode_packed(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], int enc, uint64_t size,
+static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
 			 uint8_t **out, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_get;
@@ -740,9 +740,9 @@ static int decode_packed(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], int e
 		r = corrupt(err, d, "unknown encoding");
 	}
 	if (r == 0) {
-		uint8_t got[AL_DIGEST_LEN];
-		al_sha256(buf, (size_t)size, got);
-		if (memcmp(got, d, AL_DIGEST_LEN) != 0)
+		struct al_oid got;
+		al_sha256(buf, (size_t)size, got.b);
+		if (!al_oid_eq(&got, d))
 			r = corrupt(err, d, "digest mismatch");
 	}
 	if (r < 0) {
@@ -760,7 +760,7 @@ static int append_sink(void *ctx, const void *p, size_t n, struct al_error *err)
 	return 0;
 }
 
-int al_cas_get(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint8_t **out, size_t *len,
+int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len,
 	       struct al_error *err)
 {
 	int enc;
@@ -792,7 +792,7 @@ int al_cas_get(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint8_t **out, 
 	return 0;
 }
 
-int al_cas_stream(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], al_cas_sink sink, void *ctx,
+int al_cas_stream(struct al_cas *c, const struct al_oid *d, al_cas_sink sink, void *ctx,
 		  struct al_error *err)
 {
 	int enc;
@@ -817,7 +817,7 @@ int al_cas_stream(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], al_cas_sink 
 #define READER_IN (32u * 1024)
 
 struct al_cas_reader {
-	uint8_t digest[AL_DIGEST_LEN];
+	struct al_oid digest;
 	uint64_t size, pos;
 	bool raw, verified;
 	uint8_t *packed;          /* a packed object, decoded and verified at open */
@@ -848,7 +848,7 @@ uint64_t al_cas_reader_size(const struct al_cas_reader *r)
 	return r->size;
 }
 
-int al_cas_reader_open(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], struct al_cas_reader **out,
+int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_reader **out,
 		       struct al_error *err)
 {
 	*out = NULL;
@@ -864,7 +864,7 @@ int al_cas_reader_open(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], struct 
 	}
 	r->fd = -1;
 	r->size = size;
-	memcpy(r->digest, d, AL_DIGEST_LEN);
+	r->digest = *d;
 	if (!is_loose(enc)) {
 		rc = decode_packed(c, d, enc, size, &r->packed, err);
 		sqlite3_reset(c->st_get);
@@ -944,7 +944,7 @@ static int64_t reader_produce(struct al_cas_reader *r, uint8_t *buf, size_t n, s
 		ZSTD_outBuffer ob = { buf + got, n - got, 0 };
 		r->zlast = ZSTD_decompressStream(r->dctx, &ob, &r->zin);
 		if (ZSTD_isError(r->zlast))
-			return corrupt(err, r->digest, ZSTD_getErrorName(r->zlast));
+			return corrupt(err, &r->digest, ZSTD_getErrorName(r->zlast));
 		got += ob.pos;
 		if (got && r->zin.pos == r->zin.size && ob.pos < ob.size)
 			break; /* deliver what there is before blocking on more input */
@@ -961,14 +961,14 @@ static int reader_verify(struct al_cas_reader *r, struct al_error *err)
 	int64_t n = reader_produce(r, extra, sizeof(extra), err);
 	if (n < 0)
 		return (int)n;
-	uint8_t got[AL_DIGEST_LEN];
-	al_sha_final(r->sha, got);
+	struct al_oid got;
+	al_sha_final(r->sha, got.b);
 	if (n > 0)
-		return corrupt(err, r->digest, "longer than recorded");
+		return corrupt(err, &r->digest, "longer than recorded");
 	if (!r->raw && r->zlast != 0)
-		return corrupt(err, r->digest, "truncated");
-	if (memcmp(got, r->digest, AL_DIGEST_LEN) != 0)
-		return corrupt(err, r->digest, "digest mismatch");
+		return corrupt(err, &r->digest, "truncated");
+	if (!al_oid_eq(&got, &r->digest))
+		return corrupt(err, &r->digest, "digest mismatch");
 	r->verified = true;
 	return 0;
 }
@@ -989,7 +989,7 @@ int64_t al_cas_reader_read(struct al_cas_reader *r, void *buf, size_t n, struct 
 	if (got < 0)
 		return got;
 	if (got == 0)
-		return corrupt(err, r->digest, "truncated");
+		return corrupt(err, &r->digest, "truncated");
 	al_sha_update(r->sha, buf, (size_t)got);
 	r->pos += (uint64_t)got;
 	if (r->pos == r->size) {
@@ -1018,7 +1018,7 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 	return 0;
 }
 
-int al_cas_size(struct al_cas *c, const uint8_t d[AL_DIGEST_LEN], uint64_t *size, struct al_error *err)
+int al_cas_size(struct al_cas *c, const struct al_oid *d, uint64_t *size, struct al_error *err)
 {
 	int enc;
 	int r = lookup(c, d, &enc, size, err);
@@ -1036,35 +1036,35 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 		return r;
 	int nbad = 0, rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint8_t d[AL_DIGEST_LEN] = { 0 };
-		if (sqlite3_column_bytes(st, 0) != AL_DIGEST_LEN) {
+		struct al_oid d = { 0 };
+		if (sqlite3_column_bytes(st, 0) != AL_OID_LEN) {
 			nbad++;
 			if (bad)
-				bad(ctx, d, "malformed object id in index");
+				bad(ctx, &d, "malformed object id in index");
 			continue;
 		}
-		memcpy(d, sqlite3_column_blob(st, 0), AL_DIGEST_LEN);
+		memcpy(d.b, sqlite3_column_blob(st, 0), AL_OID_LEN);
 		uint64_t size = (uint64_t)sqlite3_column_int64(st, 1);
 		int enc = sqlite3_column_int(st, 2);
 		struct al_error e = { 0 };
 		if (is_loose(enc)) {
 			s.loose++;
-			r = stream_loose(c, d, size, enc == ENC_LOOSE_RAW, NULL, NULL, &e);
+			r = stream_loose(c, &d, size, enc == ENC_LOOSE_RAW, NULL, NULL, &e);
 		} else {
 			s.packed++;
 			int enc2;
 			uint64_t size2;
 			_cleanup_free_ uint8_t *buf = NULL;
-			r = lookup(c, d, &enc2, &size2, &e);
+			r = lookup(c, &d, &enc2, &size2, &e);
 			if (r == 0)
-				r = decode_packed(c, d, enc2, size2, &buf, &e);
+				r = decode_packed(c, &d, enc2, size2, &buf, &e);
 			sqlite3_reset(c->st_get);
 		}
 		s.bytes += size;
 		if (r == AL_ECORRUPT || r == AL_ENOTFOUND) {
 			nbad++;
 			if (bad)
-				bad(ctx, d, e.msg);
+				bad(ctx, &d, e.msg);
 		} else if (r < 0) {
 			*err = e;
 			return r;
@@ -1086,15 +1086,15 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 			if (de->d_name[0] == '.')
 				continue;
 			char hex[65];
-			uint8_t d[AL_DIGEST_LEN];
+			struct al_oid d;
 			if (strlen(de->d_name) != 62) {
 				s.unreferenced_files++;
 				continue;
 			}
 			memcpy(hex, sub, 2);
 			memcpy(hex + 2, de->d_name, 63);
-			if ( al_unhex(hex, AL_DIGEST_LEN, d) < 0 ||
-			    al_cas_has(c, d, NULL) != 1)
+			if ( al_unhex(hex, AL_OID_LEN, d.b) < 0 ||
+			    al_cas_has(c, &d, NULL) != 1)
 				s.unreferenced_files++;
 		}
 		closedir(dir);
@@ -1104,7 +1104,7 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 	return nbad;
 }
 
-int al_cas_hash_fd(int fd, uint8_t d[AL_DIGEST_LEN], uint64_t *size_out, struct al_error *err)
+int al_cas_hash_fd(int fd, struct al_oid *d, uint64_t *size_out, struct al_error *err)
 {
 	_cleanup_sha_ struct al_sha *sha = al_sha_new();
 	_cleanup_free_ uint8_t *buf = malloc(IOBUF);
@@ -1124,7 +1124,7 @@ int al_cas_hash_fd(int fd, uint8_t d[AL_DIGEST_LEN], uint64_t *size_out, struct 
 		al_sha_update(sha, buf, (size_t)n);
 		total += (uint64_t)n;
 	}
-	al_sha_final(sha, d);
+	al_sha_final(sha, d->b);
 	if (size_out)
 		*size_out = total;
 	return 0;
@@ -1175,7 +1175,7 @@ int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_err
 	return loose_feed(w->cas, &w->lw, p, n, false, err);
 }
 
-int al_cas_write_end(struct al_cas_writer *w, uint8_t d[AL_DIGEST_LEN], struct al_error *err)
+int al_cas_write_end(struct al_cas_writer *w, struct al_oid *d, struct al_error *err)
 {
 	int r = 0;
 	if (w->got != w->size)
@@ -1183,7 +1183,7 @@ int al_cas_write_end(struct al_cas_writer *w, uint8_t d[AL_DIGEST_LEN], struct a
 	else if (!w->loose)
 		r = al_cas_put(w->cas, w->small.p ? w->small.p : (const uint8_t *)"", w->small.len, d, err);
 	else if ((r = loose_feed(w->cas, &w->lw, "", 0, true, err)) == 0) {
-		al_sha_final(w->sha, d);
+		al_sha_final(w->sha, d->b);
 		r = loose_finish(w->cas, &w->lw, d, w->size, err);
 	}
 	if (r == 0)
@@ -1230,12 +1230,12 @@ int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, voi
 	sqlite3_bind_int64(st, 1, after_n);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 1) != AL_DIGEST_LEN)
+		if (sqlite3_column_bytes(st, 1) != AL_OID_LEN)
 			continue; /* fsck reports it */
 		struct al_cas__object o = { .n = sqlite3_column_int64(st, 0),
 					    .size = (uint64_t)sqlite3_column_int64(st, 2),
 					    .loose = is_loose(sqlite3_column_int(st, 3)) };
-		memcpy(o.id, sqlite3_column_blob(st, 1), AL_DIGEST_LEN);
+		memcpy(o.id.b, sqlite3_column_blob(st, 1), AL_OID_LEN);
 		if ((r = fn(ctx, &o, err)) != 0)
 			return r;
 	}
@@ -1271,12 +1271,12 @@ static int orphan_files(struct al_cas *c, bool unlink_them, struct al_cas__sweep
 			if (de->d_name[0] == '.')
 				continue;
 			char hex[65];
-			uint8_t d[AL_DIGEST_LEN];
+			struct al_oid d;
 			bool known = false;
 			if (strlen(de->d_name) == 62) {
 				memcpy(hex, sub, 2);
 				memcpy(hex + 2, de->d_name, 63);
-				known = al_unhex(hex, AL_DIGEST_LEN, d) == 0 && al_cas_has(c, d, NULL) == 1;
+				known = al_unhex(hex, AL_OID_LEN, d.b) == 0 && al_cas_has(c, &d, NULL) == 1;
 			}
 			if (known)
 				continue;
@@ -1301,14 +1301,14 @@ int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct
 	return orphan_files(c, false, s);
 }
 
-int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t n,
+int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
 		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err)
 {
 	struct al_cas__sweep_stats s = { 0 };
 	if (c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: sweep inside a batch");
-	_cleanup_free_ uint8_t(*loose)[AL_DIGEST_LEN] = n ? malloc(n * AL_DIGEST_LEN) : NULL;
+	_cleanup_free_ struct al_oid *loose = n ? malloc(n * sizeof(*loose)) : NULL;
 	if (n && !loose)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	size_t nloose = 0;
@@ -1319,13 +1319,13 @@ int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t 
 	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
 	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del, err);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		sqlite3_bind_blob(del, 1, ids[i], AL_DIGEST_LEN, SQLITE_STATIC);
+		sqlite3_bind_blob(del, 1, ids[i].b, AL_OID_LEN, SQLITE_STATIC);
 		int rc = sqlite3_step(del);
 		if (rc == SQLITE_ROW) {
 			s.objects++;
 			s.bytes += (uint64_t)sqlite3_column_int64(del, 0);
 			if (is_loose(sqlite3_column_int(del, 1)))
-				memcpy(loose[nloose++], ids[i], AL_DIGEST_LEN);
+				loose[nloose++] = ids[i];
 			rc = sqlite3_step(del);
 		}
 		if (rc != SQLITE_DONE)
@@ -1347,10 +1347,10 @@ int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[AL_DIGEST_LEN], size_t 
 	bool touched[256] = { 0 };
 	for (size_t i = 0; i < nloose; i++) {
 		char sub[3], file[63], path[67];
-		loose_name(loose[i], sub, file);
+		loose_name(&loose[i], sub, file);
 		snprintf(path, sizeof(path), "%s/%s", sub, file);
 		if (unlinkat(c->objfd, path, 0) == 0)
-			touched[loose[i][0]] = true;
+			touched[loose[i].b[0]] = true;
 	}
 	for (int i = 0; i < 256; i++)
 		if (touched[i]) {

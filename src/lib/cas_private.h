@@ -16,7 +16,7 @@
 
 struct al_cas__object {
 	int64_t n; /* insertion order: larger is newer */
-	uint8_t id[32];
+	struct al_oid id;
 	uint64_t size;
 	bool loose;
 };
@@ -35,7 +35,7 @@ int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct
  * it (the caller records the sweep); after the commit the loose files of
  * the deleted objects and every orphan file are removed.  The caller holds
  * AL_CAS_GC_LOCK exclusively. */
-int al_cas__sweep(struct al_cas *c, const uint8_t (*ids)[32], size_t n,
+int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
 		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err);
 

@@ -45,19 +45,19 @@ static json_t *entry_json(bool has, const struct al_entry *e)
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
 	json_t *o = json_pack("{s:s,s:s}", "type", al_entry_type_name(e->type), "mode", mode);
 	if (e->type != AL_T_DIR) {
-		char id[AL_ID_STRLEN + 1];
-		al_id_fmt(e->digest, id);
+		char id[AL_OID_STRLEN + 1];
+		al_oid_fmt(&e->digest, id);
 		json_object_set_new(o, "size", json_integer((json_int_t)e->size));
 		json_object_set_new(o, "sha256", json_string(id));
 	}
 	return o;
 }
 
-static char *index_dump(const uint8_t base[32], const uint8_t head[32], const struct al_changes *ch)
+static char *index_dump(const struct al_oid *base, const struct al_oid *head, const struct al_changes *ch)
 {
-	char b[AL_ID_STRLEN + 1], h[AL_ID_STRLEN + 1];
-	al_id_fmt(base, b);
-	al_id_fmt(head, h);
+	char b[AL_OID_STRLEN + 1], h[AL_OID_STRLEN + 1];
+	al_oid_fmt(base, b);
+	al_oid_fmt(head, h);
 	json_t *arr = json_array();
 	for (size_t i = 0; i < ch->n; i++) {
 		const struct al_change_rec *c = &ch->v[i];
@@ -116,7 +116,7 @@ static int parse_entry_side(json_t *o, bool *has, struct al_entry *e, const char
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: directory %s with content", path);
 		return 0;
 	}
-	if (!sha || size < 0 || al_id_parse(sha, e->digest, err) < 0)
+	if (!sha || size < 0 || al_oid_parse(sha, &e->digest, err) < 0)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: bad digest or size for %s", path);
 	e->size = (uint64_t)size;
 	if (e->type == AL_T_SYMLINK && (e->mode != 0777 || e->size == 0 || e->size > AL_SYMLINK_MAX))
@@ -190,7 +190,7 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 				      &version, "base", &base, "head", &head, "entries", &entries) < 0 ||
 		       strcmp(format, "airlock-bundle") != 0 || version != 1 || !json_is_array(entries)))
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: not an airlock bundle index (version 1)");
-	if (r == 0 && (al_id_parse(base, b->base, err) < 0 || al_id_parse(head, b->head, err) < 0))
+	if (r == 0 && (al_oid_parse(base, &b->base, err) < 0 || al_oid_parse(head, &b->head, err) < 0))
 		r = AL_EINVAL;
 	size_t n = r == 0 ? json_array_size(entries) : 0;
 	if (r == 0 && n > AL_BUNDLE_MAX_ENTRIES)
@@ -297,7 +297,7 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 		} else if (c->new.type == AL_T_SYMLINK) {
 			uint8_t *t = NULL;
 			size_t tl;
-			if ((r = al_cas_get(cas, c->new.digest, &t, &tl, err)) < 0)
+			if ((r = al_cas_get(cas, &c->new.digest, &t, &tl, err)) < 0)
 				return r;
 			e = member(name, AE_IFLNK, 0777, 0);
 			archive_entry_set_symlink(e, (char *)t);
@@ -307,7 +307,7 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 			e = member(name, AE_IFREG, c->new.mode, (int64_t)c->new.size);
 			written = al_archive_written_ok(a, archive_write_header(a, e));
 			if (written)
-				r = al_cas_stream(cas, c->new.digest, archive_sink, a, err);
+				r = al_cas_stream(cas, &c->new.digest, archive_sink, a, err);
 		}
 		archive_entry_free(e);
 		if (r < 0)
@@ -318,8 +318,8 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 	return 0;
 }
 
-int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], int fd,
-		       uint8_t id_out[32], struct al_error *err)
+int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, int fd,
+		       struct al_oid *id_out, struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct al_changes ch;
@@ -331,7 +331,7 @@ int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t
 	if (!index)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	if (r == 0) {
-		al_sha256(index, strlen(index), id_out);
+		al_sha256(index, strlen(index), id_out->b);
 		a = archive_write_new();
 		if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
 		    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -350,8 +350,8 @@ int al_bundle_write_fd(struct al_cas *cas, const uint8_t base[32], const uint8_t
 	return r;
 }
 
-int al_bundle_write(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], const char *path,
-		    uint8_t id_out[32], struct al_error *err)
+int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, const char *path,
+		    struct al_oid *id_out, struct al_error *err)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
@@ -422,15 +422,15 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 		if (w)
 			r = al_cas_write(w, buf, (size_t)n, err);
 	}
-	uint8_t d[32];
-	al_sha_final(sha, d);
+	struct al_oid d;
+	al_sha_final(sha, d.b);
 	al_sha_free(sha);
 	if (r == 0 && got != e->new.size)
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is shorter than its index says", e->path);
-	if (r == 0 && memcmp(d, e->new.digest, 32) != 0)
+	if (r == 0 && !al_oid_eq(&d, &e->new.digest))
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s does not match its digest", e->path);
 	if (r == 0 && w) {
-		r = al_cas_write_end(w, d, err);
+		r = al_cas_write_end(w, &d, err);
 		w = NULL;
 	}
 	al_cas_write_abort(w);
@@ -482,14 +482,14 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 	}
 	if (type == AE_IFLNK) {
 		const char *t = archive_entry_symlink(ae);
-		uint8_t d[32];
+		struct al_oid d;
 		if (!t || strlen(t) != e->new.size)
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' differs from the index", q);
-		al_sha256(t, strlen(t), d);
-		if (memcmp(d, e->new.digest, 32) != 0)
+		al_sha256(t, strlen(t), d.b);
+		if (!al_oid_eq(&d, &e->new.digest))
 			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' does not match its digest", q);
 		if (cas)
-			return al_cas_put(cas, t, strlen(t), d, err);
+			return al_cas_put(cas, t, strlen(t), &d, err);
 	}
 	return 0;
 }
@@ -516,7 +516,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		got += n;
 	int r = got == isz ? 0 : al_fail(err, AL_EINVAL, 0, "bundle refused: truncated index");
 	if (r == 0) {
-		al_sha256(idx, (size_t)isz, b->id);
+		al_sha256(idx, (size_t)isz, b->id.b);
 		r = index_parse(idx, (size_t)isz, b, err);
 	}
 	free(idx);
@@ -597,14 +597,14 @@ int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct 
 
 /* ---- apply -------------------------------------------------------------------- */
 
-int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const uint8_t onto[32], uint8_t out[32],
+int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const struct al_oid *onto, struct al_oid *out,
 			 struct al_error *err)
 {
 	struct al_edit *ed = calloc(b->n ? b->n : 1, sizeof(*ed));
 	if (!ed)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	char id[AL_ID_STRLEN + 1];
-	al_id_fmt(onto, id);
+	char id[AL_OID_STRLEN + 1];
+	al_oid_fmt(onto, id);
 	int r = 0;
 	for (size_t i = 0; i < b->n && r == 0; i++) {
 		const struct al_bundle_entry *e = &b->entries[i];
@@ -617,7 +617,7 @@ int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const ui
 			break;
 		}
 		if (e->has_old && (lr == AL_ENOTFOUND || cur.type != e->old.type ||
-				   (cur.type != AL_T_DIR && memcmp(cur.digest, e->old.digest, 32) != 0)))
+				   (cur.type != AL_T_DIR && !al_oid_eq(&cur.digest, &e->old.digest))))
 			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s differs from the bundle's base", id, e->path);
 		else if (!e->has_old && lr == 0)
 			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s already exists", id, e->path);

@@ -63,18 +63,18 @@ static const struct al_entry *node_find(const struct al_node *node, const char *
 	return NULL;
 }
 
-int al_manifest_lookup(struct al_cas *cas, const uint8_t root[32], const char *path, struct al_entry *out,
+int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char *path, struct al_entry *out,
 		       struct al_error *err)
 {
 	const char *why;
 	if (!al_path_valid(path, &why))
 		return al_fail(err, AL_EINVAL, 0, "bad path: %s", why);
-	uint8_t cur[32];
-	memcpy(cur, root, 32);
+	struct al_oid cur;
+	cur = *root;
 	const char *p = path;
 	for (unsigned depth = 0;; depth++) {
 		struct al_node *node = NULL;
-		int r = al_node_load(cas, cur, &node, err);
+		int r = al_node_load(cas, &cur, &node, err);
 		if (r < 0)
 			return r;
 		const char *slash = strchr(p, '/');
@@ -91,19 +91,12 @@ int al_manifest_lookup(struct al_cas *cas, const uint8_t root[32], const char *p
 			al_node_free(node);
 			return 0;
 		}
-		memcpy(cur, e->digest, 32);
+		cur = e->digest;
 		al_node_free(node);
 		p = slash + 1;
 	}
 }
 
-static bool zero_digest(const uint8_t d[32])
-{
-	for (int i = 0; i < 32; i++)
-		if (d[i])
-			return false;
-	return true;
-}
 
 static int cmp_edit_ptr(const void *a, const void *b)
 {
@@ -119,7 +112,7 @@ struct edit_group {
 	unsigned depth;
 };
 
-static int edit_node(struct al_cas *cas, const uint8_t *id, const struct edit_group *grp, uint8_t out[32],
+static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp, struct al_oid *out,
 		     uint64_t *size, struct al_error *err);
 
 /* One group of edits for one child name (its complen bytes at off):
@@ -151,36 +144,36 @@ static int edit_child(struct al_cas *cas, const struct al_entry *existing, const
 		*present = true;
 		return 0;
 	}
-	const uint8_t *base = NULL;
+	const struct al_oid *base = NULL;
 	unsigned mode;
 	if (self) {
 		mode = self->entry.mode;
-		if (!zero_digest(self->entry.digest))
-			base = self->entry.digest; /* graft */
+		if (!al_oid_is_zero(&self->entry.digest))
+			base = &self->entry.digest; /* graft */
 		else if (existing && existing->type == AL_T_DIR)
-			base = existing->digest;
+			base = &existing->digest;
 	} else {
 		if (!existing || existing->type != AL_T_DIR)
 			return al_fail(err, AL_ENOTFOUND, 0, "cannot edit %s: %.*s is not a directory",
 				       sub[0]->path, (int)(off + complen), sub[0]->path);
 		mode = existing->mode;
-		base = existing->digest;
+		base = &existing->digest;
 	}
 	memset(res, 0, sizeof(*res));
 	res->type = AL_T_DIR;
 	res->mode = mode;
-	if (subn == 0 && base && self && !zero_digest(self->entry.digest)) {
+	if (subn == 0 && base && self && !al_oid_is_zero(&self->entry.digest)) {
 		*res = self->entry; /* a pure graft: size comes with it */
 		*present = true;
 		return 0;
 	}
-	int r = edit_node(cas, base, &(struct edit_group){ sub, subn, suboff, depth + 1 }, res->digest, &res->size,
+	int r = edit_node(cas, base, &(struct edit_group){ sub, subn, suboff, depth + 1 }, &res->digest, &res->size,
 			  err);
 	*present = r == 0;
 	return r;
 }
 
-static int edit_node(struct al_cas *cas, const uint8_t *id, const struct edit_group *grp, uint8_t out[32],
+static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp, struct al_oid *out,
 		     uint64_t *size, struct al_error *err)
 {
 	struct al_edit **e = grp->e;
@@ -264,8 +257,8 @@ out:
 	return r;
 }
 
-int al_manifest_edit(struct al_cas *cas, const uint8_t base[32], struct al_edit *edits, size_t n,
-		     uint8_t out[32], struct al_error *err)
+int al_manifest_edit(struct al_cas *cas, const struct al_oid *base, struct al_edit *edits, size_t n,
+		     struct al_oid *out, struct al_error *err)
 {
 	const char *why;
 	for (size_t i = 0; i < n; i++) {
@@ -326,7 +319,7 @@ static int collect_change(void *ctx, const struct al_change *c, struct al_error 
 	return 0;
 }
 
-int al_manifest_changes(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32], struct al_changes *out,
+int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, struct al_changes *out,
 			struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -360,7 +353,7 @@ int al_changes_edits(const struct al_changes *c, struct al_edit **out, struct al
 		e[i].entry = r->new;
 		if (r->new.type == AL_T_DIR) {
 			/* contents come from the changes beneath it */
-			memset(e[i].entry.digest, 0, 32);
+			e[i].entry.digest = AL_OID_ZERO;
 			e[i].entry.size = 0;
 		}
 	}

@@ -51,7 +51,7 @@ static int make_room(struct exporter *ex, int dfd, const char *name, bool want_d
 	return 0;
 }
 
-static int export_dir(struct exporter *ex, const uint8_t id[32], int dfd, unsigned depth,
+static int export_dir(struct exporter *ex, const struct al_oid *id, int dfd, unsigned depth,
 		      struct al_error *err);
 
 static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, unsigned depth,
@@ -68,7 +68,7 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 		_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return al_fail(err, AL_EIO, errno, "create %s", al_manifest__path_show(&ex->path, q, sizeof(q)));
-		r = al_cas_stream(ex->cas, e->digest, fd_sink, &fd, err);
+		r = al_cas_stream(ex->cas, &e->digest, fd_sink, &fd, err);
 		if (r == 0 && ex->opts && ex->opts->chown && fchown(fd, ex->opts->uid, ex->opts->gid) < 0)
 			r = al_fail(err, AL_EIO, errno, "chown %s", al_manifest__path_show(&ex->path, q, sizeof(q)));
 		if (r == 0 && fchmod(fd, e->mode) < 0)
@@ -86,7 +86,7 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 	if (e->type == AL_T_SYMLINK) {
 		_cleanup_free_ uint8_t *t = NULL;
 		size_t tlen = 0;
-		if ((r = al_cas_get(ex->cas, e->digest, &t, &tlen, err)) < 0)
+		if ((r = al_cas_get(ex->cas, &e->digest, &t, &tlen, err)) < 0)
 			return al_error_prefix(err, "export %s: ", al_manifest__path_show(&ex->path, q, sizeof(q)));
 		if (tlen != e->size || tlen == 0 || memchr(t, 0, tlen))
 			return al_fail(err, AL_ECORRUPT, 0, "symlink %s has a bad target",
@@ -112,7 +112,7 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 		return al_fail(err, AL_EIO, errno, "chmod %s", al_manifest__path_show(&ex->path, q, sizeof(q)));
 	if (ex->opts && ex->opts->chown && fchown(sub, ex->opts->uid, ex->opts->gid) < 0)
 		return al_fail(err, AL_EIO, errno, "chown %s", al_manifest__path_show(&ex->path, q, sizeof(q)));
-	if ((r = export_dir(ex, e->digest, sub, depth + 1, err)) < 0)
+	if ((r = export_dir(ex, &e->digest, sub, depth + 1, err)) < 0)
 		return r;
 	/* last, so a read-only directory could still be filled */
 	if (fchmod(sub, e->mode) < 0)
@@ -120,7 +120,7 @@ static int export_entry(struct exporter *ex, int dfd, const struct al_entry *e, 
 	return 0;
 }
 
-static int export_dir(struct exporter *ex, const uint8_t id[32], int dfd, unsigned depth,
+static int export_dir(struct exporter *ex, const struct al_oid *id, int dfd, unsigned depth,
 		      struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
@@ -156,7 +156,7 @@ static int dir_is_empty(int dfd)
 	return empty;
 }
 
-int al_manifest_export(struct al_cas *cas, const uint8_t id[32], const char *dir,
+int al_manifest_export(struct al_cas *cas, const struct al_oid *id, const char *dir,
 		       const struct al_export_opts *opts, struct al_error *err)
 {
 	/* check the snapshot before touching the target */

@@ -23,13 +23,13 @@ struct fsck {
 	struct al_fsck_summary *sum;
 	char path[AL_PATH_MAX + 1];
 	size_t pathlen;
-	char snap[AL_ID_STRLEN + 1];
+	char snap[AL_OID_STRLEN + 1];
 };
 
-static void problem(void *ctx, const char *kind, const uint8_t id[32], const char *fmt, ...)
+static void problem(void *ctx, const char *kind, const struct al_oid *id, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void problem(void *ctx, const char *kind, const uint8_t id[32], const char *fmt, ...)
+static void problem(void *ctx, const char *kind, const struct al_oid *id, const char *fmt, ...)
 {
 	struct fsck *f = ctx;
 	char why[1024];
@@ -52,7 +52,7 @@ static const char *where(struct fsck *f)
 	return f->pathlen ? f->path : "(root)";
 }
 
-static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, struct al_error *err)
+static int check_node(struct fsck *f, const struct al_oid *id, unsigned depth, struct al_error *err)
 {
 	int added = al_idset_add(&f->seen, id);
 	if (added < 0)
@@ -94,22 +94,22 @@ static int check_node(struct fsck *f, const uint8_t id[32], unsigned depth, stru
 		f->pathlen += en->namelen;
 		f->path[f->pathlen] = 0;
 		if (en->type == AL_T_DIR) {
-			r = check_node(f, en->digest, depth + 1, err);
+			r = check_node(f, &en->digest, depth + 1, err);
 		} else {
 			uint64_t size;
 			struct al_error e2 = { 0 };
-			int s = al_cas_size(f->cas, en->digest, &size, &e2);
-			if (s == 0 && al_idset_has(&f->bad, en->digest))
-				problem(f, "corrupt", en->digest, "%s %s of snapshot %s",
+			int s = al_cas_size(f->cas, &en->digest, &size, &e2);
+			if (s == 0 && al_idset_has(&f->bad, &en->digest))
+				problem(f, "corrupt", &en->digest, "%s %s of snapshot %s",
 					al_entry_type_name(en->type), f->path, f->snap);
 			else if (s == AL_ENOTFOUND)
-				problem(f, "missing", en->digest, "%s %s of snapshot %s",
+				problem(f, "missing", &en->digest, "%s %s of snapshot %s",
 					al_entry_type_name(en->type), f->path, f->snap);
 			else if (s < 0) {
 				*err = e2;
 				r = s;
 			} else if (size != en->size)
-				problem(f, "corrupt", en->digest, "%s %s of snapshot %s: size %llu, stored %llu",
+				problem(f, "corrupt", &en->digest, "%s %s of snapshot %s: size %llu, stored %llu",
 					al_entry_type_name(en->type), f->path, f->snap,
 					(unsigned long long)en->size, (unsigned long long)size);
 		}
@@ -124,13 +124,13 @@ static int check_snapshot(void *ctx, const struct al_snapshot_info *info, struct
 {
 	struct fsck *f = ctx;
 	f->sum->snapshots++;
-	al_id_fmt(info->id, f->snap);
+	al_oid_fmt(&info->id, f->snap);
 	f->pathlen = 0;
 	f->path[0] = 0;
-	return check_node(f, info->id, 0, err);
+	return check_node(f, &info->id, 0, err);
 }
 
-static void bad_object(void *ctx, const uint8_t d[32], const char *why)
+static void bad_object(void *ctx, const struct al_oid *d, const char *why)
 {
 	struct fsck *f = ctx;
 	problem(f, strstr(why, "missing") ? "missing" : "corrupt", d, "%s", why);

@@ -100,7 +100,7 @@ static const char *first_difference(json_t *a, json_t *b)
 	return "?";
 }
 
-static const uint8_t zero[32];
+static const struct al_oid zero;
 
 static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
 {
@@ -116,13 +116,13 @@ static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, 
 		json_t *led = json_object_get(t->runs, id);
 		json_object_set_new(seen, id, json_true());
 		if (!rec)
-			problem(ctx, "ledger", zero, "run %s: its record is not readable JSON", id);
+			problem(ctx, "ledger", &zero, "run %s: its record is not readable JSON", id);
 		else if (!strcmp(str(rec, "outcome"), "running"))
 			; /* provisional: its entry comes when it ends (or at recovery) */
 		else if (!led)
-			problem(ctx, "ledger", zero, "run %s: recorded, but no ledger entry says so", id);
+			problem(ctx, "ledger", &zero, "run %s: recorded, but no ledger entry says so", id);
 		else if (!json_equal(rec, led))
-			problem(ctx, "ledger", zero, "run %s: its record differs from its ledger entry in '%s'", id,
+			problem(ctx, "ledger", &zero, "run %s: its record differs from its ledger entry in '%s'", id,
 				first_difference(rec, led));
 		json_decref(rec);
 	}
@@ -131,18 +131,18 @@ static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, 
 	json_object_foreach(t->runs, k, v)
 	{
 		if (!json_object_get(seen, k))
-			problem(ctx, "ledger", zero, "run %s: in the ledger, but its record is gone", k);
+			problem(ctx, "ledger", &zero, "run %s: in the ledger, but its record is gone", k);
 	}
 	json_decref(seen);
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
 }
 
-static void id_of(const void *blob, int n, char out[AL_ID_STRLEN + 1])
+static void id_of(const void *blob, int n, char out[AL_OID_STRLEN + 1])
 {
-	if (n == 32)
-		al_id_fmt(blob, out);
+	if (n == AL_OID_LEN)
+		al_oid_fmt(blob, out);
 	else
-		snprintf(out, AL_ID_STRLEN + 1, "?");
+		snprintf(out, AL_OID_STRLEN + 1, "?");
 }
 
 static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
@@ -158,7 +158,7 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 	json_t *seen = json_object();
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		char key[256], parent[AL_ID_STRLEN + 1], base[AL_ID_STRLEN + 1], result[AL_ID_STRLEN + 1];
+		char key[256], parent[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1], result[AL_OID_STRLEN + 1];
 		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
 		const char *pub = (const char *)sqlite3_column_text(q, 1), *proj = (const char *)sqlite3_column_text(q, 2);
 		long long seq = sqlite3_column_int64(q, 3);
@@ -176,19 +176,19 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 			snprintf(ik, sizeof(ik), "live:%s", proj);
 			const char *w = json_string_value(json_object_get(t->initial, ik));
 			if (!w || strcmp(w, result))
-				problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == 32 ? sqlite3_column_blob(q, 6) : zero,
+				problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
 					"project %s: created with %s, the ledger says %s", proj, result, w ? w : "nothing");
 			continue;
 		}
 		json_object_set_new(seen, key, json_true());
 		json_t *led = json_object_get(t->commits, key);
 		if (!led)
-			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == 32 ? sqlite3_column_blob(q, 6) : zero,
+			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
 				"commit %lld of %s%s: in the history, but no ledger entry says so", seq, live ? "project " : "draft ",
 				what);
 		else if (strcmp(str(led, "result"), result) || strcmp(str(led, "parent"), parent) ||
 			 strcmp(str(led, "base"), base))
-			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == 32 ? sqlite3_column_blob(q, 6) : zero,
+			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
 				"commit %lld of %s%s: the history says %s, the ledger %s", seq, live ? "project " : "draft ",
 				what, result, str(led, "result"));
 	}
@@ -197,7 +197,7 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 	json_object_foreach(t->commits, k, v)
 	{
 		if (!json_object_get(seen, k))
-			problem(ctx, "ledger", zero, "commit %s: in the ledger, but not in the history", k);
+			problem(ctx, "ledger", &zero, "commit %s: in the ledger, but not in the history", k);
 	}
 	json_decref(seen);
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "commits");
@@ -221,9 +221,9 @@ static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem,
 		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
 		const char *pub = (const char *)sqlite3_column_text(q, 1), *proj = (const char *)sqlite3_column_text(q, 2);
 		const char *state = (const char *)sqlite3_column_text(q, 4);
-		char head[AL_ID_STRLEN + 1], want[AL_ID_STRLEN + 1], key[256];
+		char head[AL_OID_STRLEN + 1], want[AL_OID_STRLEN + 1], key[256];
 		id_of(sqlite3_column_blob(q, 3), sqlite3_column_bytes(q, 3), head);
-		const uint8_t *hb = sqlite3_column_bytes(q, 3) == 32 ? sqlite3_column_blob(q, 3) : zero;
+		const struct al_oid *hb = sqlite3_column_bytes(q, 3) == AL_OID_LEN ? sqlite3_column_blob(q, 3) : &zero;
 		if (sqlite3_column_type(q, 5) != SQLITE_NULL) {
 			id_of(sqlite3_column_blob(q, 5), sqlite3_column_bytes(q, 5), want);
 		} else {

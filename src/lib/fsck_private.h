@@ -7,7 +7,7 @@
 #include "airlock/error.h"
 #include "airlock/store.h"
 
-typedef void (*al_fsck_problem_fn)(void *ctx, const char *kind, const uint8_t id[32], const char *fmt, ...)
+typedef void (*al_fsck_problem_fn)(void *ctx, const char *kind, const struct al_oid *id, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Run records, commits, heads and drafts' states against what the ledger
  * says; each difference goes to problem ("ledger", the id concerned or

@@ -110,7 +110,7 @@ struct gc {
 static const uint8_t node_magic[8] = { 'A', 'L', 'T', 'R', 'E', 'E', 0x00, 0x01 }; /* formats.md */
 
 /* Might object id be a tree node?  Cheap: its size and first bytes. */
-static bool maybe_node(struct al_cas *cas, const uint8_t id[32])
+static bool maybe_node(struct al_cas *cas, const struct al_oid *id)
 {
 	uint64_t size;
 	struct al_error e = { 0 };
@@ -128,7 +128,7 @@ static bool maybe_node(struct al_cas *cas, const uint8_t id[32])
 /* Keep id and, if it is a node, everything beneath.  A node already kept
  * has its subtree kept: the walk stops there, so marking again costs what
  * is new.  Missing or undecodable objects are fsck's business. */
-static int keep(struct gc *g, const uint8_t id[32], bool is_node, unsigned depth, struct al_error *err)
+static int keep(struct gc *g, const struct al_oid *id, bool is_node, unsigned depth, struct al_error *err)
 {
 	int added = al_idset_add(&g->kept, id);
 	if (added < 0)
@@ -147,8 +147,8 @@ static int keep(struct gc *g, const uint8_t id[32], bool is_node, unsigned depth
 	for (size_t i = 0; r == 0 && i < node->n; i++) {
 		const struct al_entry *en = &node->entries[i];
 		if (en->type == AL_T_DIR)
-			r = keep(g, en->digest, true, depth + 1, err);
-		else if (al_idset_add(&g->kept, en->digest) < 0)
+			r = keep(g, &en->digest, true, depth + 1, err);
+		else if (al_idset_add(&g->kept, &en->digest) < 0)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "gc");
 	}
 	al_node_free(node);
@@ -163,10 +163,10 @@ static int keep_text(struct gc *g, const char *s, size_t n, struct al_error *err
 	for (const char *p = s; p && p + 7 + 64 <= end; p = memmem(p + 1, (size_t)(end - p - 1), "sha256:", 7)) {
 		if (memcmp(p, "sha256:", 7) != 0)
 			continue;
-		uint8_t d[32];
-		if (al_unhex(p + 7, 32, d) < 0)
+		struct al_oid d;
+		if (al_unhex(p + 7, AL_OID_LEN, d.b) < 0)
 			continue;
-		int r = keep(g, d, false, 0, err);
+		int r = keep(g, &d, false, 0, err);
 		if (r < 0)
 			return r;
 	}
@@ -181,7 +181,7 @@ static int keep_column(struct gc *g, sqlite3_stmt *q, int col, bool text, struct
 	int n = sqlite3_column_bytes(q, col);
 	if (text)
 		return keep_text(g, p, (size_t)n, err);
-	return n == 32 ? keep(g, p, true, 0, err) : 0;
+	return n == AL_OID_LEN ? keep(g, p, true, 0, err) : 0;
 }
 
 /* Run sql (binding cutoff and after as ?1, ?2) and keep its columns. */
@@ -244,7 +244,7 @@ static int mark(struct gc *g, bool again, struct al_error *err)
 
 struct cands {
 	struct gc *g;
-	uint8_t (*id)[32];
+	struct al_oid *id;
 	uint64_t *size;
 	size_t n, cap;
 	uint64_t bytes;
@@ -255,11 +255,11 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
 	struct cands *c = ctx;
 	if (o->n > c->g->nmax)
 		return 1; /* newer than the mark: not a candidate */
-	if (al_idset_has(&c->g->kept, o->id))
+	if (al_idset_has(&c->g->kept, &o->id))
 		return 0;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
-		uint8_t(*id)[32] = realloc(c->id, cap * 32);
+		struct al_oid *id = realloc(c->id, cap * sizeof(*id));
 		if (id)
 			c->id = id;
 		uint64_t *size = id ? realloc(c->size, cap * sizeof(uint64_t)) : NULL;
@@ -268,7 +268,7 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
 		c->size = size;
 		c->cap = cap;
 	}
-	memcpy(c->id[c->n], o->id, 32);
+	c->id[c->n] = o->id;
 	c->size[c->n++] = o->size;
 	c->bytes += o->size;
 	return 0;
@@ -279,7 +279,7 @@ static int collect_cand(void *ctx, const struct al_cas__object *o, struct al_err
  * on it), even when its writer died before recording it. */
 static int keep_new(void *ctx, const struct al_cas__object *o, struct al_error *err)
 {
-	return keep(ctx, o->id, false, 0, err);
+	return keep(ctx, &o->id, false, 0, err);
 }
 
 static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, struct al_error *err)
@@ -290,11 +290,11 @@ static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, str
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(q, 0) != 32 || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
+		if (sqlite3_column_bytes(q, 0) != AL_OID_LEN || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
 			continue;
 		(*n)++;
 		if (del) {
-			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), 32, SQLITE_TRANSIENT);
+			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), AL_OID_LEN, SQLITE_TRANSIENT);
 			int d = sqlite3_step(del);
 			sqlite3_reset(del);
 			if (d != SQLITE_DONE)
@@ -616,10 +616,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		goto out;
 	size_t keepn = 0;
 	for (size_t i = 0; i < c.n; i++)
-		if (!al_idset_has(&g.kept, c.id[i]))
-			memcpy(c.id[keepn++], c.id[i], 32);
+		if (!al_idset_has(&g.kept, &c.id[i]))
+			c.id[keepn++] = c.id[i];
 	struct al_cas__sweep_stats s;
-	r = al_cas__sweep(g.cas, (const uint8_t(*)[32])c.id, keepn, before_commit, &x, &s, err);
+	r = al_cas__sweep(g.cas, c.id, keepn, before_commit, &x, &s, err);
 	rep->retained = g.kept.n;
 out:
 	if (x.meta_open)
@@ -672,7 +672,7 @@ int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
 
 /* ---- completeness (replay's check) ------------------------------------------------ */
 
-static int complete(struct al_cas *cas, struct al_idset *seen, const uint8_t id[32], unsigned depth, struct al_error *err)
+static int complete(struct al_cas *cas, struct al_idset *seen, const struct al_oid *id, unsigned depth, struct al_error *err)
 {
 	int added = al_idset_add(seen, id);
 	if (added <= 0)
@@ -682,12 +682,12 @@ static int complete(struct al_cas *cas, struct al_idset *seen, const uint8_t id[
 	for (size_t i = 0; r == 0 && i < node->n; i++) {
 		const struct al_entry *en = &node->entries[i];
 		if (en->type == AL_T_DIR) {
-			r = complete(cas, seen, en->digest, depth + 1, err);
-		} else if (al_idset_add(seen, en->digest) > 0) {
-			int has = al_cas_has(cas, en->digest, err);
+			r = complete(cas, seen, &en->digest, depth + 1, err);
+		} else if (al_idset_add(seen, &en->digest) > 0) {
+			int has = al_cas_has(cas, &en->digest, err);
 			if (has == 0) {
-				char s[AL_ID_STRLEN + 1];
-				al_id_fmt(en->digest, s);
+				char s[AL_OID_STRLEN + 1];
+				al_oid_fmt(&en->digest, s);
 				r = al_fail(err, AL_ENOTFOUND, 0, "object %s is missing", s);
 			} else if (has < 0)
 				r = has;
@@ -697,7 +697,7 @@ static int complete(struct al_cas *cas, struct al_idset *seen, const uint8_t id[
 	return r;
 }
 
-int al_gc_snapshot_complete(struct al_store *st, const uint8_t id[32], struct al_error *err)
+int al_gc_snapshot_complete(struct al_store *st, const struct al_oid *id, struct al_error *err)
 {
 	struct al_idset seen = { 0 };
 	int r = complete(al_store_cas(st), &seen, id, 0, err);

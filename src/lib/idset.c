@@ -4,28 +4,28 @@
 
 #include "idset.h"
 
-static size_t slot_of(const uint8_t d[32], size_t cap)
+static size_t slot_of(const struct al_oid *d, size_t cap)
 {
 	uint64_t h;
-	memcpy(&h, d, sizeof(h)); /* digests are uniformly distributed */
+	memcpy(&h, d->b, sizeof(h)); /* digests are uniformly distributed */
 	return (size_t)(h & (cap - 1));
 }
 
-bool al_idset_has(const struct al_idset *s, const uint8_t d[32])
+bool al_idset_has(const struct al_idset *s, const struct al_oid *d)
 {
 	if (!s->cap)
 		return false;
 	for (size_t j = slot_of(d, s->cap); s->used[j]; j = (j + 1) & (s->cap - 1))
-		if (memcmp(s->slot[j], d, 32) == 0)
+		if (al_oid_eq(&s->slot[j], d))
 			return true;
 	return false;
 }
 
-int al_idset_add(struct al_idset *s, const uint8_t d[32])
+int al_idset_add(struct al_idset *s, const struct al_oid *d)
 {
 	if (2 * (s->n + 1) > s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint8_t(*slot)[32] = calloc(cap, 32);
+		struct al_oid *slot = calloc(cap, sizeof(*slot));
 		bool *used = calloc(cap, 1);
 		if (!slot || !used) {
 			free(slot);
@@ -35,11 +35,11 @@ int al_idset_add(struct al_idset *s, const uint8_t d[32])
 		for (size_t i = 0; i < s->cap; i++) {
 			if (!s->used[i])
 				continue;
-			size_t j = slot_of(s->slot[i], cap);
+			size_t j = slot_of(&s->slot[i], cap);
 			while (used[j])
 				j = (j + 1) & (cap - 1);
 			used[j] = true;
-			memcpy(slot[j], s->slot[i], 32);
+			slot[j] = s->slot[i];
 		}
 		free(s->slot);
 		free(s->used);
@@ -49,10 +49,10 @@ int al_idset_add(struct al_idset *s, const uint8_t d[32])
 	}
 	size_t j = slot_of(d, s->cap);
 	for (; s->used[j]; j = (j + 1) & (s->cap - 1))
-		if (memcmp(s->slot[j], d, 32) == 0)
+		if (al_oid_eq(&s->slot[j], d))
 			return 0;
 	s->used[j] = true;
-	memcpy(s->slot[j], d, 32);
+	s->slot[j] = *d;
 	s->n++;
 	return 1;
 }

@@ -7,15 +7,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "airlock/oid.h"
+
 struct al_idset {
-	uint8_t (*slot)[32];
+	struct al_oid *slot;
 	bool *used;
 	size_t cap, n;
 };
 
-bool al_idset_has(const struct al_idset *s, const uint8_t d[32]);
+bool al_idset_has(const struct al_idset *s, const struct al_oid *d);
 /* 1 added, 0 already present, -1 out of memory */
-int al_idset_add(struct al_idset *s, const uint8_t d[32]);
+int al_idset_add(struct al_idset *s, const struct al_oid *d);
 void al_idset_release(struct al_idset *s);
 
 #endif

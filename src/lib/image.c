@@ -184,7 +184,7 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 }
 
 /* The image's row and its image_import ledger entry, in one transaction. */
-static int record_row(sqlite3 *db, const uint8_t id[32], const char *name, const char *source, struct al_error *err)
+static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, const char *source, struct al_error *err)
 {
 	int r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
@@ -196,13 +196,13 @@ static int record_row(sqlite3 *db, const uint8_t id[32], const char *name, const
 		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(q, 1);
-	sqlite3_bind_blob(q, 2, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, id->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 3, al_wall_s());
 	sqlite3_bind_text(q, 4, source, -1, SQLITE_STATIC);
 	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
 }
 
-static int record(struct al_store *st, const uint8_t id[32], const char *name, const char *source, const char *actor,
+static int record(struct al_store *st, const struct al_oid *id, const char *name, const char *source, const char *actor,
 		  struct al_error *err)
 {
 	sqlite3 *db;
@@ -210,8 +210,8 @@ static int record(struct al_store *st, const uint8_t id[32], const char *name, c
 	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
 		return r;
 	r = record_row(db, id, name, source, err);
-	char hex[AL_ID_STRLEN + 1], group[17];
-	al_id_fmt(id, hex);
+	char hex[AL_OID_STRLEN + 1], group[17];
+	al_oid_fmt(id, hex);
 	al_ledger__new_group(group);
 	json_t *data = json_pack("{s:s?,s:s,s:s}", "name", name, "snapshot", hex, "source", source);
 	struct al_ledger_rec lr = { .kind = "image_import", .group = group, .actor = actor ? actor : "", .data = data };
@@ -262,7 +262,7 @@ int al_image_import_as(struct al_store *st, const char *src, const char *name, c
 		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
 	}
 	if (r == 0)
-		r = record(st, res->id, name, source, actor, err);
+		r = record(st, &res->id, name, source, actor, err);
 	return r;
 }
 
@@ -280,9 +280,9 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 		struct al_image_info im = { 0 };
 		const unsigned char *n = sqlite3_column_text(q, 0);
 		snprintf(im.name, sizeof(im.name), "%s", n ? (const char *)n : "");
-		if (sqlite3_column_bytes(q, 1) != 32)
+		if (sqlite3_column_bytes(q, 1) != AL_OID_LEN)
 			return al_fail(err, AL_ECORRUPT, 0, "image %s has a malformed id", im.name);
-		memcpy(im.id, sqlite3_column_blob(q, 1), 32);
+		memcpy(im.id.b, sqlite3_column_blob(q, 1), AL_OID_LEN);
 		im.created = sqlite3_column_int64(q, 2);
 		im.source = (const char *)sqlite3_column_text(q, 3);
 		if ((r = fn(ctx, &im, err)) != 0)
@@ -294,7 +294,7 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 /* Is id a registered image, or in the history of a project the caller
  * may read (image.h)?  Only metadata is read, the same queries whatever
  * the answer. */
-static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn may_read, void *ctx, bool *ok,
+static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_fn may_read, void *ctx, bool *ok,
 			 struct al_error *err)
 {
 	*ok = false;
@@ -302,7 +302,7 @@ static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn m
 	int r = al_sqlite_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?", &img, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(img, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(img, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(img);
 	if (rc == SQLITE_ROW) {
 		*ok = true;
@@ -314,7 +314,7 @@ static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn m
 				       "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
 				       "WHERE c.parent = ?1 OR c.result = ?1", &proj, err)) < 0)
 		return r;
-	sqlite3_bind_blob(proj, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(proj, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(proj, 0);
 		if (name && (!may_read || may_read(ctx, name)))
@@ -323,19 +323,19 @@ static int id_acceptable(sqlite3 *db, const uint8_t id[32], al_project_read_fn m
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "image");
 }
 
-int al_image_resolve(struct al_store *st, const char *ref, uint8_t id[32], struct al_error *err)
+int al_image_resolve(struct al_store *st, const char *ref, struct al_oid *id, struct al_error *err)
 {
 	return al_image_resolve_as(st, ref, NULL, NULL, id, err);
 }
 
-int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read, void *ctx, uint8_t id[32],
+int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read, void *ctx, struct al_oid *id,
 			struct al_error *err)
 {
 	sqlite3 *db;
 	int r;
 	if (strncmp(ref, "sha256:", 7) == 0) {
 		bool ok;
-		if ((r = al_id_parse(ref, id, err)) < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
+		if ((r = al_oid_parse(ref, id, err)) < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
 		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
 			return r;
 		if (!ok)
@@ -350,11 +350,11 @@ int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn
 	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)
 		return r;
 	sqlite3_bind_text(q, 1, ref, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != 32) {
+	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != AL_OID_LEN) {
 		char s[100];
 		al_quote(ref, strnlen(ref, 80), s, sizeof(s));
 		return al_fail(err, AL_ENOTFOUND, 0, "no image %s", s);
 	}
-	memcpy(id, sqlite3_column_blob(q, 0), 32);
+	memcpy(id->b, sqlite3_column_blob(q, 0), AL_OID_LEN);
 	return 0;
 }

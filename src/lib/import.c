@@ -24,7 +24,7 @@ struct cached {
 	const char *name; /* into the directory's cache blob */
 	size_t namelen;
 	int64_t dev, ino, size, mtime, ctime, mode;
-	uint8_t digest[32];
+	struct al_oid digest;
 	bool used;
 };
 
@@ -79,9 +79,9 @@ static void free_ients(struct ient *v, size_t n)
 /* The stat cache keeps one row per directory: a packed array of its
  * regular files, sorted by name (one query per directory, no per-file row).
  * Entry: u16 namelen, name, then dev ino size mtime ctime mode (i64 each,
- * host order: the cache never leaves this machine), digest[32]. */
+ * host order: the cache never leaves this machine), digest (AL_OID_LEN bytes). */
 #define SC_MAGIC "ALSC1"
-#define SC_FIXED (2 + 6 * 8 + 32)
+#define SC_FIXED (2 + 6 * 8 + AL_OID_LEN)
 
 static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, size_t *nout,
 		      struct al_error *err)
@@ -128,7 +128,7 @@ static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, 
 		int64_t f[6];
 		memcpy(f, q, sizeof(f));
 		c->dev = f[0], c->ino = f[1], c->size = f[2], c->mtime = f[3], c->ctime = f[4], c->mode = f[5];
-		memcpy(c->digest, q + 48, 32);
+		memcpy(c->digest.b, q + 48, AL_OID_LEN);
 		c->used = false;
 		off += SC_FIXED + nl;
 	}
@@ -145,7 +145,7 @@ static int cache_append(struct al_buf *b, const struct ient *it)
 	int64_t f[6] = { (int64_t)it->st.st_dev, (int64_t)it->st.st_ino, (int64_t)it->st.st_size,
 			 ts_ns(&it->st.st_mtim), ts_ns(&it->st.st_ctim), (int64_t)it->st.st_mode };
 	if (al_buf_put(b, &nl, 2) < 0 || al_buf_put(b, it->e.name, nl) < 0 || al_buf_put(b, f, sizeof(f)) < 0 ||
-	    al_buf_put(b, it->e.digest, 32) < 0)
+	    al_buf_put(b, it->e.digest.b, AL_OID_LEN) < 0)
 		return -1;
 	return 0;
 }
@@ -240,7 +240,7 @@ static int import_file(struct imp *im, int dfd, struct ient *it, const struct st
 	if (!S_ISREG(s.st_mode) || s.st_ino != ls->st_ino || s.st_dev != ls->st_dev)
 		return al_fail(err, AL_EINVAL, 0, "%s changed while being imported",
 			       child_show(im, it, q, sizeof(q)));
-	int r = al_cas_put_fd(im->cas, fd, (uint64_t)s.st_size, it->e.digest, err);
+	int r = al_cas_put_fd(im->cas, fd, (uint64_t)s.st_size, &it->e.digest, err);
 	if (r < 0)
 		return al_error_prefix(err, "%s: ", child_show(im, it, q, sizeof(q)));
 	it->e.size = (uint64_t)s.st_size;
@@ -248,7 +248,7 @@ static int import_file(struct imp *im, int dfd, struct ient *it, const struct st
 	return 0;
 }
 
-static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], uint64_t *bytes_out,
+static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out, uint64_t *bytes_out,
 		      struct al_error *err);
 
 static struct cached *cache_find(struct cached *cv, size_t ncv, size_t *ci, const struct ient *it)
@@ -289,7 +289,7 @@ static int import_regular(struct imp *im, int dfd, struct ient *it, const struct
 		   c->size == (int64_t)s->st_size && c->mtime == ts_ns(&s->st_mtim) &&
 		   c->ctime == ts_ns(&s->st_ctim) && c->mode == (int64_t)s->st_mode;
 	if (hit) {
-		memcpy(it->e.digest, c->digest, 32);
+		it->e.digest = c->digest;
 		it->from_cache = true;
 		im->res->cache_hits++;
 		return finish_regular(im, it, s, c, err);
@@ -344,7 +344,7 @@ static int store_pending(struct imp *im, struct ient *it, struct al_error *err)
 	int r = al_cas_put_prepared(im->cas, &it->prep, err);
 	if (r < 0)
 		return r;
-	memcpy(it->e.digest, it->prep.digest, 32);
+	it->e.digest = it->prep.digest;
 	im->res->bytes_read += it->e.size;
 	al_cas_prep_release(&it->prep);
 	it->pending = false;
@@ -371,7 +371,7 @@ static int import_symlink(struct imp *im, int dfd, struct ient *it, struct al_er
 	it->e.mode = 0777;
 	it->e.size = (uint64_t)n;
 	im->res->symlinks++;
-	return al_cas_put(im->cas, target, (size_t)n, it->e.digest, err);
+	return al_cas_put(im->cas, target, (size_t)n, &it->e.digest, err);
 }
 
 static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *it, struct al_error *err)
@@ -389,7 +389,7 @@ static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *i
 	int r = al_manifest__path_push(&im->path, it->e.name, it->e.namelen, &saved, err);
 	if (r < 0)
 		return r;
-	r = import_dir(im, sub, depth + 1, it->e.digest, &it->e.size, err);
+	r = import_dir(im, sub, depth + 1, &it->e.digest, &it->e.size, err);
 	al_manifest__path_pop(&im->path, saved);
 	return r;
 }
@@ -444,7 +444,7 @@ static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].from_cache)
 			continue;
-		int has = al_cas_has(im->cas, v[i].e.digest, err);
+		int has = al_cas_has(im->cas, &v[i].e.digest, err);
 		if (has < 0)
 			return has;
 		if (has)
@@ -452,18 +452,18 @@ static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n
 		struct stat s;
 		if (fstatat(dfd, v[i].name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(s.st_mode))
 			return al_fail(err, AL_EINVAL, errno, "%s changed while being imported", v[i].name);
-		uint8_t d[32];
-		memcpy(d, v[i].e.digest, 32);
+		struct al_oid d;
+		d = v[i].e.digest;
 		int r = import_file(im, dfd, &v[i], &s, err);
 		if (r < 0)
 			return r;
-		if (memcmp(d, v[i].e.digest, 32) != 0)
+		if (!al_oid_eq(&d, &v[i].e.digest))
 			return al_fail(err, AL_EINVAL, 0, "%s changed while being imported", v[i].name);
 	}
 	return 0;
 }
 
-static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], uint64_t *bytes_out,
+static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out, uint64_t *bytes_out,
 		      struct al_error *err)
 {
 	struct ient *v = NULL;
@@ -556,7 +556,7 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 			ents[kept++] = v[i].e;
 	if ((r = al_node_encode(ents, kept, &enc, &enclen, err)) < 0)
 		goto out;
-	al_sha256(enc, enclen, out);
+	al_sha256(enc, enclen, out->b);
 	int has = al_cas_has(im->cas, out, err);
 	if (has < 0) {
 		r = has;
@@ -565,8 +565,8 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, uint8_t out[32], 
 	if (!has) {
 		if ((r = ensure_cached_blobs(im, dfd, v, n, err)) < 0)
 			goto out;
-		uint8_t d[32];
-		if ((r = al_cas_put(im->cas, enc, enclen, d, err)) < 0)
+		struct al_oid d;
+		if ((r = al_cas_put(im->cas, enc, enclen, &d, err)) < 0)
 			goto out;
 	}
 	*bytes_out = total;
@@ -690,7 +690,7 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	if ((r = al_cas_begin(im.cas, err)) < 0)
 		goto fail_cache;
 	uint64_t bytes = 0;
-	if ((r = import_dir(&im, dfd, 0, res->id, &bytes, err)) < 0) {
+	if ((r = import_dir(&im, dfd, 0, &res->id, &bytes, err)) < 0) {
 		al_cas_abort(im.cas);
 		goto fail_cache;
 	}
@@ -703,7 +703,7 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	struct al_snapshot_info info = {
 		.created = al_wall_s(), .files = res->files, .bytes = res->bytes, .source = root,
 	};
-	memcpy(info.id, res->id, 32);
+	info.id = res->id;
 	return al_store_snapshot_add(st, &info, err);
 fail_cache:
 	if (im.sc)

@@ -31,7 +31,7 @@
  * [idx*2^level, (idx+1)*2^level).  A root or a proof needs O(log n) of them
  * (merkle.c computes them from these). */
 
-static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[32], struct al_error *err)
+static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int r = al_sqlite_prepare(db, "SELECT hash FROM ledger_tree WHERE level = ? AND idx = ?", &st, err);
@@ -39,13 +39,13 @@ static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[32], 
 		return r;
 	sqlite3_bind_int(st, 1, (int)level);
 	sqlite3_bind_int64(st, 2, (int64_t)idx);
-	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != 32)
+	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != AL_DIGEST_LEN)
 		return al_fail(err, AL_ECORRUPT, 0, "ledger: tree node %u/%llu missing", level, (unsigned long long)idx);
-	memcpy(out, sqlite3_column_blob(st, 0), 32);
+	memcpy(out, sqlite3_column_blob(st, 0), AL_DIGEST_LEN);
 	return 0;
 }
 
-static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[32], struct al_error *err)
+static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[AL_DIGEST_LEN], struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int r = al_sqlite_prepare(db, "INSERT INTO ledger_tree(level, idx, hash) VALUES (?,?,?)", &st, err);
@@ -53,17 +53,17 @@ static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[3
 		return r;
 	sqlite3_bind_int(st, 1, (int)level);
 	sqlite3_bind_int64(st, 2, (int64_t)idx);
-	sqlite3_bind_blob(st, 3, h, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, h, AL_DIGEST_LEN, SQLITE_STATIC);
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger tree");
 }
 
-static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[32], struct al_error *err)
+static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	return tree_get(db, level, idx, out, err);
 }
 
 /* MTH(D[lo:hi]) from the stored complete subtrees */
-static int mth_db(sqlite3 *db, uint64_t lo, uint64_t hi, uint8_t out[32], struct al_error *err)
+static int mth_db(sqlite3 *db, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	struct al_merkle_store t = { tree_subtree, db };
 	return al_merkle__mth(&t, lo, hi, out, err);
@@ -115,7 +115,7 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 	json_decref(e);
 	if (!enc)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
-	uint8_t leaf[32];
+	uint8_t leaf[AL_DIGEST_LEN];
 	al_merkle_leaf(enc, strlen(enc), leaf);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
 	r = al_sqlite_prepare(db, "INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) VALUES (?,?,?,?,?,?,?)",
@@ -130,18 +130,18 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 			sqlite3_bind_null(ins, 4);
 		sqlite3_bind_int64(ins, 5, now);
 		sqlite3_bind_blob(ins, 6, enc, (int)strlen(enc), SQLITE_STATIC);
-		sqlite3_bind_blob(ins, 7, leaf, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(ins, 7, leaf, AL_DIGEST_LEN, SQLITE_STATIC);
 		if (sqlite3_step(ins) != SQLITE_DONE)
 			r = al_sqlite_fail(db, err, "ledger append");
 	}
 	free(enc);
 	/* complete the subtrees this leaf closes */
-	uint8_t h[32];
-	memcpy(h, leaf, 32);
+	uint8_t h[AL_DIGEST_LEN];
+	memcpy(h, leaf, AL_DIGEST_LEN);
 	if (r == 0)
 		r = tree_put(db, 0, seq, h, err);
 	for (unsigned level = 1; r == 0 && ((seq + 1) & ((1ull << level) - 1)) == 0; level++) {
-		uint8_t left[32];
+		uint8_t left[AL_DIGEST_LEN];
 		if ((r = tree_get(db, level - 1, (seq >> (level - 1)) - 1, left, err)) < 0)
 			break;
 		al_merkle_node(left, h, h);
@@ -176,7 +176,7 @@ int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err)
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	size_t siglen = sizeof(c.sig);
 	if (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) <= 0 ||
-	    EVP_DigestSign(ctx, c.sig, &siglen, (const uint8_t *)note, (size_t)nl) <= 0 || siglen != 64)
+	    EVP_DigestSign(ctx, c.sig, &siglen, (const uint8_t *)note, (size_t)nl) <= 0 || siglen != AL_ED25519_SIG_LEN)
 		r = al_fail(err, AL_EIO, 0, "ledger: signing failed");
 	EVP_MD_CTX_free(ctx);
 	if (r < 0)
@@ -186,10 +186,10 @@ int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err)
 				       "VALUES (?,?,?,?,?)", &ins, err)) < 0)
 		return r;
 	sqlite3_bind_int64(ins, 1, (int64_t)c.size);
-	sqlite3_bind_blob(ins, 2, c.root, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 2, c.root, AL_DIGEST_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 3, c.time);
 	sqlite3_bind_text(ins, 4, c.origin, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 5, c.sig, 64, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 5, c.sig, AL_ED25519_SIG_LEN, SQLITE_STATIC);
 	return sqlite3_step(ins) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "checkpoint");
 }
 
@@ -197,13 +197,13 @@ static int read_checkpoint(sqlite3_stmt *q, struct al_checkpoint *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->size = (uint64_t)sqlite3_column_int64(q, 0);
-	if (sqlite3_column_bytes(q, 1) != 32 || sqlite3_column_bytes(q, 4) != 64)
+	if (sqlite3_column_bytes(q, 1) != AL_DIGEST_LEN || sqlite3_column_bytes(q, 4) != AL_ED25519_SIG_LEN)
 		return -1;
-	memcpy(c->root, sqlite3_column_blob(q, 1), 32);
+	memcpy(c->root, sqlite3_column_blob(q, 1), AL_DIGEST_LEN);
 	c->time = sqlite3_column_int64(q, 2);
 	const unsigned char *o = sqlite3_column_text(q, 3);
 	snprintf(c->origin, sizeof(c->origin), "%s", o ? (const char *)o : "");
-	memcpy(c->sig, sqlite3_column_blob(q, 4), 64);
+	memcpy(c->sig, sqlite3_column_blob(q, 4), AL_ED25519_SIG_LEN);
 	return 0;
 }
 
@@ -296,7 +296,7 @@ int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
 	return g.n ? 0 : al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %llu", (unsigned long long)seq);
 }
 
-int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[32], struct al_error *err)
+int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	sqlite3 *db;
 	uint64_t n;
@@ -309,7 +309,7 @@ int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[32], struct a
 	return mth_db(db, 0, size, out, err);
 }
 
-int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint8_t (**out)[32], size_t *nout,
+int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint8_t (**out)[AL_DIGEST_LEN], size_t *nout,
 			struct al_error *err)
 {
 	sqlite3 *db;
@@ -324,7 +324,7 @@ int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint
 	return al_merkle__inclusion(&t, index, size, out, nout, err);
 }
 
-int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2, uint8_t (**out)[32], size_t *nout,
+int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2, uint8_t (**out)[AL_DIGEST_LEN], size_t *nout,
 			  struct al_error *err)
 {
 	sqlite3 *db;
@@ -372,14 +372,14 @@ int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *
 	return al_sqlite_exec(db, "COMMIT", err);
 }
 
-int al_ledger_pubkey(struct al_store *st, uint8_t raw[32], char *pem, size_t pemsz, struct al_error *err)
+int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz, struct al_error *err)
 {
 	EVP_PKEY *key = NULL;
 	int r = al_store__ledger_key(st, &key, err);
 	if (r < 0)
 		return r;
-	size_t len = 32;
-	if (EVP_PKEY_get_raw_public_key(key, raw, &len) <= 0 || len != 32)
+	size_t len = AL_ED25519_KEY_LEN;
+	if (EVP_PKEY_get_raw_public_key(key, raw, &len) <= 0 || len != AL_ED25519_KEY_LEN)
 		return al_fail(err, AL_EIO, 0, "ledger: cannot read the public key");
 	if (pem) {
 		BIO *b = BIO_new(BIO_s_mem());
@@ -400,12 +400,12 @@ int al_ledger_pubkey(struct al_store *st, uint8_t raw[32], char *pem, size_t pem
 
 static int write_blob(FILE *f, struct al_cas *cas, const char *id, struct al_error *err)
 {
-	uint8_t d[32];
-	if (al_id_parse(id, d, err) < 0)
+	struct al_oid d;
+	if (al_oid_parse(id, &d, err) < 0)
 		return AL_EINVAL;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int r = al_cas_get(cas, d, &data, &len, err);
+	int r = al_cas_get(cas, &d, &data, &len, err);
 	if (r == AL_ENOTFOUND)
 		return 0; /* named but not stored: the verifier reports it as not included */
 	if (r < 0)
@@ -417,7 +417,7 @@ static int write_blob(FILE *f, struct al_cas *cas, const char *id, struct al_err
 	}
 	EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
 	char hex[65];
-	al_hex(d, 32, hex);
+	al_hex(d.b, AL_OID_LEN, hex);
 	fprintf(f, "B %s %s\n", hex, b64);
 	free(b64);
 	free(data);
@@ -460,8 +460,8 @@ static int export_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 		if (read_checkpoint(x->cp, &cp) < 0)
 			return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu is malformed", (unsigned long long)e->seq + 1);
 		char root[65], sig[129];
-		al_hex(cp.root, 32, root);
-		al_hex(cp.sig, 64, sig);
+		al_hex(cp.root, AL_DIGEST_LEN, root);
+		al_hex(cp.sig, AL_ED25519_SIG_LEN, sig);
 		snprintf(line, sizeof(line), "C %llu %s %lld %s\n", (unsigned long long)cp.size, root, (long long)cp.time, sig);
 		fputs(line, x->f);
 	}
@@ -478,7 +478,7 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	if (from > n)
 		return al_fail(err, AL_EINVAL, 0, "no checkpoint at size %llu (the ledger has %llu entries)",
 			       (unsigned long long)from, (unsigned long long)n);
-	uint8_t raw[32];
+	uint8_t raw[AL_ED25519_KEY_LEN];
 	if ((r = al_ledger_pubkey(st, raw, NULL, 0, err)) < 0)
 		return r;
 	/* a consistent view: one read transaction for the whole export */
@@ -496,16 +496,16 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	}
 	char origin[80], hex[65];
 	origin_of(st, origin, sizeof(origin));
-	al_hex(raw, 32, hex);
+	al_hex(raw, AL_ED25519_KEY_LEN, hex);
 	fprintf(f, AL_LEDGER_EXPORT_MAGIC "\norigin %s\npubkey %s\n", origin, hex);
 	/* the prefix as complete subtrees, largest first */
 	uint64_t lo = 0;
 	for (int level = 63; level >= 0 && r == 0; level--) {
 		if (!(from & (1ull << level)))
 			continue;
-		uint8_t h[32];
+		uint8_t h[AL_DIGEST_LEN];
 		if ((r = tree_get(db, (unsigned)level, lo >> level, h, err)) == 0) {
-			al_hex(h, 32, hex);
+			al_hex(h, AL_DIGEST_LEN, hex);
 			fprintf(f, "R %d %s\n", level, hex);
 		}
 		lo += 1ull << level;

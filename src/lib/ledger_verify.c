@@ -23,7 +23,7 @@
 int al_checkpoint_note(const struct al_checkpoint *c, char *out, size_t outsz)
 {
 	char root[65];
-	al_hex(c->root, 32, root);
+	al_hex(c->root, AL_DIGEST_LEN, root);
 	int n = snprintf(out, outsz, "airlock-ledger checkpoint v1\norigin %s\nsize %llu\nroot %s\ntime %lld\n",
 			 c->origin, (unsigned long long)c->size, root, (long long)c->time);
 	return n < 0 || (size_t)n >= outsz ? -1 : n;
@@ -32,8 +32,8 @@ int al_checkpoint_note(const struct al_checkpoint *c, char *out, size_t outsz)
 int al_checkpoint_format(const struct al_checkpoint *c, char *out, size_t outsz)
 {
 	char root[65], sig[129];
-	al_hex(c->root, 32, root);
-	al_hex(c->sig, 64, sig);
+	al_hex(c->root, AL_DIGEST_LEN, root);
+	al_hex(c->sig, AL_ED25519_SIG_LEN, sig);
 	int n = snprintf(out, outsz, "%s %llu %s %lld %s", c->origin, (unsigned long long)c->size, root, (long long)c->time, sig);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
@@ -45,7 +45,7 @@ int al_checkpoint_parse(const char *line, struct al_checkpoint *c, struct al_err
 	unsigned long long size;
 	long long t;
 	if (sscanf(line, "%79s %llu %79s %lld %159s", origin, &size, root, &t, sig) != 5 || strlen(root) != 64 ||
-	    strlen(sig) != 128 || al_unhex(root, 32, c->root) < 0 || al_unhex(sig, 64, c->sig) < 0)
+	    strlen(sig) != 128 || al_unhex(root, AL_DIGEST_LEN, c->root) < 0 || al_unhex(sig, AL_ED25519_SIG_LEN, c->sig) < 0)
 		return al_fail(err, AL_EINVAL, 0, "not a checkpoint line (origin size root time signature)");
 	snprintf(c->origin, sizeof(c->origin), "%s", origin);
 	c->size = size;
@@ -59,7 +59,7 @@ static bool sig_ok(EVP_PKEY *key, const struct al_checkpoint *c)
 	int n = al_checkpoint_note(c, note, sizeof(note));
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	bool ok = ctx && n > 0 && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) > 0 &&
-		  EVP_DigestVerify(ctx, c->sig, 64, (const uint8_t *)note, (size_t)n) == 1;
+		  EVP_DigestVerify(ctx, c->sig, AL_ED25519_SIG_LEN, (const uint8_t *)note, (size_t)n) == 1;
 	EVP_MD_CTX_free(ctx);
 	return ok;
 }
@@ -116,10 +116,10 @@ static int check_trusted(struct verifier *v, struct al_error *err)
 {
 	if (!v->trusted || v->trusted_checked || v->g.size != v->trusted->size)
 		return 0;
-	uint8_t root[32];
+	uint8_t root[AL_DIGEST_LEN];
 	al_merkle__range_root(&v->g, root);
 	v->trusted_checked = true;
-	if (memcmp(root, v->trusted->root, 32) != 0)
+	if (memcmp(root, v->trusted->root, AL_DIGEST_LEN) != 0)
 		return al_fail(err, AL_ECORRUPT, 0,
 			       "not consistent with the trusted checkpoint: the first %llu entries have another root",
 			       (unsigned long long)v->trusted->size);
@@ -164,7 +164,7 @@ static int verify_entry(struct verifier *v, const char *p, size_t len, struct al
 	json_decref(e);
 	if (r < 0)
 		return r;
-	uint8_t leaf[32];
+	uint8_t leaf[AL_DIGEST_LEN];
 	al_merkle_leaf(p, len, leaf);
 	al_merkle__range_push(&v->g, leaf, 0);
 	v->count++;
@@ -178,7 +178,7 @@ static int verify_checkpoint(struct verifier *v, const char *p, struct al_error 
 	unsigned long long size;
 	long long t;
 	if (sscanf(p, "%llu %79s %lld %159s", &size, root, &t, sig) != 4 || strlen(root) != 64 || strlen(sig) != 128 ||
-	    al_unhex(root, 32, c.root) < 0 || al_unhex(sig, 64, c.sig) < 0)
+	    al_unhex(root, AL_DIGEST_LEN, c.root) < 0 || al_unhex(sig, AL_ED25519_SIG_LEN, c.sig) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed checkpoint", (unsigned long long)v->line);
 	c.size = size;
 	c.time = t;
@@ -189,9 +189,9 @@ static int verify_checkpoint(struct verifier *v, const char *p, struct al_error 
 	if (c.size < v->g.size)
 		return al_fail(err, AL_ECORRUPT, 0, "line %llu: checkpoint %llu is out of place (after entry %llu)",
 			       (unsigned long long)v->line, size, (unsigned long long)v->g.size - 1);
-	uint8_t got[32];
+	uint8_t got[AL_DIGEST_LEN];
 	al_merkle__range_root(&v->g, got);
-	if (memcmp(got, c.root, 32) != 0)
+	if (memcmp(got, c.root, AL_DIGEST_LEN) != 0)
 		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu: the entries %llu..%llu do not hash to its root "
 						    "(an entry in that range was changed)",
 			       size, (unsigned long long)(v->last_cp > v->first ? v->last_cp : v->first),
@@ -200,15 +200,15 @@ static int verify_checkpoint(struct verifier *v, const char *p, struct al_error 
 		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu: bad signature (forged, or signed by another key)", size);
 	v->last_cp = size;
 	v->rep->checkpoints++;
-	memcpy(v->rep->root, c.root, 32);
+	memcpy(v->rep->root, c.root, AL_DIGEST_LEN);
 	return 0;
 }
 
 static int verify_blob(struct verifier *v, char *p, struct al_error *err)
 {
 	char *sp = strchr(p, ' ');
-	uint8_t want[32], got[32];
-	if (!sp || sp - p != 64 || al_unhex(p, 32, want) < 0)
+	uint8_t want[AL_DIGEST_LEN], got[AL_DIGEST_LEN];
+	if (!sp || sp - p != 64 || al_unhex(p, AL_DIGEST_LEN, want) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed content line", (unsigned long long)v->line);
 	char *b64 = sp + 1;
 	size_t n = strlen(b64);
@@ -223,7 +223,7 @@ static int verify_blob(struct verifier *v, char *p, struct al_error *err)
 		r = al_fail(err, AL_ECORRUPT, 0, "line %llu: content is not base64", (unsigned long long)v->line);
 	else {
 		al_sha256(raw, (size_t)len, got);
-		if (memcmp(got, want, 32) != 0)
+		if (memcmp(got, want, AL_DIGEST_LEN) != 0)
 			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: content sha256:%.64s does not match its bytes",
 				    (unsigned long long)v->line, p);
 	}
@@ -248,7 +248,7 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 	ssize_t n;
 	int r = v ? 0 : al_fail(err, AL_ENOMEM, ENOMEM, "verify");
 	bool header = false, ended = false, seen_entry = false;
-	uint8_t export_key[32];
+	uint8_t export_key[AL_ED25519_KEY_LEN];
 	if (v) {
 		v->trusted = trusted;
 		v->rep = rep;
@@ -272,23 +272,23 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 		} else if (!strncmp(line, "pubkey ", 7)) {
 			if (v->key)
 				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: a second public key", (unsigned long long)v->line);
-			else if (strlen(line + 7) != 64 || al_unhex(line + 7, 32, export_key) < 0)
+			else if (strlen(line + 7) != 64 || al_unhex(line + 7, AL_ED25519_KEY_LEN, export_key) < 0)
 				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed public key", (unsigned long long)v->line);
 			if (r == 0) {
 				rep->key_from_export = !key;
-				v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, key ? key : export_key, 32);
+				v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, key ? key : export_key, AL_ED25519_KEY_LEN);
 				if (!v->key)
 					r = al_fail(err, AL_EINVAL, 0, "bad Ed25519 public key");
 			}
 		} else if (!strncmp(line, "R ", 2)) {
 			unsigned level;
 			char hex[80];
-			uint8_t h[32];
+			uint8_t h[AL_DIGEST_LEN];
 			if (seen_entry || sscanf(line + 2, "%u %79s", &level, hex) != 2 || level > 62 || strlen(hex) != 64 ||
-			    al_unhex(hex, 32, h) < 0)
+			    al_unhex(hex, AL_DIGEST_LEN, h) < 0)
 				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed prefix", (unsigned long long)v->line);
 			else {
-				memcpy(v->g.h[v->g.n], h, 32);
+				memcpy(v->g.h[v->g.n], h, AL_DIGEST_LEN);
 				v->g.level[v->g.n++] = level;
 				v->g.size += 1ull << level;
 				v->first = v->g.size;

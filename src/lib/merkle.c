@@ -14,7 +14,7 @@
 
 /* ---- RFC 6962 hashing ------------------------------------------------------ */
 
-void al_merkle_leaf(const void *entry, size_t len, uint8_t out[32])
+void al_merkle_leaf(const void *entry, size_t len, uint8_t out[AL_DIGEST_LEN])
 {
 	struct al_sha *s = al_sha_new();
 	uint8_t z = 0;
@@ -24,12 +24,12 @@ void al_merkle_leaf(const void *entry, size_t len, uint8_t out[32])
 	al_sha_free(s);
 }
 
-void al_merkle_node(const uint8_t l[32], const uint8_t r[32], uint8_t out[32])
+void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN], uint8_t out[AL_DIGEST_LEN])
 {
 	uint8_t buf[65];
 	buf[0] = 1;
-	memcpy(buf + 1, l, 32);
-	memcpy(buf + 33, r, 32);
+	memcpy(buf + 1, l, AL_DIGEST_LEN);
+	memcpy(buf + 33, r, AL_DIGEST_LEN);
 	al_sha256(buf, sizeof(buf), out);
 }
 
@@ -41,20 +41,20 @@ static uint64_t split(uint64_t n) /* largest power of two < n (n >= 2) */
 	return k;
 }
 
-static void mth_mem(const uint8_t (*l)[32], size_t n, uint8_t out[32])
+static void mth_mem(const uint8_t (*l)[AL_DIGEST_LEN], size_t n, uint8_t out[AL_DIGEST_LEN])
 {
 	if (n == 1) {
-		memcpy(out, l[0], 32);
+		memcpy(out, l[0], AL_DIGEST_LEN);
 		return;
 	}
 	uint64_t k = split(n);
-	uint8_t a[32], b[32];
+	uint8_t a[AL_DIGEST_LEN], b[AL_DIGEST_LEN];
 	mth_mem(l, k, a);
 	mth_mem(l + k, n - k, b);
 	al_merkle_node(a, b, out);
 }
 
-void al_merkle_root(const uint8_t (*leaves)[32], size_t n, uint8_t out[32])
+void al_merkle_root(const uint8_t (*leaves)[AL_DIGEST_LEN], size_t n, uint8_t out[AL_DIGEST_LEN])
 {
 	if (n == 0) {
 		al_sha256("", 0, out);
@@ -63,14 +63,14 @@ void al_merkle_root(const uint8_t (*leaves)[32], size_t n, uint8_t out[32])
 	mth_mem(leaves, n, out);
 }
 
-bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[32], const uint8_t (*proof)[32],
-				size_t nproof, const uint8_t root[32])
+bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[AL_DIGEST_LEN], const uint8_t (*proof)[AL_DIGEST_LEN],
+				size_t nproof, const uint8_t root[AL_DIGEST_LEN])
 {
 	if (index >= size)
 		return false;
 	uint64_t fn = index, sn = size - 1;
-	uint8_t r[32];
-	memcpy(r, leaf, 32);
+	uint8_t r[AL_DIGEST_LEN];
+	memcpy(r, leaf, AL_DIGEST_LEN);
 	for (size_t i = 0; i < nproof; i++) {
 		if (sn == 0)
 			return false;
@@ -86,30 +86,30 @@ bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t lea
 		fn >>= 1;
 		sn >>= 1;
 	}
-	return sn == 0 && memcmp(r, root, 32) == 0;
+	return sn == 0 && memcmp(r, root, AL_DIGEST_LEN) == 0;
 }
 
-bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t root1[32], const uint8_t root2[32],
-				  const uint8_t (*proof)[32], size_t nproof)
+bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t root1[AL_DIGEST_LEN], const uint8_t root2[AL_DIGEST_LEN],
+				  const uint8_t (*proof)[AL_DIGEST_LEN], size_t nproof)
 {
 	if (size1 == 0 || size1 > size2)
 		return false;
 	if (size1 == size2)
-		return nproof == 0 && memcmp(root1, root2, 32) == 0;
+		return nproof == 0 && memcmp(root1, root2, AL_DIGEST_LEN) == 0;
 	bool pow2 = (size1 & (size1 - 1)) == 0;
 	size_t n = nproof + (pow2 ? 1 : 0);
 	if (n == 0)
 		return false;
-	const uint8_t(*p)[32] = proof;
-	uint8_t fr[32], sr[32];
+	const uint8_t(*p)[AL_DIGEST_LEN] = proof;
+	uint8_t fr[AL_DIGEST_LEN], sr[AL_DIGEST_LEN];
 	size_t i = 0;
 	if (pow2) {
-		memcpy(fr, root1, 32);
+		memcpy(fr, root1, AL_DIGEST_LEN);
 	} else {
-		memcpy(fr, p[0], 32);
+		memcpy(fr, p[0], AL_DIGEST_LEN);
 		i = 1;
 	}
-	memcpy(sr, fr, 32);
+	memcpy(sr, fr, AL_DIGEST_LEN);
 	uint64_t fn = size1 - 1, sn = size2 - 1;
 	while (fn & 1) {
 		fn >>= 1;
@@ -131,7 +131,7 @@ bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t 
 		fn >>= 1;
 		sn >>= 1;
 	}
-	return sn == 0 && memcmp(fr, root1, 32) == 0 && memcmp(sr, root2, 32) == 0;
+	return sn == 0 && memcmp(fr, root1, AL_DIGEST_LEN) == 0 && memcmp(sr, root2, AL_DIGEST_LEN) == 0;
 }
 
 /* ---- over a stored tree ------------------------------------------------------
@@ -139,7 +139,7 @@ bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t 
  * needs O(log n) of them. */
 
 /* MTH(D[lo:hi]) from the stored complete subtrees */
-int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi, uint8_t out[32], struct al_error *err)
+int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	uint64_t n = hi - lo;
 	if ((n & (n - 1)) == 0 && lo % n == 0) {
@@ -149,7 +149,7 @@ int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi, ui
 		return t->subtree(t->ctx, level, lo >> level, out, err);
 	}
 	uint64_t k = split(n);
-	uint8_t a[32], b[32];
+	uint8_t a[AL_DIGEST_LEN], b[AL_DIGEST_LEN];
 	int r = al_merkle__mth(t, lo, lo + k, a, err);
 	if (r == 0)
 		r = al_merkle__mth(t, lo + k, hi, b, err);
@@ -159,21 +159,21 @@ int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi, ui
 }
 
 struct proof {
-	uint8_t (*v)[32];
+	uint8_t (*v)[AL_DIGEST_LEN];
 	size_t n, cap;
 };
 
-static int proof_add(struct proof *p, const uint8_t h[32], struct al_error *err)
+static int proof_add(struct proof *p, const uint8_t h[AL_DIGEST_LEN], struct al_error *err)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
-		uint8_t(*v)[32] = realloc(p->v, cap * 32);
+		uint8_t(*v)[AL_DIGEST_LEN] = realloc(p->v, cap * AL_DIGEST_LEN);
 		if (!v)
 			return al_fail(err, AL_ENOMEM, ENOMEM, "proof");
 		p->v = v;
 		p->cap = cap;
 	}
-	memcpy(p->v[p->n++], h, 32);
+	memcpy(p->v[p->n++], h, AL_DIGEST_LEN);
 	return 0;
 }
 
@@ -185,7 +185,7 @@ static int path(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64
 	if (n <= 1)
 		return 0;
 	uint64_t k = split(n);
-	uint8_t h[32];
+	uint8_t h[AL_DIGEST_LEN];
 	int r;
 	if (m < k) {
 		if ((r = path(t, m, lo, lo + k, p, err)) < 0 || (r = al_merkle__mth(t, lo + k, hi, h, err)) < 0)
@@ -202,7 +202,7 @@ static int subproof(const struct al_merkle_store *t, uint64_t m, uint64_t lo, ui
 		    struct al_error *err)
 {
 	uint64_t n = hi - lo;
-	uint8_t h[32];
+	uint8_t h[AL_DIGEST_LEN];
 	int r;
 	if (m == n) {
 		if (b)
@@ -220,7 +220,7 @@ static int subproof(const struct al_merkle_store *t, uint64_t m, uint64_t lo, ui
 	return proof_add(p, h, err);
 }
 
-int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64_t size, uint8_t (**out)[32],
+int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64_t size, uint8_t (**out)[AL_DIGEST_LEN],
 			 size_t *nout, struct al_error *err)
 {
 	struct proof p = { 0 };
@@ -234,7 +234,7 @@ int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64
 	return 0;
 }
 
-int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint64_t size2, uint8_t (**out)[32],
+int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint64_t size2, uint8_t (**out)[AL_DIGEST_LEN],
 			   size_t *nout, struct al_error *err)
 {
 	struct proof p = { 0 };
@@ -250,9 +250,9 @@ int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint
 
 /* ---- the compact range ---------------------------------------------------------- */
 
-void al_merkle__range_push(struct al_merkle_range *g, const uint8_t h[32], unsigned level)
+void al_merkle__range_push(struct al_merkle_range *g, const uint8_t h[AL_DIGEST_LEN], unsigned level)
 {
-	memcpy(g->h[g->n], h, 32);
+	memcpy(g->h[g->n], h, AL_DIGEST_LEN);
 	g->level[g->n++] = level;
 	g->size += 1ull << level;
 	while (g->n >= 2 && g->level[g->n - 1] == g->level[g->n - 2]) {
@@ -262,9 +262,9 @@ void al_merkle__range_push(struct al_merkle_range *g, const uint8_t h[32], unsig
 	}
 }
 
-void al_merkle__range_root(const struct al_merkle_range *g, uint8_t out[32])
+void al_merkle__range_root(const struct al_merkle_range *g, uint8_t out[AL_DIGEST_LEN])
 {
-	memcpy(out, g->h[g->n - 1], 32);
+	memcpy(out, g->h[g->n - 1], AL_DIGEST_LEN);
 	for (int i = g->n - 2; i >= 0; i--)
 		al_merkle_node(g->h[i], out, out);
 }

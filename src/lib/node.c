@@ -9,10 +9,10 @@
 #include "util.h"
 
 static const uint8_t node_magic[8] = { 'A', 'L', 'T', 'R', 'E', 'E', 0x00, 0x01 };
-#define ENTRY_FIXED (1 + 2 + 8 + 32 + 2)
+#define ENTRY_FIXED (1 + 2 + 8 + AL_OID_LEN + 2)
 #define NODE_MAX_BYTES (8 + 4 + (size_t)AL_NODE_MAX_ENTRIES * (ENTRY_FIXED + 255))
 
-const char *al_entry_type_name(int type)
+const char *al_entry_type_name(enum al_entry_type type)
 {
 	switch (type) {
 	case AL_T_DIR: return "dir";
@@ -88,7 +88,7 @@ int al_node_decode(const uint8_t *p, size_t n, struct al_node **out, struct al_e
 		e->type = q[0];
 		e->mode = get16(q + 1);
 		e->size = get64(q + 3);
-		memcpy(e->digest, q + 11, 32);
+		memcpy(e->digest.b, q + 11, AL_OID_LEN);
 		e->namelen = get16(q + 43);
 		off += ENTRY_FIXED;
 		if (n - off < e->namelen) {
@@ -144,7 +144,7 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 		q[0] = (uint8_t)e[i].type;
 		put16(q + 1, (uint16_t)e[i].mode);
 		put64(q + 3, e[i].size);
-		memcpy(q + 11, e[i].digest, 32);
+		memcpy(q + 11, e[i].digest.b, AL_OID_LEN);
 		put16(q + 43, (uint16_t)e[i].namelen);
 		memcpy(q + ENTRY_FIXED, e[i].name, e[i].namelen);
 		off += ENTRY_FIXED + e[i].namelen;
@@ -154,7 +154,7 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 	return 0;
 }
 
-int al_node_load(struct al_cas *cas, const uint8_t id[32], struct al_node **out, struct al_error *err)
+int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **out, struct al_error *err)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len = 0;
@@ -163,8 +163,8 @@ int al_node_load(struct al_cas *cas, const uint8_t id[32], struct al_node **out,
 		return r;
 	r = al_node_decode(buf, len, out, err);
 	if (r == AL_EINVAL && err) {
-		char s[AL_ID_STRLEN + 1], why[sizeof(err->msg)];
-		al_id_fmt(id, s);
+		char s[AL_OID_STRLEN + 1], why[sizeof(err->msg)];
+		al_oid_fmt(id, s);
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return al_fail(err, AL_EINVAL, 0, "%s is not a snapshot tree node (%s)", s, why);
 	}

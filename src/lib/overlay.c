@@ -28,8 +28,8 @@ void al_overlay_report_release(struct al_overlay_report *r)
 
 struct ov {
 	struct al_cas *cas;
-	const uint8_t *base;
-	uint8_t empty[32];
+	const struct al_oid *base;
+	struct al_oid empty;
 	struct al_edit *ed;
 	char **paths;
 	size_t n, cap;
@@ -54,7 +54,7 @@ static int note(struct ov *o, const char *fmt, ...)
 	return 0;
 }
 
-static int add_edit(struct ov *o, const char *path, int op, const struct al_entry *e, struct al_error *err)
+static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const struct al_entry *e, struct al_error *err)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 64;
@@ -128,7 +128,7 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		unsigned mode = s.st_mode & 07777 & ~06000u;
 		struct al_entry d = { .type = AL_T_DIR, .mode = mode };
 		if (replace && (in_base || parent_replaced))
-			memcpy(d.digest, o->empty, 32); /* graft an empty directory, then its upper contents */
+			d.digest = o->empty; /* graft an empty directory, then its upper contents */
 		if (replace || !in_base || base.mode != mode)
 			r = add_edit(o, path, AL_EDIT_SET, &d, err);
 		if (r == 0)
@@ -187,10 +187,10 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		}
 		o->rep->bytes_taken += size;
 		struct al_entry f = { .type = AL_T_FILE, .mode = mode, .size = (uint64_t)s2.st_size };
-		r = al_cas_put_fd(o->cas, fd, f.size, f.digest, err);
+		r = al_cas_put_fd(o->cas, fd, f.size, &f.digest, err);
 		close(fd);
 		if (r == 0) {
-			if (in_base && base.type == AL_T_FILE && base.mode == mode && !memcmp(base.digest, f.digest, 32))
+			if (in_base && base.type == AL_T_FILE && base.mode == mode && al_oid_eq(&base.digest, &f.digest))
 				o->rep->unchanged_copyups++;
 			else
 				r = add_edit(o, path, AL_EDIT_SET, &f, err);
@@ -204,8 +204,8 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		if (!ok)
 			return note(o, "%s: symlink target empty, too long or not text, not kept", q) < 0 ? AL_ENOMEM : 0;
 		struct al_entry l = { .type = AL_T_SYMLINK, .mode = 0777, .size = (uint64_t)n };
-		if ((r = al_cas_put(o->cas, t, (size_t)n, l.digest, err)) == 0 &&
-		    !(in_base && base.type == AL_T_SYMLINK && !memcmp(base.digest, l.digest, 32)))
+		if ((r = al_cas_put(o->cas, t, (size_t)n, &l.digest, err)) == 0 &&
+		    !(in_base && base.type == AL_T_SYMLINK && al_oid_eq(&base.digest, &l.digest)))
 			r = add_edit(o, path, AL_EDIT_SET, &l, err);
 	} else {
 		const char *kind = S_ISFIFO(s.st_mode) ? "FIFO" : S_ISSOCK(s.st_mode) ? "socket" : "device file";
@@ -233,14 +233,14 @@ static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_repl
 	return r;
 }
 
-int al_overlay_apply(struct al_store *st, const uint8_t base[32], const char *upper, uint8_t out[32],
+int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper, struct al_oid *out,
 		     struct al_overlay_report *rep, struct al_error *err)
 {
 	return al_overlay_apply_within(st, base, upper, 0, out, rep, err);
 }
 
-int al_overlay_apply_within(struct al_store *st, const uint8_t base[32], const char *upper, uint64_t max_bytes,
-			    uint8_t out[32], struct al_overlay_report *rep, struct al_error *err)
+int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper, uint64_t max_bytes,
+			    struct al_oid *out, struct al_overlay_report *rep, struct al_error *err)
 {
 	memset(rep, 0, sizeof(*rep));
 	struct ov o = { .cas = al_store_cas(st), .base = base, .rep = rep, .max_bytes = max_bytes };
@@ -256,7 +256,7 @@ int al_overlay_apply_within(struct al_store *st, const uint8_t base[32], const c
 	if (!path)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 	if (r == 0 && (r = al_cas_begin(o.cas, err)) == 0) {
-		if ((r = al_node_encode(NULL, 0, &enc, &len, err)) == 0 && (r = al_cas_put(o.cas, enc, len, o.empty, err)) == 0 &&
+		if ((r = al_node_encode(NULL, 0, &enc, &len, err)) == 0 && (r = al_cas_put(o.cas, enc, len, &o.empty, err)) == 0 &&
 		    (r = walk(&o, fd, path, 0, false, 0, err)) == 0 &&
 		    (rep->dropped <= AL_OVERLAY_DROPPED_NAMED ||
 		     (r = note(&o, "… and %llu more files not kept: over the disk limit",

@@ -17,7 +17,7 @@ static int load_small(struct al_cas *cas, const struct al_entry *e, uint8_t **ou
 	*len = 0;
 	if (e->size > AL_REVIEW_TEXT_MAX)
 		return 1; /* too large: reported as binary */
-	return al_cas_get(cas, e->digest, out, len, err);
+	return al_cas_get(cas, &e->digest, out, len, err);
 }
 
 static bool looks_binary(const uint8_t *p, size_t n)
@@ -132,17 +132,17 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 		f.new = *c->new;
 	f.type_changed = f.has_old && f.has_new && f.old.type != f.new.type;
 	f.mode_changed = f.has_old && f.has_new && f.old.mode != f.new.mode;
-	f.content_changed = !f.has_old || !f.has_new || memcmp(f.old.digest, f.new.digest, 32) != 0;
+	f.content_changed = !f.has_old || !f.has_new || !al_oid_eq(&f.old.digest, &f.new.digest);
 	uint8_t *a = NULL, *b = NULL;
 	size_t alen = 0, blen = 0;
 	int r = 0;
 	struct builder bd = { 0 };
 	char *ta = NULL, *tb = NULL;
 	bool a_file = f.has_old && f.old.type == AL_T_FILE, b_file = f.has_new && f.new.type == AL_T_FILE;
-	if (f.has_old && f.old.type == AL_T_SYMLINK && (r = al_cas_get(rv->cas, f.old.digest, (uint8_t **)&ta, &alen, err)) == 0)
+	if (f.has_old && f.old.type == AL_T_SYMLINK && (r = al_cas_get(rv->cas, &f.old.digest, (uint8_t **)&ta, &alen, err)) == 0)
 		ta[alen] = 0; /* al_cas_get allocates one spare byte */
 	if (r == 0 && f.has_new && f.new.type == AL_T_SYMLINK &&
-	    (r = al_cas_get(rv->cas, f.new.digest, (uint8_t **)&tb, &blen, err)) == 0)
+	    (r = al_cas_get(rv->cas, &f.new.digest, (uint8_t **)&tb, &blen, err)) == 0)
 		tb[blen] = 0;
 	f.symlink_old = ta;
 	f.symlink_new = tb;
@@ -171,7 +171,7 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 	return r;
 }
 
-int al_review(struct al_cas *cas, const uint8_t base[32], const uint8_t head[32], bool with_text, al_review_fn fn,
+int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, bool with_text, al_review_fn fn,
 	      void *ctx, struct al_error *err)
 {
 	git_libgit2_init();

@@ -45,10 +45,10 @@ void al_run_info_release(struct al_run_info *r)
 	}
 }
 
-static json_t *jid(const uint8_t d[32])
+static json_t *jid(const struct al_oid *d)
 {
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(d, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(d, s);
 	return json_string(s);
 }
 
@@ -57,11 +57,11 @@ static json_t *jid(const uint8_t d[32])
 /* <tenant>/lower/<hex>-<uid>: complete when it has its name (exported under
  * a temporary name, synced, renamed); never written after.  *lock holds it
  * in use for the run (the collector skips it, gc.c). */
-static int lower_ensure(struct al_store *st, int lowers, const uint8_t id[32], uint32_t uid, uint32_t gid,
+static int lower_ensure(struct al_store *st, int lowers, const struct al_oid *id, uint32_t uid, uint32_t gid,
 			char name[96], int *lock, struct al_error *err)
 {
 	char hex[65];
-	al_hex(id, 32, hex);
+	al_hex(id->b, AL_OID_LEN, hex);
 	snprintf(name, 96, "%s-%u", hex, uid);
 	if ((*lock = al_gc__layer_use(lowers, name, err)) < 0)
 		return *lock;
@@ -466,7 +466,7 @@ struct run {
 	struct al_store *st;
 	const struct al_run_opts *o;
 	char id[AL_RUN_ID_LEN + 1];
-	uint8_t base[32], image[32], result[32], bundle_id[32], bundle_blob[32], out_blob[32], err_blob[32];
+	struct al_oid base, image, result, bundle_id, bundle_blob, out_blob, err_blob;
 	int lowers, init, lock_img, lock_ws;
 	char lower_img[96], lower_ws[96];
 	struct capture cap;
@@ -515,7 +515,7 @@ static void run_release(struct run *r)
 	al_overlay_report_release(&r->rep);
 }
 
-static int put_capture(struct al_cas *cas, int fd, uint64_t size, uint8_t out[32], struct al_error *err)
+static int put_capture(struct al_cas *cas, int fd, uint64_t size, struct al_oid *out, struct al_error *err)
 {
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return al_fail(err, AL_EIO, errno, "run: rewind output");
@@ -537,7 +537,7 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	struct al_cas *cas = al_store_cas(r->st);
 	_cleanup_close_ int fd = -1;
 	int rc = open_capture(al_store_dir(r->st), &fd, err); /* an unnamed temp file: never left behind */
-	if (rc < 0 || (rc = al_bundle_write_fd(cas, r->base, r->result, fd, r->bundle_id, err)) < 0)
+	if (rc < 0 || (rc = al_bundle_write_fd(cas, &r->base, &r->result, fd, &r->bundle_id, err)) < 0)
 		return rc;
 	off_t size = lseek(fd, 0, SEEK_CUR);
 	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
@@ -545,15 +545,15 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	if ((rc = al_cas_begin(cas, err)) < 0)
 		return rc;
 	struct al_bundle b = { 0 };
-	uint8_t content[32];
-	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, r->bundle_blob, err)) == 0 &&
+	struct al_oid content;
+	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, &r->bundle_blob, err)) == 0 &&
 	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle__read_own_fd(cas, fd, &b, err)) == 0 &&
-	    (rc = al_bundle_apply_tree(cas, &b, r->base, content, err)) == 0 && memcmp(content, r->result, 32))
+	    (rc = al_bundle_apply_tree(cas, &b, &r->base, &content, err)) == 0 && !al_oid_eq(&content, &r->result))
 		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
 	for (size_t i = 0; rc == 0 && i < b.n; i++)
 		*(b.entries[i].op == 'A' ? &r->added : b.entries[i].op == 'M' ? &r->modified : &r->deleted) += 1;
-	if (rc == 0 && (rc = put_capture(cas, r->cap.fd[1], r->cap.kept[1], r->out_blob, err)) == 0)
-		rc = put_capture(cas, r->cap.fd[2], r->cap.kept[2], r->err_blob, err);
+	if (rc == 0 && (rc = put_capture(cas, r->cap.fd[1], r->cap.kept[1], &r->out_blob, err)) == 0)
+		rc = put_capture(cas, r->cap.fd[2], r->cap.kept[2], &r->err_blob, err);
 	al_bundle_release(&b);
 	return rc < 0 ? (al_cas_abort(cas), rc) : al_cas_commit(cas, err);
 }
@@ -579,7 +579,7 @@ static const char *outcome(const struct run *r)
 	return "ok";
 }
 
-static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, const uint8_t key[32])
+static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, const uint8_t key[AL_SECRET_KEY_LEN])
 {
 	const struct al_run_opts *o = r->o;
 	json_t *env = json_object();
@@ -598,15 +598,15 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 		for (size_t i = 0; v && v[i]; i++) {
 			const char *eq = strchr(v[i], '=');
 			char k[256];
-			uint8_t d[32];
-			unsigned dl = 32;
+			uint8_t d[AL_DIGEST_LEN];
+			unsigned dl = sizeof(d);
 			char hex[65], tagged[80];
 			snprintf(k, sizeof(k), "%.*s", (int)(eq - v[i]), v[i]);
 			/* keyed: a short secret's plain digest would be brute-forced from
 			 * an export; the key never leaves the deployment */
-			if (!HMAC(EVP_sha256(), key, 32, (const unsigned char *)eq + 1, strlen(eq + 1), d, &dl))
+			if (!HMAC(EVP_sha256(), key, AL_SECRET_KEY_LEN, (const unsigned char *)eq + 1, strlen(eq + 1), d, &dl))
 				memset(d, 0, sizeof(d));
-			al_hex(d, 32, hex);
+			al_hex(d, sizeof(d), hex);
 			snprintf(tagged, sizeof(tagged), "hmac-sha256:%s", hex);
 			if (!file)
 				json_object_del(env, k);
@@ -622,24 +622,24 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:s,s:s,s:i,s:b,s:b,"
 		"s:{s:o,s:I,s:I,s:b},s:{s:o,s:I,s:I,s:b},"
 		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
-		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(r->base), "image",
-		jid(r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
+		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(&r->base), "image",
+		jid(&r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
 		al_network_name(o->network), "limits", limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup,
-		"exit_code", s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob", jid(r->out_blob),
+		"exit_code", s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob", jid(&r->out_blob),
 		"bytes", (json_int_t)s->stdout_bytes, "kept", (json_int_t)r->cap.kept[1], "truncated",
-		r->cap.truncated[1], "stderr", "blob", jid(r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
+		r->cap.truncated[1], "stderr", "blob", jid(&r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
 		(json_int_t)r->cap.kept[2], "truncated", r->cap.truncated[2], "usage", "wall_ms", (json_int_t)s->wall_ms,
 		"cpu_user_ms", (json_int_t)s->cpu_user_ms, "cpu_sys_ms", (json_int_t)s->cpu_sys_ms, "max_rss_kb",
 		(json_int_t)s->max_rss_kb, "peak_memory", (json_int_t)s->peak_memory, "materialise_ms",
-		(json_int_t)r->materialise_ms, "delta_ms", (json_int_t)r->delta_ms, "result", jid(r->result), "changes",
+		(json_int_t)r->materialise_ms, "delta_ms", (json_int_t)r->delta_ms, "result", jid(&r->result), "changes",
 		"added", (json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted", (json_int_t)r->deleted,
-		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(r->bundle_id), "blob", jid(r->bundle_blob)),
+		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(&r->bundle_id), "blob", jid(&r->bundle_blob)),
 		"started", (json_int_t)r->started, "finished", (json_int_t)r->finished);
 	/* the outputs travel with the ledger's export (audit export) */
 	if (rec)
 		json_object_set_new(rec, "content",
-				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(r->out_blob), "name",
-					      "stderr", "sha256", jid(r->err_blob)));
+				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(&r->out_blob), "name",
+					      "stderr", "sha256", jid(&r->err_blob)));
 	if (rec)
 		json_object_set_new(rec, "enforced",
 				    json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "memory", s->memory_enforced, "pids",
@@ -724,14 +724,14 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv, c
 	struct al_cas *cas = al_store_cas(r->st);
 	bool outputs = false;
 	if (r->ran && r->cap.fd[1] >= 0 && r->cap.fd[2] >= 0 && al_cas_begin(cas, &e2) == 0) {
-		outputs = put_capture(cas, r->cap.fd[1], r->cap.kept[1], r->out_blob, &e2) == 0 &&
-			  put_capture(cas, r->cap.fd[2], r->cap.kept[2], r->err_blob, &e2) == 0;
+		outputs = put_capture(cas, r->cap.fd[1], r->cap.kept[1], &r->out_blob, &e2) == 0 &&
+			  put_capture(cas, r->cap.fd[2], r->cap.kept[2], &r->err_blob, &e2) == 0;
 		if (outputs)
 			outputs = al_cas_commit(cas, &e2) == 0;
 		else
 			al_cas_abort(cas);
 	}
-	uint8_t key[32];
+	uint8_t key[AL_SECRET_KEY_LEN];
 	if (al_store__secret_key(r->st, key, &e2) < 0)
 		return -1;
 	json_t *rec = record_json(r, envv, nenv, key);
@@ -968,9 +968,9 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	struct al_policy pol;
 	if ((r = al_policy_effective(st, &pol, err)) < 0 || (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
-	    (r = al_image_resolve(st, o->image, run.image, err)) < 0)
+	    (r = al_image_resolve(st, o->image, &run.image, err)) < 0)
 		goto out;
-	memcpy(run.base, proj.head, 32);
+	run.base = proj.head;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		r = al_fail(err, AL_EIO, errno, "run id");
 		goto out;
@@ -1000,8 +1000,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	run.phase = "materialise"; /* from here on, an attempt: a failure is recorded */
 	throttle(&run, true);
-	if ((r = lower_ensure(st, run.lowers, run.image, uid, gid, run.lower_img, &run.lock_img, err)) < 0 ||
-	    (r = lower_ensure(st, run.lowers, run.base, uid, gid, run.lower_ws, &run.lock_ws, err)) < 0)
+	if ((r = lower_ensure(st, run.lowers, &run.image, uid, gid, run.lower_img, &run.lock_img, err)) < 0 ||
+	    (r = lower_ensure(st, run.lowers, &run.base, uid, gid, run.lower_ws, &run.lock_ws, err)) < 0)
 		goto out;
 	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
@@ -1051,13 +1051,13 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	t0 = al_now_ns();
 	run.phase = "collect";
 	throttle(&run, true);
-	if ((r = al_overlay_apply_within(st, run.base, upper, run.limits.disk, run.result, &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result, &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 
 	run.phase = "record";
-	uint8_t skey[32];
+	uint8_t skey[AL_SECRET_KEY_LEN];
 	if ((r = al_store__secret_key(st, skey, err)) < 0)
 		goto out;
 	json_t *rec = record_json(&run, env->v, env->n, skey);
@@ -1068,7 +1068,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	}
 	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
 	/* a run that changed nothing leaves its draft closed, "empty" */
-	struct al_draft_opts dopts = { .base = run.base, .content = run.result, .author = o->author, .group = o->group,
+	struct al_draft_opts dopts = { .base = &run.base, .content = &run.result, .author = o->author, .group = o->group,
 				       .close_empty = true };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
@@ -1159,11 +1159,11 @@ int al_run_inputs_present(struct al_store *st, const char *id, struct al_error *
 	static const char *const inputs[][2] = { { "base", "base snapshot" }, { "image", "image" } };
 	for (size_t i = 0; r == 0 && i < 2; i++) {
 		const char *s = json_string_value(json_object_get(j, inputs[i][0]));
-		uint8_t d[32];
+		struct al_oid d;
 		struct al_error e = { 0 };
-		if (!s || al_id_parse(s, d, &e) < 0) {
+		if (!s || al_oid_parse(s, &d, &e) < 0) {
 			r = al_fail(err, AL_ECORRUPT, 0, "run %s: its record names no %s", id, inputs[i][1]);
-		} else if ((r = al_gc_snapshot_complete(st, d, &e)) == AL_ENOTFOUND) {
+		} else if ((r = al_gc_snapshot_complete(st, &d, &e)) == AL_ENOTFOUND) {
 			r = al_fail(err, AL_ENOTFOUND, 0,
 				    "run %s cannot be replayed: its %s %s was garbage-collected (%s)", id,
 				    inputs[i][1], s, e.msg);

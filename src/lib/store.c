@@ -248,13 +248,13 @@ int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *er
 
 /* The deployment's key for secrets' digests: 32 random bytes, 0600, never
  * exported; created with link() as the ledger key is. */
-int al_store__secret_key(struct al_store *s, uint8_t key[32], struct al_error *err)
+int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err)
 {
 	char path[4200], tmp[4300];
 	snprintf(path, sizeof(path), "%s/secrets.key", s->home);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT) {
-		uint8_t k[32];
+		uint8_t k[AL_SECRET_KEY_LEN];
 		snprintf(tmp, sizeof(tmp), "%s/secrets.key.tmp-%d", s->home, (int)getpid());
 		int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		bool ok = w >= 0 && getrandom(k, sizeof(k), 0) == (ssize_t)sizeof(k) &&
@@ -273,9 +273,9 @@ int al_store__secret_key(struct al_store *s, uint8_t key[32], struct al_error *e
 	}
 	if (fd < 0)
 		return al_fail(err, AL_EIO, errno, "open the secrets key %s", path);
-	ssize_t n = al_read_full(fd, key, 32);
+	ssize_t n = al_read_full(fd, key, AL_SECRET_KEY_LEN);
 	close(fd);
-	return n == 32 ? 0 : al_fail(err, AL_ECORRUPT, 0, "%s is not a 32-byte key", path);
+	return n == AL_SECRET_KEY_LEN ? 0 : al_fail(err, AL_ECORRUPT, 0, "%s is not a %d-byte key", path, AL_SECRET_KEY_LEN);
 }
 
 const char *al_store_tenant(struct al_store *s) { return s->tenant; }
@@ -429,7 +429,7 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 				  "VALUES (?,?,?,?,?)", &st, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, info->id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, info->id.b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, info->created);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)info->files);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)info->bytes);
@@ -453,9 +453,9 @@ int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx, 
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct al_snapshot_info info = { 0 };
-		if (sqlite3_column_bytes(st, 0) != 32)
+		if (sqlite3_column_bytes(st, 0) != AL_OID_LEN)
 			return al_fail(err, AL_ECORRUPT, 0, "snapshot table holds a malformed id");
-		memcpy(info.id, sqlite3_column_blob(st, 0), 32);
+		memcpy(info.id.b, sqlite3_column_blob(st, 0), AL_OID_LEN);
 		info.created = sqlite3_column_int64(st, 1);
 		info.files = (uint64_t)sqlite3_column_int64(st, 2);
 		info.bytes = (uint64_t)sqlite3_column_int64(st, 3);

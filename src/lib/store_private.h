@@ -21,8 +21,9 @@ int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
 void al_cas__release_memory(struct al_cas *c);
 bool al_cas__idle(struct al_cas *c);
 
+#define AL_SECRET_KEY_LEN 32
 /* The deployment's key for secrets' HMAC digests (created on first use). */
-int al_store__secret_key(struct al_store *s, uint8_t key[32], struct al_error *err);
+int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err);
 
 /* The deployment's ledger signing key (borrowed; loaded or created once). */
 int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *err);

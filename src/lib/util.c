@@ -138,17 +138,17 @@ int al_unhex(const char *in, size_t n, uint8_t *out)
 	return 0;
 }
 
-void al_id_fmt(const uint8_t d[AL_DIGEST_LEN], char out[AL_ID_STRLEN + 1])
+void al_oid_fmt(const struct al_oid *id, char out[AL_OID_STRLEN + 1])
 {
 	memcpy(out, "sha256:", 7);
-	al_hex(d, AL_DIGEST_LEN, out + 7);
+	al_hex(id->b, AL_OID_LEN, out + 7);
 }
 
-int al_id_parse(const char *s, uint8_t d[AL_DIGEST_LEN], struct al_error *err)
+int al_oid_parse(const char *s, struct al_oid *id, struct al_error *err)
 {
 	if (strncmp(s, "sha256:", 7) == 0)
 		s += 7;
-	if (strlen(s) != 2 * AL_DIGEST_LEN || al_unhex(s, AL_DIGEST_LEN, d) < 0) {
+	if (strlen(s) != 2 * AL_OID_LEN || al_unhex(s, AL_OID_LEN, id->b) < 0) {
 		char q[96];
 		al_quote(s, strnlen(s, 80), q, sizeof(q));
 		return al_fail(err, AL_EINVAL, 0,

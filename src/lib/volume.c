@@ -17,12 +17,12 @@
 
 static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy" };
 
-const char *al_strategy_name(int s)
+const char *al_strategy_name(enum al_strategy s)
 {
 	return s >= AL_STRICT && s <= AL_CONFLICT_COPY ? strategy_names[s] : "?";
 }
 
-int al_strategy_parse(const char *s, int *out, struct al_error *err)
+int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err)
 {
 	for (int i = AL_STRICT; i <= AL_CONFLICT_COPY; i++)
 		if (strcmp(s, strategy_names[i]) == 0) {
@@ -62,7 +62,7 @@ void al_commit_result_release(struct al_commit_result *r)
 
 /* ---- the empty tree ------------------------------------------------------- */
 
-static int empty_tree(struct al_cas *cas, uint8_t out[32], struct al_error *err)
+static int empty_tree(struct al_cas *cas, struct al_oid *out, struct al_error *err)
 {
 	uint8_t *enc = NULL;
 	size_t len = 0;
@@ -81,18 +81,18 @@ static int empty_tree(struct al_cas *cas, uint8_t out[32], struct al_error *err)
 
 struct vol {
 	int64_t id, project, seq;
-	uint8_t head[32], base[32];
+	struct al_oid head, base;
 	bool has_base;
 	char kind[8], state[24], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
 	char group[17], run[16];
 	int64_t applied, discarded;
 };
 
-static int get_blob32(sqlite3_stmt *st, int col, uint8_t out[32])
+static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
 {
-	if (sqlite3_column_bytes(st, col) != 32)
+	if (sqlite3_column_bytes(st, col) != AL_OID_LEN)
 		return -1;
-	memcpy(out, sqlite3_column_blob(st, col), 32);
+	memcpy(out->b, sqlite3_column_blob(st, col), AL_OID_LEN);
 	return 0;
 }
 
@@ -119,9 +119,9 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	v->id = sqlite3_column_int64(st, 0);
 	v->project = sqlite3_column_int64(st, 1);
 	v->seq = sqlite3_column_int64(st, 2);
-	if (get_blob32(st, 3, v->head) < 0)
+	if (get_blob32(st, 3, &v->head) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "volume %lld has a malformed head", (long long)v->id);
-	v->has_base = get_blob32(st, 4, v->base) == 0;
+	v->has_base = get_blob32(st, 4, &v->base) == 0;
 	copy_text(v->kind, sizeof(v->kind), st, 5);
 	copy_text(v->state, sizeof(v->state), st, 6);
 	copy_text(v->public_id, sizeof(v->public_id), st, 7);
@@ -135,10 +135,10 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 
 /* ---- the ledger: one entry per action, in the action's transaction ---------- */
 
-static json_t *jid(const uint8_t d[32])
+static json_t *jid(const struct al_oid *d)
 {
-	char s[AL_ID_STRLEN + 1];
-	al_id_fmt(d, s);
+	char s[AL_OID_STRLEN + 1];
+	al_oid_fmt(d, s);
 	return json_string(s);
 }
 
@@ -149,7 +149,7 @@ static json_t *jentry(bool has, const struct al_entry *e)
 	char mode[8];
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
 	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size", (json_int_t)e->size);
-	json_object_set_new(o, "sha256", jid(e->digest));
+	json_object_set_new(o, "sha256", jid(&e->digest));
 	return o;
 }
 
@@ -167,7 +167,7 @@ static int log_action(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 /* A commit into a volume as commit_locked() takes it, and as its refusal
  * is recorded: base -> incoming, and what names it. */
 struct commit_req {
-	const uint8_t *base, *incoming;    /* 32 bytes each */
+	const struct al_oid *base, *incoming;
 	const struct al_commit_opts *opts; /* NULL: strict, no author, no message */
 	const char *kind;                  /* of the commit row and the ledger entry */
 	const char *draft;                 /* the draft's public id, or NULL */
@@ -188,7 +188,7 @@ static const char *group_of(const struct al_commit_opts *o, char buf[17])
 static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_req *q, const char *project,
 			const struct al_commit_result *res)
 {
-	const uint8_t *base = q->base, *incoming = q->incoming;
+	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
 	const char *group = q->group, *draft = q->draft;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
@@ -197,7 +197,7 @@ static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_re
 	for (size_t i = 0; i < res->nconflicts; i++)
 		json_array_append_new(paths, json_string(res->conflicts[i].path));
 	json_t *d = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "outcome", "refused", "strategy",
-			      al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(res->head), "base", jid(base),
+			      al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(&res->head), "base", jid(base),
 			      "incoming", jid(incoming), "paths", paths);
 	if (draft)
 		json_object_set_new(d, "draft", json_string(draft));
@@ -274,7 +274,7 @@ static int count_change(void *ctx, const struct al_change *ch, struct al_error *
  * bytes, as an import records them: its parent's counts plus the change
  * (only differing subtrees are read) when the parent's row has them, else a
  * walk.  A row an earlier version left at 0 files 0 bytes is filled in. */
-static int record_snapshot(sqlite3 *db, struct al_cas *cas, const uint8_t parent[32], const uint8_t id[32],
+static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid *parent, const struct al_oid *id,
 			   const char *source, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
@@ -282,13 +282,13 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const uint8_t parent
 				  &q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(q, 1, id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 2, parent, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, parent->b, AL_OID_LEN, SQLITE_STATIC);
 	int64_t c[2] = { 0, 0 };
 	bool have_parent = false;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (memcmp(sqlite3_column_blob(q, 0), id, 32) == 0)
+		if (memcmp(sqlite3_column_blob(q, 0), id->b, AL_OID_LEN) == 0)
 			return 0; /* recorded, with its counts */
 		c[0] = sqlite3_column_int64(q, 1);
 		c[1] = sqlite3_column_int64(q, 2);
@@ -307,7 +307,7 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const uint8_t parent
 				       "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
 				   &st, err)) < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, al_wall_s());
 	sqlite3_bind_int64(st, 3, c[0]);
 	sqlite3_bind_int64(st, 4, c[1]);
@@ -325,15 +325,15 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 	sqlite3_bind_int(st, col, e->type);
 	sqlite3_bind_int(st, col + 1, (int)e->mode);
 	sqlite3_bind_int64(st, col + 2, (int64_t)e->size);
-	sqlite3_bind_blob(st, col + 3, e->digest, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, col + 3, e->digest.b, AL_OID_LEN, SQLITE_TRANSIENT);
 }
 
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
 static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const struct commit_req *q,
-			 const uint8_t result[32], struct al_commit_result *res, struct al_error *err)
+			 const struct al_oid *result, struct al_commit_result *res, struct al_error *err)
 {
-	const uint8_t *base = q->base;
+	const struct al_oid *base = q->base;
 	const struct al_commit_opts *o = q->opts;
 	const char *kind = q->kind, *draft = q->draft;
 	int64_t *seq = &res->seq;
@@ -342,9 +342,9 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 				  &up, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(up, 1, result, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(up, 1, result->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, v->id);
-	sqlite3_bind_blob(up, 3, v->head, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(up, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
 	if (sqlite3_step(up) != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "move head");
 	if (sqlite3_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
@@ -355,9 +355,9 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 	*seq = v->seq + 1;
 	sqlite3_bind_int64(ins, 1, v->id);
 	sqlite3_bind_int64(ins, 2, *seq);
-	sqlite3_bind_blob(ins, 3, v->head, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 4, base, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 5, result, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 4, base->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 5, result->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 6, o && o->author ? o->author : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, o && o->message ? o->message : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 8, al_strategy_name(o ? o->strategy : AL_STRICT), -1, SQLITE_STATIC);
@@ -390,11 +390,11 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 				return al_sqlite_fail(db, err, "record conflict");
 		}
 	}
-	uint8_t parent[32];
-	memcpy(parent, v->head, 32);
-	memcpy(v->head, result, 32);
+	struct al_oid parent;
+	parent = v->head;
+	v->head = *result;
 	v->seq = *seq;
-	return record_snapshot(db, cas, parent, result, kind, err);
+	return record_snapshot(db, cas, &parent, result, kind, err);
 }
 
 /* ---- overlaps ------------------------------------------------------------ */
@@ -408,7 +408,7 @@ static bool same_new(const struct al_change_rec *a, const struct al_change_rec *
 	if (a->new.type != b->new.type || a->new.mode != b->new.mode)
 		return false;
 	/* a directory's contents are judged path by path beneath it */
-	return a->new.type == AL_T_DIR || memcmp(a->new.digest, b->new.digest, 32) == 0;
+	return a->new.type == AL_T_DIR || al_oid_eq(&a->new.digest, &b->new.digest);
 }
 
 /* a change that removes or replaces everything beneath its path */
@@ -533,7 +533,7 @@ oom:
 
 /* ---- conflict copies ------------------------------------------------------ */
 
-int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, size_t outsz)
+int al_conflict_name(const char *path, const struct al_oid *change_id, char *out, size_t outsz)
 {
 	const char *slash = strrchr(path, '/');
 	const char *name = slash ? slash + 1 : path;
@@ -551,7 +551,7 @@ int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, s
 	if (m)
 		stemlen = (size_t)(m - name);
 	char hex[65];
-	al_hex(change_id, 32, hex);
+	al_hex(change_id->b, AL_OID_LEN, hex);
 	size_t extlen = strlen(ext);
 	if (stemlen + 18 + extlen > 250) /* a name stays within 255 bytes */
 		stemlen = 250 > 18 + extlen ? 250 - 18 - extlen : 0;
@@ -559,8 +559,8 @@ int al_conflict_name(const char *path, const uint8_t change_id[32], char *out, s
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
-static int unique_copy_path(struct al_cas *cas, const uint8_t tree[32], const char *path,
-			    const uint8_t change_id[32], const struct roots *taken, char *out, size_t outsz,
+static int unique_copy_path(struct al_cas *cas, const struct al_oid *tree, const char *path,
+			    const struct al_oid *change_id, const struct roots *taken, char *out, size_t outsz,
 			    struct al_error *err)
 {
 	char first[AL_PATH_MAX + 64];
@@ -593,7 +593,7 @@ static int unique_copy_path(struct al_cas *cas, const uint8_t tree[32], const ch
 	return al_fail(err, AL_ELIMIT, 0, "no free conflict name for %s", path);
 }
 
-static int lookup_opt(struct al_cas *cas, const uint8_t tree[32], const char *path, bool *has,
+static int lookup_opt(struct al_cas *cas, const struct al_oid *tree, const char *path, bool *has,
 		      struct al_entry *e, struct al_error *err)
 {
 	struct al_error e2 = { 0 };
@@ -610,8 +610,8 @@ static int lookup_opt(struct al_cas *cas, const uint8_t tree[32], const char *pa
 
 struct merge {
 	struct al_cas *cas;
-	const uint8_t *base, *incoming;
-	uint8_t head[32];
+	const struct al_oid *base, *incoming;
+	struct al_oid head;
 	struct al_changes theirs, ours;
 	struct roots roots;
 };
@@ -635,7 +635,7 @@ static int fill_conflicts(struct merge *m, struct al_commit_result *res, struct 
 		int r;
 		if ((r = lookup_opt(m->cas, m->base, c->path, &c->has_base, &c->base, err)) < 0 ||
 		    (r = lookup_opt(m->cas, m->incoming, c->path, &c->has_theirs, &c->theirs, err)) < 0 ||
-		    (r = lookup_opt(m->cas, m->head, c->path, &c->has_ours, &c->ours, err)) < 0)
+		    (r = lookup_opt(m->cas, &m->head, c->path, &c->has_ours, &c->ours, err)) < 0)
 			return r;
 	}
 	return 0;
@@ -646,9 +646,9 @@ static int conflict_error(struct merge *m, struct al_commit_result *res, const c
 	int r = fill_conflicts(m, res, err);
 	if (r < 0)
 		return r;
-	memcpy(res->head, m->head, 32);
-	char id[AL_ID_STRLEN + 1], paths[160] = "";
-	al_id_fmt(m->head, id);
+	res->head = m->head;
+	char id[AL_OID_STRLEN + 1], paths[160] = "";
+	al_oid_fmt(&m->head, id);
 	size_t o = 0;
 	for (size_t i = 0; i < m->roots.n && o + 4 < sizeof(paths); i++)
 		o += (size_t)snprintf(paths + o, sizeof(paths) - o, "%s%s", i ? ", " : "", m->roots.v[i]);
@@ -658,7 +658,7 @@ static int conflict_error(struct merge *m, struct al_commit_result *res, const c
 
 /* Apply "incoming minus overlaps" onto head, then land each overlap's
  * incoming version beside ours. */
-static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struct al_commit_result *res,
+static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out, struct al_commit_result *res,
 		       struct al_error *err)
 {
 	struct al_edit *ed = NULL;
@@ -675,21 +675,19 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 		if (!skip)
 			ed[k++] = ed[i];
 	}
-	uint8_t mid[32];
-	r = al_manifest_edit(m->cas, m->head, ed, k, mid, err);
+	struct al_oid mid;
+	r = al_manifest_edit(m->cas, &m->head, ed, k, &mid, err);
 	free(ed);
 	if (r < 0 || !with_copies || m->roots.n == 0) {
 		if (r == 0)
-			memcpy(out, mid, 32);
+			*out = mid;
 		return r;
 	}
 	if ((r = fill_conflicts(m, res, err)) < 0)
 		return r;
 	/* the change's id: what it was made from and what it made */
-	uint8_t cid[32], buf[64];
-	memcpy(buf, m->base, 32);
-	memcpy(buf + 32, m->incoming, 32);
-	al_sha256(buf, sizeof(buf), cid);
+	struct al_oid cid, buf[2] = { *m->base, *m->incoming };
+	al_sha256(buf, sizeof(buf), cid.b);
 	struct al_edit *copies = calloc(m->roots.n, sizeof(*copies));
 	struct roots taken = { 0 };
 	if (!copies)
@@ -700,7 +698,7 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 		if (!c->has_theirs)
 			continue; /* theirs deleted it: ours stays, the conflict is recorded */
 		char cp[AL_PATH_MAX + 64];
-		if ((r = unique_copy_path(m->cas, mid, c->path, cid, &taken, cp, sizeof(cp), err)) < 0)
+		if ((r = unique_copy_path(m->cas, &mid, c->path, &cid, &taken, cp, sizeof(cp), err)) < 0)
 			break;
 		if (!(c->copy_path = strdup(cp)) || roots_add(&taken, cp, strlen(cp)) < 0) {
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "commit");
@@ -712,7 +710,7 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 		nc++;
 	}
 	if (r == 0)
-		r = al_manifest_edit(m->cas, mid, copies, nc, out, err);
+		r = al_manifest_edit(m->cas, &mid, copies, nc, out, err);
 	free(copies);
 	roots_release(&taken);
 	return r;
@@ -722,13 +720,13 @@ static int merge_apply(struct merge *m, bool with_copies, uint8_t out[32], struc
 static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const struct commit_req *q,
 			 struct al_commit_result *res, struct al_error *err)
 {
-	const uint8_t *base = q->base, *incoming = q->incoming;
+	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
 	const char *kind = q->kind, *group = q->group;
 	json_t *extra = q->extra;
 	struct al_cas *cas = al_store_cas(st);
-	int strategy = o ? o->strategy : AL_STRICT;
-	uint8_t result[32];
+	enum al_strategy strategy = o ? o->strategy : AL_STRICT;
+	struct al_oid result;
 	int r = 0;
 	/* bad input is refused as such before anything is judged (the ledger
 	 * would refuse this author later) */
@@ -738,13 +736,13 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
 	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
 		return r;
-	if (memcmp(v->head, base, 32) == 0) {
-		memcpy(result, incoming, 32);
+	if (al_oid_eq(&v->head, base)) {
+		result = *incoming;
 	} else {
 		struct merge m = { .cas = cas, .base = base, .incoming = incoming };
-		memcpy(m.head, v->head, 32);
+		m.head = v->head;
 		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
-		    (r = al_manifest_changes(cas, base, v->head, &m.ours, err)) < 0 ||
+		    (r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
 		    (r = overlap_roots(&m.theirs, &m.ours, &m.roots, err)) < 0) {
 			merge_release(&m);
 			return r;
@@ -754,7 +752,7 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		else if (strategy == AL_REBASE_IF_DISJOINT && m.roots.n)
 			r = conflict_error(&m, res, "rebase_if_disjoint: changes overlap", err);
 		else if ((r = al_cas_begin(cas, err)) == 0) {
-			r = merge_apply(&m, strategy == AL_CONFLICT_COPY, result, res, err);
+			r = merge_apply(&m, strategy == AL_CONFLICT_COPY, &result, res, err);
 			/* every new node durable before the head names it */
 			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 			res->rebased = r == 0;
@@ -763,24 +761,24 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		if (r < 0)
 			return r;
 	}
-	if (memcmp(result, v->head, 32) == 0 && res->nconflicts == 0) {
+	if (al_oid_eq(&result, &v->head) && res->nconflicts == 0) {
 		/* an empty commit would say something happened when nothing did;
 		 * one that records a conflict (conflict_copy keeping ours against
 		 * an incoming deletion) is the record of that conflict */
-		char hid[AL_ID_STRLEN + 1];
-		al_id_fmt(v->head, hid);
-		memcpy(res->head, v->head, 32);
+		char hid[AL_OID_STRLEN + 1];
+		al_oid_fmt(&v->head, hid);
+		res->head = v->head;
 		return al_fail(err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
-			       memcmp(base, incoming, 32) == 0 ? "this (empty) change" : "every change of it");
+			       al_oid_eq(base, incoming) ? "this (empty) change" : "every change of it");
 	}
-	uint8_t parent[32];
-	memcpy(parent, v->head, 32);
-	if ((r = record_commit(db, cas, v, q, result, res, err)) < 0)
+	struct al_oid parent;
+	parent = v->head;
+	if ((r = record_commit(db, cas, v, q, &result, res, err)) < 0)
 		return r;
-	memcpy(res->head, result, 32);
+	res->head = result;
 	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
 			      strcmp(v->kind, "draft") == 0 ? v->public_id : "live", "seq", (json_int_t)res->seq,
-			      "parent", jid(parent), "base", jid(base), "incoming", jid(incoming), "result", jid(result),
+			      "parent", jid(&parent), "base", jid(base), "incoming", jid(incoming), "result", jid(&result),
 			      "strategy", al_strategy_name(strategy), "message", o && o->message ? o->message : "",
 			      "rebased", res->rebased, "conflicts", (json_int_t)res->nconflicts);
 	if (d && extra)
@@ -812,8 +810,8 @@ static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
 	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
 }
 
-int al_project_commit(struct al_store *st, const char *project, const uint8_t base[32],
-		      const uint8_t snapshot[32], const struct al_commit_opts *opts,
+int al_project_commit(struct al_store *st, const char *project, const struct al_oid *base,
+		      const struct al_oid *snapshot, const struct al_commit_opts *opts,
 		      struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
@@ -835,7 +833,7 @@ int al_project_commit(struct al_store *st, const char *project, const uint8_t ba
 
 /* ---- projects ------------------------------------------------------------- */
 
-int al_project_create(struct al_store *st, const char *name, const uint8_t *snapshot, const char *author,
+int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot, const char *author,
 		      struct al_project_info *out, struct al_error *err)
 {
 	int r = al_project_name_check(name, err);
@@ -843,11 +841,11 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 		return r;
 	struct al_cas *cas = al_store_cas(st);
 	/* the volume starts at the empty tree; the first commit brings snapshot */
-	uint8_t head[32], empty[32];
-	if ((r = empty_tree(cas, empty, err)) < 0)
+	struct al_oid head, empty;
+	if ((r = empty_tree(cas, &empty, err)) < 0)
 		return r;
-	memcpy(head, snapshot ? snapshot : empty, 32);
-	if (snapshot && (r = al_manifest_stat(cas, head, NULL, NULL, err)) < 0)
+	head = snapshot ? *snapshot : empty;
+	if (snapshot && (r = al_manifest_stat(cas, &head, NULL, NULL, err)) < 0)
 		return r;
 	sqlite3 *db;
 	if ((r = begin(st, &db, err)) < 0)
@@ -868,7 +866,7 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 				   &pv, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(pv, 1, pid);
-	sqlite3_bind_blob(pv, 2, empty, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(pv, 2, empty.b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(pv, 3, now);
 	if (sqlite3_step(pv) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
@@ -880,16 +878,16 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 	if (sqlite3_step(up) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
-	memcpy(v.head, empty, 32);
+	v.head = empty;
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
 	struct al_commit_result res = { 0 };
 	char gbuf[17];
 	al_ledger__new_group(gbuf);
-	struct commit_req q = { .base = empty, .incoming = head, .opts = &o, .kind = "create" };
-	if ((r = record_commit(db, al_store_cas(st), &v, &q, head, &res, err)) < 0 ||
+	struct commit_req q = { .base = &empty, .incoming = &head, .opts = &o, .kind = "create" };
+	if ((r = record_commit(db, al_store_cas(st), &v, &q, &head, &res, err)) < 0 ||
 	    (r = log_action(st, db,
 			    &(struct al_ledger_rec){ .kind = "project_create", .group = gbuf, .project = name,
-						     .actor = author, .data = json_pack("{s:o}", "head", jid(head)) },
+						     .actor = author, .data = json_pack("{s:o}", "head", jid(&head)) },
 			    NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
@@ -898,7 +896,7 @@ int al_project_create(struct al_store *st, const char *name, const uint8_t *snap
 		memset(out, 0, sizeof(*out));
 		snprintf(out->name, sizeof(out->name), "%s", name);
 		out->volume = vid;
-		memcpy(out->head, head, 32);
+		out->head = head;
 		out->created = now;
 		out->commits = 1;
 	}
@@ -910,7 +908,7 @@ static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p,
 	memset(p, 0, sizeof(*p));
 	copy_text(p->name, sizeof(p->name), st, 0);
 	p->volume = sqlite3_column_int64(st, 1);
-	if (get_blob32(st, 2, p->head) < 0)
+	if (get_blob32(st, 2, &p->head) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "project %s has a malformed head", p->name);
 	p->created = sqlite3_column_int64(st, 3);
 	p->commits = sqlite3_column_int64(st, 4);
@@ -963,13 +961,13 @@ int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct 
 static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
 {
 	memset(e, 0, sizeof(*e));
-	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == 32;
+	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == AL_OID_LEN;
 	if (!*has)
 		return;
 	e->type = sqlite3_column_int(st, col);
 	e->mode = (unsigned)sqlite3_column_int(st, col + 1);
 	e->size = (uint64_t)sqlite3_column_int64(st, col + 2);
-	memcpy(e->digest, sqlite3_column_blob(st, col + 3), 32);
+	memcpy(e->digest.b, sqlite3_column_blob(st, col + 3), AL_OID_LEN);
 }
 
 int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx, struct al_error *err)
@@ -994,7 +992,7 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct al_commit_info c = { 0 };
 		c.seq = sqlite3_column_int64(q, 1);
-		if (get_blob32(q, 2, c.parent) < 0 || get_blob32(q, 3, c.base) < 0 || get_blob32(q, 4, c.result) < 0)
+		if (get_blob32(q, 2, &c.parent) < 0 || get_blob32(q, 3, &c.base) < 0 || get_blob32(q, 4, &c.result) < 0)
 			return al_fail(err, AL_ECORRUPT, 0, "commit %lld is malformed", (long long)c.seq);
 		c.author = (const char *)sqlite3_column_text(q, 5);
 		c.message = (const char *)sqlite3_column_text(q, 6);
@@ -1044,8 +1042,8 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	snprintf(d->group, sizeof(d->group), "%s", v->group);
 	snprintf(d->id, sizeof(d->id), "%s", v->public_id);
 	snprintf(d->project, sizeof(d->project), "%s", v->project_name);
-	memcpy(d->base, v->base, 32);
-	memcpy(d->head, v->head, 32);
+	d->base = v->base;
+	d->head = v->head;
 	snprintf(d->state, sizeof(d->state), "%s", v->state);
 	snprintf(d->run, sizeof(d->run), "%s", v->run);
 	d->applied = (uint64_t)v->applied;
@@ -1055,7 +1053,7 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
 			    al_volume__draft_hook hook, void *ctx, struct al_draft_info *out, struct al_error *err)
 {
-	const uint8_t *content = o->content;
+	const struct al_oid *content = o->content;
 	const char *author = o->author;
 	sqlite3 *db;
 	int r = begin(st, &db, err);
@@ -1076,10 +1074,10 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		snprintf(group, sizeof(group), "%s", o->group);
 	else
 		al_ledger__new_group(group);
-	const uint8_t *base = o->base ? o->base : live.head;
+	const struct al_oid *base = o->base ? o->base : &live.head;
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
-	bool empty = !content || memcmp(content, base, 32) == 0;
+	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
 	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
 				       "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)", &ins, err)) < 0)
@@ -1087,8 +1085,8 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 1, live.project);
-	sqlite3_bind_blob(ins, 2, base, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 3, base, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 2, base->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(ins, 3, base->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ins, 5, al_wall_s());
 	if (sqlite3_step(ins) != SQLITE_DONE)
@@ -1096,8 +1094,8 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
 	v.seq = 0;
-	memcpy(v.base, base, 32);
-	memcpy(v.head, base, 32);
+	v.base = *base;
+	v.head = *base;
 	v.has_base = true;
 	snprintf(v.kind, sizeof(v.kind), "draft");
 	snprintf(v.state, sizeof(v.state), "%s", state);
@@ -1137,7 +1135,7 @@ int al_draft_create_opts(struct al_store *st, const char *project, const struct 
 	return al_volume__draft_create(st, project, o, NULL, NULL, out, err);
 }
 
-int al_draft_create(struct al_store *st, const char *project, const uint8_t *content, const char *author,
+int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content, const char *author,
 		    struct al_draft_info *out, struct al_error *err)
 {
 	struct al_draft_opts o = { .content = content, .author = author };
@@ -1187,7 +1185,7 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 	}
 }
 
-int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32], const uint8_t snapshot[32],
+int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base, const struct al_oid *snapshot,
 		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
@@ -1212,7 +1210,7 @@ int al_draft_commit(struct al_store *st, const char *id, const uint8_t base[32],
 
 /* Which of the draft's changes a decision takes: all, none, or those at or
  * under the selected paths plus the directories the draft made for them. */
-static int select_paths(const struct al_changes *ch, const struct vol *d, int mode, const char *const *paths,
+static int select_paths(const struct al_changes *ch, const struct vol *d, enum al_apply_mode mode, const char *const *paths,
 			size_t npaths, bool *keep, struct al_error *err)
 {
 	for (size_t i = 0; i < ch->n; i++)
@@ -1256,7 +1254,7 @@ static int select_paths(const struct al_changes *ch, const struct vol *d, int mo
 
 /* The kept changes applied to the draft's base. */
 static int selected_tree(struct al_cas *cas, const struct vol *d, const struct al_changes *ch, const bool *keep,
-			 uint8_t out[32], struct al_error *err)
+			 struct al_oid *out, struct al_error *err)
 {
 	struct al_edit *ed = NULL;
 	int r = al_changes_edits(ch, &ed, err);
@@ -1267,7 +1265,7 @@ static int selected_tree(struct al_cas *cas, const struct vol *d, const struct a
 		if (keep[i])
 			ed[k++] = ed[i];
 	if ((r = al_cas_begin(cas, err)) == 0) {
-		r = al_manifest_edit(cas, d->base, ed, k, out, err);
+		r = al_manifest_edit(cas, &d->base, ed, k, out, err);
 		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 	}
 	free(ed);
@@ -1314,7 +1312,7 @@ int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, voi
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
 }
 
-int al_draft_apply(struct al_store *st, const char *id, int mode, const char *const *paths, size_t npaths,
+int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode, const char *const *paths, size_t npaths,
 		   const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
@@ -1339,7 +1337,7 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 		return al_ledger__finish(st, db, r, err);
 	struct al_cas *cas = al_store_cas(st);
 	struct al_changes ch;
-	if ((r = al_manifest_changes(cas, d.base, d.head, &ch, err)) < 0)
+	if ((r = al_manifest_changes(cas, &d.base, &d.head, &ch, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
 	if (!keep)
@@ -1350,10 +1348,10 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 		*(keep[i] ? &res->applied : &res->discarded) += 1;
 	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED : res->discarded ? AL_DRAFT_PARTIAL : AL_DRAFT_APPLIED;
 	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
-	uint8_t incoming[32];
-	memcpy(incoming, d.head, 32);
+	struct al_oid incoming;
+	incoming = d.head;
 	json_t *extra = NULL;
-	struct commit_req q = { .base = d.base, .incoming = incoming, .opts = opts, .kind = "apply", .draft = id,
+	struct commit_req q = { .base = &d.base, .incoming = &incoming, .opts = opts, .kind = "apply", .draft = id,
 				.group = d.group };
 	if (r == 0) {
 		json_t *jp = json_array();
@@ -1365,11 +1363,11 @@ int al_draft_apply(struct al_store *st, const char *id, int mode, const char *co
 	}
 	if (r == 0 && mode != AL_REJECT_ALL) {
 		if (mode == AL_ACCEPT_SELECTED)
-			r = selected_tree(cas, &d, &ch, keep, incoming, err);
+			r = selected_tree(cas, &d, &ch, keep, &incoming, err);
 		if (r == 0)
 			r = commit_locked(st, db, &live, &q, res, err);
 	} else if (r == 0) {
-		memcpy(res->head, live.head, 32);
+		res->head = live.head;
 		r = log_action(st, db,
 			       &(struct al_ledger_rec){ .kind = "reject", .group = d.group, .project = d.project_name,
 							.actor = opts ? opts->author : NULL, .data = json_incref(extra) },

@@ -46,7 +46,7 @@ struct walker {
 	void *ctx;
 };
 
-static int walk_node(struct walker *w, const uint8_t id[32], unsigned depth, struct al_error *err)
+static int walk_node(struct walker *w, const struct al_oid *id, unsigned depth, struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "snapshot deeper than %d levels", AL_DEPTH_MAX);
@@ -61,14 +61,14 @@ static int walk_node(struct walker *w, const uint8_t id[32], unsigned depth, str
 			break;
 		r = w->fn(w->ctx, w->path.p, e, err);
 		if (r == 0 && e->type == AL_T_DIR)
-			r = walk_node(w, e->digest, depth + 1, err);
+			r = walk_node(w, &e->digest, depth + 1, err);
 		al_manifest__path_pop(&w->path, saved);
 	}
 	al_node_free(node);
 	return r;
 }
 
-int al_manifest_walk(struct al_cas *cas, const uint8_t id[32], al_walk_fn fn, void *ctx,
+int al_manifest_walk(struct al_cas *cas, const struct al_oid *id, al_walk_fn fn, void *ctx,
 		     struct al_error *err)
 {
 	struct walker *w = calloc(1, sizeof(*w));
@@ -82,7 +82,7 @@ int al_manifest_walk(struct al_cas *cas, const uint8_t id[32], al_walk_fn fn, vo
 	return r;
 }
 
-int al_manifest_stat(struct al_cas *cas, const uint8_t id[32], uint64_t *bytes, size_t *entries,
+int al_manifest_stat(struct al_cas *cas, const struct al_oid *id, uint64_t *bytes, size_t *entries,
 		     struct al_error *err)
 {
 	struct al_node *node = NULL;
@@ -111,7 +111,7 @@ struct differ {
 };
 
 /* Emit op for every entry beneath directory id (all 'A' or all 'D'). */
-static int diff_subtree(struct differ *d, const uint8_t id[32], char op, unsigned depth,
+static int diff_subtree(struct differ *d, const struct al_oid *id, char op, unsigned depth,
 			struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
@@ -128,14 +128,14 @@ static int diff_subtree(struct differ *d, const uint8_t id[32], char op, unsigne
 		struct al_change c = { op, d->path.p, op == 'D' ? e : NULL, op == 'A' ? e : NULL };
 		r = d->fn(d->ctx, &c, err);
 		if (r == 0 && e->type == AL_T_DIR)
-			r = diff_subtree(d, e->digest, op, depth + 1, err);
+			r = diff_subtree(d, &e->digest, op, depth + 1, err);
 		al_manifest__path_pop(&d->path, saved);
 	}
 	al_node_free(node);
 	return r;
 }
 
-static int diff_nodes(struct differ *d, const uint8_t a[32], const uint8_t b[32], unsigned depth,
+static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b, unsigned depth,
 		      struct al_error *err);
 
 static int diff_pair(struct differ *d, const struct al_entry *x, const struct al_entry *y,
@@ -145,16 +145,16 @@ static int diff_pair(struct differ *d, const struct al_entry *x, const struct al
 	if (!y) {
 		struct al_change c = { 'D', d->path.p, x, NULL };
 		if ((r = d->fn(d->ctx, &c, err)) == 0 && x->type == AL_T_DIR)
-			r = diff_subtree(d, x->digest, 'D', depth + 1, err);
+			r = diff_subtree(d, &x->digest, 'D', depth + 1, err);
 		return r;
 	}
 	if (!x) {
 		struct al_change c = { 'A', d->path.p, NULL, y };
 		if ((r = d->fn(d->ctx, &c, err)) == 0 && y->type == AL_T_DIR)
-			r = diff_subtree(d, y->digest, 'A', depth + 1, err);
+			r = diff_subtree(d, &y->digest, 'A', depth + 1, err);
 		return r;
 	}
-	bool same_digest = memcmp(x->digest, y->digest, 32) == 0;
+	bool same_digest = al_oid_eq(&x->digest, &y->digest);
 	if (x->type == y->type) {
 		bool changed = x->mode != y->mode || (x->type != AL_T_DIR && !same_digest);
 		if (changed) {
@@ -163,20 +163,20 @@ static int diff_pair(struct differ *d, const struct al_entry *x, const struct al
 				return r;
 		}
 		if (x->type == AL_T_DIR && !same_digest)
-			r = diff_nodes(d, x->digest, y->digest, depth + 1, err);
+			r = diff_nodes(d, &x->digest, &y->digest, depth + 1, err);
 		return r;
 	}
 	struct al_change c = { 'M', d->path.p, x, y };
 	if ((r = d->fn(d->ctx, &c, err)) < 0)
 		return r;
-	if (x->type == AL_T_DIR && (r = diff_subtree(d, x->digest, 'D', depth + 1, err)) < 0)
+	if (x->type == AL_T_DIR && (r = diff_subtree(d, &x->digest, 'D', depth + 1, err)) < 0)
 		return r;
 	if (y->type == AL_T_DIR)
-		r = diff_subtree(d, y->digest, 'A', depth + 1, err);
+		r = diff_subtree(d, &y->digest, 'A', depth + 1, err);
 	return r;
 }
 
-static int diff_nodes(struct differ *d, const uint8_t a[32], const uint8_t b[32], unsigned depth,
+static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b, unsigned depth,
 		      struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
@@ -212,7 +212,7 @@ static int diff_nodes(struct differ *d, const uint8_t a[32], const uint8_t b[32]
 	return r;
 }
 
-int al_manifest_diff(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32], al_diff_fn fn,
+int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, al_diff_fn fn,
 		     void *ctx, struct al_error *err)
 {
 	struct differ *d = calloc(1, sizeof(*d));
@@ -222,7 +222,7 @@ int al_manifest_diff(struct al_cas *cas, const uint8_t a[32], const uint8_t b[32
 	d->fn = fn;
 	d->ctx = ctx;
 	int r;
-	if (memcmp(a, b, 32) == 0) {
+	if (al_oid_eq(a, b)) {
 		/* still check that the snapshot exists */
 		struct al_node *n = NULL;
 		r = al_node_load(cas, a, &n, err);

@@ -191,7 +191,7 @@ static void object_free(void *cls)
 	free(os);
 }
 
-int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_t offset, const char *type)
+int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset, const char *type)
 {
 	struct al_error err = { 0 };
 	struct al_cas_reader *r = NULL;

@@ -110,12 +110,12 @@ int h_project_create_tree(struct req *rq)
 		rc = al_tar_import(st, src, &ir, &err);
 	}
 	if (rc == 0)
-		rc = al_project_create(st, rq->seg[1], ir.id, rq->who.name, &p, &err);
+		rc = al_project_create(st, rq->seg[1], &ir.id, rq->who.name, &p, &err);
 	srv_store_done(st);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	json_t *out = view_project(&p);
-	json_object_set_new(out, "tree", view_id(ir.id));
+	json_object_set_new(out, "tree", view_id(&ir.id));
 	return srv_json(rq, 201, out);
 }
 
@@ -148,28 +148,28 @@ int h_project_drafts(struct req *rq)
 int h_project_commit(struct req *rq)
 {
 	struct al_error err = { 0 };
-	uint8_t base[32], made[32];
+	struct al_oid base, made;
 	const char *b = srv_query(rq, "base"), *strategy = srv_query(rq, "strategy");
 	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	bool tree = type && strncmp(type, "application/x-tar", 17) == 0;
 	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
 	if (!b)
 		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the change was made from)");
-	if (al_id_parse(b, base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
+	if (al_oid_parse(b, &base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;
 	struct al_commit_result res = { 0 };
 	struct al_project_info p;
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0 && !tree)
-		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, base, &o, &res, made, &err);
+		rc = ops_bundle_commit(st, rq->seg[1], rq->upload_fd, &base, &o, &res, &made, &err);
 	if (rc == 0 && tree && (rc = al_project_get(st, rq->seg[1], &p, &err)) == 0) {
 		char src[64];
 		struct al_import_result ir;
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", rq->upload_fd);
 		if ((rc = al_tar_import(st, src, &ir, &err)) == 0) {
-			memcpy(made, ir.id, 32);
-			rc = al_project_commit(st, rq->seg[1], base, ir.id, &o, &res, &err);
+			made = ir.id;
+			rc = al_project_commit(st, rq->seg[1], &base, &ir.id, &o, &res, &err);
 		}
 	}
 	srv_store_done(st);
@@ -179,7 +179,7 @@ int h_project_commit(struct req *rq)
 		srv_error(rq, &err);
 	else {
 		json_t *out = view_commit_result(&res);
-		json_object_set_new(out, tree ? "tree" : "bundle", view_id(made));
+		json_object_set_new(out, tree ? "tree" : "bundle", view_id(&made));
 		srv_json(rq, 201, out);
 	}
 	al_commit_result_release(&res);
@@ -279,14 +279,14 @@ static int walk_one(void *ctx, const char *path, const struct al_entry *e, struc
 
 static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
-	uint8_t id[32];
+	struct al_oid id;
 	struct walk_ctx w = { .entries = json_array(), .limit = SNAPSHOT_ENTRIES_MAX };
 	const char *limit = srv_query(rq, "limit");
 	if (limit)
 		w.limit = strtoul(limit, NULL, 10) < SNAPSHOT_ENTRIES_MAX ? strtoul(limit, NULL, 10) : SNAPSHOT_ENTRIES_MAX;
-	int rc = al_id_parse(rq->seg[1], id, err);
+	int rc = al_oid_parse(rq->seg[1], &id, err);
 	if (rc == 0)
-		rc = al_manifest_walk(al_store_cas(st), id, walk_one, &w, err);
+		rc = al_manifest_walk(al_store_cas(st), &id, walk_one, &w, err);
 	if (rc < 0) {
 		json_decref(w.entries);
 		return rc;
@@ -303,15 +303,15 @@ int h_snapshot(struct req *rq)
 
 int h_blob(struct req *rq)
 {
-	uint8_t id[32];
+	struct al_oid id;
 	uint64_t size = 0;
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
-	int rc = al_id_parse(rq->seg[1], id, &err);
+	int rc = al_oid_parse(rq->seg[1], &id, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
-		rc = al_cas_size(al_store_cas(st), id, &size, &err);
+		rc = al_cas_size(al_store_cas(st), &id, &size, &err);
 	if (rc == 0 && size > BLOB_MAX)
 		rc = al_fail(&err, AL_ELIMIT, 0, "blob of %llu bytes: over the %u bytes one response carries",
 			     (unsigned long long)size, BLOB_MAX);
@@ -319,7 +319,7 @@ int h_blob(struct req *rq)
 		srv_store_done(st);
 		return srv_error(rq, &err);
 	}
-	srv_object(rq, al_store_cas(st), id, 0, "application/octet-stream"); /* streamed, Range honoured */
+	srv_object(rq, al_store_cas(st), &id, 0, "application/octet-stream"); /* streamed, Range honoured */
 	srv_store_done(st);
 	return 0;
 }

@@ -74,9 +74,9 @@ int h_run_start(struct req *rq)
 	if (rc == 0 && (rc = al_policy_effective(st, &pol, &err)) == 0)
 		rc = al_policy_limits(&pol, &r->req.o.limits, &lim, &err);
 	/* everything refusable is refused before the first use imports the image */
-	uint8_t img[32];
+	struct al_oid img;
 	if (rc == 0)
-		rc = r->req.o.image ? al_image_resolve_as(st, r->req.o.image, may_read, rq, img, &err)
+		rc = r->req.o.image ? al_image_resolve_as(st, r->req.o.image, may_read, rq, &img, &err)
 				    : ops_default_image(st, &err);
 	srv_store_done(st);
 	if (rc < 0) {
@@ -89,7 +89,7 @@ int h_run_start(struct req *rq)
 	struct al_run_opts *o = &r->req.o;
 	o->project = r->project;
 	if (o->image) {
-		al_id_fmt(img, r->image);
+		al_oid_fmt(&img, r->image);
 		o->image = r->image;
 	} else {
 		o->image = OPS_DEFAULT_IMAGE;
@@ -233,10 +233,10 @@ int h_run_output(struct req *rq)
 	struct al_store *st = NULL;
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
-	uint8_t blob[32];
+	struct al_oid blob;
 	int rc = recorded(rq, id, false, &rec, &err);
 	if (rc == 0)
-		rc = al_id_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), blob, &err);
+		rc = al_oid_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), &blob, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	json_decref(rec);
@@ -245,7 +245,7 @@ int h_run_output(struct req *rq)
 		return srv_error(rq, &err);
 	}
 	/* streamed from the store: the reader outlives the store handle */
-	srv_object(rq, al_store_cas(st), blob, offset, "text/plain; charset=utf-8");
+	srv_object(rq, al_store_cas(st), &blob, offset, "text/plain; charset=utf-8");
 	srv_store_done(st);
 	if (rq->status < 400)
 		dl_mhd.add_response_header(rq->resp, "X-Airlock-Run-State", "ended");

@@ -636,7 +636,7 @@ static void wipe_free(char *p)
 
 /* At start: each tenant's tables against its ledger (al_fsck_ledger); a
  * difference is logged, the daemon serves anyway (run `airlock fsck`). */
-static void ledger_diff(void *ctx, const char *problem, const uint8_t id[32], const char *why)
+static void ledger_diff(void *ctx, const char *problem, const struct al_oid *id, const char *why)
 {
 	(void)problem;
 	(void)id;

@@ -97,7 +97,7 @@ int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len
  * piece is sent; on a mismatch the connection is aborted short of its
  * Content-Length and the log says why. */
 struct al_cas;
-int srv_object(struct req *rq, struct al_cas *cas, const uint8_t id[32], uint64_t offset, const char *type);
+int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset, const char *type);
 /* The request body as a JSON object (an empty body: {}); fails with an answer. */
 int srv_body_json(struct req *rq, json_t **out);
 

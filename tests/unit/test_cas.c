@@ -57,40 +57,40 @@ static void test_put_get(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32], e[32], z[32];
-	assert_int_equal(al_cas_put(f->cas, "x", 1, d, &err), AL_EUSAGE);
+	struct al_oid d, e, z;
+	assert_int_equal(al_cas_put(f->cas, "x", 1, &d, &err), AL_EUSAGE);
 	size_t big = AL_CAS_LOOSE_MIN + 12345;
 	uint8_t *p = pattern(big, 1);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, d, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, p, big, e, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "", 0, z, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, d, &err), 0); /* dedup: a no-op */
+	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, &d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, p, big, &e, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "", 0, &z, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "hello\n", 6, &d, &err), 0); /* dedup: a no-op */
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
 
-	uint8_t want[32];
-	al_sha256(p, big, want);
-	assert_memory_equal(e, want, 32);
+	struct al_oid want;
+	al_sha256(p, big, want.b);
+	assert_memory_equal(e.b, want.b, AL_OID_LEN);
 	uint8_t *out = NULL;
 	size_t len = 0;
-	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), 0);
+	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), 0);
 	assert_int_equal(len, 6);
 	assert_memory_equal(out, "hello\n", 6);
 	free(out);
-	assert_int_equal(al_cas_get(f->cas, e, &out, &len, &err), 0);
+	assert_int_equal(al_cas_get(f->cas, &e, &out, &len, &err), 0);
 	assert_int_equal(len, big);
 	assert_memory_equal(out, p, big);
 	free(out);
-	assert_int_equal(al_cas_get(f->cas, z, &out, &len, &err), 0);
+	assert_int_equal(al_cas_get(f->cas, &z, &out, &len, &err), 0);
 	assert_int_equal(len, 0);
 	free(out);
 	uint64_t sz;
-	assert_int_equal(al_cas_size(f->cas, e, &sz, &err), 0);
+	assert_int_equal(al_cas_size(f->cas, &e, &sz, &err), 0);
 	assert_int_equal(sz, big);
 
 	/* the large object is a file of its own, zstd-compressed, read-only */
 	char hex[65], path[256];
-	al_hex(e, 32, hex);
+	al_hex(e.b, AL_OID_LEN, hex);
 	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
 	struct stat s;
 	assert_int_equal(stat(path, &s), 0);
@@ -99,7 +99,7 @@ static void test_put_get(void **state)
 	/* a second handle sees committed objects */
 	struct al_cas *c2 = NULL;
 	assert_int_equal(al_cas_open(f->dir, &c2, &err), 0);
-	assert_int_equal(al_cas_has(c2, e, &err), 1);
+	assert_int_equal(al_cas_has(c2, &e, &err), 1);
 	al_cas_close(c2);
 	free(p);
 }
@@ -108,18 +108,18 @@ static void test_abort_leaves_nothing(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32], e[32];
+	struct al_oid d, e;
 	size_t big = AL_CAS_LOOSE_MIN * 2;
 	uint8_t *p = pattern(big, 2);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "only in an aborted batch", 24, d, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, p, big, e, &err), 0);
-	assert_int_equal(al_cas_has(f->cas, d, &err), 1); /* visible inside the batch */
+	assert_int_equal(al_cas_put(f->cas, "only in an aborted batch", 24, &d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, p, big, &e, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, &d, &err), 1); /* visible inside the batch */
 	al_cas_abort(f->cas);
-	assert_int_equal(al_cas_has(f->cas, d, &err), 0);
-	assert_int_equal(al_cas_has(f->cas, e, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, &d, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, &e, &err), 0);
 	char hex[65], path[256];
-	al_hex(e, 32, hex);
+	al_hex(e.b, AL_OID_LEN, hex);
 	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
 	assert_int_not_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "rmdir %s/tmp 2>/dev/null", f->dir); /* empty: no temp files left */
@@ -137,28 +137,28 @@ static void test_put_fd_changed(void **state)
 	fputs("0123456789", fp);
 	fclose(fp);
 	int fd = open(path, O_RDONLY);
-	uint8_t d[32];
+	struct al_oid d;
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put_fd(f->cas, fd, 5, d, &err), AL_EINVAL); /* longer than said */
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 5, &d, &err), AL_EINVAL); /* longer than said */
 	assert_non_null(strstr(err.msg, "changed while being read"));
 	lseek(fd, 0, SEEK_SET);
-	assert_int_equal(al_cas_put_fd(f->cas, fd, 20, d, &err), AL_EINVAL); /* shorter than said */
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 20, &d, &err), AL_EINVAL); /* shorter than said */
 	lseek(fd, 0, SEEK_SET);
-	assert_int_equal(al_cas_put_fd(f->cas, fd, 10, d, &err), 0);
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 10, &d, &err), 0);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
 	close(fd);
-	uint8_t want[32];
-	al_sha256("0123456789", 10, want);
-	assert_memory_equal(d, want, 32);
+	struct al_oid want;
+	al_sha256("0123456789", 10, want.b);
+	assert_memory_equal(d.b, want.b, AL_OID_LEN);
 }
 
 static void test_corruption_detected(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32];
+	struct al_oid d;
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "abcdefgh", 8, d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "abcdefgh", 8, &d, &err), 0);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
@@ -167,40 +167,40 @@ static void test_corruption_detected(void **state)
 	sqlite3_stmt *st;
 	sqlite3_prepare_v2(db, "UPDATE objects SET data = ? WHERE id = ?", -1, &st, NULL);
 	sqlite3_bind_blob(st, 1, "abcdefgX", 8, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, d, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, d.b, AL_OID_LEN, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 
 	uint8_t *out = (uint8_t *)"untouched";
 	size_t len = 77;
-	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), AL_ECORRUPT);
+	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), AL_ECORRUPT);
 	assert_string_equal((char *)out, "untouched"); /* never returned */
 	assert_int_equal(len, 77);
 	assert_non_null(strstr(err.msg, "digest mismatch"));
 	int bad = al_cas_verify_all(f->cas, NULL, NULL, NULL, &err);
 	assert_int_equal(bad, 1);
 
-	uint8_t missing[32] = { 1 };
-	assert_int_equal(al_cas_get(f->cas, missing, &out, &len, &err), AL_ENOTFOUND);
+	struct al_oid missing = { { 1 } };
+	assert_int_equal(al_cas_get(f->cas, &missing, &out, &len, &err), AL_ENOTFOUND);
 }
 
 static void test_live_batch_not_swept(void **state)
 {
 	struct fx *f = *state;
 	struct al_error err = { 0 };
-	uint8_t d[32];
+	struct al_oid d;
 	size_t big = AL_CAS_LOOSE_MIN + 1;
 	uint8_t *p = pattern(big, 3);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, p, big, d, &err), 0); /* a temp file in the batch directory */
+	assert_int_equal(al_cas_put(f->cas, p, big, &d, &err), 0); /* a temp file in the batch directory */
 	struct al_cas *other = NULL;
 	assert_int_equal(al_cas_open(f->dir, &other, &err), 0); /* its open sweeps dead batches */
 	al_cas_close(other);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0); /* ours was alive: untouched */
 	uint8_t *out = NULL;
 	size_t len = 0;
-	assert_int_equal(al_cas_get(f->cas, d, &out, &len, &err), 0);
+	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), 0);
 	assert_int_equal(len, big);
 	free(out);
 	free(p);

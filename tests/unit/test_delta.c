@@ -66,8 +66,8 @@ static void test_bundle(void **state)
 	assert_int_equal(al_manifest_import(st, b, &o, &rb, &err), 0);
 
 	snprintf(path, sizeof(path), "%s/b.tar.zst", home);
-	uint8_t id[32];
-	if (al_bundle_write(cas, ra.id, rb.id, path, id, &err) < 0)
+	struct al_oid id;
+	if (al_bundle_write(cas, &ra.id, &rb.id, path, &id, &err) < 0)
 		fail_msg("write: %s", err.msg);
 	size_t len;
 	char *bytes = slurp(path, &len);
@@ -76,8 +76,8 @@ static void test_bundle(void **state)
 	struct al_bundle bu = { 0 };
 	if (al_bundle_read_mem(NULL, bytes, len, &bu, &err) < 0)
 		fail_msg("read: %s", err.msg);
-	assert_memory_equal(bu.base, ra.id, 32);
-	assert_memory_equal(bu.head, rb.id, 32);
+	assert_memory_equal(bu.base.b, ra.id.b, AL_OID_LEN);
+	assert_memory_equal(bu.head.b, rb.id.b, AL_OID_LEN);
 	char ops[64] = "";
 	for (size_t i = 0; i < bu.n && strlen(ops) < 50; i++)
 		snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%c:%s ", bu.entries[i].op, bu.entries[i].path);
@@ -87,14 +87,14 @@ static void test_bundle(void **state)
 	/* read into the store and apply onto the base: exactly the head */
 	assert_int_equal(al_cas_begin(cas, &err), 0);
 	assert_int_equal(al_bundle_read_mem(cas, bytes, len, &bu, &err), 0);
-	uint8_t got[32];
-	if (al_bundle_apply_tree(cas, &bu, ra.id, got, &err) < 0)
+	struct al_oid got;
+	if (al_bundle_apply_tree(cas, &bu, &ra.id, &got, &err) < 0)
 		fail_msg("apply: %s", err.msg);
 	assert_int_equal(al_cas_commit(cas, &err), 0);
-	assert_memory_equal(got, rb.id, 32);
+	assert_memory_equal(got.b, rb.id.b, AL_OID_LEN);
 	/* onto the head itself: the old versions do not match */
 	assert_int_equal(al_cas_begin(cas, &err), 0);
-	assert_true(al_bundle_apply_tree(cas, &bu, rb.id, got, &err) < 0);
+	assert_true(al_bundle_apply_tree(cas, &bu, &rb.id, &got, &err) < 0);
 	al_cas_abort(cas);
 	al_bundle_release(&bu);
 
@@ -109,7 +109,7 @@ static void test_bundle(void **state)
 			assert_true(e2.code < 0 && e2.msg[0]);
 			refused++;
 		} else {
-			assert_memory_equal(h.head, rb.id, 32);
+			assert_memory_equal(h.head.b, rb.id.b, AL_OID_LEN);
 			al_bundle_release(&h);
 		}
 		bytes[i] ^= 0x5a;

@@ -108,16 +108,16 @@ static void test_edit_roundtrip(void **state)
 		assert_int_equal(al_manifest_import(st, a, &o, &ra, &err), 0);
 		assert_int_equal(al_manifest_import(st, b, &o, &rb, &err), 0);
 		struct al_changes ch;
-		assert_int_equal(al_manifest_changes(cas, ra.id, rb.id, &ch, &err), 0);
+		assert_int_equal(al_manifest_changes(cas, &ra.id, &rb.id, &ch, &err), 0);
 		changed += ch.n > 0;
 		struct al_edit *ed = NULL;
 		assert_int_equal(al_changes_edits(&ch, &ed, &err), 0);
-		uint8_t got[32];
+		struct al_oid got;
 		assert_int_equal(al_cas_begin(cas, &err), 0);
-		if (al_manifest_edit(cas, ra.id, ed, ch.n, got, &err) < 0)
+		if (al_manifest_edit(cas, &ra.id, ed, ch.n, &got, &err) < 0)
 			fail_msg("round %d: %s", round, err.msg);
 		assert_int_equal(al_cas_commit(cas, &err), 0);
-		if (memcmp(got, rb.id, 32) != 0)
+		if (!al_oid_eq(&got, &rb.id))
 			fail_msg("round %d: edits of diff(A,B) applied to A do not give B", round);
 		free(ed);
 		al_changes_release(&ch);
@@ -143,14 +143,14 @@ static void test_edit_refusals(void **state)
 	struct al_import_result res;
 	assert_int_equal(al_manifest_import(st, src, NULL, &res, &err), 0);
 	struct al_entry f;
-	assert_int_equal(al_manifest_lookup(cas, res.id, "dir/in", &f, &err), 0);
+	assert_int_equal(al_manifest_lookup(cas, &res.id, "dir/in", &f, &err), 0);
 	assert_int_equal(f.type, AL_T_FILE);
 	assert_int_equal(f.size, 2);
-	assert_int_equal(al_manifest_lookup(cas, res.id, "dir/nope", &f, &err), AL_ENOTFOUND);
-	assert_int_equal(al_manifest_lookup(cas, res.id, "file/in", &f, &err), AL_ENOTFOUND);
-	assert_int_equal(al_manifest_lookup(cas, res.id, "../x", &f, &err), AL_EINVAL);
+	assert_int_equal(al_manifest_lookup(cas, &res.id, "dir/nope", &f, &err), AL_ENOTFOUND);
+	assert_int_equal(al_manifest_lookup(cas, &res.id, "file/in", &f, &err), AL_ENOTFOUND);
+	assert_int_equal(al_manifest_lookup(cas, &res.id, "../x", &f, &err), AL_EINVAL);
 
-	uint8_t out[32];
+	struct al_oid out;
 	assert_int_equal(al_cas_begin(cas, &err), 0);
 	struct al_edit bad[][1] = {
 		{ { .path = "../escape", .op = AL_EDIT_SET, .entry = f } },
@@ -162,18 +162,18 @@ static void test_edit_refusals(void **state)
 	};
 	int want[] = { AL_EINVAL, AL_EINVAL, AL_EINVAL, AL_ENOTFOUND, AL_ENOTFOUND, AL_ENOTFOUND };
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
-		assert_int_equal(al_manifest_edit(cas, res.id, bad[i], 1, out, &err), want[i]);
+		assert_int_equal(al_manifest_edit(cas, &res.id, bad[i], 1, &out, &err), want[i]);
 	struct al_edit twice[2] = { { .path = "new", .op = AL_EDIT_SET, .entry = f },
 				    { .path = "new", .op = AL_EDIT_DELETE } };
-	assert_int_equal(al_manifest_edit(cas, res.id, twice, 2, out, &err), AL_EINVAL);
+	assert_int_equal(al_manifest_edit(cas, &res.id, twice, 2, &out, &err), AL_EINVAL);
 	/* a good one: a file set under a new directory made in the same call */
 	struct al_entry d = { .type = AL_T_DIR, .mode = 0750 };
 	struct al_edit good[2] = { { .path = "new/deep", .op = AL_EDIT_SET, .entry = f },
 				   { .path = "new", .op = AL_EDIT_SET, .entry = d } };
-	assert_int_equal(al_manifest_edit(cas, res.id, good, 2, out, &err), 0);
+	assert_int_equal(al_manifest_edit(cas, &res.id, good, 2, &out, &err), 0);
 	assert_int_equal(al_cas_commit(cas, &err), 0);
-	assert_int_equal(al_manifest_lookup(cas, out, "new/deep", &f, &err), 0);
-	assert_int_equal(al_manifest_lookup(cas, out, "new", &d, &err), 0);
+	assert_int_equal(al_manifest_lookup(cas, &out, "new/deep", &f, &err), 0);
+	assert_int_equal(al_manifest_lookup(cas, &out, "new", &d, &err), 0);
 	assert_int_equal(d.mode, 0750);
 	assert_int_equal(d.size, 2);
 	al_store_close(st);

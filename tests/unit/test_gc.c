@@ -77,9 +77,9 @@ static void test_inputs_present(void **state)
 	write_file(path, "an image\n");
 	assert_int_equal(al_manifest_import(st, dir, &(struct al_import_opts){ .no_cache = true }, &image, &err), 0);
 	assert_int_equal(al_project_create(st, "p", NULL, "t", NULL, &err), 0);
-	char b[AL_ID_STRLEN + 1], im[AL_ID_STRLEN + 1];
-	al_id_fmt(base.id, b);
-	al_id_fmt(image.id, im);
+	char b[AL_OID_STRLEN + 1], im[AL_OID_STRLEN + 1];
+	al_oid_fmt(&base.id, b);
+	al_oid_fmt(&image.id, im);
 	int64_t now = al_wall_s();
 	insert_run(home, "r0000000000001", b, im, now);
 
@@ -105,9 +105,9 @@ static void test_inputs_present(void **state)
 	assert_non_null(strstr(err.msg, "cannot be replayed: its base snapshot"));
 	assert_non_null(strstr(err.msg, b));
 	assert_non_null(strstr(err.msg, "garbage-collected"));
-	assert_int_equal(al_gc_snapshot_complete(st, base.id, &err), AL_ENOTFOUND);
+	assert_int_equal(al_gc_snapshot_complete(st, &base.id, &err), AL_ENOTFOUND);
 	/* the image's snapshot row, 31 days old, is outside the retention too */
-	assert_int_equal(al_gc_snapshot_complete(st, image.id, &err), AL_ENOTFOUND);
+	assert_int_equal(al_gc_snapshot_complete(st, &image.id, &err), AL_ENOTFOUND);
 	al_store_close(st);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);

@@ -44,26 +44,26 @@ static void test_image(void **state)
 	assert_int_equal(res.files, 1);
 	assert_int_equal(res.symlinks, 1);
 
-	uint8_t id[32];
-	assert_int_equal(al_image_resolve(st, "tiny", id, &err), 0);
-	assert_memory_equal(id, res.id, 32);
+	struct al_oid id;
+	assert_int_equal(al_image_resolve(st, "tiny", &id, &err), 0);
+	assert_memory_equal(id.b, res.id.b, AL_OID_LEN);
 	char hex[80];
 	snprintf(hex, sizeof(hex), "sha256:");
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 7 + 2 * i, 3, "%02x", res.id[i]);
-	memset(id, 0, sizeof(id));
-	assert_int_equal(al_image_resolve(st, hex, id, &err), 0);
-	assert_memory_equal(id, res.id, 32);
+	for (int i = 0; i < AL_OID_LEN; i++)
+		snprintf(hex + 7 + 2 * i, 3, "%02x", res.id.b[i]);
+	memset(&id, 0, sizeof(id));
+	assert_int_equal(al_image_resolve(st, hex, &id, &err), 0);
+	assert_memory_equal(id.b, res.id.b, AL_OID_LEN);
 	/* the same tree imported again is the same snapshot */
 	struct al_import_opts o = { .no_cache = true };
 	struct al_import_result again;
 	assert_int_equal(al_manifest_import(st, src, &o, &again, &err), 0);
-	assert_memory_equal(again.id, res.id, 32);
+	assert_memory_equal(again.id.b, res.id.b, AL_OID_LEN);
 
-	assert_int_equal(al_image_resolve(st, "nosuch", id, &err), AL_ENOTFOUND);
+	assert_int_equal(al_image_resolve(st, "nosuch", &id, &err), AL_ENOTFOUND);
 	snprintf(src, sizeof(src), "%s/missing", home);
 	assert_true(al_image_import(st, src, "other", &res, &err) < 0);
-	assert_int_equal(al_image_resolve(st, "other", id, &err), AL_ENOTFOUND);
+	assert_int_equal(al_image_resolve(st, "other", &id, &err), AL_ENOTFOUND);
 	al_store_close(st);
 	sh("rm -rf '%s'", home);
 }

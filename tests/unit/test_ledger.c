@@ -30,7 +30,7 @@ static const char *roots_hex[8] = {
 static void test_rfc6962_vectors(void **state)
 {
 	(void)state;
-	uint8_t leaves[8][32];
+	uint8_t leaves[8][AL_DIGEST_LEN];
 	for (int i = 0; i < 8; i++) {
 		uint8_t raw[16];
 		size_t n = strlen(leaves_hex[i]) / 2;
@@ -38,10 +38,10 @@ static void test_rfc6962_vectors(void **state)
 		al_merkle_leaf(raw, n, leaves[i]);
 	}
 	for (int n = 1; n <= 8; n++) {
-		uint8_t root[32];
+		uint8_t root[AL_DIGEST_LEN];
 		char hex[65];
-		al_merkle_root((const uint8_t(*)[32])leaves, (size_t)n, root);
-		al_hex(root, 32, hex);
+		al_merkle_root((const uint8_t(*)[AL_DIGEST_LEN])leaves, (size_t)n, root);
+		al_hex(root, AL_DIGEST_LEN, hex);
 		assert_string_equal(hex, roots_hex[n - 1]);
 	}
 }
@@ -50,7 +50,7 @@ static char home[64];
 
 enum { N = 70 }; /* covers 2^k and 2^k+1 up to 65 */
 struct leaves {
-	uint8_t h[N][32];
+	uint8_t h[N][AL_DIGEST_LEN];
 	int n;
 };
 
@@ -71,7 +71,7 @@ static void test_stored_tree_and_proofs(void **state)
 	struct al_store *st = NULL;
 	assert_int_equal(al_home_init(home, &err), 0);
 	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
-	char buf[N][32];
+	char buf[N][AL_DIGEST_LEN];
 	const char *data[N];
 	for (int i = 0; i < N; i++) {
 		snprintf(buf[i], sizeof(buf[i]), "{\"i\":%d}", i);
@@ -86,38 +86,38 @@ static void test_stored_tree_and_proofs(void **state)
 	assert_int_equal(lv.n, N);
 
 	for (uint64_t size = 1; size <= N; size++) {
-		uint8_t want[32], got[32];
-		al_merkle_root((const uint8_t(*)[32])lv.h, size, want);
+		uint8_t want[AL_DIGEST_LEN], got[AL_DIGEST_LEN];
+		al_merkle_root((const uint8_t(*)[AL_DIGEST_LEN])lv.h, size, want);
 		assert_int_equal(al_ledger_root(st, size, got, &err), 0);
-		assert_memory_equal(got, want, 32);
+		assert_memory_equal(got, want, AL_DIGEST_LEN);
 		for (uint64_t i = 0; i < size; i++) {
-			uint8_t(*p)[32] = NULL;
+			uint8_t(*p)[AL_DIGEST_LEN] = NULL;
 			size_t np = 0;
 			assert_int_equal(al_ledger_inclusion(st, i, size, &p, &np, &err), 0);
 			assert_true(np <= 7); /* O(log n) */
-			assert_true(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[32])p, np, want));
+			assert_true(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
 			if (np) { /* a flipped bit in the proof is refused */
 				p[0][5] ^= 1;
-				assert_false(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[32])p, np, want));
+				assert_false(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
 			}
 			if (size > 1) /* the same proof does not prove another leaf */
 				assert_false(al_merkle_verify_inclusion(i, size, lv.h[(i + 1) % size],
-									(const uint8_t(*)[32])p, np, want));
+									(const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
 			free(p);
 		}
 		for (uint64_t s1 = 1; s1 <= size; s1++) {
-			uint8_t r1[32];
-			al_merkle_root((const uint8_t(*)[32])lv.h, s1, r1);
-			uint8_t(*p)[32] = NULL;
+			uint8_t r1[AL_DIGEST_LEN];
+			al_merkle_root((const uint8_t(*)[AL_DIGEST_LEN])lv.h, s1, r1);
+			uint8_t(*p)[AL_DIGEST_LEN] = NULL;
 			size_t np = 0;
 			assert_int_equal(al_ledger_consistency(st, s1, size, &p, &np, &err), 0);
 			assert_true(np <= 14);
-			assert_true(al_merkle_verify_consistency(s1, size, r1, want, (const uint8_t(*)[32])p, np));
+			assert_true(al_merkle_verify_consistency(s1, size, r1, want, (const uint8_t(*)[AL_DIGEST_LEN])p, np));
 			if (s1 < size) { /* against another old root it fails */
-				uint8_t other[32];
-				memcpy(other, r1, 32);
+				uint8_t other[AL_DIGEST_LEN];
+				memcpy(other, r1, AL_DIGEST_LEN);
 				other[0] ^= 1;
-				assert_false(al_merkle_verify_consistency(s1, size, other, want, (const uint8_t(*)[32])p, np));
+				assert_false(al_merkle_verify_consistency(s1, size, other, want, (const uint8_t(*)[AL_DIGEST_LEN])p, np));
 			}
 			free(p);
 		}
@@ -129,8 +129,8 @@ static void test_stored_tree_and_proofs(void **state)
 	struct al_checkpoint back;
 	assert_int_equal(al_checkpoint_format(&cp, line, sizeof(line)), 0);
 	assert_int_equal(al_checkpoint_parse(line, &back, &err), 0);
-	assert_memory_equal(back.root, cp.root, 32);
-	assert_memory_equal(back.sig, cp.sig, 64);
+	assert_memory_equal(back.root, cp.root, AL_DIGEST_LEN);
+	assert_memory_equal(back.sig, cp.sig, AL_ED25519_SIG_LEN);
 	al_store_close(st);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);

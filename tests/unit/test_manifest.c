@@ -32,15 +32,15 @@ static void unhex(const char *h, uint8_t *out, size_t *n)
 static struct al_entry ent(int type, unsigned mode, uint64_t size, const char *digest_hex, const char *name)
 {
 	struct al_entry e = { .type = type, .mode = mode, .size = size, .name = name, .namelen = strlen(name) };
-	assert_int_equal(al_unhex(digest_hex, 32, e.digest), 0);
+	assert_int_equal(al_unhex(digest_hex, AL_OID_LEN, e.digest.b), 0);
 	return e;
 }
 
 static void hex_of_sha(const uint8_t *p, size_t n, char out[65])
 {
-	uint8_t d[32];
-	al_sha256(p, n, d);
-	al_hex(d, 32, out);
+	struct al_oid d;
+	al_sha256(p, n, d.b);
+	al_hex(d.b, AL_OID_LEN, out);
 }
 
 static void test_golden_encoding(void **state)
@@ -56,12 +56,12 @@ static void test_golden_encoding(void **state)
 	assert_string_equal(id, golden_empty_id);
 	free(enc);
 
-	uint8_t hello[32], link[32];
-	al_sha256("hello\n", 6, hello);
-	al_sha256("hello.txt", 9, link);
+	struct al_oid hello, link;
+	al_sha256("hello\n", 6, hello.b);
+	al_sha256("hello.txt", 9, link.b);
 	char hh[65], lh[65];
-	al_hex(hello, 32, hh);
-	al_hex(link, 32, lh);
+	al_hex(hello.b, AL_OID_LEN, hh);
+	al_hex(link.b, AL_OID_LEN, lh);
 	struct al_entry e[4] = {
 		ent(AL_T_DIR, 0755, 0, golden_empty_id, "empty"),
 		ent(AL_T_FILE, 0644, 6, hh, "hello.txt"),
@@ -178,16 +178,16 @@ static void test_names(void **state)
 static void test_ids(void **state)
 {
 	(void)state;
-	uint8_t d[32];
+	struct al_oid d;
 	struct al_error err = { 0 };
-	assert_int_equal(al_id_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", d, &err), 0);
-	assert_int_equal(d[0], 0x22);
-	assert_int_equal(al_id_parse("2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", d, &err), 0);
-	assert_int_equal(al_id_parse("sha256:2282B519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", d, &err), AL_EINVAL);
-	assert_int_equal(al_id_parse("sha256:2282b5", d, &err), AL_EINVAL);
-	assert_int_equal(al_id_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc7610", d, &err), AL_EINVAL);
-	char out[AL_ID_STRLEN + 1];
-	al_id_fmt(d, out);
+	assert_int_equal(al_oid_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), 0);
+	assert_int_equal(d.b[0], 0x22);
+	assert_int_equal(al_oid_parse("2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), 0);
+	assert_int_equal(al_oid_parse("sha256:2282B519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), AL_EINVAL);
+	assert_int_equal(al_oid_parse("sha256:2282b5", &d, &err), AL_EINVAL);
+	assert_int_equal(al_oid_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc7610", &d, &err), AL_EINVAL);
+	char out[AL_OID_STRLEN + 1];
+	al_oid_fmt(&d, out);
 	assert_string_equal(out, "sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761");
 	char q[64];
 	al_quote("a\nb\x1b", 4, q, sizeof(q));

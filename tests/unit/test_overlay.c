@@ -61,13 +61,13 @@ static void test_overlay(void **state)
 	snprintf(dir, sizeof(dir), "%s/want", home);
 	assert_int_equal(al_manifest_import(st, dir, &o, &want, &err), 0);
 
-	uint8_t got[32];
+	struct al_oid got;
 	struct al_overlay_report rep;
 	memset(&rep, 0, sizeof(rep));
 	snprintf(dir, sizeof(dir), "%s/up", home);
-	if (al_overlay_apply(st, base.id, dir, got, &rep, &err) < 0)
+	if (al_overlay_apply(st, &base.id, dir, &got, &rep, &err) < 0)
 		fail_msg("apply: %s", err.msg);
-	assert_memory_equal(got, want.id, 32);
+	assert_memory_equal(got.b, want.id.b, AL_OID_LEN);
 	assert_int_equal(rep.deleted, whiteout ? 1 : 0);
 	assert_int_equal(rep.unchanged_copyups, 1);
 	assert_int_equal(rep.neutralised, 2); /* the FIFO and the setuid bit */
@@ -83,8 +83,8 @@ static void test_overlay(void **state)
 	sh("mkdir -p %s/empty", home);
 	snprintf(dir, sizeof(dir), "%s/empty", home);
 	memset(&rep, 0, sizeof(rep));
-	assert_int_equal(al_overlay_apply(st, base.id, dir, got, &rep, &err), 0);
-	assert_memory_equal(got, base.id, 32);
+	assert_int_equal(al_overlay_apply(st, &base.id, dir, &got, &rep, &err), 0);
+	assert_memory_equal(got.b, base.id.b, AL_OID_LEN);
 	al_overlay_report_release(&rep);
 	al_store_close(st);
 	sh("rm -rf '%s'", home);

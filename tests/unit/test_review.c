@@ -72,7 +72,7 @@ static void test_review(void **state)
 
 	struct seen s;
 	memset(&s, 0, sizeof(s));
-	if (al_review(al_store_cas(st), ra.id, rb.id, true, on_file, &s, &err) < 0)
+	if (al_review(al_store_cas(st), &ra.id, &rb.id, true, on_file, &s, &err) < 0)
 		fail_msg("review: %s", err.msg);
 	assert_string_equal(s.ops, "M:bin A:new D:old M:t.txt ");
 	assert_true(s.bin_binary);
@@ -85,11 +85,11 @@ static void test_review(void **state)
 
 	/* the same snapshot on both sides: nothing */
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(al_review(al_store_cas(st), ra.id, ra.id, true, on_file, &s, &err), 0);
+	assert_int_equal(al_review(al_store_cas(st), &ra.id, &ra.id, true, on_file, &s, &err), 0);
 	assert_string_equal(s.ops, "");
 	/* an unknown snapshot */
-	uint8_t nosuch[32] = { 1 };
-	assert_true(al_review(al_store_cas(st), ra.id, nosuch, true, on_file, &s, &err) < 0);
+	struct al_oid nosuch = { { 1 } };
+	assert_true(al_review(al_store_cas(st), &ra.id, &nosuch, true, on_file, &s, &err) < 0);
 	al_store_close(st);
 	sh("rm -rf '%s'", home);
 }

@@ -51,14 +51,14 @@ static void test_tenants_are_separate(void **state)
 
 	struct al_import_result res;
 	assert_int_equal(al_manifest_import(a, src, NULL, &res, &err), 0);
-	uint8_t blob[32];
-	al_sha256("acme's secret\n", 14, blob);
+	struct al_oid blob;
+	al_sha256("acme's secret\n", 14, blob.b);
 
 	/* acme has it; default does not, neither the snapshot nor the blob */
-	assert_int_equal(al_cas_has(al_store_cas(a), blob, &err), 1);
-	assert_int_equal(al_cas_has(al_store_cas(d), blob, &err), 0);
+	assert_int_equal(al_cas_has(al_store_cas(a), &blob, &err), 1);
+	assert_int_equal(al_cas_has(al_store_cas(d), &blob, &err), 0);
 	struct al_node *node = NULL;
-	assert_int_equal(al_node_load(al_store_cas(d), res.id, &node, &err), AL_ENOTFOUND);
+	assert_int_equal(al_node_load(al_store_cas(d), &res.id, &node, &err), AL_ENOTFOUND);
 	int na = 0, nd = 0;
 	assert_int_equal(al_store_snapshot_foreach(a, count_snapshots, &na, &err), 0);
 	assert_int_equal(al_store_snapshot_foreach(d, count_snapshots, &nd, &err), 0);

@@ -32,10 +32,10 @@ static void expect(json_t *j, const char *want)
 static void test_values(void **state)
 {
 	(void)state;
-	uint8_t id[32];
-	for (int i = 0; i < 32; i++)
-		id[i] = (uint8_t)i;
-	expect(view_id(id), "\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"");
+	struct al_oid id;
+	for (int i = 0; i < AL_OID_LEN; i++)
+		id.b[i] = (uint8_t)i;
+	expect(view_id(&id), "\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"");
 	expect(view_bytes("caf\xc3\xa9", 5), "\"caf\xc3\xa9\""); /* valid UTF-8 as is */
 	/* not UTF-8, or a NUL: quoted as in messages, never raw */
 	char *s = dump(view_bytes("a\xff" "b", 3));
@@ -51,7 +51,7 @@ static void test_values(void **state)
 	e.type = AL_T_FILE;
 	e.mode = 0644;
 	e.size = 3;
-	memcpy(e.digest, id, 32);
+	e.digest = id;
 	expect(view_entry(&e, NULL),
 	       "{\"mode\":\"0644\",\"sha256\":\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\","
 	       "\"size\":3,\"type\":\"file\"}");

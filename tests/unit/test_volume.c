@@ -37,13 +37,13 @@ static void *writer(void *arg)
 		int len = snprintf(data, sizeof(data), "%d %d\n", id, k);
 		struct al_edit ed = { .path = path, .op = AL_EDIT_SET,
 				      .entry = { .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)len } };
-		uint8_t snap[32];
+		struct al_oid snap;
 		struct al_commit_result res = { 0 };
 		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "t", .message = path };
 		if (al_project_get(st, "p", &p, &err) < 0 || al_cas_begin(cas, &err) < 0 ||
-		    al_cas_put(cas, data, (size_t)len, ed.entry.digest, &err) < 0 ||
-		    al_manifest_edit(cas, p.head, &ed, 1, snap, &err) < 0 || al_cas_commit(cas, &err) < 0 ||
-		    al_project_commit(st, "p", p.head, snap, &o, &res, &err) < 0) {
+		    al_cas_put(cas, data, (size_t)len, &ed.entry.digest, &err) < 0 ||
+		    al_manifest_edit(cas, &p.head, &ed, 1, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0 ||
+		    al_project_commit(st, "p", &p.head, &snap, &o, &res, &err) < 0) {
 			fprintf(stderr, "thread %d: %s\n", id, err.msg);
 			failed++;
 		}
@@ -86,7 +86,7 @@ static void test_threaded_writers(void **state)
 			char path[32];
 			struct al_entry e;
 			snprintf(path, sizeof(path), "t%d-%02d", i, k);
-			if (al_manifest_lookup(al_store_cas(st), p.head, path, &e, &err) != 0)
+			if (al_manifest_lookup(al_store_cas(st), &p.head, path, &e, &err) != 0)
 				fail_msg("lost update: %s is not in the head", path);
 		}
 	int n = 0;
@@ -101,7 +101,7 @@ static void test_threaded_writers(void **state)
 static void test_conflict_names(void **state)
 {
 	(void)state;
-	uint8_t id[32] = { 0xab, 0xcd, 0xef, 0x01 };
+	struct al_oid id = { { 0xab, 0xcd, 0xef, 0x01 } };
 	char out[600];
 	struct { const char *in, *want; } cases[] = {
 		{ "report.csv", "report.conflict-abcdef01.csv" },
@@ -112,13 +112,13 @@ static void test_conflict_names(void **state)
 		{ "x.conflict-12345678-2.txt", "x.conflict-abcdef01.txt" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		assert_int_equal(al_conflict_name(cases[i].in, id, out, sizeof(out)), 0);
+		assert_int_equal(al_conflict_name(cases[i].in, &id, out, sizeof(out)), 0);
 		assert_string_equal(out, cases[i].want);
 	}
 	char longname[300];
 	memset(longname, 'n', 250);
 	memcpy(longname + 250, ".txt", 5);
-	assert_int_equal(al_conflict_name(longname, id, out, sizeof(out)), 0);
+	assert_int_equal(al_conflict_name(longname, &id, out, sizeof(out)), 0);
 	assert_true(strlen(out) <= 255);
 	assert_non_null(strstr(out, ".conflict-abcdef01.txt"));
 }

@@ -662,7 +662,7 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	return r;
 }
 
-static int ns_check(int network, struct al_error *err)
+static int ns_check(enum al_network network, struct al_error *err)
 {
 	if (network == AL_NET_EGRESS)
 		return al_fail(err, AL_EINVAL, 0, "sandbox: namespace backend does not support network access yet "

@@ -23,12 +23,12 @@ static const struct al_sandbox_backend *backend_find(const char *name)
 	return NULL;
 }
 
-const char *al_network_name(int net)
+const char *al_network_name(enum al_network net)
 {
 	return net == AL_NET_EGRESS ? "egress" : "none";
 }
 
-int al_network_parse(const char *s, int *out, struct al_error *err)
+int al_network_parse(const char *s, enum al_network *out, struct al_error *err)
 {
 	if (!strcmp(s, "none"))
 		*out = AL_NET_NONE;
@@ -50,7 +50,7 @@ void al_limits_default(struct al_limits *l)
 	l->files = 100000;
 }
 
-int al_sandbox_check(const char *backend, int network, struct al_error *err)
+int al_sandbox_check(const char *backend, enum al_network network, struct al_error *err)
 {
 	const struct al_sandbox_backend *b = backend_find(backend);
 	if (!b) {

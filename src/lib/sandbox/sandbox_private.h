@@ -14,7 +14,7 @@
 struct al_sandbox_backend {
 	const char *name;   /* al_sandbox_spec.backend */
 	/* Can it enforce this network policy?  AL_EINVAL with the reason. */
-	int (*check)(int network, struct al_error *err);
+	int (*check)(enum al_network network, struct al_error *err);
 	int (*run)(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
 };
 extern const struct al_sandbox_backend al_sandbox__ns; /* ns.c: Linux namespaces */
