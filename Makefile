@@ -66,7 +66,7 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers unit demo bench fuzz clean
+.PHONY: all deps check check-layers check-format unit demo bench fuzz clean
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -131,7 +131,11 @@ unit: $(UNIT_BIN)
 check-layers: $(CLI_OBJ)
 	@scripts/layers.sh $(BUILD)
 
-check: all check-layers $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
+# every C file as .clang-format says (clang-format 14, Debian 12's)
+check-format: | deps
+	@scripts/format.sh --check
+
+check: all check-layers check-format $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 

@@ -50,13 +50,13 @@ int main(int argc, char **argv)
 	struct al_oid a, b;
 	uint64_t t0 = al_now_ns();
 	if (al_cas_begin(cas, &err) < 0 || synth_build(cas, files_per_dir, 0, ten, &a) < 0 ||
-	    synth_build(cas, files_per_dir, 1, ten, &b) < 0 ||
-	    al_cas_commit(cas, &err) < 0) {
+	    synth_build(cas, files_per_dir, 1, ten, &b) < 0 || al_cas_commit(cas, &err) < 0) {
 		fprintf(stderr, "build failed: %s\n", err.msg);
 		return 1;
 	}
 	double build_s = (double)(al_now_ns() - t0) / 1e9;
-	struct al_snapshot_info info = { .files = (uint64_t)(files_per_dir * 10000), .source = "synthetic" };
+	struct al_snapshot_info info = { .files = (uint64_t)(files_per_dir * 10000),
+					 .source = "synthetic" };
 	info.id = a;
 	al_store_snapshot_add(st, &info, &err);
 	info.id = b;
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	char ia[AL_OID_STRLEN + 1], ib[AL_OID_STRLEN + 1];
 	al_oid_fmt(&a, ia);
 	al_oid_fmt(&b, ib);
-	printf("%s %s %.1f %.3f %.3f %.3f %ld\n", ia, ib, build_s, (double)first / 1e6, (double)t[10] / 1e6,
-	       (double)t[20] / 1e6, changes);
+	printf("%s %s %.1f %.3f %.3f %.3f %ld\n", ia, ib, build_s, (double)first / 1e6,
+	       (double)t[10] / 1e6, (double)t[20] / 1e6, changes);
 	return 0;
 }

@@ -23,9 +23,10 @@ static uint64_t next(void)
 }
 
 static const char *words[] = {
-	"ledger", "account", "balance", "invoice", "total", "period", "close", "journal", "entry",
-	"debit", "credit", "vendor", "customer", "amount", "tax", "region", "quarter", "report",
-	"the", "of", "and", "to", "in", "for", "on", "with", "by", "from", "2026", "EUR", "USD",
+	"ledger",  "account", "balance", "invoice", "total",    "period", "close", "journal",
+	"entry",   "debit",   "credit",  "vendor",  "customer", "amount", "tax",   "region",
+	"quarter", "report",  "the",     "of",      "and",      "to",     "in",    "for",
+	"on",      "with",    "by",      "from",    "2026",     "EUR",    "USD",
 };
 
 static size_t text(char *buf, size_t n)
@@ -80,15 +81,18 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s/dept%d/year%d", root, a, 2016 + b);
 			mkdir(path, 0755);
 			for (int c = 0; c < 10 && made < files; c++) {
-				snprintf(path, sizeof(path), "%s/dept%d/year%d/batch%d", root, a, 2016 + b, c);
+				snprintf(path, sizeof(path), "%s/dept%d/year%d/batch%d", root, a,
+					 2016 + b, c);
 				mkdir(path, 0755);
 				for (long f = 0; f < per_leaf && made < files; f++, made++) {
-					size_t n = tiny ? (size_t)(next() % 32) : 1024 + (size_t)(next() % (7 * 1024));
+					size_t n = tiny ? (size_t)(next() % 32)
+							: 1024 + (size_t)(next() % (7 * 1024));
 					if (tiny)
 						n = (size_t)snprintf(buf, 64, "entry %ld\n", made);
 					else
 						text(buf, n);
-					snprintf(path, sizeof(path), "%s/dept%d/year%d/batch%d/doc%05ld.csv", root, a,
+					snprintf(path, sizeof(path),
+						 "%s/dept%d/year%d/batch%d/doc%05ld.csv", root, a,
 						 2016 + b, c, f);
 					writefile(path, buf, n);
 				}
@@ -107,7 +111,8 @@ int main(int argc, char **argv)
 		} else {
 			text(buf, n);
 		}
-		snprintf(path, sizeof(path), "%s/large/blob%03ld.%s", root, i, i % 2 ? "bin" : "txt");
+		snprintf(path, sizeof(path), "%s/large/blob%03ld.%s", root, i,
+			 i % 2 ? "bin" : "txt");
 		writefile(path, buf, n);
 	}
 	free(buf);

@@ -30,8 +30,10 @@ int main(int argc, char **argv)
 	static char buf[BATCH][160];
 	const char *data[BATCH];
 	for (int i = 0; i < BATCH; i++) {
-		snprintf(buf[i], sizeof(buf[i]),
-			 "{\"project\":\"fin\",\"result\":\"sha256:%064d\",\"strategy\":\"rebase_if_disjoint\",\"i\":%d}", i, i);
+		snprintf(
+			buf[i], sizeof(buf[i]),
+			"{\"project\":\"fin\",\"result\":\"sha256:%064d\",\"strategy\":\"rebase_if_disjoint\",\"i\":%d}",
+			i, i);
 		data[i] = buf[i];
 	}
 	uint64_t t0 = al_now_ns();
@@ -77,15 +79,17 @@ int main(int argc, char **argv)
 		die("proof", &err);
 	free(p);
 	printf("appends_batched_per_s %.0f (batches of %d, one checkpoint each)\n", batched, BATCH);
-	printf("appends_single_per_s %.0f (one entry and one checkpoint per transaction)\n", single);
+	printf("appends_single_per_s %.0f (one entry and one checkpoint per transaction)\n",
+	       single);
 	printf("export_entries %llu in %.2f s\n", (unsigned long long)n, export_s);
-	printf("verify_entries_per_s %.0f (%llu entries, %llu checkpoints)\n", (double)rep.entries / verify_s,
-	       (unsigned long long)rep.entries, (unsigned long long)rep.checkpoints);
+	printf("verify_entries_per_s %.0f (%llu entries, %llu checkpoints)\n",
+	       (double)rep.entries / verify_s, (unsigned long long)rep.entries,
+	       (unsigned long long)rep.checkpoints);
 	int log2n = 0;
 	while ((1ull << log2n) < n)
 		log2n++;
-	printf("proof_hashes inclusion %zu consistency %zu for n=%llu (ceil log2 n = %d)\n", np, nc, (unsigned long long)n,
-	       log2n);
+	printf("proof_hashes inclusion %zu consistency %zu for n=%llu (ceil log2 n = %d)\n", np, nc,
+	       (unsigned long long)n, log2n);
 	al_store_close(st);
 	return 0;
 }

@@ -28,7 +28,9 @@ int main(int argc, char **argv)
 		return 2;
 	static const char *const cmd[] = { "/bin/true", NULL };
 	static const char *const env[] = { "PATH=/bin", NULL };
-	struct al_sandbox_spec sp = { .image_dir = argv[2], .workspace_dir = argv[3], .argv = cmd, .envp = env };
+	struct al_sandbox_spec sp = {
+		.image_dir = argv[2], .workspace_dir = argv[3], .argv = cmd, .envp = env
+	};
 	sp.lowers_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	sp.init_fd = open(argv[4], O_RDONLY | O_CLOEXEC);
 	sp.host_uid = sp.host_gid = geteuid() == 0 ? AL_SANDBOX_UID : geteuid();

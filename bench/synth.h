@@ -26,12 +26,13 @@ static int synth_put_dir(struct al_cas *cas, struct al_entry *e, size_t n, struc
 
 /* Build one tree inside an open batch; changed(a, b, f, variant) says which
  * files carry the variant's content. */
-static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synth_changed_fn changed, struct al_oid *root)
+static int synth_build(struct al_cas *cas, long files_per_dir, int variant,
+		       synth_changed_fn changed, struct al_oid *root)
 {
 	static char tn[100][8], mn[100][8];
 	struct al_entry top[100], mid[100];
 	struct al_entry *leaf = calloc((size_t)files_per_dir, sizeof(*leaf));
-	char (*names)[24] = calloc((size_t)files_per_dir, 24);
+	char(*names)[24] = calloc((size_t)files_per_dir, 24);
 	char buf[64];
 	if (!leaf || !names)
 		return -1;
@@ -39,16 +40,21 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 		for (int b = 0; b < 100; b++) {
 			for (long f = 0; f < files_per_dir; f++) {
 				bool ch = variant && changed(a, b, f, variant);
-				int n = snprintf(buf, sizeof(buf), "file %d/%d/%ld%s%d\n", a, b, f, ch ? " changed " : "",
-						 ch ? variant : 0);
+				int n = snprintf(buf, sizeof(buf), "file %d/%d/%ld%s%d\n", a, b, f,
+						 ch ? " changed " : "", ch ? variant : 0);
 				snprintf(names[f], 24, "f%06ld.txt", f);
-				leaf[f] = (struct al_entry){ .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)n,
-							     .name = names[f], .namelen = strlen(names[f]) };
+				leaf[f] = (struct al_entry){ .type = AL_T_FILE,
+							     .mode = 0644,
+							     .size = (uint64_t)n,
+							     .name = names[f],
+							     .namelen = strlen(names[f]) };
 				if (al_cas_put(cas, buf, (size_t)n, &leaf[f].digest, NULL) < 0)
 					return -1;
 			}
 			snprintf(mn[b], 8, "s%03d", b);
-			mid[b] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755, .name = mn[b], .namelen = 4 };
+			mid[b] = (struct al_entry){
+				.type = AL_T_DIR, .mode = 0755, .name = mn[b], .namelen = 4
+			};
 			if (synth_put_dir(cas, leaf, (size_t)files_per_dir, &mid[b].digest) < 0)
 				return -1;
 			uint64_t sz = 0;
@@ -57,7 +63,9 @@ static int synth_build(struct al_cas *cas, long files_per_dir, int variant, synt
 			mid[b].size = sz;
 		}
 		snprintf(tn[a], 8, "d%03d", a);
-		top[a] = (struct al_entry){ .type = AL_T_DIR, .mode = 0755, .name = tn[a], .namelen = 4 };
+		top[a] = (struct al_entry){
+			.type = AL_T_DIR, .mode = 0755, .name = tn[a], .namelen = 4
+		};
 		uint64_t sz = 0;
 		for (int b = 0; b < 100; b++)
 			sz += mid[b].size;

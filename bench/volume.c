@@ -27,7 +27,10 @@ static int changed(int a, int b, long f, int variant)
 	return f == 7 && (a * 100 + b) % 10 == 0;       /* 1,000 files */
 }
 
-static double ms_since(uint64_t t0) { return (double)(al_now_ns() - t0) / 1e6; }
+static double ms_since(uint64_t t0)
+{
+	return (double)(al_now_ns() - t0) / 1e6;
+}
 
 static void die(const char *what, const struct al_error *err)
 {
@@ -89,10 +92,14 @@ static int writer(const char *home, int id, int n)
 		struct al_edit ed[2] = { { .path = dir, .op = AL_EDIT_SET, .entry = d },
 					 { .path = path, .op = AL_EDIT_SET, .entry = f } };
 		struct al_oid snap;
-		if (al_cas_begin(cas, &err) < 0 || al_cas_put(cas, data, (size_t)len, &ed[1].entry.digest, &err) < 0 ||
-		    al_manifest_edit(cas, &p.head, ed, 2, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
+		if (al_cas_begin(cas, &err) < 0 ||
+		    al_cas_put(cas, data, (size_t)len, &ed[1].entry.digest, &err) < 0 ||
+		    al_manifest_edit(cas, &p.head, ed, 2, &snap, &err) < 0 ||
+		    al_cas_commit(cas, &err) < 0)
 			die("edit", &err);
-		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "bench", .message = path };
+		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT,
+					    .author = "bench",
+					    .message = path };
 		struct al_commit_result res = { 0 };
 		if (al_project_commit(st, "mid", &p.head, &snap, &o, &res, &err) < 0) {
 			fprintf(stderr, "writer %d: %s\n", id, err.msg);
@@ -126,7 +133,9 @@ int main(int argc, char **argv)
 	build(st, files / 10000, 2, &c);
 	if (al_project_create(st, "big", &a, "bench", NULL, &err) < 0)
 		die("create", &err);
-	struct al_commit_opts o = { .strategy = AL_STRICT, .author = "bench", .message = "10 files" };
+	struct al_commit_opts o = { .strategy = AL_STRICT,
+				    .author = "bench",
+				    .message = "10 files" };
 	struct al_commit_result res = { 0 };
 	uint64_t t0 = al_now_ns();
 	if (al_project_commit(st, "big", &a, &b, &o, &res, &err) < 0)
@@ -159,7 +168,8 @@ int main(int argc, char **argv)
 	char sel[10][64];
 	const char *paths[10];
 	for (int i = 0; i < 10; i++) {
-		snprintf(sel[i], sizeof(sel[i]), "d%03d/s%03d/f000007.txt", i * 7, (i * 30) % 100 / 10 * 10);
+		snprintf(sel[i], sizeof(sel[i]), "d%03d/s%03d/f000007.txt", i * 7,
+			 (i * 30) % 100 / 10 * 10);
 		paths[i] = sel[i];
 	}
 	t0 = al_now_ns();
@@ -180,15 +190,16 @@ int main(int argc, char **argv)
 	while (wait(&status) > 0)
 		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 	double secs = (double)(al_now_ns() - t0) / 1e9;
-	printf("writers %d x %d commits: %.1f commits/s (%.2f s), %d writers failed\n", nw, nc, nw * nc / secs, secs,
-	       failed);
+	printf("writers %d x %d commits: %.1f commits/s (%.2f s), %d writers failed\n", nw, nc,
+	       nw * nc / secs, secs, failed);
 
 	/* replay the log: an unbroken chain, every commit present, every file in the head */
 	if (al_store_open(home, "default", &st, &err) < 0)
 		die("open", &err);
 	struct chain ch = { 0 };
 	struct al_project_info p;
-	if (al_project_log(st, "mid", check_chain, &ch, &err) < 0 || al_project_get(st, "mid", &p, &err) < 0)
+	if (al_project_log(st, "mid", check_chain, &ch, &err) < 0 ||
+	    al_project_get(st, "mid", &p, &err) < 0)
 		die("log", &err);
 	long found = 0;
 	for (int i = 0; i < nw; i++)
@@ -199,7 +210,8 @@ int main(int argc, char **argv)
 			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
 		}
 	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld of %d files in head\n",
-	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found, nw * nc);
+	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found,
+	       nw * nc);
 	al_store_close(st);
 	return failed || ch.broken || found != nw * nc;
 }

@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1: {
 		struct apply_request a;
 		if (decode_apply(body, &a, &err) == 0) {
-			if ((a.mode == AL_ACCEPT_SELECTED) != (a.npaths > 0) || a.mode < AL_ACCEPT_ALL || a.mode > AL_REJECT_ALL)
+			if ((a.mode == AL_ACCEPT_SELECTED) != (a.npaths > 0) ||
+			    a.mode < AL_ACCEPT_ALL || a.mode > AL_REJECT_ALL)
 				abort();
 			apply_request_release(&a);
 		}
@@ -64,7 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	default: {
 		const char *name;
-		if (decode_project(body, &name, &err) == 0 && al_project_name_check(name, NULL) != 0)
+		if (decode_project(body, &name, &err) == 0 &&
+		    al_project_name_check(name, NULL) != 0)
 			abort();
 		break;
 	}

@@ -19,10 +19,10 @@
 struct al_auth;
 
 enum al_role {
-	AL_ROLE_ADMIN = 1,     /* principals and tokens of its tenant */
-	AL_ROLE_AUTHOR = 2,    /* create projects, commit */
-	AL_ROLE_REVIEWER = 4,  /* review, apply and reject drafts; audit */
-	AL_ROLE_AGENT = 8,     /* runs on granted projects; its own runs */
+	AL_ROLE_ADMIN = 1,    /* principals and tokens of its tenant */
+	AL_ROLE_AUTHOR = 2,   /* create projects, commit */
+	AL_ROLE_REVIEWER = 4, /* review, apply and reject drafts; audit */
+	AL_ROLE_AGENT = 8,    /* runs on granted projects; its own runs */
 };
 /* "admin,author" -> bits; AL_EINVAL naming an unknown role. */
 int al_roles_parse(const char *csv, unsigned *out, struct al_error *err);
@@ -30,8 +30,8 @@ int al_roles_parse(const char *csv, unsigned *out, struct al_error *err);
 void al_roles_format(unsigned roles, char *out, size_t n);
 
 #define AL_PRINCIPAL_MAX 64
-#define AL_TOKEN_ID_LEN 14     /* "t" + 13 hex */
-#define AL_TOKEN_LEN 68        /* "alk_" + 64 hex */
+#define AL_TOKEN_ID_LEN 14 /* "t" + 13 hex */
+#define AL_TOKEN_LEN 68    /* "alk_" + 64 hex */
 
 struct al_principal {
 	char tenant[64];
@@ -45,7 +45,7 @@ struct al_token_info {
 	char id[AL_TOKEN_ID_LEN + 1];
 	char principal[AL_PRINCIPAL_MAX + 1];
 	int64_t created;
-	int64_t expires;       /* unix seconds; 0: never */
+	int64_t expires; /* unix seconds; 0: never */
 	bool revoked;
 };
 
@@ -61,10 +61,10 @@ int al_principal_name_check(const char *name, struct al_error *err);
  * entry names a token by its id, never its text. */
 
 /* AL_ENOTFOUND if the tenant does not exist, AL_EEXIST if the name is taken. */
-int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name, unsigned roles,
-			     const char *actor, struct al_error *err);
-int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name, struct al_principal *out,
-			  struct al_error *err);
+int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name,
+			     unsigned roles, const char *actor, struct al_error *err);
+int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name,
+			  struct al_principal *out, struct al_error *err);
 typedef int (*al_principal_fn)(void *ctx, const struct al_principal *p, struct al_error *err);
 int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principal_fn fn, void *ctx,
 			      struct al_error *err);
@@ -74,14 +74,14 @@ int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, 
 		  const char *actor, struct al_error *err);
 bool al_auth_granted(struct al_auth *a, const struct al_principal *p, const char *project);
 typedef int (*al_grant_fn)(void *ctx, const char *project, struct al_error *err);
-int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal, al_grant_fn fn, void *ctx,
-			  struct al_error *err);
+int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal,
+			  al_grant_fn fn, void *ctx, struct al_error *err);
 
 /* A new token for a principal, valid for ttl_s seconds (0: no expiry).
  * token gets its text, the only time it exists outside the caller. */
-int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal, int64_t ttl_s,
-			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, const char *actor,
-			 struct al_error *err);
+int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal,
+			 int64_t ttl_s, char token[AL_TOKEN_LEN + 1], struct al_token_info *info,
+			 const char *actor, struct al_error *err);
 /* Revoke a token of the tenant by id (AL_ENOTFOUND for another tenant's). */
 int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, const char *actor,
 			 struct al_error *err);
@@ -100,10 +100,11 @@ int al_auth_record_refusal(struct al_auth *a, const struct al_principal *who, co
 			   const char *route, const char *why, struct al_error *err);
 typedef int (*al_token_fn)(void *ctx, const struct al_token_info *t, struct al_error *err);
 /* Tokens of a tenant (principal NULL: all of them), oldest first. */
-int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal, al_token_fn fn, void *ctx,
-			  struct al_error *err);
+int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal,
+			  al_token_fn fn, void *ctx, struct al_error *err);
 
 /* The principal a bearer token stands for, now; AL_EAUTH otherwise. */
-int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out, struct al_error *err);
+int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out,
+		  struct al_error *err);
 
 #endif

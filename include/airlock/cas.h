@@ -33,12 +33,12 @@ void al_cas_abort(struct al_cas *cas);
 
 /* Store bytes; the digest goes to digest_out. Storing an object that exists
  * is a no-op. */
-int al_cas_put(struct al_cas *cas, const void *data, size_t len,
-	       struct al_oid *digest_out, struct al_error *err);
+int al_cas_put(struct al_cas *cas, const void *data, size_t len, struct al_oid *digest_out,
+	       struct al_error *err);
 /* Store exactly size bytes read from fd (streamed; fd's offset advances).
  * AL_EINVAL if fd does not hold exactly size bytes (it changed under us). */
-int al_cas_put_fd(struct al_cas *cas, int fd, uint64_t size,
-		  struct al_oid *digest_out, struct al_error *err);
+int al_cas_put_fd(struct al_cas *cas, int fd, uint64_t size, struct al_oid *digest_out,
+		  struct al_error *err);
 
 /* Hash and compress an object without touching the store, so several
  * threads can prepare while one thread stores.  ctx is per thread: start it
@@ -60,7 +60,8 @@ int al_cas_put_prepared(struct al_cas *cas, const struct al_cas_prep *p, struct 
 /* Store an object arriving as a stream of exactly size bytes (inside a
  * batch).  end verifies the length and stores it (no-op if present). */
 struct al_cas_writer;
-int al_cas_write_begin(struct al_cas *cas, uint64_t size, struct al_cas_writer **out, struct al_error *err);
+int al_cas_write_begin(struct al_cas *cas, uint64_t size, struct al_cas_writer **out,
+		       struct al_error *err);
 int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_error *err);
 int al_cas_write_end(struct al_cas_writer *w, struct al_oid *digest_out, struct al_error *err);
 void al_cas_write_abort(struct al_cas_writer *w); /* accepts NULL */
@@ -70,15 +71,15 @@ int al_cas_has(struct al_cas *cas, const struct al_oid *digest, struct al_error 
 
 /* Read a whole object, verified.  *out is malloc'ed, caller frees; it has
  * one byte beyond len, set to NUL. */
-int al_cas_get(struct al_cas *cas, const struct al_oid *digest, uint8_t **out,
-	       size_t *len, struct al_error *err);
+int al_cas_get(struct al_cas *cas, const struct al_oid *digest, uint8_t **out, size_t *len,
+	       struct al_error *err);
 
 /* Stream an object to sink in chunks, verifying as it goes.  On AL_ECORRUPT
  * the sink has seen bytes that must be discarded.  A non-zero return of the
  * sink stops the stream and is returned. */
 typedef int (*al_cas_sink)(void *ctx, const void *p, size_t n, struct al_error *err);
-int al_cas_stream(struct al_cas *cas, const struct al_oid *digest, al_cas_sink sink,
-		  void *ctx, struct al_error *err);
+int al_cas_stream(struct al_cas *cas, const struct al_oid *digest, al_cas_sink sink, void *ctx,
+		  struct al_error *err);
 
 /* Read an object piece by piece in bounded memory (a file descriptor, a
  * zstd stream with its window -- at most 8 MiB, 512 KiB for what the store
@@ -112,8 +113,8 @@ struct al_cas_stats {
 	uint64_t packed, loose, bytes, unreferenced_files;
 };
 typedef void (*al_cas_bad_fn)(void *ctx, const struct al_oid *digest, const char *why);
-int al_cas_verify_all(struct al_cas *cas, al_cas_bad_fn bad, void *ctx,
-		      struct al_cas_stats *stats, struct al_error *err);
+int al_cas_verify_all(struct al_cas *cas, al_cas_bad_fn bad, void *ctx, struct al_cas_stats *stats,
+		      struct al_error *err);
 
 /* Hash bytes / a file the way the store does (sha256). */
 int al_cas_hash_fd(int fd, struct al_oid *digest_out, uint64_t *size_out, struct al_error *err);

@@ -26,14 +26,14 @@ struct al_cas;
 #define AL_BUNDLE_RATIO_GRACE (1ull << 20)
 
 struct al_bundle_entry {
-	char op;                /* 'A' add, 'M' modify, 'D' delete */
+	char op; /* 'A' add, 'M' modify, 'D' delete */
 	char *path;
 	bool has_old, has_new;
 	struct al_entry old, new; /* names unset; a directory's digest is unused */
 };
 
 struct al_bundle {
-	struct al_oid id;         /* sha256 of the index */
+	struct al_oid id; /* sha256 of the index */
 	struct al_oid base, head;
 	struct al_bundle_entry *entries;
 	size_t n;
@@ -42,11 +42,11 @@ struct al_bundle {
 void al_bundle_release(struct al_bundle *b);
 
 /* Write the change base -> head to fd (at its offset; not synced). */
-int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, int fd,
-		       struct al_oid *id_out, struct al_error *err);
+int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+		       int fd, struct al_oid *id_out, struct al_error *err);
 /* Write the change base -> head to path (temp file, fsync, rename). */
-int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, const char *path,
-		    struct al_oid *id_out, struct al_error *err);
+int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+		    const char *path, struct al_oid *id_out, struct al_error *err);
 
 /* Read and verify a bundle.  With cas, the new bytes are put into the
  * caller's open batch (abort it on error: nothing is kept); without, they

@@ -9,20 +9,20 @@
 
 enum al_code {
 	AL_OK = 0,
-	AL_EIO = -1,        /* system or I/O failure (sys_errno says which) */
-	AL_EUSAGE = -2,     /* the caller used the interface wrongly */
-	AL_ENOTFOUND = -3,  /* no such object, for this tenant */
-	AL_ECORRUPT = -4,   /* stored bytes do not match their digest */
-	AL_ECONFLICT = -5,  /* a head moved: VolumeConflictError */
-	AL_EINVAL = -6,     /* input refused: hostile path, unsupported type, bad encoding */
-	AL_EEXIST = -7,     /* the target already exists or is not empty */
-	AL_ENOMEM = -8,     /* out of memory */
-	AL_ELIMIT = -9,     /* a cap was exceeded */
-	AL_ESTATE = -10,    /* not allowed in the object's state (draft already applied) */
-	AL_ESANDBOX = -11,  /* a sandbox could not be set up (the step is in the message) */
-	AL_EAUTH = -12,     /* no valid credentials (never says which part was wrong) */
-	AL_EDENIED = -13,   /* authenticated, but the principal's roles do not allow it */
-	AL_EUNAVAIL = -14,  /* the service is shutting down or over capacity */
+	AL_EIO = -1,       /* system or I/O failure (sys_errno says which) */
+	AL_EUSAGE = -2,    /* the caller used the interface wrongly */
+	AL_ENOTFOUND = -3, /* no such object, for this tenant */
+	AL_ECORRUPT = -4,  /* stored bytes do not match their digest */
+	AL_ECONFLICT = -5, /* a head moved: VolumeConflictError */
+	AL_EINVAL = -6,    /* input refused: hostile path, unsupported type, bad encoding */
+	AL_EEXIST = -7,    /* the target already exists or is not empty */
+	AL_ENOMEM = -8,    /* out of memory */
+	AL_ELIMIT = -9,    /* a cap was exceeded */
+	AL_ESTATE = -10,   /* not allowed in the object's state (draft already applied) */
+	AL_ESANDBOX = -11, /* a sandbox could not be set up (the step is in the message) */
+	AL_EAUTH = -12,    /* no valid credentials (never says which part was wrong) */
+	AL_EDENIED = -13,  /* authenticated, but the principal's roles do not allow it */
+	AL_EUNAVAIL = -14, /* the service is shutting down or over capacity */
 };
 
 struct al_error {

@@ -41,28 +41,29 @@ struct al_gc_opts {
 };
 
 struct al_gc_report {
-	int64_t retention_days;            /* AL_GC_FOREVER or days */
-	uint64_t objects, bytes;           /* objects deleted (would be, in a dry run) */
-	uint64_t snapshots;                /* recorded snapshots forgotten with them */
+	int64_t retention_days;              /* AL_GC_FOREVER or days */
+	uint64_t objects, bytes;             /* objects deleted (would be, in a dry run) */
+	uint64_t snapshots;                  /* recorded snapshots forgotten with them */
 	uint64_t orphan_files, orphan_bytes; /* files under objects/ no index row names */
-	uint64_t layers, layer_bytes;      /* lower layers removed */
+	uint64_t layers, layer_bytes;        /* lower layers removed */
 	uint64_t layers_kept, layer_bytes_kept, layers_in_use;
-	uint64_t staging;                  /* abandoned temporary layers removed */
-	uint64_t retained;                 /* objects reached from what is retained */
-	bool objects_skipped;              /* writers never paused: no object was deleted this pass */
-	uint64_t seq;                      /* the `gc` ledger entry (not in a dry run) */
+	uint64_t staging;     /* abandoned temporary layers removed */
+	uint64_t retained;    /* objects reached from what is retained */
+	bool objects_skipped; /* writers never paused: no object was deleted this pass */
+	uint64_t seq;         /* the `gc` ledger entry (not in a dry run) */
 };
 
 /* One pass over the tenant of st. */
-int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_report *rep, struct al_error *err);
+int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_report *rep,
+	      struct al_error *err);
 
 /* One pass over every tenant of a home, one after the other (the daemon's
  * schedule).  done() hears each tenant's outcome; stop(), asked between
  * tenants, ends the round early when it returns true (may be NULL). */
 typedef void (*al_gc_done_fn)(void *ctx, const char *tenant, int r, const struct al_gc_report *rep,
 			      const struct al_error *err);
-int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done, bool (*stop)(void *ctx), void *ctx,
-	       struct al_error *err);
+int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
+	       bool (*stop)(void *ctx), void *ctx, struct al_error *err);
 
 /* Is snapshot id complete in the store (every node and blob)?  0 if so;
  * AL_ENOTFOUND naming the first missing object otherwise. */

@@ -27,7 +27,7 @@ struct al_store;
 #define AL_TAR_RATIO_GRACE (1ull << 20)
 
 struct al_image_info {
-	char name[65];     /* "" when unnamed */
+	char name[65]; /* "" when unnamed */
 	struct al_oid id;
 	int64_t created;
 	const char *source;
@@ -38,17 +38,18 @@ struct al_image_info {
  * as an image; name may be NULL.  A tarball is unpacked into the tenant's
  * temp directory with libarchive's secure flags (no "..", no absolute
  * paths, no writing through symlinks), imported, and removed. */
-int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
-		    struct al_error *err);
+int al_image_import(struct al_store *st, const char *src, const char *name,
+		    struct al_import_result *res, struct al_error *err);
 /* Import a tar archive as a snapshot of the tenant, unpacked the same way
  * (skipped special files counted in res->skipped); not recorded as an
  * image. */
-int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err);
+int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res,
+		  struct al_error *err);
 /* The same, recording source (e.g. "upload") instead of src as its origin,
  * and actor as who imported it; every import is an image_import ledger
  * entry, in the transaction that registers it. */
-int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source, const char *actor,
-		       struct al_import_result *res, struct al_error *err);
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+		       const char *actor, struct al_import_result *res, struct al_error *err);
 typedef int (*al_image_fn)(void *ctx, const struct al_image_info *img, struct al_error *err);
 int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err);
 /* May the caller read this project? */
@@ -62,9 +63,10 @@ typedef bool (*al_project_read_fn)(void *ctx, const char *project);
  * unknown, a blob or another kind of object, a snapshot of no readable
  * project — gets the same AL_ENOTFOUND and the same message, decided
  * before any object is read: no answer tells which. */
-int al_image_resolve_as(struct al_store *st, const char *name_or_id, al_project_read_fn may_read, void *ctx,
-			struct al_oid *id, struct al_error *err);
+int al_image_resolve_as(struct al_store *st, const char *name_or_id, al_project_read_fn may_read,
+			void *ctx, struct al_oid *id, struct al_error *err);
 /* al_image_resolve_as with every project readable. */
-int al_image_resolve(struct al_store *st, const char *name_or_id, struct al_oid *id, struct al_error *err);
+int al_image_resolve(struct al_store *st, const char *name_or_id, struct al_oid *id,
+		     struct al_error *err);
 
 #endif

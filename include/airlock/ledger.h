@@ -19,12 +19,16 @@ struct al_store;
 
 /* RFC 6962 hashing, exposed for tests and verifiers */
 void al_merkle_leaf(const void *entry, size_t len, uint8_t out[AL_DIGEST_LEN]);
-void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN], uint8_t out[AL_DIGEST_LEN]);
+void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN],
+		    uint8_t out[AL_DIGEST_LEN]);
 /* The root of n leaf hashes (n > 0), computed in memory. */
 void al_merkle_root(const uint8_t (*leaves)[AL_DIGEST_LEN], size_t n, uint8_t out[AL_DIGEST_LEN]);
-bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[AL_DIGEST_LEN], const uint8_t (*proof)[AL_DIGEST_LEN],
-				size_t nproof, const uint8_t root[AL_DIGEST_LEN]);
-bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t root1[AL_DIGEST_LEN], const uint8_t root2[AL_DIGEST_LEN],
+bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[AL_DIGEST_LEN],
+				const uint8_t (*proof)[AL_DIGEST_LEN], size_t nproof,
+				const uint8_t root[AL_DIGEST_LEN]);
+bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2,
+				  const uint8_t root1[AL_DIGEST_LEN],
+				  const uint8_t root2[AL_DIGEST_LEN],
 				  const uint8_t (*proof)[AL_DIGEST_LEN], size_t nproof);
 
 struct al_ledger_entry {
@@ -40,9 +44,10 @@ struct al_ledger_query {
 	int64_t since; /* unix time; 0: all */
 };
 typedef int (*al_ledger_fn)(void *ctx, const struct al_ledger_entry *e, struct al_error *err);
-int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *q, al_ledger_fn fn, void *ctx,
-		      struct al_error *err);
-int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx, struct al_error *err);
+int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *q, al_ledger_fn fn,
+		      void *ctx, struct al_error *err);
+int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
+		  struct al_error *err);
 
 struct al_checkpoint {
 	uint64_t size;
@@ -58,20 +63,22 @@ int al_checkpoint_note(const struct al_checkpoint *c, char *out, size_t outsz);
 
 /* The root of the first size leaves, and proofs, from the stored tree in
  * O(log n) hashes.  *proof is malloc'ed. */
-int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN], struct al_error *err);
-int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint8_t (**proof)[AL_DIGEST_LEN], size_t *n,
-			struct al_error *err);
-int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2, uint8_t (**proof)[AL_DIGEST_LEN], size_t *n,
-			  struct al_error *err);
+int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN],
+		   struct al_error *err);
+int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size,
+			uint8_t (**proof)[AL_DIGEST_LEN], size_t *n, struct al_error *err);
+int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2,
+			  uint8_t (**proof)[AL_DIGEST_LEN], size_t *n, struct al_error *err);
 
 /* Append n entries of a kind in one transaction with one checkpoint (the
  * bulk path; the volume layer appends inside its own transactions).
  * data_json: a JSON object per entry. */
-int al_ledger_append_batch(struct al_store *st, const char *kind, const char *group, const char *const *data_json,
-			   size_t n, struct al_error *err);
+int al_ledger_append_batch(struct al_store *st, const char *kind, const char *group,
+			   const char *const *data_json, size_t n, struct al_error *err);
 
 /* The deployment's public key (raw Ed25519) and as PEM. */
-int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz, struct al_error *err);
+int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz,
+		     struct al_error *err);
 
 /* Export the ledger (entries from the checkpoint of size `from`, 0: all,
  * with every checkpoint and the content blobs entries name) to path. */

@@ -27,15 +27,15 @@ enum al_entry_type { AL_T_DIR = 'd', AL_T_FILE = 'f', AL_T_SYMLINK = 'l' };
 
 struct al_entry {
 	enum al_entry_type type;
-	unsigned mode;     /* permission bits, & 07777; symlinks are 0777 */
-	uint64_t size;     /* file: bytes; symlink: target length; dir: bytes of files beneath */
+	unsigned mode; /* permission bits, & 07777; symlinks are 0777 */
+	uint64_t size; /* file: bytes; symlink: target length; dir: bytes of files beneath */
 	struct al_oid digest;
-	const char *name;  /* not NUL-terminated */
+	const char *name; /* not NUL-terminated */
 	size_t namelen;
 };
 
 struct al_node {
-	uint8_t *buf;      /* the encoding; names point into it */
+	uint8_t *buf; /* the encoding; names point into it */
 	size_t len;
 	struct al_entry *entries;
 	size_t n;
@@ -54,8 +54,8 @@ int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **o
 typedef void (*al_progress_fn)(void *ctx, uint64_t files, uint64_t bytes);
 
 struct al_import_opts {
-	bool no_cache;            /* ignore and do not update the stat cache */
-	bool skip_special;        /* skip device files, FIFOs, sockets (images: the sandbox provides /dev) */
+	bool no_cache;     /* ignore and do not update the stat cache */
+	bool skip_special; /* skip device files, FIFOs, sockets (images: the sandbox provides /dev) */
 	al_progress_fn progress;
 	void *progress_ctx;
 };
@@ -63,9 +63,9 @@ struct al_import_opts {
 struct al_import_result {
 	struct al_oid id;
 	uint64_t files, dirs, symlinks, bytes;
-	uint64_t bytes_read;      /* file bytes actually read (cache misses) */
+	uint64_t bytes_read; /* file bytes actually read (cache misses) */
 	uint64_t cache_hits;
-	uint64_t skipped;         /* special files skipped (skip_special) */
+	uint64_t skipped; /* special files skipped (skip_special) */
 };
 
 /* Import directory dir as a snapshot of the store's tenant.  All or nothing:
@@ -75,8 +75,8 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 		       struct al_import_result *res, struct al_error *err);
 
 struct al_export_opts {
-	bool force;               /* write into a non-empty directory */
-	bool chown;               /* give every entry (and dir itself) to uid:gid */
+	bool force; /* write into a non-empty directory */
+	bool chown; /* give every entry (and dir itself) to uid:gid */
 	uint32_t uid, gid;
 	al_progress_fn progress;
 	void *progress_ctx;
@@ -102,8 +102,8 @@ struct al_change {
 };
 typedef int (*al_diff_fn)(void *ctx, const struct al_change *c, struct al_error *err);
 /* Only subtrees whose digests differ are read. */
-int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, al_diff_fn fn,
-		     void *ctx, struct al_error *err);
+int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
+		     al_diff_fn fn, void *ctx, struct al_error *err);
 
 /* Total file bytes and the root node's entry count of a snapshot. */
 int al_manifest_stat(struct al_cas *cas, const struct al_oid *id, uint64_t *bytes, size_t *entries,
@@ -135,7 +135,7 @@ int al_manifest_edit(struct al_cas *cas, const struct al_oid *base, struct al_ed
 
 /* A diff materialised: every change owned (paths, entries). */
 struct al_change_rec {
-	char op;            /* 'A', 'M', 'D' */
+	char op; /* 'A', 'M', 'D' */
 	char *path;
 	bool has_old, has_new;
 	struct al_entry old, new; /* names unset */

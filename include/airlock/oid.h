@@ -17,7 +17,7 @@
 
 /* a raw sha256 digest that is not an object id (HMACs, Merkle hashes) */
 #define AL_DIGEST_LEN 32
-#define AL_OID_LEN AL_DIGEST_LEN /* an id is a sha256 */
+#define AL_OID_LEN AL_DIGEST_LEN           /* an id is a sha256 */
 #define AL_OID_STRLEN (7 + 2 * AL_OID_LEN) /* "sha256:" + hex */
 
 struct al_oid {

@@ -50,10 +50,11 @@ struct al_overlay_report {
 };
 void al_overlay_report_release(struct al_overlay_report *r);
 
-int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper, struct al_oid *out,
-		     struct al_overlay_report *rep, struct al_error *err);
+int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper,
+		     struct al_oid *out, struct al_overlay_report *rep, struct al_error *err);
 /* The same within max_bytes of regular files' apparent sizes (0: none). */
-int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper, uint64_t max_bytes,
-			    struct al_oid *out, struct al_overlay_report *rep, struct al_error *err);
+int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper,
+			    uint64_t max_bytes, struct al_oid *out, struct al_overlay_report *rep,
+			    struct al_error *err);
 
 #endif

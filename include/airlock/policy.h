@@ -25,11 +25,11 @@
 struct al_store;
 
 struct al_policy {
-	struct al_limits dflt;      /* what a run gets for a limit it leaves out */
-	struct al_limits max;       /* the most a run may ask for */
-	uint32_t runs_per_tenant;   /* runs in flight at once (the daemon) */
+	struct al_limits dflt;    /* what a run gets for a limit it leaves out */
+	struct al_limits max;     /* the most a run may ask for */
+	uint32_t runs_per_tenant; /* runs in flight at once (the daemon) */
 	uint32_t runs_per_principal;
-	bool best_effort;           /* the deployment's only: skip a limit no cgroup can enforce */
+	bool best_effort; /* the deployment's only: skip a limit no cgroup can enforce */
 };
 /* In a stored policy a field of 0 is "not set here": the level above
  * (the tenant's falls back to the deployment's, the deployment's to the
@@ -40,7 +40,8 @@ void al_policy_builtin(struct al_policy *p);
 
 /* The stored policy of the deployment (tenant NULL) or of one tenant, as
  * set: unset fields 0. */
-int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out, struct al_error *err);
+int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out,
+		  struct al_error *err);
 
 /* Store the policy of the deployment (tenant NULL) or of a tenant: every
  * field of p that is not 0 replaces the stored one (best_effort: with
@@ -48,8 +49,8 @@ int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *o
  * default above its ceiling, or best effort for a tenant are AL_ELIMIT /
  * AL_EINVAL and change nothing.  A tenant's change is a `policy` ledger
  * entry (actor, before, after) in the transaction that stores it. */
-int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p, bool set_best_effort,
-		  bool best_effort, const char *actor, struct al_error *err);
+int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p,
+		  bool set_best_effort, bool best_effort, const char *actor, struct al_error *err);
 
 /* The policy that applies to runs of the tenant: built-in, then the
  * deployment's, then the tenant's, every field set. */
@@ -69,6 +70,7 @@ char *al_policy_format(const struct al_policy *p);
 /* parse: unknown fields, negative or fractional counts are AL_EINVAL;
  * fields left out are 0 (not set).  *has_best_effort says whether
  * best_effort_limits was given. */
-int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has_best_effort, struct al_error *err);
+int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has_best_effort,
+		    struct al_error *err);
 
 #endif

@@ -18,11 +18,11 @@ struct al_cas;
 #define AL_REVIEW_TEXT_MAX (8u << 20)
 
 struct al_review_line {
-	char origin;       /* ' ' context, '-' removed, '+' added */
+	char origin;        /* ' ' context, '-' removed, '+' added */
 	int old_no, new_no; /* -1 where the line is not on that side */
-	const char *text;  /* without the newline */
+	const char *text;   /* without the newline */
 	size_t len;
-	bool no_newline;   /* "\ No newline at end of file" follows */
+	bool no_newline; /* "\ No newline at end of file" follows */
 };
 
 struct al_review_hunk {
@@ -33,22 +33,22 @@ struct al_review_hunk {
 };
 
 struct al_review_file {
-	char op;                   /* A M D */
+	char op; /* A M D */
 	const char *path;
 	bool has_old, has_new;
-	struct al_entry old, new;  /* names unset */
+	struct al_entry old, new; /* names unset */
 	bool content_changed, mode_changed, type_changed;
-	bool binary;               /* not diffed as text: binary or too large */
+	bool binary;                           /* not diffed as text: binary or too large */
 	const char *symlink_old, *symlink_new; /* targets, for symlinks */
-	int additions, deletions;  /* text lines */
-	const char *unified;       /* the unified diff, NULL if none */
+	int additions, deletions;              /* text lines */
+	const char *unified;                   /* the unified diff, NULL if none */
 	const struct al_review_hunk *hunks;
 	size_t nhunks;
 };
 
 typedef int (*al_review_fn)(void *ctx, const struct al_review_file *f, struct al_error *err);
 /* with_text false: no diff text or hunks (counts still computed). */
-int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, bool with_text,
-	      al_review_fn fn, void *ctx, struct al_error *err);
+int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+	      bool with_text, al_review_fn fn, void *ctx, struct al_error *err);
 
 #endif

@@ -23,28 +23,29 @@
 
 struct al_store;
 
-#define AL_RUN_ID_LEN 14               /* "r" + 13 hex */
-#define AL_SANDBOX_UID 1879048192u     /* 0x70000000: the sandbox's root on the host, when airlock is root */
+#define AL_RUN_ID_LEN 14 /* "r" + 13 hex */
+#define AL_SANDBOX_UID \
+	1879048192u /* 0x70000000: the sandbox's root on the host, when airlock is root */
 
 struct al_run_opts {
 	const char *project;
-	const char *image;             /* name or sha256:id */
-	const char *const *argv;       /* the command, NULL-terminated */
-	const char *const *env;        /* "K=V" over the defaults; NULL-terminated or NULL */
-	const char *const *secrets;    /* "K=V": in the environment, the value never stored */
+	const char *image;               /* name or sha256:id */
+	const char *const *argv;         /* the command, NULL-terminated */
+	const char *const *env;          /* "K=V" over the defaults; NULL-terminated or NULL */
+	const char *const *secrets;      /* "K=V": in the environment, the value never stored */
 	const char *const *secret_files; /* "K=V": the file /run/airlock/secrets/K, this run only */
-	const char *id;                /* the run's id ("r" + 13 hex); NULL: a new one */
-	int cancel_fd;                 /* > 0: once readable, the run is killed and recorded cancelled */
+	const char *id;                  /* the run's id ("r" + 13 hex); NULL: a new one */
+	int cancel_fd; /* > 0: once readable, the run is killed and recorded cancelled */
 	enum al_network network;
 	/* what the requester asks for: 0 is the policy's default, above its
 	 * ceiling is AL_ELIMIT (policy.h) */
 	struct al_limits limits;
 	const char *author;
-	const char *principal;         /* the daemon's principal that started it (NULL: local) */
-	const char *group;             /* NULL: a new one, shared by the run's draft */
-	const char *init_path;         /* airlock-init */
-	uint32_t host_uid, host_gid;   /* 0: AL_SANDBOX_UID as root, else our own ids */
-	al_sandbox_output_fn output;   /* live output, within the output limit; may be NULL */
+	const char *principal;       /* the daemon's principal that started it (NULL: local) */
+	const char *group;           /* NULL: a new one, shared by the run's draft */
+	const char *init_path;       /* airlock-init */
+	uint32_t host_uid, host_gid; /* 0: AL_SANDBOX_UID as root, else our own ids */
+	al_sandbox_output_fn output; /* live output, within the output limit; may be NULL */
 	void *output_ctx;
 	/* The heavy phases (materialising the layers; turning the changes
 	 * into a bundle and a draft) run between throttle(ctx, true) and
@@ -63,7 +64,7 @@ struct al_run_info {
 	bool timed_out, oom, cancelled;
 	uint64_t added, modified, deleted;
 	int64_t created;
-	char *record;                  /* the whole record, JSON (docs/formats.md); malloc'ed */
+	char *record; /* the whole record, JSON (docs/formats.md); malloc'ed */
 };
 void al_run_info_release(struct al_run_info *r);
 
@@ -71,12 +72,14 @@ void al_run_info_release(struct al_run_info *r);
 bool al_run_id_valid(const char *id);
 
 /* Run.  The sandbox's own failures are AL_ESANDBOX and record nothing. */
-int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err);
+int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out,
+	   struct al_error *err);
 
 int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err);
 typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error *err);
 /* A project's runs, oldest first. */
-int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx, struct al_error *err);
+int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,
+		   struct al_error *err);
 
 /* Are the inputs of run id still stored (its base snapshot and its image,
  * every node and blob)?  0 if so; AL_ENOTFOUND saying which input the

@@ -26,13 +26,13 @@ int al_network_parse(const char *s, enum al_network *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
-	uint64_t memory;      /* bytes of memory (cgroup), 0: none */
-	uint64_t pids;        /* processes and threads (cgroup; RLIMIT_NPROC without one) */
-	uint64_t cpus_milli;  /* CPU bandwidth, 1000 = one CPU; 0: none */
-	uint64_t timeout_ms;  /* wall clock; then the whole sandbox is killed */
-	uint64_t output;      /* bytes kept of each of stdout and stderr */
-	uint64_t disk;        /* bytes the run may write (its upper layers and /tmp) */
-	uint64_t files;       /* files and directories the run may create */
+	uint64_t memory;     /* bytes of memory (cgroup), 0: none */
+	uint64_t pids;       /* processes and threads (cgroup; RLIMIT_NPROC without one) */
+	uint64_t cpus_milli; /* CPU bandwidth, 1000 = one CPU; 0: none */
+	uint64_t timeout_ms; /* wall clock; then the whole sandbox is killed */
+	uint64_t output;     /* bytes kept of each of stdout and stderr */
+	uint64_t disk;       /* bytes the run may write (its upper layers and /tmp) */
+	uint64_t files;      /* files and directories the run may create */
 };
 /* The built-in defaults (policy.h; docs/operations.md). */
 void al_limits_default(struct al_limits *l);
@@ -51,38 +51,39 @@ struct al_sandbox_file {
 #define AL_SECRET_BYTES_MAX (1u << 20)
 
 struct al_sandbox_spec {
-	const char *backend;          /* "ns"; NULL: the default */
+	const char *backend; /* "ns"; NULL: the default */
 	/* The read-only lower layers: two directories in lowers_fd, named
 	 * without '/' (the namespace backend resolves them in the sandbox's
 	 * own mount namespace; lowers_fd must be searchable by host_uid). */
 	int lowers_fd;
-	const char *image_dir;        /* lower layer of / */
-	const char *workspace_dir;    /* lower layer of /workspace */
-	int init_fd;                  /* airlock-init, executable */
-	const char *const *argv;      /* the command (run by airlock-init) */
-	const char *const *envp;      /* its whole environment */
+	const char *image_dir;     /* lower layer of / */
+	const char *workspace_dir; /* lower layer of /workspace */
+	int init_fd;               /* airlock-init, executable */
+	const char *const *argv;   /* the command (run by airlock-init) */
+	const char *const *envp;   /* its whole environment */
 	enum al_network network;
 	struct al_limits limits;
-	bool best_effort_limits;      /* the operator's opt-in: a limit no cgroup can enforce is skipped */
-	uint32_t host_uid, host_gid;  /* who the sandbox's root is on the host */
+	bool best_effort_limits; /* the operator's opt-in: a limit no cgroup can enforce is skipped */
+	uint32_t host_uid, host_gid; /* who the sandbox's root is on the host */
 	al_sandbox_output_fn output;
 	void *output_ctx;
 	const struct al_sandbox_file *secret_files;
 	size_t nsecret_files;
-	int cancel_fd;                /* > 0: once readable, the sandbox is killed (res.cancelled) */
+	int cancel_fd; /* > 0: once readable, the sandbox is killed (res.cancelled) */
 };
 
 struct al_sandbox_result {
-	int exit_code;                /* the command's: 0..255, 128+signal if killed */
+	int exit_code; /* the command's: 0..255, 128+signal if killed */
 	bool timed_out, oom, cancelled;
 	uint64_t stdout_bytes, stderr_bytes;
 	uint64_t wall_ms, cpu_user_ms, cpu_sys_ms;
-	uint64_t max_rss_kb;          /* largest process */
-	uint64_t peak_memory;         /* the sandbox's peak (cgroup), 0 if unknown */
-	const char *cgroup;           /* "v2", "v1" or "none": where the limits were enforced */
-	bool memory_enforced, pids_enforced, cpu_enforced; /* by a cgroup (the other limits always are) */
-	bool disk_full, files_full;   /* the run's tmpfs had no byte or no inode left at the end */
-	int upper_fd;                 /* the workspace's upper layer (O_PATH dir); caller closes */
+	uint64_t max_rss_kb;  /* largest process */
+	uint64_t peak_memory; /* the sandbox's peak (cgroup), 0 if unknown */
+	const char *cgroup;   /* "v2", "v1" or "none": where the limits were enforced */
+	bool memory_enforced, pids_enforced,
+		cpu_enforced;       /* by a cgroup (the other limits always are) */
+	bool disk_full, files_full; /* the run's tmpfs had no byte or no inode left at the end */
+	int upper_fd;               /* the workspace's upper layer (O_PATH dir); caller closes */
 };
 
 /* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL
@@ -94,15 +95,16 @@ int al_sandbox_check(const char *backend, enum al_network network, struct al_err
  * mount /proc: Operation not permitted"), never a hang; the command's own
  * failure is in res.  AL_EINVAL for a policy the backend cannot enforce
  * (network egress on "ns"). */
-int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
+int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
+		   struct al_error *err);
 
 /* What this host gives the sandbox (airlock doctor): one finding per check,
  * in a fixed order.  ok: the feature works; enforced: what a run gets
  * from it; fix: what to change when it does not ("" when ok). */
 struct al_doctor_item {
-	const char *check;            /* "user namespaces", "cgroup memory", … */
+	const char *check; /* "user namespaces", "cgroup memory", … */
 	bool ok;
-	bool required;                /* a run cannot work without it */
+	bool required; /* a run cannot work without it */
 	char detail[160];
 	char fix[200];
 };

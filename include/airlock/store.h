@@ -25,7 +25,8 @@ struct al_cas;
 int al_home_init(const char *home, struct al_error *err);
 /* Create a tenant in an existing home (AL_EEXIST if it exists). */
 /* Its ledger's first entry records it (tenant_create, with actor). */
-int al_home_tenant_create(const char *home, const char *tenant, const char *actor, struct al_error *err);
+int al_home_tenant_create(const char *home, const char *tenant, const char *actor,
+			  struct al_error *err);
 /* Is name a valid tenant name: [a-z0-9][a-z0-9_-]{0,62}. */
 int al_tenant_name_check(const char *name, struct al_error *err);
 

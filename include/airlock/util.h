@@ -19,11 +19,13 @@
 #include "airlock/error.h"
 #include "airlock/oid.h"
 
-
 /* Cleanup attributes (as in crun and systemd): an owning local is released
  * when it goes out of scope; ownership leaves only through steal_ptr() and
  * take_fd(). */
-static inline void al__freep(void *p) { free(*(void **)p); }
+static inline void al__freep(void *p)
+{
+	free(*(void **)p);
+}
 static inline void al__closep(int *fd)
 {
 	if (*fd >= 0) {
@@ -36,17 +38,27 @@ static inline void al__closep(int *fd)
 #define _cleanup_free_ _cleanup_(al__freep)
 #define _cleanup_close_ _cleanup_(al__closep)
 
-#define steal_ptr(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
-#define take_fd(fd) ({ int _t = (fd); (fd) = -1; _t; })
+#define steal_ptr(p)                    \
+	({                              \
+		__typeof__(p) _t = (p); \
+		(p) = NULL;             \
+		_t;                     \
+	})
+#define take_fd(fd)            \
+	({                     \
+		int _t = (fd); \
+		(fd) = -1;     \
+		_t;            \
+	})
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* hex */
-void al_hex(const uint8_t *in, size_t n, char *out); /* out gets 2n+1 */
-int al_unhex(const char *in, size_t n, uint8_t *out);  /* 0 or -1 */
+void al_hex(const uint8_t *in, size_t n, char *out);  /* out gets 2n+1 */
+int al_unhex(const char *in, size_t n, uint8_t *out); /* 0 or -1 */
 
 /* whole reads and writes */
-ssize_t al_read_full(int fd, void *buf, size_t n);   /* short only at EOF */
+ssize_t al_read_full(int fd, void *buf, size_t n);    /* short only at EOF */
 int al_write_full(int fd, const void *buf, size_t n); /* 0 or -1 */
 
 /* untrusted text */
@@ -84,7 +96,7 @@ bool al_archive_header_ok(struct archive *a, int rc);
 bool al_archive_written_ok(struct archive *w, int rc);
 
 /* time */
-uint64_t al_now_ns(void);      /* CLOCK_MONOTONIC */
-int64_t al_wall_s(void);       /* CLOCK_REALTIME seconds, or AIRLOCK_NOW when set (tests) */
+uint64_t al_now_ns(void); /* CLOCK_MONOTONIC */
+int64_t al_wall_s(void);  /* CLOCK_REALTIME seconds, or AIRLOCK_NOW when set (tests) */
 
 #endif

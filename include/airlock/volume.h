@@ -39,8 +39,8 @@ struct al_project_info {
 };
 
 /* Create a project whose first commit is snapshot (NULL: the empty tree). */
-int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot, const char *author,
-		      struct al_project_info *out, struct al_error *err);
+int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot,
+		      const char *author, struct al_project_info *out, struct al_error *err);
 int al_project_get(struct al_store *st, const char *name, struct al_project_info *out,
 		   struct al_error *err);
 typedef int (*al_project_fn)(void *ctx, const struct al_project_info *p, struct al_error *err);
@@ -48,8 +48,8 @@ int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct 
 
 /* One overlap resolved (conflict_copy) or refused (strict, rebase). */
 struct al_conflict {
-	char *path;        /* the shallowest overlapping path */
-	char *copy_path;   /* where the incoming version landed (NULL: none) */
+	char *path;      /* the shallowest overlapping path */
+	char *copy_path; /* where the incoming version landed (NULL: none) */
 	bool has_base, has_theirs, has_ours;
 	struct al_entry base, theirs, ours; /* names unset */
 };
@@ -58,13 +58,13 @@ struct al_commit_opts {
 	enum al_strategy strategy;
 	const char *author;
 	const char *message;
-	const char *group;    /* the unit of work's id in the ledger (NULL: a new one) */
+	const char *group; /* the unit of work's id in the ledger (NULL: a new one) */
 };
 
 struct al_commit_result {
-	struct al_oid head;     /* the new head; on AL_ECONFLICT the current head */
-	int64_t seq;          /* the commit's number in its volume */
-	bool rebased;         /* the head had moved; the change was replayed */
+	struct al_oid head; /* the new head; on AL_ECONFLICT the current head */
+	int64_t seq;        /* the commit's number in its volume */
+	bool rebased;       /* the head had moved; the change was replayed */
 	struct al_conflict *conflicts;
 	size_t nconflicts;
 	uint64_t applied, discarded; /* a draft's apply: its changes taken and left */
@@ -94,14 +94,14 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 /* Drafts */
 #define AL_DRAFT_ID_LEN 14
 struct al_draft_info {
-	char id[AL_DRAFT_ID_LEN + 1];    /* "d" + 13 hex */
+	char id[AL_DRAFT_ID_LEN + 1]; /* "d" + 13 hex */
 	char project[AL_NAME_MAX + 1];
 	struct al_oid base, head;
-	char state[24];                   /* AL_DRAFT_* (docs/architecture.md, "Draft states") */
+	char state[24]; /* AL_DRAFT_* (docs/architecture.md, "Draft states") */
 	int64_t created;
-	char group[17];                   /* its unit of work in the ledger */
-	char run[16];                     /* the run that made it ("": none) */
-	uint64_t applied, discarded;      /* per-path outcomes of its decision */
+	char group[17];              /* its unit of work in the ledger */
+	char run[16];                /* the run that made it ("": none) */
+	uint64_t applied, discarded; /* per-path outcomes of its decision */
 };
 /* Draft states: open (undecided); applied (every change taken);
  * partially_applied (accept_selected left some: per path applied or
@@ -114,28 +114,32 @@ struct al_draft_info {
 #define AL_DRAFT_EMPTY "empty"
 /* Fork a draft from the project's head; with content, the draft's head is
  * that snapshot (one commit on the draft). */
-int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content, const char *author,
-		    struct al_draft_info *out, struct al_error *err);
+int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content,
+		    const char *author, struct al_draft_info *out, struct al_error *err);
 struct al_draft_opts {
-	const struct al_oid *base;      /* the fork point (NULL: the live head now) */
-	const struct al_oid *content;   /* the draft's head (NULL: the base) */
+	const struct al_oid *base;    /* the fork point (NULL: the live head now) */
+	const struct al_oid *content; /* the draft's head (NULL: the base) */
 	const char *author;
-	const char *group;        /* its unit of work (NULL: a new one) */
-	bool close_empty;         /* content == base: the draft is made closed, "empty" */
+	const char *group; /* its unit of work (NULL: a new one) */
+	bool close_empty;  /* content == base: the draft is made closed, "empty" */
 };
 int al_draft_create_opts(struct al_store *st, const char *project, const struct al_draft_opts *o,
 			 struct al_draft_info *out, struct al_error *err);
-int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err);
+int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out,
+		 struct al_error *err);
 typedef int (*al_draft_fn)(void *ctx, const struct al_draft_info *d, struct al_error *err);
 int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,
 		     struct al_error *err);
 /* Commit to a draft's own volume (its base stays the fork point). */
-int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base, const struct al_oid *snapshot,
-		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err);
+int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base,
+		    const struct al_oid *snapshot, const struct al_commit_opts *opts,
+		    struct al_commit_result *res, struct al_error *err);
 /* The per-path outcome ("applied", "discarded") of a decided draft's
  * changes, in path order; nothing for an open or empty draft. */
-typedef int (*al_outcome_fn)(void *ctx, const char *path, const char *outcome, struct al_error *err);
-int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx, struct al_error *err);
+typedef int (*al_outcome_fn)(void *ctx, const char *path, const char *outcome,
+			     struct al_error *err);
+int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx,
+		      struct al_error *err);
 
 enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 3 };
 /* Apply a draft to its project (one commit into the live volume, with the
@@ -145,9 +149,9 @@ enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 
  * accept that changes nothing in the head is AL_ESTATE "nothing to apply".
  * The state and every change's outcome (res->applied, res->discarded) are
  * stored in the apply's transaction.  On any error nothing changes. */
-int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode, const char *const *paths,
-		   size_t npaths, const struct al_commit_opts *opts, struct al_commit_result *res,
-		   struct al_error *err);
+int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
+		   const char *const *paths, size_t npaths, const struct al_commit_opts *opts,
+		   struct al_commit_result *res, struct al_error *err);
 
 /* The conflict copy name for path (docs/formats.md), before uniqueness. */
 int al_conflict_name(const char *path, const struct al_oid *change_id, char *out, size_t outsz);

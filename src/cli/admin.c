@@ -24,10 +24,12 @@ static int open_auth(struct cli *cli, struct al_auth **a)
 
 static int tenant_create(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock admin tenant create NAME [--json]\n\n"
-				 "Create a tenant (names: [a-z0-9][a-z0-9_-]{0,62}) in the local home: its own\n"
-				 "store, metadata and ledger, sharing nothing with the others.\n", 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock admin tenant create NAME [--json]\n\n"
+		"Create a tenant (names: [a-z0-9][a-z0-9_-]{0,62}) in the local home: its own\n"
+		"store, metadata and ledger, sharing nothing with the others.\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	if (cli->server)
@@ -47,21 +49,23 @@ static void principal_text(json_t *p)
 	size_t i, n = 0;
 	json_t *v;
 	json_array_foreach(json_object_get(p, "roles"), i, v)
-		n += (size_t)snprintf(roles + n, sizeof(roles) > n ? sizeof(roles) - n : 0, "%s%s", i ? "," : "",
-				      json_string_value(v));
+		n += (size_t)snprintf(roles + n, sizeof(roles) > n ? sizeof(roles) - n : 0, "%s%s",
+				      i ? "," : "", json_string_value(v));
 	n = 0;
 	json_array_foreach(json_object_get(p, "projects"), i, v)
-		n += (size_t)snprintf(projects + n, sizeof(projects) > n ? sizeof(projects) - n : 0, "%s%s", i ? "," : "",
-				      json_string_value(v));
-	printf("%s %s %s\n", cli_esc(json_string_value(json_object_get(p, "name")), "-"), cli_esc(roles, "-"),
-	       n ? cli_esc(projects, "-") : "-");
+		n += (size_t)snprintf(projects + n, sizeof(projects) > n ? sizeof(projects) - n : 0,
+				      "%s%s", i ? "," : "", json_string_value(v));
+	printf("%s %s %s\n", cli_esc(json_string_value(json_object_get(p, "name")), "-"),
+	       cli_esc(roles, "-"), n ? cli_esc(projects, "-") : "-");
 }
 
 static int principal_create(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "role", required_argument, NULL, 'r' }, { "project", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
+		{ "role", required_argument, NULL, 'r' },
+		{ "project", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	unsigned roles = 0;
@@ -106,7 +110,8 @@ static int principal_create(struct cli *cli, int argc, char **argv)
 	json_t *doc = NULL;
 	if (cli->server) {
 		static const char *const names[] = { "admin", "author", "reviewer", "agent" };
-		json_t *body = json_pack("{s:s}", "name", argv[optind]), *rl = json_array(), *pl = json_array();
+		json_t *body = json_pack("{s:s}", "name", argv[optind]), *rl = json_array(),
+		       *pl = json_array();
 		for (size_t i = 0; i < 4; i++)
 			if (roles & (1u << i))
 				json_array_append_new(rl, json_string(names[i]));
@@ -127,9 +132,11 @@ static int principal_create(struct cli *cli, int argc, char **argv)
 			return rc;
 		}
 		struct al_principal p;
-		int r = al_auth_principal_create(a, tenant, argv[optind], roles, cli_author(NULL), &err);
+		int r = al_auth_principal_create(a, tenant, argv[optind], roles, cli_author(NULL),
+						 &err);
 		for (size_t i = 0; r == 0 && i < np; i++)
-			r = al_auth_grant(a, tenant, argv[optind], projects[i], cli_author(NULL), &err);
+			r = al_auth_grant(a, tenant, argv[optind], projects[i], cli_author(NULL),
+					  &err);
 		if (r == 0)
 			r = al_auth_principal_get(a, tenant, argv[optind], &p, &err);
 		if (r == 0)
@@ -161,7 +168,8 @@ static int principal_one(void *ctx, const struct al_principal *p, struct al_erro
 
 /* An admin listing: GET remote from the server, or collect(a, tenant, arr)
  * on the local directory; then the array or a text line per item. */
-typedef int (*admin_collect_fn)(struct al_auth *a, const char *tenant, json_t *arr, struct al_error *err);
+typedef int (*admin_collect_fn)(struct al_auth *a, const char *tenant, json_t *arr,
+				struct al_error *err);
 static int admin_list(struct cli *cli, int argc, char **argv, const char *help, const char *remote,
 		      admin_collect_fn collect, cli_text_fn text)
 {
@@ -188,7 +196,8 @@ static int admin_list(struct cli *cli, int argc, char **argv, const char *help, 
 	return cli_print_list(cli, arr, text);
 }
 
-static int collect_principals(struct al_auth *a, const char *tenant, json_t *arr, struct al_error *err)
+static int collect_principals(struct al_auth *a, const char *tenant, json_t *arr,
+			      struct al_error *err)
 {
 	struct plist l = { a, arr };
 	return al_auth_principal_foreach(a, tenant, principal_one, &l, err);
@@ -204,9 +213,11 @@ static int principal_list(struct cli *cli, int argc, char **argv)
 
 static int grant(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock admin grant PRINCIPAL PROJECT [--json]\n\n"
-				 "Grant a project to a principal (agents start runs only on granted projects).\n", 2);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock admin grant PRINCIPAL PROJECT [--json]\n\n"
+		"Grant a project to a principal (agents start runs only on granted projects).\n",
+		2);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -215,7 +226,8 @@ static int grant(struct cli *cli, int argc, char **argv)
 	json_t *doc = NULL;
 	if (cli->server) {
 		char path[256], esc[200];
-		snprintf(path, sizeof(path), "/principals/%s/grants", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		snprintf(path, sizeof(path), "/principals/%s/grants",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
 		json_t *body = json_pack("{s:s}", "name", argv[optind + 1]);
 		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
 		json_decref(body);
@@ -226,7 +238,8 @@ static int grant(struct cli *cli, int argc, char **argv)
 		if ((rc = open_auth(cli, &a)))
 			return rc;
 		struct al_principal p;
-		int r = al_auth_grant(a, cli->tenant, argv[optind], argv[optind + 1], cli_author(NULL), &err);
+		int r = al_auth_grant(a, cli->tenant, argv[optind], argv[optind + 1],
+				      cli_author(NULL), &err);
 		if (r == 0)
 			r = al_auth_principal_get(a, cli->tenant, argv[optind], &p, &err);
 		if (r == 0)
@@ -255,8 +268,10 @@ static int parse_duration(const char *s, int64_t *out)
 static int token_create(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "ttl", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "ttl", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	int64_t ttl = 0;
 	int c;
@@ -265,7 +280,10 @@ static int token_create(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 't':
 			if (parse_duration(optarg, &ttl) < 0)
-				return cli_usage(cli, "bad --ttl '%s' (seconds, or N followed by s, m, h or d)", optarg);
+				return cli_usage(
+					cli,
+					"bad --ttl '%s' (seconds, or N followed by s, m, h or d)",
+					optarg);
 			break;
 		case 'j': cli->json = true; break;
 		case 'h':
@@ -284,7 +302,8 @@ static int token_create(struct cli *cli, int argc, char **argv)
 	json_t *doc = NULL;
 	if (cli->server) {
 		char path[256], esc[200];
-		snprintf(path, sizeof(path), "/principals/%s/tokens", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		snprintf(path, sizeof(path), "/principals/%s/tokens",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
 		json_t *body = json_pack("{s:I}", "ttl", (json_int_t)ttl);
 		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
 		json_decref(body);
@@ -297,7 +316,8 @@ static int token_create(struct cli *cli, int argc, char **argv)
 			return rc;
 		char token[AL_TOKEN_LEN + 1];
 		struct al_token_info t;
-		int r = al_auth_token_create(a, cli->tenant, argv[optind], ttl, token, &t, cli_author(NULL), &err);
+		int r = al_auth_token_create(a, cli->tenant, argv[optind], ttl, token, &t,
+					     cli_author(NULL), &err);
 		al_auth_close(a);
 		if (r < 0)
 			return cli_error(cli, &err);
@@ -311,8 +331,10 @@ static int token_create(struct cli *cli, int argc, char **argv)
 	json_t *exp = json_object_get(doc, "expires");
 	char until[48] = ", no expiry";
 	if (json_is_integer(exp))
-		snprintf(until, sizeof(until), ", expires at unix time %lld", (long long)json_integer_value(exp));
-	fprintf(stderr, "%s: token %s for %s%s\n", cli->prog, json_string_value(json_object_get(doc, "id")),
+		snprintf(until, sizeof(until), ", expires at unix time %lld",
+			 (long long)json_integer_value(exp));
+	fprintf(stderr, "%s: token %s for %s%s\n", cli->prog,
+		json_string_value(json_object_get(doc, "id")),
 		json_string_value(json_object_get(doc, "principal")), until);
 	json_decref(doc);
 	return 0;
@@ -320,17 +342,20 @@ static int token_create(struct cli *cli, int argc, char **argv)
 
 static int token_revoke(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock admin token revoke ID [--json]\n\n"
-				 "Revoke a token by its id (airlock admin token list): every later request\n"
-				 "with it is refused (401).\n", 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock admin token revoke ID [--json]\n\n"
+		"Revoke a token by its id (airlock admin token list): every later request\n"
+		"with it is refused (401).\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
 	json_t *doc = NULL;
 	if (cli->server) {
 		char path[256], esc[200];
-		snprintf(path, sizeof(path), "/tokens/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		snprintf(path, sizeof(path), "/tokens/%s",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
 		if (cli_http(cli, "DELETE", path, NULL, NULL, NULL, &doc, &err) < 0)
 			return cli_remote_error(cli, &err, doc);
 	} else {
@@ -357,8 +382,8 @@ static void token_text(json_t *t)
 	if (json_is_integer(exp))
 		snprintf(e, sizeof(e), "%lld", (long long)json_integer_value(exp));
 	printf("%s %s %s%s\n", cli_esc(json_string_value(json_object_get(t, "id")), "-"),
-	       cli_esc(json_string_value(json_object_get(t, "principal")), "-"),
-	       e, json_is_true(json_object_get(t, "revoked")) ? " revoked" : "");
+	       cli_esc(json_string_value(json_object_get(t, "principal")), "-"), e,
+	       json_is_true(json_object_get(t, "revoked")) ? " revoked" : "");
 }
 
 static int token_one(void *ctx, const struct al_token_info *t, struct al_error *err)
@@ -375,10 +400,11 @@ static int collect_tokens(struct al_auth *a, const char *tenant, json_t *arr, st
 
 static int token_list(struct cli *cli, int argc, char **argv)
 {
-	return admin_list(cli, argc, argv,
-			  "usage: airlock admin token list [--json]\n\n"
-			  "The tenant's tokens (never their text): id principal expires [revoked].\n",
-			  "/tokens", collect_tokens, token_text);
+	return admin_list(
+		cli, argc, argv,
+		"usage: airlock admin token list [--json]\n\n"
+		"The tenant's tokens (never their text): id principal expires [revoked].\n",
+		"/tokens", collect_tokens, token_text);
 }
 
 static int cmd_tenant(struct cli *cli, int argc, char **argv)

@@ -23,7 +23,6 @@ static int open_store(struct cli *cli, struct al_store **st)
 	return cli_open(cli, st, &err) < 0 ? cli_error(cli, &err) : 0;
 }
 
-
 static void entry_text(json_t *e)
 {
 	char when[32];
@@ -33,9 +32,10 @@ static void entry_text(json_t *e)
 	const char *project = json_string_value(json_object_get(e, "project"));
 	/* the canonical encoding (ledger.c): compact, sorted keys, ASCII */
 	char *canon = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-	printf("%lld %s %s %s %s %s\n", (long long)json_integer_value(json_object_get(e, "seq")), when,
-	       cli_esc(json_string_value(json_object_get(e, "kind")), "-"),
-	       cli_esc(json_string_value(json_object_get(e, "group")), "-"), cli_esc(project, "-"), canon ? canon : "");
+	printf("%lld %s %s %s %s %s\n", (long long)json_integer_value(json_object_get(e, "seq")),
+	       when, cli_esc(json_string_value(json_object_get(e, "kind")), "-"),
+	       cli_esc(json_string_value(json_object_get(e, "group")), "-"), cli_esc(project, "-"),
+	       canon ? canon : "");
 	free(canon);
 }
 
@@ -50,7 +50,8 @@ static int entry_local(struct al_store *st, const void *seq, json_t **out, struc
 	return view_ledger_entry(st, *(const unsigned long long *)seq, out, err);
 }
 
-static int checkpoint_local(struct al_store *st, const void *arg, json_t **out, struct al_error *err)
+static int checkpoint_local(struct al_store *st, const void *arg, json_t **out,
+			    struct al_error *err)
 {
 	(void)arg;
 	return view_checkpoint(st, out, err);
@@ -63,15 +64,19 @@ static void query_add(char *q, size_t n, const char *name, const char *value)
 		return;
 	char esc[600];
 	size_t len = strlen(q);
-	snprintf(q + len, n - len, "%c%s=%s", len ? '&' : '?', name, cli_path_escape(value, esc, sizeof(esc)));
+	snprintf(q + len, n - len, "%c%s=%s", len ? '&' : '?', name,
+		 cli_path_escape(value, esc, sizeof(esc)));
 }
 
 static int audit_list(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "group", required_argument, NULL, 'g' }, { "project", required_argument, NULL, 'p' },
-		{ "kind", required_argument, NULL, 'k' },  { "since", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },	   { "help", no_argument, NULL, 'h' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "project", required_argument, NULL, 'p' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "since", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct al_ledger_query q = { 0 };
@@ -85,7 +90,9 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 		case 'j': cli->json = true; break;
 		case 's':
 			if (al_parse_time(optarg, &q.since, NULL) < 0)
-				return cli_usage(cli, "--since takes unix seconds or YYYY-MM-DD[THH:MM:SSZ]");
+				return cli_usage(
+					cli,
+					"--since takes unix seconds or YYYY-MM-DD[THH:MM:SSZ]");
 			break;
 		case 'h':
 			printf("usage: airlock audit [--group G] [--project P] [--kind K] [--since T] [--json]\n"
@@ -113,11 +120,13 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 
 static int audit_show(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock audit show ENTRY [--json]\n\n"
-				 "One ledger entry: the entry, its leaf hash, its inclusion proof in the latest\n"
-				 "checkpoint, the delta summary of a commit or apply (added/modified/deleted,\n"
-				 "first 50 paths) and the text of any content it names (stdout, stderr).\n", 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock audit show ENTRY [--json]\n\n"
+		"One ledger entry: the entry, its leaf hash, its inclusion proof in the latest\n"
+		"checkpoint, the delta summary of a commit or apply (added/modified/deleted,\n"
+		"first 50 paths) and the text of any content it names (stdout, stderr).\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	char *end;
@@ -140,11 +149,13 @@ static int audit_show(struct cli *cli, int argc, char **argv)
 
 static int audit_checkpoint(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock audit checkpoint [--json]\n\n"
-				 "The latest signed checkpoint as one line: origin size root time signature.\n"
-				 "Save it: `airlock audit verify --trusted-checkpoint FILE` later proves that\n"
-				 "the ledger still extends exactly this tree.\n", 0);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock audit checkpoint [--json]\n\n"
+		"The latest signed checkpoint as one line: origin size root time signature.\n"
+		"Save it: `airlock audit verify --trusted-checkpoint FILE` later proves that\n"
+		"the ledger still extends exactly this tree.\n",
+		0);
 	if (rc >= 0)
 		return rc;
 	json_t *out;
@@ -176,8 +187,10 @@ static int load_checkpoint(struct cli *cli, const char *arg, struct al_checkpoin
 static int audit_export(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "since-checkpoint", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "since-checkpoint", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	const char *since = NULL;
 	int c;
@@ -238,8 +251,8 @@ static int audit_export(struct cli *cli, int argc, char **argv)
 			return cli_error(cli, &err);
 	}
 	if (cli->json)
-		return cli_json_print(json_pack("{s:s,s:I,s:I}", "file", argv[optind], "from", (json_int_t)from, "entries",
-						(json_int_t)n));
+		return cli_json_print(json_pack("{s:s,s:I,s:I}", "file", argv[optind], "from",
+						(json_int_t)from, "entries", (json_int_t)n));
 	fprintf(stderr, "exported %llu entries to %s\n", (unsigned long long)n, argv[optind]);
 	return 0;
 }
@@ -254,10 +267,12 @@ static int load_key(struct cli *cli, const char *arg, uint8_t raw[AL_ED25519_KEY
 	if (f)
 		fclose(f);
 	size_t len = AL_ED25519_KEY_LEN;
-	int ok = k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519 && EVP_PKEY_get_raw_public_key(k, raw, &len) > 0 && len == AL_ED25519_KEY_LEN;
+	int ok = k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519 &&
+		 EVP_PKEY_get_raw_public_key(k, raw, &len) > 0 && len == AL_ED25519_KEY_LEN;
 	EVP_PKEY_free(k);
 	if (!ok) {
-		al_fail(&err, AL_EINVAL, 0, "--key: %s is not an Ed25519 public key (PEM file or 64 hex digits)", arg);
+		al_fail(&err, AL_EINVAL, 0,
+			"--key: %s is not an Ed25519 public key (PEM file or 64 hex digits)", arg);
 		return cli_error(cli, &err);
 	}
 	return 0;
@@ -266,8 +281,10 @@ static int load_key(struct cli *cli, const char *arg, uint8_t raw[AL_ED25519_KEY
 static int audit_verify(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "key", required_argument, NULL, 'k' }, { "trusted-checkpoint", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },	 { "help", no_argument, NULL, 'h' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "trusted-checkpoint", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *keyarg = NULL, *trusted = NULL;
@@ -309,47 +326,56 @@ static int audit_verify(struct cli *cli, int argc, char **argv)
 		struct al_store *st = NULL;
 		if ((rc = open_store(cli, &st)))
 			return rc;
-		snprintf(tmp, sizeof(tmp), "%s/tmp/verify-%d.ledger", al_store_dir(st), (int)getpid());
+		snprintf(tmp, sizeof(tmp), "%s/tmp/verify-%d.ledger", al_store_dir(st),
+			 (int)getpid());
 		r = al_ledger_export(st, 0, tmp, NULL, &err);
 		if (r == 0 && !keyarg)
-			r = al_ledger_pubkey(st, key, NULL, 0, &err), keyarg = "(this deployment's key)";
+			r = al_ledger_pubkey(st, key, NULL, 0, &err),
+			keyarg = "(this deployment's key)";
 		al_store_close(st);
 		file = tmp;
 	}
 	struct al_verify_report rep;
 	if (r == 0)
-		r = al_ledger_verify_file(file, keyarg ? key : NULL, trusted ? &tcp : NULL, &rep, &err);
+		r = al_ledger_verify_file(file, keyarg ? key : NULL, trusted ? &tcp : NULL, &rep,
+					  &err);
 	if (tmp[0])
 		unlink(tmp);
 	if (r < 0) {
 		fprintf(stderr, "%s: FAILED: %s\n", cli->prog, err.msg);
 		if (cli->json)
-			cli_json_print(json_pack("{s:b,s:s,s:s}", "ok", 0, "code", al_code_name(r), "error", err.msg));
+			cli_json_print(json_pack("{s:b,s:s,s:s}", "ok", 0, "code", al_code_name(r),
+						 "error", err.msg));
 		return al_code_exit(r);
 	}
 	char root[65];
 	al_hex(rep.root, AL_DIGEST_LEN, root);
 	if (cli->json)
-		return cli_json_print(json_pack("{s:b,s:I,s:I,s:I,s:I,s:s,s:b,s:b}", "ok", 1, "entries", (json_int_t)rep.entries,
-						"first", (json_int_t)rep.first_seq, "checkpoints", (json_int_t)rep.checkpoints,
-						"content", (json_int_t)rep.blobs, "root", root, "key_from_export",
-						rep.key_from_export, "trusted_checkpoint", trusted != NULL));
+		return cli_json_print(
+			json_pack("{s:b,s:I,s:I,s:I,s:I,s:s,s:b,s:b}", "ok", 1, "entries",
+				  (json_int_t)rep.entries, "first", (json_int_t)rep.first_seq,
+				  "checkpoints", (json_int_t)rep.checkpoints, "content",
+				  (json_int_t)rep.blobs, "root", root, "key_from_export",
+				  rep.key_from_export, "trusted_checkpoint", trusted != NULL));
 	printf("ok: %llu entries from %llu, %llu checkpoints, %llu content blobs, root %s\n",
-	       (unsigned long long)rep.entries, (unsigned long long)rep.first_seq, (unsigned long long)rep.checkpoints,
-	       (unsigned long long)rep.blobs, root);
+	       (unsigned long long)rep.entries, (unsigned long long)rep.first_seq,
+	       (unsigned long long)rep.checkpoints, (unsigned long long)rep.blobs, root);
 	if (rep.key_from_export)
 		printf("warning: signatures checked with the key inside the export; pass --key to trust a key you hold\n");
 	if (trusted)
-		printf("consistent with the trusted checkpoint of size %llu\n", (unsigned long long)tcp.size);
+		printf("consistent with the trusted checkpoint of size %llu\n",
+		       (unsigned long long)tcp.size);
 	return 0;
 }
 
 static int audit_pubkey(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock audit pubkey [--json]\n\n"
-				 "The deployment's ledger public key (Ed25519) as PEM, for auditors:\n"
-				 "`airlock audit verify FILE --key pubkey.pem`.\n", 0);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock audit pubkey [--json]\n\n"
+		"The deployment's ledger public key (Ed25519) as PEM, for auditors:\n"
+		"`airlock audit verify FILE --key pubkey.pem`.\n",
+		0);
 	if (rc >= 0)
 		return rc;
 	struct al_store *st = NULL;
@@ -371,11 +397,13 @@ static int audit_pubkey(struct cli *cli, int argc, char **argv)
 
 static int audit_prove(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock audit prove ENTRY|SIZE1..SIZE2 [--json]\n\n"
-				 "An inclusion proof of entry ENTRY in the latest checkpoint, or a\n"
-				 "consistency proof that the tree of SIZE1 is a prefix of the tree of SIZE2\n"
-				 "(RFC 9162), each checked before it is printed.\n", 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock audit prove ENTRY|SIZE1..SIZE2 [--json]\n\n"
+		"An inclusion proof of entry ENTRY in the latest checkpoint, or a\n"
+		"consistency proof that the tree of SIZE1 is a prefix of the tree of SIZE2\n"
+		"(RFC 9162), each checked before it is printed.\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	struct al_store *st = NULL;
@@ -391,14 +419,18 @@ static int audit_prove(struct cli *cli, int argc, char **argv)
 	if (r == 0 && dots) {
 		uint64_t s1 = strtoull(argv[optind], NULL, 10), s2 = strtoull(dots + 2, NULL, 10);
 		uint8_t r1[AL_DIGEST_LEN], r2[AL_DIGEST_LEN];
-		if ((r = al_ledger_root(st, s1, r1, &err)) == 0 && (r = al_ledger_root(st, s2, r2, &err)) == 0 &&
+		if ((r = al_ledger_root(st, s1, r1, &err)) == 0 &&
+		    (r = al_ledger_root(st, s2, r2, &err)) == 0 &&
 		    (r = al_ledger_consistency(st, s1, s2, &p, &n, &err)) == 0) {
 			char h1[65], h2[65];
 			al_hex(r1, AL_DIGEST_LEN, h1);
 			al_hex(r2, AL_DIGEST_LEN, h2);
-			out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "size1", (json_int_t)s1, "size2", (json_int_t)s2, "root1", h1,
-					"root2", h2, "proof", view_proof(p, n), "valid",
-					al_merkle_verify_consistency(s1, s2, r1, r2, (const uint8_t(*)[AL_DIGEST_LEN])p, n));
+			out = json_pack(
+				"{s:I,s:I,s:s,s:s,s:o,s:b}", "size1", (json_int_t)s1, "size2",
+				(json_int_t)s2, "root1", h1, "root2", h2, "proof", view_proof(p, n),
+				"valid",
+				al_merkle_verify_consistency(
+					s1, s2, r1, r2, (const uint8_t(*)[AL_DIGEST_LEN])p, n));
 		}
 	} else if (r == 0) {
 		r = view_inclusion(st, strtoull(argv[optind], NULL, 10), &out, &err);

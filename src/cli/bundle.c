@@ -16,11 +16,13 @@
 
 static int bundle_export(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock bundle export DRAFT FILE [--json]\n\n"
-				 "Write the draft's changes (its base to its head) as a DeltaBundle: a tar.zst\n"
-				 "whose first member .airlock/bundle.json is the index (docs/formats.md).\n"
-				 "Prints the bundle id (sha256 of the index).\n", 2);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock bundle export DRAFT FILE [--json]\n\n"
+		"Write the draft's changes (its base to its head) as a DeltaBundle: a tar.zst\n"
+		"whose first member .airlock/bundle.json is the index (docs/formats.md).\n"
+		"Prints the bundle id (sha256 of the index).\n",
+		2);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -31,7 +33,8 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 	struct al_oid id;
 	int r = al_draft_get(st, argv[optind], &d, &err);
 	if (r == 0)
-		r = al_bundle_write(al_store_cas(st), &d.base, &d.head, argv[optind + 1], &id, &err);
+		r = al_bundle_write(al_store_cas(st), &d.base, &d.head, argv[optind + 1], &id,
+				    &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
@@ -46,7 +49,6 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-
 static int open_bundle(struct cli *cli, const char *path, int *fd)
 {
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -60,11 +62,13 @@ static int open_bundle(struct cli *cli, const char *path, int *fd)
 
 static int bundle_inspect(struct cli *cli, int argc, char **argv)
 {
-	int fd, rc = cli_simple_opts(cli, argc, argv,
-				     "usage: airlock bundle inspect FILE [--json]\n\n"
-				     "Verify a bundle completely (index, members, sizes, digests, paths) without\n"
-				     "storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
-				     "A refused bundle exits 6 with the reason.\n", 1);
+	int fd, rc = cli_simple_opts(
+			cli, argc, argv,
+			"usage: airlock bundle inspect FILE [--json]\n\n"
+			"Verify a bundle completely (index, members, sizes, digests, paths) without\n"
+			"storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
+			"A refused bundle exits 6 with the reason.\n",
+			1);
 	if (rc >= 0)
 		return rc;
 	if ((rc = open_bundle(cli, argv[optind], &fd)))
@@ -84,12 +88,16 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; i < b.n; i++) {
 			char op[2] = { b.entries[i].op, 0 };
 			json_t *o = json_pack("{s:s,s:s}", "op", op, "path", b.entries[i].path);
-			json_object_set_new(o, "old", view_entry(b.entries[i].has_old ? &b.entries[i].old : NULL, NULL));
-			json_object_set_new(o, "new", view_entry(b.entries[i].has_new ? &b.entries[i].new : NULL, NULL));
+			json_object_set_new(
+				o, "old",
+				view_entry(b.entries[i].has_old ? &b.entries[i].old : NULL, NULL));
+			json_object_set_new(
+				o, "new",
+				view_entry(b.entries[i].has_new ? &b.entries[i].new : NULL, NULL));
 			json_array_append_new(arr, o);
 		}
-		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:o}", "id", id, "base", base, "head", head, "bytes",
-				      (json_int_t)b.content_bytes, "entries", arr);
+		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:o}", "id", id, "base", base, "head", head,
+				      "bytes", (json_int_t)b.content_bytes, "entries", arr);
 		al_bundle_release(&b);
 		return cli_json_print(o);
 	}
@@ -103,13 +111,14 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 static int bundle_apply(struct cli *cli, int argc, char **argv)
 {
 	struct cli_commit_flags f = { .strategy = AL_STRICT };
-	int rc = cli_commit_opts(cli, argc, argv,
-				 "usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
-				 "Verify the bundle, apply its changes to snapshot ID (every old version it\n"
-				 "names must be what ID has) and commit the result to project NAME as the\n"
-				 "change from ID, with --strategy (default strict). A refused bundle changes\n"
-				 "nothing. Prints the new head.\n",
-				 2, &f);
+	int rc = cli_commit_opts(
+		cli, argc, argv,
+		"usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
+		"Verify the bundle, apply its changes to snapshot ID (every old version it\n"
+		"names must be what ID has) and commit the result to project NAME as the\n"
+		"change from ID, with --strategy (default strict). A refused bundle changes\n"
+		"nothing. Prints the new head.\n",
+		2, &f);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -117,8 +126,9 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	if (cli->server) {
 		char path[2048], esc[256], besc[128], mesc[1024];
 		snprintf(path, sizeof(path), "/projects/%s/commits?base=%s&strategy=%s%s%s",
-			 cli_path_escape(argv[optind + 1], esc, sizeof(esc)), cli_path_escape(f.base, besc, sizeof(besc)),
-			 al_strategy_name(f.strategy), f.message ? "&message=" : "",
+			 cli_path_escape(argv[optind + 1], esc, sizeof(esc)),
+			 cli_path_escape(f.base, besc, sizeof(besc)), al_strategy_name(f.strategy),
+			 f.message ? "&message=" : "",
 			 f.message ? cli_path_escape(f.message, mesc, sizeof(mesc)) : "");
 		json_t *doc = NULL;
 		if (cli_http(cli, "POST", path, NULL, argv[optind], NULL, &doc, &err) < 0)
@@ -134,12 +144,15 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	}
 	struct al_commit_result res = { 0 };
-	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
+	struct al_commit_opts o = { .strategy = f.strategy,
+				    .author = f.author,
+				    .message = f.message };
 	struct al_oid bundle_id;
 	int r = ops_bundle_commit(st, argv[optind + 1], fd, b, &o, &res, &bundle_id, &err);
 	close(fd);
 	al_store_close(st);
-	json_t *extra = cli->json && r == 0 ? json_pack("{s:o}", "bundle", view_id(&bundle_id)) : NULL;
+	json_t *extra =
+		cli->json && r == 0 ? json_pack("{s:o}", "bundle", view_id(&bundle_id)) : NULL;
 	rc = cli_commit_report(cli, r, &res, &err, extra);
 	al_commit_result_release(&res);
 	return rc;

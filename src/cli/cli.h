@@ -27,10 +27,10 @@ struct al_store;
 struct cli {
 	const char *home;
 	const char *tenant;
-	const char *prog;   /* "airlock snapshot import" for messages */
+	const char *prog; /* "airlock snapshot import" for messages */
 	bool json;
-	const char *server; /* --server URL / AIRLOCK_URL: a client of airlockd */
-	const char *token;  /* AIRLOCK_TOKEN */
+	const char *server;  /* --server URL / AIRLOCK_URL: a client of airlockd */
+	const char *token;   /* AIRLOCK_TOKEN */
 	const char *ca_cert; /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
 };
 
@@ -76,11 +76,12 @@ const char *cli_author(const char *given);
 int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct al_error *err);
 /* Print a commit result document (view_commit_result); releases it. */
 int cli_commit_print(struct cli *cli, json_t *doc);
-int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
-		      json_t *extra);
+int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res,
+		      const struct al_error *err, json_t *extra);
 
 /* Options parsers: return -1 to go on, else the exit code (help, usage). */
-int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs); /* --json */
+int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help,
+		    int nargs); /* --json */
 int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, const char **from,
 		    const char **author); /* NAME [--from DIR] [--author A] [--json] */
 struct cli_commit_flags {
@@ -88,16 +89,17 @@ struct cli_commit_flags {
 	struct al_oid base_id;
 	enum al_strategy strategy; /* set the default before parsing */
 };
-int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs,
-		    struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */
+int cli_commit_opts(
+	struct cli *cli, int argc, char **argv, const char *help, int nargs,
+	struct cli_commit_flags *f); /* --base ID [--strategy S] [-m MSG] [--author A] [--json] */
 
 /* A list command: options (--json); the items from the local store (run
  * appends them to arr) or, with --server, from GET remote (a format with
  * one %s for the argument); then the array (--json) or text(item) each. */
 typedef int (*cli_list_fn)(struct al_store *st, const char *arg, json_t *arr, struct al_error *err);
 typedef void (*cli_text_fn)(json_t *item);
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
-	     cli_list_fn run, cli_text_fn text);
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs,
+	     const char *remote, cli_list_fn run, cli_text_fn text);
 
 /* A document: GET path from the server (--server), or local(st, arg, out)
  * on the home.  -1 with *out set, else the exit code (already reported). */
@@ -108,13 +110,15 @@ int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text);
 
 /* remote.c: the client of airlockd.  cli_http returns 0 or the error's
  * code (err filled from the server's error document, kept in *out). */
-int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-	     const char *download, json_t **out, struct al_error *err);
+int cli_http(struct cli *cli, const char *method, const char *path, json_t *body,
+	     const char *upload, const char *download, json_t **out, struct al_error *err);
 /* GET path's raw bytes (malloc'ed; may be NULL when empty) and its
  * X-Airlock-Run-State header. */
-int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16], struct al_error *err);
+int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16],
+		     struct al_error *err);
 /* POST a directory (as a tar archive) to path. */
-int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out, struct al_error *err);
+int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out,
+		  struct al_error *err);
 /* Report a remote error (the server's document as is with --json); exit code. */
 int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc);
 /* GET path into *out: -1 on success, else the exit code (reported). */

@@ -39,7 +39,8 @@ int cli_open(struct cli *cli, struct al_store **out, struct al_error *err)
 {
 	*out = NULL;
 	if (cli->server)
-		return al_fail(err, AL_EUSAGE, 0, "not available with --server (it works on a local home only)");
+		return al_fail(err, AL_EUSAGE, 0,
+			       "not available with --server (it works on a local home only)");
 	return al_store_open(cli->home, cli->tenant, out, err);
 }
 
@@ -208,11 +209,12 @@ void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes)
 	if (p->total_bytes) {
 		human(p->total_bytes, tb, sizeof(tb));
 		fprintf(stderr, "\r%s: %llu files, %s of %s (%.0f%%), %.0f MiB/s   ", p->what,
-			(unsigned long long)files, hb, tb, 100.0 * (double)bytes / (double)p->total_bytes,
+			(unsigned long long)files, hb, tb,
+			100.0 * (double)bytes / (double)p->total_bytes,
 			(double)bytes / 1048576.0 / secs);
 	} else {
-		fprintf(stderr, "\r%s: %llu files, %s, %.0f MiB/s   ", p->what, (unsigned long long)files, hb,
-			(double)bytes / 1048576.0 / secs);
+		fprintf(stderr, "\r%s: %llu files, %s, %.0f MiB/s   ", p->what,
+			(unsigned long long)files, hb, (double)bytes / 1048576.0 / secs);
 	}
 }
 
@@ -225,7 +227,9 @@ void cli_progress_done(struct cli_progress *p)
 int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *help, int nargs)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	int c;
 	optind = 0;
@@ -247,8 +251,10 @@ int cli_create_opts(struct cli *cli, int argc, char **argv, const char *help, co
 		    const char **author)
 {
 	static const struct option opts[] = {
-		{ "from", required_argument, NULL, 'f' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	  { "help", no_argument, NULL, 'h' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	*from = *author = NULL;
@@ -272,9 +278,12 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 		    struct cli_commit_flags *f)
 {
 	static const struct option opts[] = {
-		{ "base", required_argument, NULL, 'b' },   { "strategy", required_argument, NULL, 's' },
-		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	    { "help", no_argument, NULL, 'h' },
+		{ "base", required_argument, NULL, 'b' },
+		{ "strategy", required_argument, NULL, 's' },
+		{ "message", required_argument, NULL, 'm' },
+		{ "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *author = NULL;
@@ -298,14 +307,16 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	if (argc - optind != nargs)
 		return cli_usage(cli, "expected %d arguments", nargs);
 	if (!f->base)
-		return cli_usage(cli, "--base ID is required (the snapshot the change was made from)");
+		return cli_usage(cli,
+				 "--base ID is required (the snapshot the change was made from)");
 	if (al_oid_parse(f->base, &f->base_id, &err) < 0)
 		return cli_error(cli, &err);
 	f->author = cli_author(author);
 	return -1;
 }
 
-int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc, char **argv)
+int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc,
+		 char **argv)
 {
 	size_t n = 0;
 	while (cmds[n].name)
@@ -354,7 +365,8 @@ int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct a
 
 int cli_local_only(struct cli *cli)
 {
-	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n", cli->prog);
+	fprintf(stderr, "%s: not available with --server (it works on a local home only)\n",
+		cli->prog);
 	return 2;
 }
 
@@ -364,7 +376,8 @@ const char *cli_path_escape(const char *s, char *out, size_t n)
 	static const char hex[] = "0123456789ABCDEF";
 	for (; *s && j + 4 < n; s++) {
 		unsigned char c = (unsigned char)*s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:", c)) {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~:", c)) {
 			out[j++] = (char)c;
 		} else {
 			out[j++] = '%';

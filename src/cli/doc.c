@@ -53,8 +53,8 @@ static int list_local(struct al_store *st, const void *arg, json_t **out, struct
 	return l->run(st, l->arg, *out, err);
 }
 
-int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs, const char *remote,
-	     cli_list_fn run, cli_text_fn text)
+int cli_list(struct cli *cli, int argc, char **argv, const char *help, int nargs,
+	     const char *remote, cli_list_fn run, cli_text_fn text)
 {
 	int rc = cli_simple_opts(cli, argc, argv, help, nargs);
 	if (rc >= 0)
@@ -85,11 +85,15 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 	printf("%s\n", json_string_value(json_object_get(doc, "head")));
 	json_t *ap = json_object_get(doc, "applied");
 	if (json_is_integer(ap)) { /* a draft's apply: what it took and left */
-		long long a = json_integer_value(ap), d = json_integer_value(json_object_get(doc, "discarded"));
-		if (!strcmp(cli_esc(json_string_value(json_object_get(doc, "state")), ""), AL_DRAFT_REJECTED))
-			fprintf(stderr, "rejected: %lld change%s discarded\n", d, d == 1 ? "" : "s");
+		long long a = json_integer_value(ap),
+			  d = json_integer_value(json_object_get(doc, "discarded"));
+		if (!strcmp(cli_esc(json_string_value(json_object_get(doc, "state")), ""),
+			    AL_DRAFT_REJECTED))
+			fprintf(stderr, "rejected: %lld change%s discarded\n", d,
+				d == 1 ? "" : "s");
 		else if (d)
-			fprintf(stderr, "applied %lld of %lld changes; %lld discarded\n", a, a + d, d);
+			fprintf(stderr, "applied %lld of %lld changes; %lld discarded\n", a, a + d,
+				d);
 		else
 			fprintf(stderr, "applied %lld of %lld changes\n", a, a);
 	}
@@ -99,16 +103,16 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 		fprintf(stderr, "warning: %s\n", cli_esc(json_string_value(w), ""));
 	size_t i;
 	json_t *c;
-	json_array_foreach(json_object_get(doc, "conflicts"), i, c)
-	{
+	json_array_foreach(json_object_get(doc, "conflicts"), i, c) {
 		const char *path = json_string_value(json_object_get(c, "path"));
 		const char *copy = json_string_value(json_object_get(c, "copy_path"));
 		if (copy)
 			fprintf(stderr, "conflict %s: incoming version at %s\n", path, copy);
 		else
 			fprintf(stderr, "conflict %s: %s\n", path,
-				json_is_object(json_object_get(c, "theirs")) ? "kept ours"
-									      : "incoming deletion not applied; ours kept");
+				json_is_object(json_object_get(c, "theirs"))
+					? "kept ours"
+					: "incoming deletion not applied; ours kept");
 	}
 	json_decref(doc);
 	return 0;
@@ -116,8 +120,8 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 
 /* A commit's result: the head on stdout (or JSON); a conflict error with
  * the current head and the overlapping paths. */
-int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res, const struct al_error *err,
-		      json_t *extra)
+int cli_commit_report(struct cli *cli, int r, const struct al_commit_result *res,
+		      const struct al_error *err, json_t *extra)
 {
 	if (r < 0) {
 		json_decref(extra);

@@ -17,7 +17,9 @@ static const char help[] =
 
 int cmd_doctor(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -38,21 +40,26 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
 	json_t *arr = json_array();
 	for (int i = 0; i < n; i++) {
 		runs &= items[i].ok || !items[i].required;
-		json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:s,s:s}", "check", items[i].check, "ok", items[i].ok,
-						     "required", items[i].required, "detail", items[i].detail, "fix",
-						     items[i].fix));
+		json_array_append_new(arr,
+				      json_pack("{s:s,s:b,s:b,s:s,s:s}", "check", items[i].check,
+						"ok", items[i].ok, "required", items[i].required,
+						"detail", items[i].detail, "fix", items[i].fix));
 	}
 	if (cli->json) {
 		cli_json_print(json_pack("{s:b,s:o}", "runs", runs, "checks", arr));
 		return runs ? 0 : 1;
 	}
 	for (int i = 0; i < n; i++) {
-		printf("%-4s  %-28s %s\n", items[i].ok ? "ok" : items[i].required ? "FAIL" : "WARN", items[i].check,
-		       items[i].detail);
+		printf("%-4s  %-28s %s\n",
+		       items[i].ok         ? "ok"
+		       : items[i].required ? "FAIL"
+					   : "WARN",
+		       items[i].check, items[i].detail);
 		if (!items[i].ok)
 			printf("      %-28s fix: %s\n", "", items[i].fix);
 	}
-	printf("%s\n", runs ? "runs can work on this host" : "runs cannot work on this host: fix the FAIL lines");
+	printf("%s\n", runs ? "runs can work on this host"
+			    : "runs cannot work on this host: fix the FAIL lines");
 	json_decref(arr);
 	return runs ? 0 : 1;
 }

@@ -12,11 +12,12 @@
 static int draft_create(struct cli *cli, int argc, char **argv)
 {
 	const char *from, *author;
-	int rc = cli_create_opts(cli, argc, argv,
-				 "usage: airlock draft create NAME [--from DIR] [--author A] [--json]\n\n"
-				 "Fork a draft from project NAME's live head and print its id. With --from,\n"
-				 "the draft's content is DIR (its changes are DIR against the head).\n",
-				 &from, &author);
+	int rc = cli_create_opts(
+		cli, argc, argv,
+		"usage: airlock draft create NAME [--from DIR] [--author A] [--json]\n\n"
+		"Fork a draft from project NAME's live head and print its id. With --from,\n"
+		"the draft's content is DIR (its changes are DIR against the head).\n",
+		&from, &author);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -30,7 +31,8 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 	if (r == 0 && from)
 		r = cli_import(st, from, &snap, &err);
 	if (r == 0)
-		r = al_draft_create(st, argv[optind], from ? &snap : NULL, cli_author(author), &d, &err);
+		r = al_draft_create(st, argv[optind], from ? &snap : NULL, cli_author(author), &d,
+				    &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
@@ -50,7 +52,8 @@ static void draft_text(json_t *d)
 	       cli_esc(json_string_value(json_object_get(d, "state")), "-"),
 	       cli_esc(json_string_value(json_object_get(d, "base")), "-"),
 	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
-	long long a = json_integer_value(json_object_get(d, "applied")), x = json_integer_value(json_object_get(d, "discarded"));
+	long long a = json_integer_value(json_object_get(d, "applied")),
+		  x = json_integer_value(json_object_get(d, "discarded"));
 	if (a + x)
 		printf(" (%lld applied, %lld discarded)", a, x);
 	size_t i;
@@ -59,7 +62,8 @@ static void draft_text(json_t *d)
 		printf("%s%s", i ? "," : " [", cli_esc(json_string_value(m), "?"));
 	printf("%s\n", json_array_size(json_object_get(d, "marks")) ? "]" : "");
 	json_array_foreach(json_object_get(d, "paths"), i, m)
-		printf("    %-9s %s\n", cli_esc(json_string_value(json_object_get(m, "outcome")), "?"),
+		printf("    %-9s %s\n",
+		       cli_esc(json_string_value(json_object_get(m, "outcome")), "?"),
 		       cli_esc(json_string_value(json_object_get(m, "path")), "?"));
 }
 
@@ -93,10 +97,14 @@ int cmd_draft(struct cli *cli, int argc, char **argv)
 int cmd_apply(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "accept-all", no_argument, NULL, 'A' },    { "accept", required_argument, NULL, 'p' },
-		{ "reject-all", no_argument, NULL, 'R' },    { "strategy", required_argument, NULL, 's' },
-		{ "message", required_argument, NULL, 'm' }, { "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },	     { "help", no_argument, NULL, 'h' },
+		{ "accept-all", no_argument, NULL, 'A' },
+		{ "accept", required_argument, NULL, 'p' },
+		{ "reject-all", no_argument, NULL, 'R' },
+		{ "strategy", required_argument, NULL, 's' },
+		{ "message", required_argument, NULL, 'm' },
+		{ "author", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	enum al_apply_mode mode = 0; /* none given yet */
@@ -109,8 +117,14 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'A': mode = AL_ACCEPT_ALL; nmodes++; break;
-		case 'R': mode = AL_REJECT_ALL; nmodes++; break;
+		case 'A':
+			mode = AL_ACCEPT_ALL;
+			nmodes++;
+			break;
+		case 'R':
+			mode = AL_REJECT_ALL;
+			nmodes++;
+			break;
 		case 'p':
 			if (mode != AL_ACCEPT_SELECTED)
 				nmodes++;
@@ -157,11 +171,16 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	}
 	if (nmodes != 1) {
 		free(paths);
-		return cli_usage(cli, "give exactly one of --accept-all, --accept PATH..., --reject-all");
+		return cli_usage(
+			cli, "give exactly one of --accept-all, --accept PATH..., --reject-all");
 	}
-	const char *mode_name = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_REJECT_ALL ? "reject_all" : "accept_selected";
+	const char *mode_name = mode == AL_ACCEPT_ALL   ? "accept_all"
+				: mode == AL_REJECT_ALL ? "reject_all"
+							: "accept_selected";
 	if (cli->server) {
-		json_t *body = json_pack("{s:s,s:s}", "mode", mode_name, "strategy", al_strategy_name(strategy)), *doc = NULL;
+		json_t *body = json_pack("{s:s,s:s}", "mode", mode_name, "strategy",
+					 al_strategy_name(strategy)),
+		       *doc = NULL;
 		json_t *pa = json_array();
 		for (size_t i = 0; i < npaths; i++)
 			json_array_append_new(pa, json_string(paths[i]));
@@ -172,7 +191,8 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		if (msg)
 			json_object_set_new(body, "message", json_string(msg));
 		char path[256], esc[128];
-		snprintf(path, sizeof(path), "/drafts/%s/apply", cli_path_escape(draft, esc, sizeof(esc)));
+		snprintf(path, sizeof(path), "/drafts/%s/apply",
+			 cli_path_escape(draft, esc, sizeof(esc)));
 		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
 		json_decref(body);
 		free(paths);
@@ -190,11 +210,14 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	snprintf(message, sizeof(message), "%s", msg ? msg : "");
 	if (!msg)
 		snprintf(message, sizeof(message), "%s draft %s", mode_name, r == 0 ? d.id : draft);
-	struct al_commit_opts o = { .strategy = strategy, .author = cli_author(author), .message = message };
+	struct al_commit_opts o = { .strategy = strategy,
+				    .author = cli_author(author),
+				    .message = message };
 	struct al_commit_result res = { 0 };
 	if (r == 0)
 		r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
-	json_t *extra = view_apply(r == 0 ? d.id : draft, mode_name, al_strategy_name(strategy), paths, npaths);
+	json_t *extra = view_apply(r == 0 ? d.id : draft, mode_name, al_strategy_name(strategy),
+				   paths, npaths);
 	if (r == 0)
 		view_apply_result(st, d.id, extra, &res);
 	al_store_close(st);

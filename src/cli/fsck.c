@@ -17,8 +17,8 @@ static void report(void *ctx, const char *problem, const struct al_oid *id, cons
 	char s[AL_OID_STRLEN + 1];
 	al_oid_fmt(id, s);
 	if (r->problems)
-		json_array_append_new(r->problems, json_pack("{s:s,s:s,s:s}", "problem", problem, "id", s,
-							     "detail", why));
+		json_array_append_new(r->problems, json_pack("{s:s,s:s,s:s}", "problem", problem,
+							     "id", s, "detail", why));
 	else
 		printf("%s %s: %s\n", problem, s, why);
 }
@@ -26,7 +26,9 @@ static void report(void *ctx, const char *problem, const struct al_oid *id, cons
 int cmd_fsck(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	int c;
 	optind = 0;
@@ -59,22 +61,25 @@ int cmd_fsck(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	}
 	if (cli->json) {
-		json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ok", n == 0, "objects",
-				      (json_int_t)s.objects, "packed", (json_int_t)s.packed, "loose",
-				      (json_int_t)s.loose, "bytes", (json_int_t)s.bytes, "snapshots",
-				      (json_int_t)s.snapshots, "nodes", (json_int_t)s.nodes, "corrupt",
+		json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ok", n == 0,
+				      "objects", (json_int_t)s.objects, "packed",
+				      (json_int_t)s.packed, "loose", (json_int_t)s.loose, "bytes",
+				      (json_int_t)s.bytes, "snapshots", (json_int_t)s.snapshots,
+				      "nodes", (json_int_t)s.nodes, "corrupt",
 				      (json_int_t)s.corrupt, "missing", (json_int_t)s.missing,
 				      "unreferenced_files", (json_int_t)s.unreferenced_files);
 		json_object_set_new(o, "ledger_differences", json_integer((json_int_t)s.ledger));
 		json_object_set_new(o, "problems", rc.problems);
 		cli_json_print(o);
 	} else {
-		fprintf(stderr, "fsck: %llu objects (%llu packed, %llu loose, %llu bytes), %llu snapshots, "
-				"%llu tree nodes: %llu corrupt, %llu missing, %llu differ from the ledger\n",
+		fprintf(stderr,
+			"fsck: %llu objects (%llu packed, %llu loose, %llu bytes), %llu snapshots, "
+			"%llu tree nodes: %llu corrupt, %llu missing, %llu differ from the ledger\n",
 			(unsigned long long)s.objects, (unsigned long long)s.packed,
 			(unsigned long long)s.loose, (unsigned long long)s.bytes,
 			(unsigned long long)s.snapshots, (unsigned long long)s.nodes,
-			(unsigned long long)s.corrupt, (unsigned long long)s.missing, (unsigned long long)s.ledger);
+			(unsigned long long)s.corrupt, (unsigned long long)s.missing,
+			(unsigned long long)s.ledger);
 	}
 	return n ? al_code_exit(AL_ECORRUPT) : 0;
 }

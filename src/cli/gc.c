@@ -54,22 +54,24 @@ static int retention(struct cli *cli, int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "forever") != 0) {
 		uint64_t v;
 		if (parse_u64(argv[1], false, AL_GC_RETENTION_MAX_DAYS, &v) < 0)
-			return cli_usage(cli, "bad retention '%s' (0..%d days, or forever)", cli_esc(argv[1], ""),
-					 AL_GC_RETENTION_MAX_DAYS);
+			return cli_usage(cli, "bad retention '%s' (0..%d days, or forever)",
+					 cli_esc(argv[1], ""), AL_GC_RETENTION_MAX_DAYS);
 		days = (int64_t)v;
 	}
 	struct al_store *st = NULL;
 	if (cli_open(cli, &st, &err) < 0)
 		return cli_error(cli, &err);
-	int r = argc == 2 ? al_gc_retention_set(st, days, cli_author(NULL), &err) : al_gc_retention_get(st, &days, &err);
+	int r = argc == 2 ? al_gc_retention_set(st, days, cli_author(NULL), &err)
+			  : al_gc_retention_get(st, &days, &err);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
 	char t[32];
 	days_text(days, t, sizeof(t));
 	if (cli->json)
-		return cli_json_print(json_pack("{s:o}", "retention_days",
-						days == AL_GC_FOREVER ? json_null() : json_integer((json_int_t)days)));
+		return cli_json_print(json_pack(
+			"{s:o}", "retention_days",
+			days == AL_GC_FOREVER ? json_null() : json_integer((json_int_t)days)));
 	printf("%s\n", t);
 	return 0;
 }
@@ -77,9 +79,12 @@ static int retention(struct cli *cli, int argc, char **argv)
 int cmd_gc(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "dry-run", no_argument, NULL, 'n' },		{ "json", no_argument, NULL, 'j' },
-		{ "lower-budget", required_argument, NULL, 'b' }, { "wait", required_argument, NULL, 'w' },
-		{ "now", required_argument, NULL, 't' },	{ "help", no_argument, NULL, 'h' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "lower-budget", required_argument, NULL, 'b' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "now", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct al_gc_opts o = { .actor = cli_author(NULL) };
@@ -92,18 +97,23 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 		case 'j': cli->json = true; break;
 		case 'b':
 			if (parse_u64(optarg, true, 1ull << 50, &v) < 0 || v == 0)
-				return cli_usage(cli, "bad --lower-budget '%s' (BYTES, with K, M or G; not 0)",
-						 cli_esc(optarg, ""));
+				return cli_usage(
+					cli,
+					"bad --lower-budget '%s' (BYTES, with K, M or G; not 0)",
+					cli_esc(optarg, ""));
 			o.lower_budget = v;
 			break;
 		case 'w':
 			if (al_parse_duration(optarg, 86400 * 1000, &v, NULL) < 0)
-				return cli_usage(cli, "bad --wait '%s' (seconds)", cli_esc(optarg, ""));
+				return cli_usage(cli, "bad --wait '%s' (seconds)",
+						 cli_esc(optarg, ""));
 			o.wait_ms = v ? (unsigned)v : 1;
 			break;
 		case 't':
-			if (al_parse_time(optarg, &o.now, NULL) < 0 || o.now <= 0 || o.now > (1ll << 40))
-				return cli_usage(cli, "bad --now '%s' (unix seconds)", cli_esc(optarg, ""));
+			if (al_parse_time(optarg, &o.now, NULL) < 0 || o.now <= 0 ||
+			    o.now > (1ll << 40))
+				return cli_usage(cli, "bad --now '%s' (unix seconds)",
+						 cli_esc(optarg, ""));
 			break;
 		case 'h': fputs(gc_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
@@ -125,16 +135,19 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		return cli_error(cli, &err);
 	if (cli->json) {
-		json_t *j = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "dry_run", o.dry_run,
-				      "retention_days",
-				      p.retention_days == AL_GC_FOREVER ? json_null() : json_integer(p.retention_days),
-				      "objects", (json_int_t)p.objects, "bytes", (json_int_t)p.bytes, "snapshots",
-				      (json_int_t)p.snapshots, "orphan_files", (json_int_t)p.orphan_files, "orphan_bytes",
-				      (json_int_t)p.orphan_bytes, "layers", (json_int_t)p.layers, "layer_bytes",
-				      (json_int_t)p.layer_bytes, "layers_kept", (json_int_t)p.layers_kept,
-				      "layer_bytes_kept", (json_int_t)p.layer_bytes_kept, "layers_in_use",
-				      (json_int_t)p.layers_in_use, "staging", (json_int_t)p.staging, "retained",
-				      (json_int_t)p.retained, "objects_skipped", p.objects_skipped);
+		json_t *j = json_pack(
+			"{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "dry_run",
+			o.dry_run, "retention_days",
+			p.retention_days == AL_GC_FOREVER ? json_null()
+							  : json_integer(p.retention_days),
+			"objects", (json_int_t)p.objects, "bytes", (json_int_t)p.bytes, "snapshots",
+			(json_int_t)p.snapshots, "orphan_files", (json_int_t)p.orphan_files,
+			"orphan_bytes", (json_int_t)p.orphan_bytes, "layers", (json_int_t)p.layers,
+			"layer_bytes", (json_int_t)p.layer_bytes, "layers_kept",
+			(json_int_t)p.layers_kept, "layer_bytes_kept",
+			(json_int_t)p.layer_bytes_kept, "layers_in_use",
+			(json_int_t)p.layers_in_use, "staging", (json_int_t)p.staging, "retained",
+			(json_int_t)p.retained, "objects_skipped", p.objects_skipped);
 		if (j && !o.dry_run)
 			json_object_set_new(j, "ledger_seq", json_integer((json_int_t)p.seq));
 		return cli_json_print(j);
@@ -143,9 +156,11 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 	days_text(p.retention_days, t, sizeof(t));
 	printf("%s %llu objects (%llu bytes), %llu snapshots, %llu orphan files (%llu bytes), "
 	       "%llu lower layers (%llu bytes), %llu staging directories\n",
-	       o.dry_run ? "would reclaim" : "reclaimed", (unsigned long long)p.objects, (unsigned long long)p.bytes,
-	       (unsigned long long)p.snapshots, (unsigned long long)p.orphan_files, (unsigned long long)p.orphan_bytes,
-	       (unsigned long long)p.layers, (unsigned long long)p.layer_bytes, (unsigned long long)p.staging);
+	       o.dry_run ? "would reclaim" : "reclaimed", (unsigned long long)p.objects,
+	       (unsigned long long)p.bytes, (unsigned long long)p.snapshots,
+	       (unsigned long long)p.orphan_files, (unsigned long long)p.orphan_bytes,
+	       (unsigned long long)p.layers, (unsigned long long)p.layer_bytes,
+	       (unsigned long long)p.staging);
 	printf("kept %llu lower layers (%llu bytes, %llu in use); %llu objects retained; retention %s\n",
 	       (unsigned long long)p.layers_kept, (unsigned long long)p.layer_bytes_kept,
 	       (unsigned long long)p.layers_in_use, (unsigned long long)p.retained, t);

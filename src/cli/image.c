@@ -12,8 +12,10 @@
 static int image_import(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "name", required_argument, NULL, 'n' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "name", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	const char *name = NULL;
 	int c;
@@ -43,7 +45,8 @@ static int image_import(struct cli *cli, int argc, char **argv)
 			return cli_local_only(cli);
 		char path[256] = "/images", esc[200];
 		if (name)
-			snprintf(path, sizeof(path), "/images?name=%s", cli_path_escape(name, esc, sizeof(esc)));
+			snprintf(path, sizeof(path), "/images?name=%s",
+				 cli_path_escape(name, esc, sizeof(esc)));
 		if (cli_http(cli, "POST", path, NULL, argv[optind], NULL, &doc, &err) < 0)
 			return cli_remote_error(cli, &err, doc);
 	} else {
@@ -51,7 +54,8 @@ static int image_import(struct cli *cli, int argc, char **argv)
 		if (cli_open(cli, &st, &err) < 0)
 			return cli_error(cli, &err);
 		struct al_import_result res;
-		int r = al_image_import_as(st, argv[optind], name, argv[optind], cli_author(NULL), &res, &err);
+		int r = al_image_import_as(st, argv[optind], name, argv[optind], cli_author(NULL),
+					   &res, &err);
 		al_store_close(st);
 		if (r < 0)
 			return cli_error(cli, &err);
@@ -62,7 +66,8 @@ static int image_import(struct cli *cli, int argc, char **argv)
 	printf("%s\n", json_string_value(json_object_get(doc, "id")));
 	long long skipped = (long long)json_integer_value(json_object_get(doc, "skipped"));
 	if (skipped)
-		fprintf(stderr, "%s: skipped %lld device files, FIFOs or sockets\n", cli->prog, skipped);
+		fprintf(stderr, "%s: skipped %lld device files, FIFOs or sockets\n", cli->prog,
+			skipped);
 	json_decref(doc);
 	return 0;
 }
@@ -71,8 +76,8 @@ static void image_text(json_t *im)
 {
 	const char *name = json_string_value(json_object_get(im, "name"));
 	const char *source = json_string_value(json_object_get(im, "source"));
-	printf("%s %s %s\n", cli_esc(name, "-"), cli_esc(json_string_value(json_object_get(im, "id")), "-"),
-	       cli_esc(source, "-"));
+	printf("%s %s %s\n", cli_esc(name, "-"),
+	       cli_esc(json_string_value(json_object_get(im, "id")), "-"), cli_esc(source, "-"));
 }
 
 static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
@@ -83,8 +88,10 @@ static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al
 
 static int image_list(struct cli *cli, int argc, char **argv)
 {
-	return cli_list(cli, argc, argv, "usage: airlock image list [--json]\n\nOne line per image: name id source.\n", 0,
-			"/images", run_list, image_text);
+	return cli_list(
+		cli, argc, argv,
+		"usage: airlock image list [--json]\n\nOne line per image: name id source.\n", 0,
+		"/images", run_list, image_text);
 }
 
 int cmd_image(struct cli *cli, int argc, char **argv)

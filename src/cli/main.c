@@ -58,11 +58,12 @@ static void usage(FILE *f)
 		"commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
-		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
-		   "10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
-		   "124 timeout\n"
-		   "(docs/cli.md)\n");
+	fprintf(f,
+		"\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
+		"5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
+		"10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
+		"124 timeout\n"
+		"(docs/cli.md)\n");
 }
 
 int main(int argc, char **argv)
@@ -101,7 +102,8 @@ int main(int argc, char **argv)
 		if (xdg && *xdg)
 			snprintf(home_buf, sizeof(home_buf), "%s/airlock", xdg);
 		else
-			snprintf(home_buf, sizeof(home_buf), "%s/.local/share/airlock", h && *h ? h : ".");
+			snprintf(home_buf, sizeof(home_buf), "%s/.local/share/airlock",
+				 h && *h ? h : ".");
 		cli.home = home_buf;
 	}
 	if (cli.server && !*cli.server)

@@ -36,7 +36,8 @@ static const char set_help[] =
  * (seconds, or 30s, 5m, 2h), the rest decimal; positive */
 static int limit_value(const char *name, const char *s, json_t **out)
 {
-	bool size = !strcmp(name, "memory") || !strcmp(name, "output_limit") || !strcmp(name, "disk_limit");
+	bool size = !strcmp(name, "memory") || !strcmp(name, "output_limit") ||
+		    !strcmp(name, "disk_limit");
 	double d;
 	if (size) {
 		uint64_t v;
@@ -54,7 +55,9 @@ static int limit_value(const char *name, const char *s, json_t **out)
 		return -1;
 	if (d <= 0)
 		return -1;
-	*out = !strcmp(name, "cpus") || !strcmp(name, "timeout") ? json_real(d) : json_integer((json_int_t)llround(d));
+	*out = !strcmp(name, "cpus") || !strcmp(name, "timeout")
+		       ? json_real(d)
+		       : json_integer((json_int_t)llround(d));
 	return 0;
 }
 
@@ -63,8 +66,7 @@ static void limits_text(const char *title, json_t *o)
 	const char *k;
 	json_t *v;
 	printf("%s:", title);
-	json_object_foreach(o, k, v)
-	{
+	json_object_foreach(o, k, v) {
 		if (json_is_integer(v))
 			printf(" %s=%lld", k, (long long)json_integer_value(v));
 		else
@@ -79,12 +81,14 @@ static void policy_text(const char *label, json_t *p)
 		printf("[%s]\n", label);
 	limits_text("defaults", json_object_get(p, "defaults"));
 	limits_text("ceilings", json_object_get(p, "ceilings"));
-	json_t *t = json_object_get(p, "runs_per_tenant"), *pr = json_object_get(p, "runs_per_principal");
+	json_t *t = json_object_get(p, "runs_per_tenant"),
+	       *pr = json_object_get(p, "runs_per_principal");
 	if (t)
 		printf("runs in flight per tenant: %lld\n", (long long)json_integer_value(t));
 	if (pr)
 		printf("runs in flight per principal: %lld\n", (long long)json_integer_value(pr));
-	printf("best-effort limits: %s\n", json_is_true(json_object_get(p, "best_effort_limits")) ? "on" : "off");
+	printf("best-effort limits: %s\n",
+	       json_is_true(json_object_get(p, "best_effort_limits")) ? "on" : "off");
 }
 
 static json_t *policy_json(const struct al_policy *p)
@@ -122,9 +126,12 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 		json_t *b = policy_json(&p), *o = NULL;
 		json_error_t je;
 		if (s && b && (o = json_loads(s, 0, &je))) {
-			json_object_update(json_object_get(b, "defaults"), json_object_get(o, "defaults"));
-			json_object_update(json_object_get(b, "ceilings"), json_object_get(o, "ceilings"));
-			json_object_set(b, "best_effort_limits", json_object_get(o, "best_effort_limits"));
+			json_object_update(json_object_get(b, "defaults"),
+					   json_object_get(o, "defaults"));
+			json_object_update(json_object_get(b, "ceilings"),
+					   json_object_get(o, "ceilings"));
+			json_object_set(b, "best_effort_limits",
+					json_object_get(o, "best_effort_limits"));
 			const char *k[] = { "runs_per_tenant", "runs_per_principal" };
 			for (int i = 0; i < 2; i++)
 				if (json_object_get(o, k[i]))
@@ -142,7 +149,8 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 		r = al_policy_get(NULL, st, &t, err);
 	al_store_close(st);
 	if (r == 0)
-		*out = json_pack("{s:o,s:o}", "effective", policy_json(&p), "tenant", policy_json(&t));
+		*out = json_pack("{s:o,s:o}", "effective", policy_json(&p), "tenant",
+				 policy_json(&t));
 	return r;
 }
 
@@ -180,7 +188,8 @@ static int policy_show(struct cli *cli, int argc, char **argv)
 	return print_doc(cli, doc, deployment);
 }
 
-static const char *const limit_names[] = { "memory", "pids", "cpus", "timeout", "output-limit", "disk-limit", "files" };
+static const char *const limit_names[] = { "memory",       "pids",       "cpus", "timeout",
+					   "output-limit", "disk-limit", "files" };
 #define NLIMITS 7
 
 static int policy_set(struct cli *cli, int argc, char **argv)
@@ -191,8 +200,10 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 	size_t n = 0;
 	for (int i = 0; i < NLIMITS; i++)
 		for (int m = 0; m < 2; m++) {
-			snprintf(names[n], sizeof(names[n]), "%s-%s", m ? "max" : "default", limit_names[i]);
-			opts[n] = (struct option){ names[n], required_argument, NULL, (m ? O_MAX : O_DEF) + i };
+			snprintf(names[n], sizeof(names[n]), "%s-%s", m ? "max" : "default",
+				 limit_names[i]);
+			opts[n] = (struct option){ names[n], required_argument, NULL,
+						   (m ? O_MAX : O_DEF) + i };
 			n++;
 		}
 	opts[n++] = (struct option){ "deployment", no_argument, NULL, O_DEP };
@@ -216,11 +227,13 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 			for (char *p = key; *p; p++)
 				*p = *p == '-' ? '_' : *p;
 			if (limit_value(key, optarg, &v) < 0) {
-				rc = cli_usage(cli, "bad --%s-%s '%s' (a positive number)", c >= O_MAX ? "max" : "default",
-					       limit_names[i], optarg);
+				rc = cli_usage(cli, "bad --%s-%s '%s' (a positive number)",
+					       c >= O_MAX ? "max" : "default", limit_names[i],
+					       optarg);
 				break;
 			}
-			json_object_set_new(json_object_get(doc, c >= O_MAX ? "ceilings" : "defaults"), key, v);
+			json_object_set_new(
+				json_object_get(doc, c >= O_MAX ? "ceilings" : "defaults"), key, v);
 			changed = true;
 			continue;
 		}
@@ -230,20 +243,29 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 		case O_RPP: {
 			uint64_t k;
 			if (al_parse_count(optarg, 1 << 20, &k, NULL) < 0 || !k)
-				rc = cli_usage(cli, "bad --%s '%s' (a positive whole number)", c == O_RPT ? "runs-per-tenant" : "runs-per-principal", optarg);
+				rc = cli_usage(cli, "bad --%s '%s' (a positive whole number)",
+					       c == O_RPT ? "runs-per-tenant"
+							  : "runs-per-principal",
+					       optarg);
 			else
-				json_object_set_new(doc, c == O_RPT ? "runs_per_tenant" : "runs_per_principal", json_integer((json_int_t)k));
+				json_object_set_new(
+					doc, c == O_RPT ? "runs_per_tenant" : "runs_per_principal",
+					json_integer((json_int_t)k));
 			changed = true;
 			break;
 		}
 		case O_BE:
 			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
 				rc = cli_usage(cli, "--best-effort-limits takes on or off");
-			json_object_set_new(doc, "best_effort_limits", json_boolean(!strcmp(optarg, "on")));
+			json_object_set_new(doc, "best_effort_limits",
+					    json_boolean(!strcmp(optarg, "on")));
 			changed = true;
 			break;
 		case O_JSON: cli->json = true; break;
-		case 'h': printf("%s", set_help); rc = 0; break;
+		case 'h':
+			printf("%s", set_help);
+			rc = 0;
+			break;
 		default: rc = cli_usage(cli, "bad option"); break;
 		}
 	}
@@ -271,7 +293,8 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 	json_decref(doc);
 	struct al_policy p;
 	bool has_be;
-	int r = text ? al_policy_parse(text, strlen(text), &p, &has_be, &err) : al_fail(&err, AL_ENOMEM, 0, "policy");
+	int r = text ? al_policy_parse(text, strlen(text), &p, &has_be, &err)
+		     : al_fail(&err, AL_ENOMEM, 0, "policy");
 	struct al_store *st = NULL;
 	if (r == 0 && !deployment)
 		r = cli_open(cli, &st, &err);

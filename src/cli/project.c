@@ -15,11 +15,12 @@
 static int proj_create(struct cli *cli, int argc, char **argv)
 {
 	const char *from, *author;
-	int rc = cli_create_opts(cli, argc, argv,
-				 "usage: airlock project create NAME [--from DIR] [--author A] [--json]\n\n"
-				 "Create a project (names: [A-Za-z0-9][A-Za-z0-9._-]{0,63}) whose live head is\n"
-				 "DIR imported as a snapshot, or the empty tree; print the head snapshot id.\n",
-				 &from, &author);
+	int rc = cli_create_opts(
+		cli, argc, argv,
+		"usage: airlock project create NAME [--from DIR] [--author A] [--json]\n\n"
+		"Create a project (names: [A-Za-z0-9][A-Za-z0-9._-]{0,63}) whose live head is\n"
+		"DIR imported as a snapshot, or the empty tree; print the head snapshot id.\n",
+		&from, &author);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -27,7 +28,8 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 	if (cli->server && from) {
 		/* one request: the project and its head, or nothing (docs/api.md) */
 		char path[512], esc[200];
-		snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+		snprintf(path, sizeof(path), "/projects/%s",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
 		if (cli_http_tree(cli, path, from, &doc, &err) < 0)
 			return cli_remote_error(cli, &err, doc);
 		json_object_del(doc, "tree");
@@ -47,7 +49,8 @@ static int proj_create(struct cli *cli, int argc, char **argv)
 		if (r == 0 && from)
 			r = cli_import(st, from, &snap, &err);
 		if (r == 0)
-			r = al_project_create(st, argv[optind], from ? &snap : NULL, cli_author(author), &p, &err);
+			r = al_project_create(st, argv[optind], from ? &snap : NULL,
+					      cli_author(author), &p, &err);
 		al_store_close(st);
 		if (r < 0)
 			return cli_error(cli, &err);
@@ -67,7 +70,8 @@ static const char *jstr(json_t *o, const char *k)
 
 static void project_text(json_t *p)
 {
-	printf("%s %s %lld\n", jstr(p, "name"), jstr(p, "head"), (long long)json_integer_value(json_object_get(p, "commits")));
+	printf("%s %s %lld\n", jstr(p, "name"), jstr(p, "head"),
+	       (long long)json_integer_value(json_object_get(p, "commits")));
 }
 
 static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al_error *err)
@@ -78,8 +82,10 @@ static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al
 
 static int proj_list(struct cli *cli, int argc, char **argv)
 {
-	return cli_list(cli, argc, argv, "usage: airlock project list [--json]\n\nOne line per project: name head commits.\n",
-			0, "/projects", run_list, project_text);
+	return cli_list(
+		cli, argc, argv,
+		"usage: airlock project list [--json]\n\nOne line per project: name head commits.\n",
+		0, "/projects", run_list, project_text);
 }
 
 static int head_local(struct al_store *st, const void *name, json_t **out, struct al_error *err)
@@ -93,13 +99,16 @@ static int head_local(struct al_store *st, const void *name, json_t **out, struc
 
 static int proj_head(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-			     "usage: airlock project head NAME [--json]\n\nPrint the live head snapshot id.\n", 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock project head NAME [--json]\n\nPrint the live head snapshot id.\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	json_t *o;
 	char path[256], esc[200];
-	snprintf(path, sizeof(path), "/projects/%s", cli_path_escape(argv[optind], esc, sizeof(esc)));
+	snprintf(path, sizeof(path), "/projects/%s",
+		 cli_path_escape(argv[optind], esc, sizeof(esc)));
 	if ((rc = cli_fetch(cli, path, head_local, argv[optind], &o)) >= 0)
 		return rc;
 	if (cli->json)
@@ -112,13 +121,13 @@ static int proj_head(struct cli *cli, int argc, char **argv)
 static void log_text(json_t *c)
 {
 	const char *draft = json_string_value(json_object_get(c, "draft"));
-	printf("%lld %s %s %s %s%s%s: %s\n", (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "result"),
-	       jstr(c, "kind"), jstr(c, "strategy"), jstr(c, "author"), draft ? " draft " : "", draft ? draft : "",
-	       jstr(c, "message"));
+	printf("%lld %s %s %s %s%s%s: %s\n",
+	       (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "result"),
+	       jstr(c, "kind"), jstr(c, "strategy"), jstr(c, "author"), draft ? " draft " : "",
+	       draft ? draft : "", jstr(c, "message"));
 	size_t i;
 	json_t *k;
-	json_array_foreach(json_object_get(c, "conflicts"), i, k)
-	{
+	json_array_foreach(json_object_get(c, "conflicts"), i, k) {
 		const char *copy = json_string_value(json_object_get(k, "copy_path"));
 		printf("    conflict %s -> %s\n", jstr(k, "path"), copy ? copy : "(ours kept)");
 	}
@@ -153,15 +162,16 @@ int cmd_project(struct cli *cli, int argc, char **argv)
 int cmd_commit(struct cli *cli, int argc, char **argv)
 {
 	struct cli_commit_flags f = { .strategy = AL_STRICT, .message = "" };
-	int rc = cli_commit_opts(cli, argc, argv,
-				 "usage: airlock commit NAME DIR --base ID [--strategy strict|rebase_if_disjoint|conflict_copy]\n"
-				 "                      [-m MSG] [--author A] [--json]\n\n"
-				 "Import DIR and commit it to project NAME as the change from snapshot ID.\n"
-				 "If the head is no longer ID: strict (default) fails with exit 5 naming the\n"
-				 "head and the overlapping paths; rebase_if_disjoint replays the change when\n"
-				 "it touches nothing the head changed; conflict_copy commits what is disjoint\n"
-				 "and lands each overlapping incoming version beside ours. Prints the new head.\n",
-				 2, &f);
+	int rc = cli_commit_opts(
+		cli, argc, argv,
+		"usage: airlock commit NAME DIR --base ID [--strategy strict|rebase_if_disjoint|conflict_copy]\n"
+		"                      [-m MSG] [--author A] [--json]\n\n"
+		"Import DIR and commit it to project NAME as the change from snapshot ID.\n"
+		"If the head is no longer ID: strict (default) fails with exit 5 naming the\n"
+		"head and the overlapping paths; rebase_if_disjoint replays the change when\n"
+		"it touches nothing the head changed; conflict_copy commits what is disjoint\n"
+		"and lands each overlapping incoming version beside ours. Prints the new head.\n",
+		2, &f);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -169,7 +179,8 @@ int cmd_commit(struct cli *cli, int argc, char **argv)
 		char path[1536], esc[200], mesc[1024];
 		json_t *doc = NULL;
 		snprintf(path, sizeof(path), "/projects/%s/commits?base=%s&strategy=%s&message=%s",
-			 cli_path_escape(argv[optind], esc, sizeof(esc)), f.base, al_strategy_name(f.strategy),
+			 cli_path_escape(argv[optind], esc, sizeof(esc)), f.base,
+			 al_strategy_name(f.strategy),
 			 cli_path_escape(f.message, mesc, sizeof(mesc)));
 		if (cli_http_tree(cli, path, argv[optind + 1], &doc, &err) < 0)
 			return cli_remote_error(cli, &err, doc);
@@ -181,7 +192,9 @@ int cmd_commit(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	struct al_oid snap;
 	struct al_commit_result res = { 0 };
-	struct al_commit_opts o = { .strategy = f.strategy, .author = f.author, .message = f.message };
+	struct al_commit_opts o = { .strategy = f.strategy,
+				    .author = f.author,
+				    .message = f.message };
 	struct al_project_info p;
 	int r = al_project_get(st, argv[optind], &p, &err);
 	if (r == 0)

@@ -25,7 +25,7 @@
 struct buf {
 	char *p;
 	size_t n, cap;
-	FILE *file;     /* a download goes here instead */
+	FILE *file; /* a download goes here instead */
 	bool too_big;
 };
 
@@ -59,7 +59,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 struct raw {
 	char *data;
 	size_t len;
-	char state[16];   /* X-Airlock-Run-State */
+	char state[16]; /* X-Airlock-Run-State */
 };
 
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
@@ -81,16 +81,19 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-		    const char *upload_type, const char *download, json_t **out, struct raw *raw, struct al_error *err);
+static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body,
+		    const char *upload, const char *upload_type, const char *download, json_t **out,
+		    struct raw *raw, struct al_error *err);
 
-static int http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-		const char *upload_type, const char *download, json_t **out, struct al_error *err)
+static int http(struct cli *cli, const char *method, const char *path, json_t *body,
+		const char *upload, const char *upload_type, const char *download, json_t **out,
+		struct al_error *err)
 {
 	return http_raw(cli, method, path, body, upload, upload_type, download, out, NULL, err);
 }
 
-int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16], struct al_error *err)
+int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len, char state[16],
+		     struct al_error *err)
 {
 	struct raw raw = { 0 };
 	json_t *doc = NULL;
@@ -102,8 +105,9 @@ int cli_http_get_raw(struct cli *cli, const char *path, char **data, size_t *len
 	return r;
 }
 
-static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-		    const char *upload_type, const char *download, json_t **out, struct raw *raw, struct al_error *err)
+static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body,
+		    const char *upload, const char *upload_type, const char *download, json_t **out,
+		    struct raw *raw, struct al_error *err)
 {
 	*out = NULL;
 	int lr = dl_load_curl(err);
@@ -165,8 +169,11 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		CURLcode cc = dl_curl.easy_perform(c);
 		dl_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK && !(b.file && status >= 400))
-			rc = al_fail(err, b.too_big ? AL_ELIMIT : AL_EIO, 0, "%s %s: %s", method, url,
-				     b.too_big ? "answer too large" : cerr[0] ? cerr : dl_curl.easy_strerror(cc));
+			rc = al_fail(err, b.too_big ? AL_ELIMIT : AL_EIO, 0, "%s %s: %s", method,
+				     url,
+				     b.too_big ? "answer too large"
+				     : cerr[0] ? cerr
+					       : dl_curl.easy_strerror(cc));
 	}
 	if (b.file && fclose(b.file) != 0 && rc == 0)
 		rc = al_fail(err, AL_EIO, errno, "%s", download);
@@ -179,16 +186,22 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		if (f)
 			fclose(f);
 		unlink(download);
-		const char *code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
-		const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-		rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s", msg ? msg : "server error");
+		const char *code =
+			json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+		const char *msg = json_string_value(
+			json_object_get(json_object_get(doc, "error"), "message"));
+		rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s",
+			     msg ? msg : "server error");
 		*out = doc;
 	} else if (rc == 0 && !download) {
 		json_t *doc = b.n ? json_loadb(b.p, b.n, 0, NULL) : NULL;
 		if (status >= 400) {
-			const char *code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
-			const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-			rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s", msg ? msg : "server error");
+			const char *code = json_string_value(
+				json_object_get(json_object_get(doc, "error"), "code"));
+			const char *msg = json_string_value(
+				json_object_get(json_object_get(doc, "error"), "message"));
+			rc = al_fail(err, code ? al_code_from_name(code) : AL_EIO, 0, "%s",
+				     msg ? msg : "server error");
 			if (!code)
 				al_fail(err, AL_EIO, 0, "%s %s: HTTP %ld", method, url, status);
 		} else if (raw) {
@@ -198,7 +211,8 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 			raw->len = b.n;
 			b.p = NULL;
 		} else if (!doc) {
-			rc = al_fail(err, AL_ECORRUPT, 0, "%s %s: the answer is not JSON", method, url);
+			rc = al_fail(err, AL_ECORRUPT, 0, "%s %s: the answer is not JSON", method,
+				     url);
 		}
 		*out = doc;
 	}
@@ -212,16 +226,18 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 	return rc;
 }
 
-int cli_http(struct cli *cli, const char *method, const char *path, json_t *body, const char *upload,
-	     const char *download, json_t **out, struct al_error *err)
+int cli_http(struct cli *cli, const char *method, const char *path, json_t *body,
+	     const char *upload, const char *download, json_t **out, struct al_error *err)
 {
-	return http(cli, method, path, body, upload, "application/octet-stream", download, out, err);
+	return http(cli, method, path, body, upload, "application/octet-stream", download, out,
+		    err);
 }
 
 /* A directory as a tar archive in a temporary file, then POSTed. */
 static int tar_dir(const char *dir, int fd, struct al_error *err);
 
-int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out, struct al_error *err)
+int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **out,
+		  struct al_error *err)
 {
 	*out = NULL;
 	char tmp[4096];
@@ -250,7 +266,8 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 		archive_write_set_format_pax_restricted(w);
 		archive_read_disk_set_symlink_physical(disk);
 		archive_read_disk_set_standard_lookup(disk);
-		if (archive_write_open_fd(w, fd) != ARCHIVE_OK || archive_read_disk_open(disk, dir) != ARCHIVE_OK)
+		if (archive_write_open_fd(w, fd) != ARCHIVE_OK ||
+		    archive_read_disk_open(disk, dir) != ARCHIVE_OK)
 			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, archive_error_string(disk));
 	}
 	size_t dl = strlen(dir);
@@ -274,7 +291,9 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 		mode_t t = archive_entry_filetype(e);
 		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
 			/* as the local import: a special file is refused, not skipped */
-			r = al_fail(err, AL_EINVAL, 0, "%s: unsupported file type (not a file, directory or symlink)", p);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "%s: unsupported file type (not a file, directory or symlink)",
+				    p);
 			break;
 		}
 		char rel[4096];
@@ -298,7 +317,8 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 		}
 		if (t == AE_IFREG && archive_entry_size(e) > 0) {
 			char full[8192];
-			snprintf(full, sizeof(full), "%s", archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : p);
+			snprintf(full, sizeof(full), "%s",
+				 archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : p);
 			int in = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			if (in < 0) {
 				r = al_fail(err, AL_EIO, errno, "%s", full);
@@ -308,7 +328,8 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 			ssize_t n;
 			while ((n = read(in, buf, sizeof(buf))) > 0)
 				if (archive_write_data(w, buf, (size_t)n) != n) {
-					r = al_fail(err, AL_EIO, 0, "tar: %s", archive_error_string(w));
+					r = al_fail(err, AL_EIO, 0, "tar: %s",
+						    archive_error_string(w));
 					break;
 				}
 			if (n < 0 && r == 0)
@@ -328,7 +349,8 @@ int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc)
 {
 	fprintf(stderr, "%s: %s\n", cli->prog, err->msg);
 	if (cli->json)
-		cli_json_print(doc && json_object_get(doc, "error") ? json_incref(doc) : view_error(err, NULL));
+		cli_json_print(doc && json_object_get(doc, "error") ? json_incref(doc)
+								    : view_error(err, NULL));
 	json_decref(doc);
 	return al_code_exit(err->code);
 }
@@ -342,4 +364,3 @@ int cli_remote_get(struct cli *cli, const char *path, json_t **out)
 	*out = doc;
 	return -1;
 }
-

@@ -24,18 +24,23 @@ static bool jtrue(json_t *o, const char *k)
 static void file_text(json_t *f, bool stat)
 {
 	json_t *old = json_object_get(f, "old"), *new = json_object_get(f, "new");
-	long long olds = json_integer_value(json_object_get(old, "size")), news = json_integer_value(json_object_get(new, "size"));
+	long long olds = json_integer_value(json_object_get(old, "size")),
+		  news = json_integer_value(json_object_get(new, "size"));
 	const char *op = jstr(f, "op"), *path = jstr(f, "path");
 	char tag[80] = "";
 	const char *oc = json_string_value(json_object_get(f, "outcome"));
 	if (oc || json_is_string(json_object_get(f, "cut")))
-		snprintf(tag, sizeof(tag), " [%s%s%s]", oc ? cli_esc(oc, "") : "", oc && json_is_string(json_object_get(f, "cut")) ? ", " : "",
-			 json_is_string(json_object_get(f, "cut")) ? "possibly truncated by the disk limit" : "");
+		snprintf(tag, sizeof(tag), " [%s%s%s]", oc ? cli_esc(oc, "") : "",
+			 oc && json_is_string(json_object_get(f, "cut")) ? ", " : "",
+			 json_is_string(json_object_get(f, "cut"))
+				 ? "possibly truncated by the disk limit"
+				 : "");
 	if (stat) {
 		if (jtrue(f, "binary"))
 			printf("%s %s | binary %lld -> %lld bytes%s\n", op, path, olds, news, tag);
 		else
-			printf("%s %s | +%lld -%lld%s\n", op, path, (long long)json_integer_value(json_object_get(f, "additions")),
+			printf("%s %s | +%lld -%lld%s\n", op, path,
+			       (long long)json_integer_value(json_object_get(f, "additions")),
 			       (long long)json_integer_value(json_object_get(f, "deletions")), tag);
 		return;
 	}
@@ -48,12 +53,15 @@ static void file_text(json_t *f, bool stat)
 	else
 		printf(", mode %s", jstr(e, "mode"));
 	printf(")%s\n", tag);
-	const char *to = json_string_value(json_object_get(old, "target")), *tn = json_string_value(json_object_get(new, "target"));
+	const char *to = json_string_value(json_object_get(old, "target")),
+		   *tn = json_string_value(json_object_get(new, "target"));
 	if (to || tn)
 		printf("    symlink %s -> %s\n", to ? to : "(none)", tn ? tn : "(none)");
 	if (jtrue(f, "binary")) {
-		const char *a = json_string_value(json_object_get(old, "sha256")), *b = json_string_value(json_object_get(new, "sha256"));
-		printf("    binary: %lld bytes %s -> %lld bytes %s\n", olds, a ? a : "-", news, b ? b : "-");
+		const char *a = json_string_value(json_object_get(old, "sha256")),
+			   *b = json_string_value(json_object_get(new, "sha256"));
+		printf("    binary: %lld bytes %s -> %lld bytes %s\n", olds, a ? a : "-", news,
+		       b ? b : "-");
 	}
 	json_t *u = json_object_get(f, "unified");
 	if (json_is_string(u))
@@ -74,8 +82,10 @@ static int review_local(struct al_store *st, const void *arg, json_t **out, stru
 int cmd_review(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "stat", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "stat", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	bool stat = false;
 	int c;
@@ -105,8 +115,8 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		return cli_usage(cli, "expected a draft id");
 	json_t *doc;
 	char path[256], esc[128];
-	snprintf(path, sizeof(path), "/drafts/%s/review%s", cli_path_escape(argv[optind], esc, sizeof(esc)),
-		 stat ? "?stat=1" : "");
+	snprintf(path, sizeof(path), "/drafts/%s/review%s",
+		 cli_path_escape(argv[optind], esc, sizeof(esc)), stat ? "?stat=1" : "");
 	struct review_arg ra = { argv[optind], stat };
 	int rc = cli_fetch(cli, path, review_local, &ra, &doc);
 	if (rc >= 0)
@@ -117,7 +127,8 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 	json_t *f;
 	/* what the reviewer must know first: a decision taken, a run cut short */
 	const char *state = jstr(doc, "state");
-	long long na = json_integer_value(json_object_get(doc, "applied")), nd = json_integer_value(json_object_get(doc, "discarded"));
+	long long na = json_integer_value(json_object_get(doc, "applied")),
+		  nd = json_integer_value(json_object_get(doc, "discarded"));
 	if (strcmp(state, AL_DRAFT_OPEN) != 0) {
 		printf("draft %s is %s", jstr(doc, "draft"), state);
 		if (na + nd)

@@ -159,7 +159,8 @@ static void print_output(json_t *rec)
 		}
 		const char *text = json_string_value(json_object_get(s, "text"));
 		size_t len = json_string_length(json_object_get(s, "text"));
-		printf("--- %s (%lld bytes%s)\n", streams[i], jint(s, "bytes"), jtrue(s, "truncated") ? ", truncated" : "");
+		printf("--- %s (%lld bytes%s)\n", streams[i], jint(s, "bytes"),
+		       jtrue(s, "truncated") ? ", truncated" : "");
 		if (text)
 			cli_write_output(stdout, i + 1, text, len);
 		if (len && text[len - 1] != '\n')
@@ -171,11 +172,14 @@ static void summary(FILE *f, json_t *rec)
 {
 	if (!strncmp(jstr(rec, "outcome"), "failed", 6)) {
 		fprintf(f, "run %s: %s: %s\n", jstr(rec, "id"), jstr(rec, "outcome"),
-			cli_esc(json_string_value(json_object_get(json_object_get(rec, "error"), "message")), "?"));
+			cli_esc(json_string_value(
+					json_object_get(json_object_get(rec, "error"), "message")),
+				"?"));
 		return;
 	}
 	json_t *c = json_object_get(rec, "changes");
-	long long a = jint(c, "added"), m = jint(c, "modified"), d = jint(c, "deleted"), n = a + m + d;
+	long long a = jint(c, "added"), m = jint(c, "modified"), d = jint(c, "deleted"),
+		  n = a + m + d;
 	fprintf(f, "run %s: ", jstr(rec, "id"));
 	if (!n)
 		fprintf(f, "no changes");
@@ -210,16 +214,19 @@ static void notes(FILE *f, json_t *rec)
 	for (int i = 0; i < 2; i++) {
 		json_t *s = json_object_get(rec, streams[i]);
 		if (jtrue(s, "truncated"))
-			fprintf(f, "run %s: %s truncated: %lld of %lld bytes kept (--output-limit)\n", jstr(rec, "id"),
-				streams[i], jint(s, "kept"), jint(s, "bytes"));
+			fprintf(f,
+				"run %s: %s truncated: %lld of %lld bytes kept (--output-limit)\n",
+				jstr(rec, "id"), streams[i], jint(s, "kept"), jint(s, "bytes"));
 	}
 	size_t i;
 	json_t *v;
 	json_array_foreach(json_object_get(rec, "neutralised"), i, v)
 		fprintf(f, "run %s: not kept as is: %s\n", jstr(rec, "id"), json_string_value(v));
 	if (jtrue(rec, "disk_limit_hit"))
-		fprintf(f, "run %s: disk limit reached: %lld file%s not kept (--disk-limit counts apparent sizes)\n",
-			jstr(rec, "id"), jint(rec, "dropped"), jint(rec, "dropped") == 1 ? "" : "s");
+		fprintf(f,
+			"run %s: disk limit reached: %lld file%s not kept (--disk-limit counts apparent sizes)\n",
+			jstr(rec, "id"), jint(rec, "dropped"),
+			jint(rec, "dropped") == 1 ? "" : "s");
 }
 
 static int exit_status(json_t *rec)
@@ -238,23 +245,26 @@ static int run_local(struct al_store *st, const void *id, json_t **out, struct a
 
 static int run_show(struct cli *cli, int argc, char **argv)
 {
-	int rc = cli_simple_opts(cli, argc, argv,
-				 "usage: airlock run show RUN [--json]\n\n"
-				 "One run's record (command, environment without secret values, policy,\n"
-				 "limits, status, resource use, changes, bundle, draft) and its stdout and\n"
-				 "stderr. --json: the record with stdout.text and stderr.text.\n",
-				 1);
+	int rc = cli_simple_opts(
+		cli, argc, argv,
+		"usage: airlock run show RUN [--json]\n\n"
+		"One run's record (command, environment without secret values, policy,\n"
+		"limits, status, resource use, changes, bundle, draft) and its stdout and\n"
+		"stderr. --json: the record with stdout.text and stderr.text.\n",
+		1);
 	if (rc >= 0)
 		return rc;
 	json_t *rec;
 	char path[256], esc[128];
-	snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(argv[optind], esc, sizeof(esc)));
+	snprintf(path, sizeof(path), "/runs/%s?output=1",
+		 cli_path_escape(argv[optind], esc, sizeof(esc)));
 	if ((rc = cli_fetch(cli, path, run_local, argv[optind], &rec)) >= 0)
 		return rc;
 	if (cli->server) {
 		/* the daemon also knows runs in flight */
 		if (strcmp(jstr(rec, "state"), "ended")) {
-			fprintf(stderr, "%s: run %s is %s\n", cli->prog, argv[optind], jstr(rec, "state"));
+			fprintf(stderr, "%s: run %s is %s\n", cli->prog, argv[optind],
+				jstr(rec, "state"));
 			if (cli->json)
 				return cli_json_print(rec);
 			json_decref(rec);
@@ -267,11 +277,15 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	printf("run      %s\nproject  %s\noutcome  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
 	       "argv     %s\nnetwork  %s\nexit     %lld%s%s%s\nwall     %lld ms\n",
-	       jstr(rec, "id"), jstr(rec, "project"), json_object_get(rec, "outcome") ? jstr(rec, "outcome") : "ok",
-	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-", jstr(rec, "group"), jstr(rec, "base"),
-	       jstr(rec, "image"), argvs ? argvs : "?", jstr(rec, "network"), jint(rec, "exit_code"),
-	       jtrue(rec, "timed_out") ? " (timed out)" : "", jtrue(rec, "oom") ? " (out of memory)" : "",
-	       jtrue(rec, "cancelled") ? " (cancelled)" : "", jint(json_object_get(rec, "usage"), "wall_ms"));
+	       jstr(rec, "id"), jstr(rec, "project"),
+	       json_object_get(rec, "outcome") ? jstr(rec, "outcome") : "ok",
+	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",
+	       jstr(rec, "group"), jstr(rec, "base"), jstr(rec, "image"), argvs ? argvs : "?",
+	       jstr(rec, "network"), jint(rec, "exit_code"),
+	       jtrue(rec, "timed_out") ? " (timed out)" : "",
+	       jtrue(rec, "oom") ? " (out of memory)" : "",
+	       jtrue(rec, "cancelled") ? " (cancelled)" : "",
+	       jint(json_object_get(rec, "usage"), "wall_ms"));
 	free(argvs);
 	summary(stdout, rec);
 	notes(stdout, rec);
@@ -303,7 +317,8 @@ static int follow(struct cli *cli, const char *id, json_t **rec, struct al_error
 			char path[128], state[16];
 			char *data = NULL;
 			size_t len = 0;
-			snprintf(path, sizeof(path), "/runs/%s/output?stream=%s&offset=%zu", id, streams[k], off[k]);
+			snprintf(path, sizeof(path), "/runs/%s/output?stream=%s&offset=%zu", id,
+				 streams[k], off[k]);
 			if ((r = cli_http_get_raw(cli, path, &data, &len, state, err)) == 0) {
 				if (len) {
 					cli_write_output(k ? stderr : stdout, k + 1, data, len);
@@ -365,9 +380,13 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(env, k, json_string(eq + 1));
 	}
 	for (int file = 0; file < 2; file++)
-		for (size_t i = 0; (file ? o->secret_files : o->secrets) && (file ? o->secret_files : o->secrets)[i]; i++) {
-			const char *kv = (file ? o->secret_files : o->secrets)[i], *eq = strchr(kv, '=');
-			json_array_append_new(sec, json_pack("{s:s%,s:s,s:s}", "name", kv, (size_t)(eq - kv), "value", eq + 1,
+		for (size_t i = 0; (file ? o->secret_files : o->secrets) &&
+				   (file ? o->secret_files : o->secrets)[i];
+		     i++) {
+			const char *kv = (file ? o->secret_files : o->secrets)[i],
+				   *eq = strchr(kv, '=');
+			json_array_append_new(sec, json_pack("{s:s%,s:s,s:s}", "name", kv,
+							     (size_t)(eq - kv), "value", eq + 1,
 							     "as", file ? "file" : "env"));
 		}
 	json_object_set_new(body, "argv", argvj);
@@ -394,7 +413,8 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 	if (l->cpus_milli)
 		json_object_set_new(body, "cpus", json_real((double)l->cpus_milli / 1000.0));
 	char path[256], esc[200];
-	snprintf(path, sizeof(path), "/projects/%s/runs", cli_path_escape(o->project, esc, sizeof(esc)));
+	snprintf(path, sizeof(path), "/projects/%s/runs",
+		 cli_path_escape(o->project, esc, sizeof(esc)));
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
 	/* with --json the answer is the ended run; without, the output is
@@ -404,8 +424,7 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 	/* the request held the secrets' values */
 	size_t i;
 	json_t *v;
-	json_array_foreach(sec, i, v)
-	{
+	json_array_foreach(sec, i, v) {
 		json_t *val = json_object_get(v, "value");
 		explicit_bzero((char *)json_string_value(val), json_string_length(val));
 	}
@@ -432,8 +451,23 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 	return rc;
 }
 
-enum { O_IMAGE = 256, O_NETWORK, O_TIMEOUT, O_MEMORY, O_PIDS, O_CPUS, O_OUTPUT, O_DISK, O_FILES, O_ENV, O_SECRET, O_SECRET_FILE,
-       O_GROUP, O_AUTHOR, O_JSON };
+enum {
+	O_IMAGE = 256,
+	O_NETWORK,
+	O_TIMEOUT,
+	O_MEMORY,
+	O_PIDS,
+	O_CPUS,
+	O_OUTPUT,
+	O_DISK,
+	O_FILES,
+	O_ENV,
+	O_SECRET,
+	O_SECRET_FILE,
+	O_GROUP,
+	O_AUTHOR,
+	O_JSON
+};
 
 struct strv {
 	const char **v;
@@ -461,17 +495,24 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		cli->prog = "airlock run show";
 		return run_show(cli, argc - 1, argv + 1);
 	}
-	static const struct option opts[] = {
-		{ "image", required_argument, NULL, O_IMAGE }, { "network", required_argument, NULL, O_NETWORK },
-		{ "timeout", required_argument, NULL, O_TIMEOUT }, { "memory", required_argument, NULL, O_MEMORY },
-		{ "pids", required_argument, NULL, O_PIDS }, { "cpus", required_argument, NULL, O_CPUS },
-		{ "output-limit", required_argument, NULL, O_OUTPUT }, { "disk-limit", required_argument, NULL, O_DISK },
-		{ "files", required_argument, NULL, O_FILES }, { "env", required_argument, NULL, O_ENV },
-		{ "secret", required_argument, NULL, O_SECRET }, { "secret-file", required_argument, NULL, O_SECRET_FILE },
-		{ "group", required_argument, NULL, O_GROUP },
-		{ "author", required_argument, NULL, O_AUTHOR }, { "json", no_argument, NULL, O_JSON },
-		{ "help", no_argument, NULL, 'h' }, { 0 }
-	};
+	static const struct option opts[] = { { "image", required_argument, NULL, O_IMAGE },
+					      { "network", required_argument, NULL, O_NETWORK },
+					      { "timeout", required_argument, NULL, O_TIMEOUT },
+					      { "memory", required_argument, NULL, O_MEMORY },
+					      { "pids", required_argument, NULL, O_PIDS },
+					      { "cpus", required_argument, NULL, O_CPUS },
+					      { "output-limit", required_argument, NULL, O_OUTPUT },
+					      { "disk-limit", required_argument, NULL, O_DISK },
+					      { "files", required_argument, NULL, O_FILES },
+					      { "env", required_argument, NULL, O_ENV },
+					      { "secret", required_argument, NULL, O_SECRET },
+					      { "secret-file", required_argument, NULL,
+						O_SECRET_FILE },
+					      { "group", required_argument, NULL, O_GROUP },
+					      { "author", required_argument, NULL, O_AUTHOR },
+					      { "json", no_argument, NULL, O_JSON },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
@@ -489,37 +530,57 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = cli_usage(cli, "%s", err.msg);
 			break;
 		case O_TIMEOUT:
-			if (al_parse_duration(optarg, 10000000ull * 1000, &o.limits.timeout_ms, &err) < 0)
+			if (al_parse_duration(optarg, 10000000ull * 1000, &o.limits.timeout_ms,
+					      &err) < 0)
 				rc = cli_usage(cli, "bad --timeout: %s", err.msg);
 			if (rc < 0 && !o.limits.timeout_ms)
-				rc = cli_usage(cli, "--timeout must be positive (leave it out for the default)");
+				rc = cli_usage(
+					cli,
+					"--timeout must be positive (leave it out for the default)");
 			break;
 		case O_MEMORY:
 			if (parse_bytes(optarg, &o.limits.memory) < 0)
-				rc = cli_usage(cli, "bad --memory '%s' (a positive number; leave it out for the default)", optarg);
+				rc = cli_usage(
+					cli,
+					"bad --memory '%s' (a positive number; leave it out for the default)",
+					optarg);
 			break;
 		case O_PIDS:
 			if (parse_bytes(optarg, &o.limits.pids) < 0 || o.limits.pids > INT_MAX)
-				rc = cli_usage(cli, "bad --pids '%s' (a positive number; leave it out for the default)", optarg);
+				rc = cli_usage(
+					cli,
+					"bad --pids '%s' (a positive number; leave it out for the default)",
+					optarg);
 			break;
 		case O_CPUS:
 			if (al_parse_decimal(optarg, 4096, &d, &err) < 0)
 				rc = cli_usage(cli, "bad --cpus: %s", err.msg);
 			o.limits.cpus_milli = (uint64_t)llround(d * 1000);
 			if (rc < 0 && !o.limits.cpus_milli)
-				rc = cli_usage(cli, "--cpus must be positive (leave it out for the default)");
+				rc = cli_usage(
+					cli,
+					"--cpus must be positive (leave it out for the default)");
 			break;
 		case O_OUTPUT:
 			if (parse_bytes(optarg, &o.limits.output) < 0)
-				rc = cli_usage(cli, "bad --output-limit '%s' (a positive number; leave it out for the default)", optarg);
+				rc = cli_usage(
+					cli,
+					"bad --output-limit '%s' (a positive number; leave it out for the default)",
+					optarg);
 			break;
 		case O_DISK:
 			if (parse_bytes(optarg, &o.limits.disk) < 0)
-				rc = cli_usage(cli, "bad --disk-limit '%s' (a positive number; leave it out for the default)", optarg);
+				rc = cli_usage(
+					cli,
+					"bad --disk-limit '%s' (a positive number; leave it out for the default)",
+					optarg);
 			break;
 		case O_FILES:
 			if (parse_bytes(optarg, &o.limits.files) < 0)
-				rc = cli_usage(cli, "bad --files '%s' (a positive number; leave it out for the default)", optarg);
+				rc = cli_usage(
+					cli,
+					"bad --files '%s' (a positive number; leave it out for the default)",
+					optarg);
 			break;
 		case O_ENV:
 			if (!strchr(optarg, '='))
@@ -533,8 +594,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			if (!strchr(optarg, '=')) {
 				const char *v = getenv(optarg);
 				if (!v) {
-					rc = cli_usage(cli, "--%s %s: no such variable in airlock's environment",
-						       c == O_SECRET ? "secret" : "secret-file", optarg);
+					rc = cli_usage(
+						cli,
+						"--%s %s: no such variable in airlock's environment",
+						c == O_SECRET ? "secret" : "secret-file", optarg);
 					break;
 				}
 				char *b;
@@ -551,20 +614,25 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case O_GROUP: o.group = optarg; break;
 		case O_AUTHOR: o.author = optarg; break;
 		case O_JSON: cli->json = true; break;
-		case 'h': printf("%s", run_help); rc = 0; break;
+		case 'h':
+			printf("%s", run_help);
+			rc = 0;
+			break;
 		default: rc = cli_usage(cli, "bad option"); break;
 		}
 	}
 	if (rc < 0 && oargc - optind < 1)
 		rc = cli_usage(cli, "expected a project name");
 	if (rc < 0 && oargc - optind > 1)
-		rc = cli_usage(cli, "unexpected argument '%s' (the command goes after --)", argv[optind + 1]);
+		rc = cli_usage(cli, "unexpected argument '%s' (the command goes after --)",
+			       argv[optind + 1]);
 	if (rc < 0 && (!dd || dd + 1 >= argc))
 		rc = cli_usage(cli, "expected -- and the command after the project name");
 	if (rc < 0 && o.group && (strlen(o.group) < 1 || strlen(o.group) > 16))
 		rc = cli_usage(cli, "--group takes 1 to 16 characters");
 	if (rc < 0 && o.group && !al_text_safe(o.group, strlen(o.group)))
-		rc = cli_usage(cli, "--group takes UTF-8 text without control or format characters");
+		rc = cli_usage(cli,
+			       "--group takes UTF-8 text without control or format characters");
 	struct al_store *st = NULL;
 	o.project = argv[optind];
 	o.argv = (const char *const *)argv + dd + 1;
@@ -595,8 +663,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			if (cli->json && cli_json_print(json_incref(rec)))
 				rc = 1;
 			else
-				fprintf(stderr, "run %s: cancelled (%s); recorded with its output: airlock run show %s\n", info.id,
-					strsignal(cancel_signal), info.id);
+				fprintf(stderr,
+					"run %s: cancelled (%s); recorded with its output: airlock run show %s\n",
+					info.id, strsignal(cancel_signal), info.id);
 			rc = 128 + cancel_signal; /* as a shell reports the signal */
 			al_run_info_release(&info);
 		} else {
@@ -627,12 +696,14 @@ static void run_text(json_t *rec)
 {
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	json_t *c = json_object_get(rec, "changes");
-	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) || !strcmp(jstr(rec, "outcome"), "running");
+	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) ||
+		      !strcmp(jstr(rec, "outcome"), "running");
 	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
-	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-", jint(rec, "exit_code"),
-	       jtrue(rec, "timed_out") ? "timeout " : "", jtrue(rec, "oom") ? "oom " : "",
-	       jtrue(rec, "cancelled") ? "cancelled " : "", failed ? jstr(rec, "outcome") : "", failed ? " " : "",
-	       jint(c, "added"), jint(c, "modified"), jint(c, "deleted"), argvs ? argvs : "");
+	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",
+	       jint(rec, "exit_code"), jtrue(rec, "timed_out") ? "timeout " : "",
+	       jtrue(rec, "oom") ? "oom " : "", jtrue(rec, "cancelled") ? "cancelled " : "",
+	       failed ? jstr(rec, "outcome") : "", failed ? " " : "", jint(c, "added"),
+	       jint(c, "modified"), jint(c, "deleted"), argvs ? argvs : "");
 	free(argvs);
 }
 

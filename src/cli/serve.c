@@ -68,20 +68,36 @@ static int serve_value(const char *s, enum serve_kind kind, uint64_t *out, struc
 int cmd_serve(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },	    { "threads", required_argument, NULL, 't' },
-		{ "max-runs", required_argument, NULL, 'r' },	    { "body-max", required_argument, NULL, 'b' },
-		{ "upload-max", required_argument, NULL, 'u' },	    { "grace", required_argument, NULL, 'g' },
-		{ "conn-timeout", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
-		{ "header-timeout", required_argument, NULL, 'H' }, { "body-rate", required_argument, NULL, 'R' },
-		{ "tls-cert", required_argument, NULL, 'C' },	    { "tls-key", required_argument, NULL, 'K' },
-		{ "insecure", no_argument, NULL, 'I' },	    { "refusal-window", required_argument, NULL, 'W' },
-		{ "gc-interval", required_argument, NULL, 'G' },    { "lower-budget", required_argument, NULL, 'L' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "max-runs", required_argument, NULL, 'r' },
+		{ "body-max", required_argument, NULL, 'b' },
+		{ "upload-max", required_argument, NULL, 'u' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "conn-timeout", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "header-timeout", required_argument, NULL, 'H' },
+		{ "body-rate", required_argument, NULL, 'R' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 'I' },
+		{ "refusal-window", required_argument, NULL, 'W' },
+		{ "gc-interval", required_argument, NULL, 'G' },
+		{ "lower-budget", required_argument, NULL, 'L' },
 		{ 0 },
 	};
-	struct srv_config cfg = { .home = cli->home, .listen = "127.0.0.1:8700", .body_max = 1 << 20,
-				  .upload_max = 1u << 30, .threads = 8, .max_runs = 32, .grace_s = 30,
-				  .conn_timeout_s = 30, .header_timeout_s = 20, .body_rate = 64 << 10,
-				  .refusal_window_s = 60, .gc_interval_s = 3600 };
+	struct srv_config cfg = { .home = cli->home,
+				  .listen = "127.0.0.1:8700",
+				  .body_max = 1 << 20,
+				  .upload_max = 1u << 30,
+				  .threads = 8,
+				  .max_runs = 32,
+				  .grace_s = 30,
+				  .conn_timeout_s = 30,
+				  .header_timeout_s = 20,
+				  .body_rate = 64 << 10,
+				  .refusal_window_s = 60,
+				  .gc_interval_s = 3600 };
 	uint64_t v = 0;
 	int c;
 	optind = 0;
@@ -91,8 +107,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			if (opts[i].val == c)
 				name = opts[i].name;
 		enum serve_kind kind = c == 'b' || c == 'u' || c == 'R' || c == 'L' ? BYTES
-				       : c == 't' || c == 'r'			     ? COUNT
-										     : SECONDS;
+				       : c == 't' || c == 'r'                       ? COUNT
+										    : SECONDS;
 		struct al_error err = { 0 };
 		if (c != 'h' && c != 'l' && c != '?' && c != 'C' && c != 'K' && c != 'I' &&
 		    serve_value(optarg, kind, &v, &err) < 0)

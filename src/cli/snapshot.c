@@ -50,13 +50,14 @@ static int parse(struct cli *cli, int argc, char **argv, const char *help, bool 
 		}
 	}
 	if (argc - optind != nargs)
-		return cli_usage(cli, "expected %d argument%s, got %d", nargs, nargs == 1 ? "" : "s",
-				 argc - optind);
+		return cli_usage(cli, "expected %d argument%s, got %d", nargs,
+				 nargs == 1 ? "" : "s", argc - optind);
 	return -1;
 }
 
 /* Parse n ids from argv[optind…] and open the store; 0 or an exit code. */
-static int ids_and_store(struct cli *cli, char **argv, int n, struct al_oid *ids, struct al_store **st)
+static int ids_and_store(struct cli *cli, char **argv, int n, struct al_oid *ids,
+			 struct al_store **st)
 {
 	struct al_error err = { 0 };
 	for (int i = 0; i < n; i++)
@@ -70,13 +71,14 @@ static int ids_and_store(struct cli *cli, char **argv, int n, struct al_oid *ids
 static int snap_import(struct cli *cli, int argc, char **argv)
 {
 	struct flags fl = { 0 };
-	int rc = parse(cli, argc, argv,
-		       "usage: airlock snapshot import DIR [--json] [--no-cache]\n\n"
-		       "Store DIR (files, symlinks, directories with their permission bits) as a\n"
-		       "snapshot and print its id. Device files, FIFOs, sockets and invalid names\n"
-		       "are refused with the path named; nothing is stored then. Unchanged files are\n"
-		       "recognised by a stat cache (--no-cache reads every file).\n",
-		       true, false, true, &fl, 1);
+	int rc = parse(
+		cli, argc, argv,
+		"usage: airlock snapshot import DIR [--json] [--no-cache]\n\n"
+		"Store DIR (files, symlinks, directories with their permission bits) as a\n"
+		"snapshot and print its id. Device files, FIFOs, sockets and invalid names\n"
+		"are refused with the path named; nothing is stored then. Unchanged files are\n"
+		"recognised by a stat cache (--no-cache reads every file).\n",
+		true, false, true, &fl, 1);
 	if (rc >= 0)
 		return rc;
 	struct al_error err = { 0 };
@@ -85,7 +87,9 @@ static int snap_import(struct cli *cli, int argc, char **argv)
 		return cli_error(cli, &err);
 	struct cli_progress prog;
 	cli_progress_init(&prog, "import", 0);
-	struct al_import_opts opts = { .no_cache = fl.no_cache, .progress = cli_progress_cb, .progress_ctx = &prog };
+	struct al_import_opts opts = { .no_cache = fl.no_cache,
+				       .progress = cli_progress_cb,
+				       .progress_ctx = &prog };
 	struct al_import_result res;
 	int r = al_manifest_import(st, argv[optind], &opts, &res, &err);
 	cli_progress_done(&prog);
@@ -150,13 +154,14 @@ static int show_one(void *ctx, const char *path, const struct al_entry *e, struc
 static int snap_show(struct cli *cli, int argc, char **argv)
 {
 	struct flags fl = { 0 };
-	int rc = parse(cli, argc, argv,
-		       "usage: airlock snapshot show ID [--json]\n\n"
-		       "List every entry of a snapshot, a directory before its contents, one line\n"
-		       "each: type mode size sha256 path (type is file, symlink or dir; a dir's size\n"
-		       "is the bytes of the files beneath it and its sha256 the id of its tree node).\n"
-		       "--json: {\"id\":…,\"entries\":[{path,type,mode,size,sha256[,target]}…]}\n",
-		       true, false, false, &fl, 1);
+	int rc = parse(
+		cli, argc, argv,
+		"usage: airlock snapshot show ID [--json]\n\n"
+		"List every entry of a snapshot, a directory before its contents, one line\n"
+		"each: type mode size sha256 path (type is file, symlink or dir; a dir's size\n"
+		"is the bytes of the files beneath it and its sha256 the id of its tree node).\n"
+		"--json: {\"id\":…,\"entries\":[{path,type,mode,size,sha256[,target]}…]}\n",
+		true, false, false, &fl, 1);
 	if (rc >= 0)
 		return rc;
 	struct al_oid id[1];
@@ -186,12 +191,13 @@ static int snap_show(struct cli *cli, int argc, char **argv)
 static int snap_export(struct cli *cli, int argc, char **argv)
 {
 	struct flags fl = { 0 };
-	int rc = parse(cli, argc, argv,
-		       "usage: airlock snapshot export ID DIR [--force]\n\n"
-		       "Write a snapshot to DIR (created if missing): contents, permission bits,\n"
-		       "symlinks (never followed) and empty directories. DIR must be empty unless\n"
-		       "--force, which replaces files and symlinks in the way (never a directory).\n",
-		       false, true, false, &fl, 2);
+	int rc = parse(
+		cli, argc, argv,
+		"usage: airlock snapshot export ID DIR [--force]\n\n"
+		"Write a snapshot to DIR (created if missing): contents, permission bits,\n"
+		"symlinks (never followed) and empty directories. DIR must be empty unless\n"
+		"--force, which replaces files and symlinks in the way (never a directory).\n",
+		false, true, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
 	struct al_oid id[1];
@@ -204,7 +210,9 @@ static int snap_export(struct cli *cli, int argc, char **argv)
 	if (r == 0) {
 		struct cli_progress prog;
 		cli_progress_init(&prog, "export", total);
-		struct al_export_opts opts = { .force = fl.force, .progress = cli_progress_cb, .progress_ctx = &prog };
+		struct al_export_opts opts = { .force = fl.force,
+					       .progress = cli_progress_cb,
+					       .progress_ctx = &prog };
 		r = al_manifest_export(al_store_cas(st), &id[0], argv[optind + 1], &opts, &err);
 		cli_progress_done(&prog);
 	}
@@ -333,15 +341,16 @@ static int snap_list(struct cli *cli, int argc, char **argv)
 static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 {
 	struct flags fl = { 0 };
-	int rc = parse(cli, argc, argv,
-		       "usage: airlock snapshot apply-upper BASE UPPERDIR [--json]\n\n"
-		       "Plumbing (what a run does when it ends): apply an overlayfs upper directory\n"
-		       "to snapshot BASE and print the resulting snapshot id. Whiteouts delete,\n"
-		       "opaque directories replace, identical copy-ups are no change. Device files,\n"
-		       "FIFOs and sockets are not kept, setuid/setgid bits are removed, hardlinks\n"
-		       "become independent files: each is reported on stderr. Symlinks are never\n"
-		       "followed.\n",
-		       true, false, false, &fl, 2);
+	int rc = parse(
+		cli, argc, argv,
+		"usage: airlock snapshot apply-upper BASE UPPERDIR [--json]\n\n"
+		"Plumbing (what a run does when it ends): apply an overlayfs upper directory\n"
+		"to snapshot BASE and print the resulting snapshot id. Whiteouts delete,\n"
+		"opaque directories replace, identical copy-ups are no change. Device files,\n"
+		"FIFOs and sockets are not kept, setuid/setgid bits are removed, hardlinks\n"
+		"become independent files: each is reported on stderr. Symlinks are never\n"
+		"followed.\n",
+		true, false, false, &fl, 2);
 	if (rc >= 0)
 		return rc;
 	struct al_oid base[1], out;
@@ -358,8 +367,9 @@ static int snap_apply_upper(struct cli *cli, int argc, char **argv)
 		json_t *notes = json_array();
 		for (size_t i = 0; i < rep.nnotes; i++)
 			json_array_append_new(notes, json_string(rep.notes[i]));
-		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:o}", "set", (json_int_t)rep.set, "deleted", (json_int_t)rep.deleted,
-				      "unchanged_copyups", (json_int_t)rep.unchanged_copyups, "neutralised",
+		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:o}", "set", (json_int_t)rep.set,
+				      "deleted", (json_int_t)rep.deleted, "unchanged_copyups",
+				      (json_int_t)rep.unchanged_copyups, "neutralised",
 				      (json_int_t)rep.neutralised, "notes", notes);
 		json_object_set_new(o, "id", view_id(&out));
 		al_overlay_report_release(&rep);
@@ -382,7 +392,8 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv)
 		{ "export", snap_export, "write a snapshot into a directory" },
 		{ "diff", snap_diff, "list the changes between two snapshots" },
 		{ "list", snap_list, "list imported snapshots" },
-		{ "apply-upper", snap_apply_upper, "apply an overlayfs upper directory (plumbing)" },
+		{ "apply-upper", snap_apply_upper,
+		  "apply an overlayfs upper directory (plumbing)" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "snapshot", cmds, argc - 1, argv + 1);

@@ -30,8 +30,7 @@ static int known_keys(json_t *o, const char *const *keys, const char *what, stru
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach(o, k, v)
-	{
+	json_object_foreach(o, k, v) {
 		bool ok = false;
 		for (size_t i = 0; keys[i] && !ok; i++)
 			ok = strcmp(k, keys[i]) == 0;
@@ -41,7 +40,8 @@ static int known_keys(json_t *o, const char *const *keys, const char *what, stru
 	return 0;
 }
 
-static int get_string(json_t *o, const char *key, bool required, const char **out, struct al_error *err)
+static int get_string(json_t *o, const char *key, bool required, const char **out,
+		      struct al_error *err)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v)) {
@@ -57,7 +57,8 @@ static int get_string(json_t *o, const char *key, bool required, const char **ou
 }
 
 /* A non-negative number (fractions allowed when scale > 1: 0.5 CPUs). */
-static int get_number(json_t *o, const char *key, double max, double scale, uint64_t *out, struct al_error *err)
+static int get_number(json_t *o, const char *key, double max, double scale, uint64_t *out,
+		      struct al_error *err)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
@@ -71,7 +72,8 @@ static int get_number(json_t *o, const char *key, double max, double scale, uint
 	return 0;
 }
 
-static int string_array(json_t *a, const char *key, size_t max, const char ***out, size_t *n, struct al_error *err)
+static int string_array(json_t *a, const char *key, size_t max, const char ***out, size_t *n,
+			struct al_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -89,7 +91,8 @@ static int string_array(json_t *a, const char *key, size_t max, const char ***ou
 		json_t *s = json_array_get(a, i);
 		if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
 			free(v);
-			return al_fail(err, AL_EINVAL, 0, "field '%s': item %zu is not a string without NUL", key, i);
+			return al_fail(err, AL_EINVAL, 0,
+				       "field '%s': item %zu is not a string without NUL", key, i);
 		}
 		v[i] = json_string_value(s);
 	}
@@ -126,38 +129,45 @@ void run_request_release(struct run_request *r)
 
 int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 {
-	static const char *const keys[] = { "argv", "env", "secrets", "image", "network", "timeout", "memory", "pids",
-					    "cpus", "output_limit", "disk_limit", "files", "group", "wait", NULL };
+	static const char *const keys[] = { "argv",    "env",          "secrets",    "image",
+					    "network", "timeout",      "memory",     "pids",
+					    "cpus",    "output_limit", "disk_limit", "files",
+					    "group",   "wait",         NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
 	int rc = known_keys(body, keys, "run request", err);
 	size_t n = 0;
 	if (rc == 0)
-		rc = string_array(json_object_get(body, "argv"), "argv", DECODE_ARGS_MAX, &r->argv, &n, err);
+		rc = string_array(json_object_get(body, "argv"), "argv", DECODE_ARGS_MAX, &r->argv,
+				  &n, err);
 	if (rc == 0 && (n == 0 || !r->argv[0][0]))
-		rc = al_fail(err, AL_EINVAL, 0, "field 'argv': expected the command, a non-empty array");
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'argv': expected the command, a non-empty array");
 	json_t *env = json_object_get(body, "env"), *secrets = json_object_get(body, "secrets");
 	if (rc == 0 && env && !json_is_object(env) && !json_is_null(env))
 		rc = al_fail(err, AL_EINVAL, 0, "field 'env': expected an object of strings");
 	if (rc == 0 && secrets && !json_is_array(secrets) && !json_is_null(secrets))
-		rc = al_fail(err, AL_EINVAL, 0, "field 'secrets': expected an array of {name, value, as}");
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'secrets': expected an array of {name, value, as}");
 	size_t nenv = json_is_object(env) ? json_object_size(env) : 0;
 	size_t nsec = json_is_array(secrets) ? json_array_size(secrets) : 0;
 	if (rc == 0 && (nenv > 1024 || nsec > 1024))
 		rc = al_fail(err, AL_ELIMIT, 0, "too many environment variables or secrets");
 	if (rc == 0 && (!(r->bufs = calloc(nenv + nsec + 1, sizeof(char *))) ||
-			!(r->env = calloc(nenv + 1, sizeof(char *))) || !(r->secrets = calloc(nsec + 1, sizeof(char *))) ||
+			!(r->env = calloc(nenv + 1, sizeof(char *))) ||
+			!(r->secrets = calloc(nsec + 1, sizeof(char *))) ||
 			!(r->secret_files = calloc(nsec + 1, sizeof(char *)))))
 		rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
 	const char *k;
 	json_t *v;
 	size_t ie = 0, is = 0, isf = 0;
 	if (rc == 0)
-		json_object_foreach(env, k, v)
-		{
-			if (rc == 0 && (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
+		json_object_foreach(env, k, v) {
+			if (rc == 0 && (!json_is_string(v) ||
+					strlen(json_string_value(v)) != json_string_length(v) ||
 					strlen(k) == 0 || strchr(k, '=')))
-				rc = al_fail(err, AL_EINVAL, 0, "field 'env': '%.64s' is not NAME: string", k);
+				rc = al_fail(err, AL_EINVAL, 0,
+					     "field 'env': '%.64s' is not NAME: string", k);
 			if (rc == 0 && !(r->env[ie++] = kv(r, k, json_string_value(v))))
 				rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
 		}
@@ -166,7 +176,8 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		static const char *const skeys[] = { "name", "value", "as", NULL };
 		const char *name, *value, *as;
 		if (!json_is_object(s))
-			rc = al_fail(err, AL_EINVAL, 0, "field 'secrets': item %zu is not {name, value, as}", i);
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'secrets': item %zu is not {name, value, as}", i);
 		if (rc == 0)
 			rc = known_keys(s, skeys, "secret", err);
 		if (rc == 0)
@@ -193,7 +204,8 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	if (rc == 0)
 		rc = get_string(body, "group", false, &r->o.group, err);
 	if (rc == 0 && r->o.group)
-		rc = al_text_check("field 'group'", r->o.group, 16, err); /* printed by audit: no Cc/Cf */
+		rc = al_text_check("field 'group'", r->o.group, 16,
+				   err); /* printed by audit: no Cc/Cf */
 	if (rc == 0)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)
@@ -217,8 +229,10 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	for (size_t i = 0; rc == 0 && i < sizeof(lims) / sizeof(lims[0]); i++) {
 		uint64_t *lv = (uint64_t *)((char *)l + lims[i].off);
 		rc = get_number(body, lims[i].key, lims[i].max, lims[i].scale, lv, err);
-		if (rc == 0 && json_object_get(body, lims[i].key) && !json_is_null(json_object_get(body, lims[i].key)) && !*lv)
-			rc = al_fail(err, AL_EINVAL, 0, "field '%s': must be positive (leave it out for the default)",
+		if (rc == 0 && json_object_get(body, lims[i].key) &&
+		    !json_is_null(json_object_get(body, lims[i].key)) && !*lv)
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field '%s': must be positive (leave it out for the default)",
 				     lims[i].key);
 	}
 	json_t *w = json_object_get(body, "wait");
@@ -258,7 +272,8 @@ int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
 	if (rc == 0)
 		rc = get_string(body, "message", false, &r->message, err);
 	if (rc == 0)
-		rc = string_array(json_object_get(body, "paths"), "paths", DECODE_PATHS_MAX, &r->paths, &r->npaths, err);
+		rc = string_array(json_object_get(body, "paths"), "paths", DECODE_PATHS_MAX,
+				  &r->paths, &r->npaths, err);
 	if (rc == 0) {
 		if (!strcmp(mode, "accept_all"))
 			r->mode = AL_ACCEPT_ALL;
@@ -267,10 +282,12 @@ int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
 		else if (!strcmp(mode, "reject_all"))
 			r->mode = AL_REJECT_ALL;
 		else
-			rc = al_fail(err, AL_EINVAL, 0, "field 'mode': accept_all, accept_selected or reject_all");
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'mode': accept_all, accept_selected or reject_all");
 	}
 	if (rc == 0 && (r->mode == AL_ACCEPT_SELECTED) != (r->npaths > 0))
-		rc = al_fail(err, AL_EINVAL, 0, "field 'paths': required by accept_selected, and only by it");
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'paths': required by accept_selected, and only by it");
 	if (rc < 0)
 		apply_request_release(r);
 	return rc;
@@ -302,9 +319,11 @@ int decode_principal(json_t *body, struct principal_request *r, struct al_error 
 	}
 	free(roles);
 	if (rc == 0 && !r->roles)
-		rc = al_fail(err, AL_EINVAL, 0, "field 'roles': at least one of admin, author, reviewer, agent");
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'roles': at least one of admin, author, reviewer, agent");
 	if (rc == 0)
-		rc = string_array(json_object_get(body, "projects"), "projects", 1024, &r->projects, &r->nprojects, err);
+		rc = string_array(json_object_get(body, "projects"), "projects", 1024, &r->projects,
+				  &r->nprojects, err);
 	for (size_t i = 0; rc == 0 && i < r->nprojects; i++)
 		rc = al_project_name_check(r->projects[i], err);
 	if (rc < 0)

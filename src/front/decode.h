@@ -16,9 +16,10 @@
 #define DECODE_PATHS_MAX 10000
 
 struct run_request {
-	struct al_run_opts o;           /* project, init_path, author, id, cancel_fd: the caller's */
-	const char **argv, **env, **secrets, **secret_files; /* NULL-terminated; "K=V" built in bufs */
-	char **bufs;                    /* owned: the K=V strings (secret ones wiped on release) */
+	struct al_run_opts o; /* project, init_path, author, id, cancel_fd: the caller's */
+	const char **argv, **env, **secrets,
+		**secret_files; /* NULL-terminated; "K=V" built in bufs */
+	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;
 };
@@ -28,7 +29,7 @@ void run_request_release(struct run_request *r);
 struct apply_request {
 	enum al_apply_mode mode;
 	enum al_strategy strategy;
-	const char **paths;             /* owned array, borrowed strings */
+	const char **paths; /* owned array, borrowed strings */
 	size_t npaths;
 	const char *message;
 };
@@ -38,7 +39,7 @@ void apply_request_release(struct apply_request *r);
 struct principal_request {
 	const char *name;
 	unsigned roles;
-	const char **projects;          /* owned array, borrowed strings */
+	const char **projects; /* owned array, borrowed strings */
 	size_t nprojects;
 };
 int decode_principal(json_t *body, struct principal_request *out, struct al_error *err);

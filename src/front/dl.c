@@ -3,11 +3,13 @@
 
 #include "dl.h"
 
-int dl_load(const char *lib, const char *package, const struct dl_sym *syms, size_t n, struct al_error *err)
+int dl_load(const char *lib, const char *package, const struct dl_sym *syms, size_t n,
+	    struct al_error *err)
 {
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
-		return al_fail(err, AL_EIO, 0, "cannot load %s (Debian package %s): %s", lib, package, dlerror());
+		return al_fail(err, AL_EIO, 0, "cannot load %s (Debian package %s): %s", lib,
+			       package, dlerror());
 	for (size_t i = 0; i < n; i++) {
 		void *p = dlsym(h, syms[i].name);
 		if (!p) {

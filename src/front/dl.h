@@ -24,6 +24,7 @@ struct dl_sym {
 /* Open lib (by its soname) and fill every slot, or none: an error naming
  * the library (and the Debian package) or the missing symbol.  The library
  * stays loaded for the process's life. */
-int dl_load(const char *lib, const char *package, const struct dl_sym *syms, size_t n, struct al_error *err);
+int dl_load(const char *lib, const char *package, const struct dl_sym *syms, size_t n,
+	    struct al_error *err);
 
 #endif

@@ -25,7 +25,8 @@ const char *ops_init_path(char *buf, size_t n)
 		char *slash = strrchr(buf, '/');
 		if (slash) {
 			size_t room = n - (size_t)(slash + 1 - buf);
-			if ((size_t)snprintf(slash + 1, room, "airlock-init") < room && access(buf, X_OK) == 0)
+			if ((size_t)snprintf(slash + 1, room, "airlock-init") < room &&
+			    access(buf, X_OK) == 0)
 				return buf;
 		}
 	}
@@ -42,26 +43,30 @@ int ops_default_image(struct al_store *st, struct al_error *err)
 	ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 40);
 	char *slash = len > 0 ? (dir[len] = 0, strrchr(dir, '/')) : NULL;
 	struct stat s;
-	if (!slash || (snprintf(slash + 1, sizeof(dir) - (size_t)(slash + 1 - dir), "image/busybox"), stat(dir, &s)) < 0 ||
+	if (!slash ||
+	    (snprintf(slash + 1, sizeof(dir) - (size_t)(slash + 1 - dir), "image/busybox"),
+	     stat(dir, &s)) < 0 ||
 	    !S_ISDIR(s.st_mode))
 		return al_fail(err, AL_ENOTFOUND, 0,
-			       "no image '" OPS_DEFAULT_IMAGE "': import one (airlock image import DIR --name "
-			       OPS_DEFAULT_IMAGE ") or pass --image");
+			       "no image '" OPS_DEFAULT_IMAGE
+			       "': import one (airlock image import DIR --name " OPS_DEFAULT_IMAGE
+			       ") or pass --image");
 	fprintf(stderr, "airlock: importing the built-in busybox image from %s\n", dir);
 	struct al_import_result res;
 	return al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err);
 }
 
 int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,
-		      const struct al_commit_opts *opts, struct al_commit_result *res, struct al_oid *bundle_id,
-		      struct al_error *err)
+		      const struct al_commit_opts *opts, struct al_commit_result *res,
+		      struct al_oid *bundle_id, struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(st);
 	struct al_bundle bd = { 0 };
 	struct al_project_info p;
 	struct al_oid snap;
 	int r = al_project_get(st, project, &p, err);
-	if (r == 0 && (r = al_manifest_stat(cas, base, NULL, NULL, err)) == 0 && (r = al_cas_begin(cas, err)) == 0) {
+	if (r == 0 && (r = al_manifest_stat(cas, base, NULL, NULL, err)) == 0 &&
+	    (r = al_cas_begin(cas, err)) == 0) {
 		/* everything verified and the tree built before one byte is kept */
 		r = al_bundle_read_fd(cas, fd, &bd, err);
 		if (r == 0)

@@ -22,7 +22,7 @@ int ops_default_image(struct al_store *st, struct al_error *err);
 /* Verify the bundle in fd, apply it to base and commit the result to the
  * project; bundle_id gets the bundle's id.  A refused bundle keeps nothing. */
 int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,
-		      const struct al_commit_opts *opts, struct al_commit_result *res, struct al_oid *bundle_id,
-		      struct al_error *err);
+		      const struct al_commit_opts *opts, struct al_commit_result *res,
+		      struct al_oid *bundle_id, struct al_error *err);
 
 #endif

@@ -37,8 +37,8 @@ json_t *view_entry(const struct al_entry *e, const char *target)
 		return json_null();
 	char mode[8];
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size",
-			      (json_int_t)e->size);
+	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode,
+			      "size", (json_int_t)e->size);
 	if (!al_oid_is_zero(&e->digest)) /* a bundle's directories carry none */
 		json_object_set_new(o, "sha256", view_id(&e->digest));
 	if (target)
@@ -51,9 +51,11 @@ json_t *view_conflicts(const struct al_conflict *c, size_t n)
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_pack("{s:s}", "path", c[i].path);
-		json_object_set_new(o, "copy_path", c[i].copy_path ? json_string(c[i].copy_path) : json_null());
+		json_object_set_new(o, "copy_path",
+				    c[i].copy_path ? json_string(c[i].copy_path) : json_null());
 		json_object_set_new(o, "base", view_entry(c[i].has_base ? &c[i].base : NULL, NULL));
-		json_object_set_new(o, "theirs", view_entry(c[i].has_theirs ? &c[i].theirs : NULL, NULL));
+		json_object_set_new(o, "theirs",
+				    view_entry(c[i].has_theirs ? &c[i].theirs : NULL, NULL));
 		json_object_set_new(o, "ours", view_entry(c[i].has_ours ? &c[i].ours : NULL, NULL));
 		json_array_append_new(a, o);
 	}
@@ -79,16 +81,19 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 		for (size_t i = 0; i < conflict->nconflicts; i++)
 			json_array_append_new(paths, json_string(conflict->conflicts[i].path));
 		json_object_set_new(e, "paths", paths);
-		json_object_set_new(e, "conflicts", view_conflicts(conflict->conflicts, conflict->nconflicts));
+		json_object_set_new(e, "conflicts",
+				    view_conflicts(conflict->conflicts, conflict->nconflicts));
 	}
 	return json_pack("{s:o}", "error", e);
 }
 
-json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n)
+json_t *view_apply(const char *draft, const char *mode, const char *strategy,
+		   const char *const *paths, size_t n)
 {
 	json_t *o = json_pack("{s:s,s:s}", "draft", draft, "mode", mode);
 	/* reject_all commits nothing: no strategy was used */
-	json_object_set_new(o, "strategy", strcmp(mode, "reject_all") ? json_string(strategy) : json_null());
+	json_object_set_new(o, "strategy",
+			    strcmp(mode, "reject_all") ? json_string(strategy) : json_null());
 	json_t *pa = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(pa, json_string(paths[i]));
@@ -98,8 +103,8 @@ json_t *view_apply(const char *draft, const char *mode, const char *strategy, co
 
 json_t *view_image_import(const struct al_import_result *res, const char *name)
 {
-	json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res->files, "bytes", (json_int_t)res->bytes,
-			      "skipped", (json_int_t)res->skipped);
+	json_t *o = json_pack("{s:I,s:I,s:I}", "files", (json_int_t)res->files, "bytes",
+			      (json_int_t)res->bytes, "skipped", (json_int_t)res->skipped);
 	json_object_set_new(o, "id", view_id(&res->id));
 	json_object_set_new(o, "name", name ? json_string(name) : json_null());
 	return o;
@@ -107,8 +112,8 @@ json_t *view_image_import(const struct al_import_result *res, const char *name)
 
 json_t *view_project(const struct al_project_info *p)
 {
-	json_t *o = json_pack("{s:s,s:I,s:I}", "name", p->name, "commits", (json_int_t)p->commits, "created",
-			      (json_int_t)p->created);
+	json_t *o = json_pack("{s:s,s:I,s:I}", "name", p->name, "commits", (json_int_t)p->commits,
+			      "created", (json_int_t)p->created);
 	json_object_set_new(o, "head", view_id(&p->head));
 	return o;
 }
@@ -119,13 +124,13 @@ static void name_list(json_t *a, char *buf, size_t n)
 	size_t o = 0, i, total = json_array_size(a);
 	json_t *v;
 	buf[0] = 0;
-	json_array_foreach(a, i, v)
-	{
+	json_array_foreach(a, i, v) {
 		if (i == 10 || o + 8 >= n) {
 			snprintf(buf + o, n - o, " and %zu more", total - i);
 			return;
 		}
-		int k = snprintf(buf + o, n - o, "%s%s", i ? ", " : "", json_string_value(v) ? json_string_value(v) : "?");
+		int k = snprintf(buf + o, n - o, "%s%s", i ? ", " : "",
+				 json_string_value(v) ? json_string_value(v) : "?");
 		o = k < 0 ? o : o + (size_t)k >= n ? n - 1 : o + (size_t)k;
 	}
 }
@@ -153,19 +158,25 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 	json_t *limits = json_object_get(rec, "limits");
 	if (json_is_true(json_object_get(rec, "cancelled"))) {
 		json_array_append_new(marks, json_string("cancelled"));
-		snprintf(w, sizeof(w), "run %s was cancelled: the draft holds only what it had written by then", run);
+		snprintf(w, sizeof(w),
+			 "run %s was cancelled: the draft holds only what it had written by then",
+			 run);
 		json_array_append_new(warnings, json_string(w));
 	}
 	if (json_is_true(json_object_get(rec, "timed_out"))) {
 		json_array_append_new(marks, json_string("timed_out"));
-		snprintf(w, sizeof(w), "run %s hit its time limit (%lld ms): the draft holds only what it had written by then",
-			 run, (long long)json_integer_value(json_object_get(limits, "timeout_ms")));
+		snprintf(
+			w, sizeof(w),
+			"run %s hit its time limit (%lld ms): the draft holds only what it had written by then",
+			run, (long long)json_integer_value(json_object_get(limits, "timeout_ms")));
 		json_array_append_new(warnings, json_string(w));
 	}
 	if (json_is_true(json_object_get(rec, "oom"))) {
 		json_array_append_new(marks, json_string("oom"));
-		snprintf(w, sizeof(w), "run %s hit its memory limit (%lld bytes) and was killed: its changes may be incomplete",
-			 run, (long long)json_integer_value(json_object_get(limits, "memory")));
+		snprintf(
+			w, sizeof(w),
+			"run %s hit its memory limit (%lld bytes) and was killed: its changes may be incomplete",
+			run, (long long)json_integer_value(json_object_get(limits, "memory")));
 		json_array_append_new(warnings, json_string(w));
 	}
 	if (json_is_true(json_object_get(rec, "disk_limit_hit"))) {
@@ -177,10 +188,12 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 		long long ndropped = json_integer_value(json_object_get(rec, "dropped"));
 		snprintf(w, sizeof(w), "run %s hit its disk limit (%lld bytes): %s%s%s%s%s", run,
 			 (long long)json_integer_value(json_object_get(limits, "disk")),
-			 *cut ? "possibly truncated: " : "", cut, *cut && (*dropped || ndropped) ? "; " : "",
-			 *dropped ? "not kept: " : "", *dropped ? dropped : "");
+			 *cut ? "possibly truncated: " : "", cut,
+			 *cut && (*dropped || ndropped) ? "; " : "", *dropped ? "not kept: " : "",
+			 *dropped ? dropped : "");
 		if (!*cut && !*dropped)
-			snprintf(w + strlen(w), sizeof(w) - strlen(w), "%lld files not kept", ndropped);
+			snprintf(w + strlen(w), sizeof(w) - strlen(w), "%lld files not kept",
+				 ndropped);
 		json_array_append_new(warnings, json_string(w));
 		if (disk && json_is_object(d)) {
 			json_object_set(o, "disk_limit", d);
@@ -194,8 +207,8 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 			continue;
 		snprintf(w, sizeof(w), "%s_truncated", streams[i]);
 		json_array_append_new(marks, json_string(w));
-		snprintf(w, sizeof(w), "run %s's %s was cut at %lld bytes (its output limit)", run, streams[i],
-			 (long long)json_integer_value(json_object_get(s, "kept")));
+		snprintf(w, sizeof(w), "run %s's %s was cut at %lld bytes (its output limit)", run,
+			 streams[i], (long long)json_integer_value(json_object_get(s, "kept")));
 		json_array_append_new(warnings, json_string(w));
 	}
 	json_decref(rec);
@@ -227,7 +240,8 @@ json_t *view_draft(struct al_store *st, const struct al_draft_info *d)
 	return o;
 }
 
-json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out, const struct al_commit_result *res)
+json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out,
+			  const struct al_commit_result *res)
 {
 	struct al_draft_info d;
 	json_object_set_new(out, "applied", json_integer((json_int_t)res->applied));
@@ -254,8 +268,9 @@ int view_projects(struct al_store *st, json_t *arr, struct al_error *err)
 static int log_one(void *ctx, const struct al_commit_info *c, struct al_error *err)
 {
 	(void)err;
-	json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:I}", "seq", (json_int_t)c->seq, "kind", c->kind, "strategy",
-			      c->strategy, "author", c->author, "message", c->message, "time", (json_int_t)c->time);
+	json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:I}", "seq", (json_int_t)c->seq, "kind",
+			      c->kind, "strategy", c->strategy, "author", c->author, "message",
+			      c->message, "time", (json_int_t)c->time);
 	json_object_set_new(o, "result", view_id(&c->result));
 	json_object_set_new(o, "base", view_id(&c->base));
 	json_object_set_new(o, "parent", view_id(&c->parent));
@@ -295,7 +310,8 @@ static int image_one(void *ctx, const struct al_image_info *im, struct al_error 
 	json_t *o = json_pack("{s:I}", "created", (json_int_t)im->created);
 	json_object_set_new(o, "id", view_id(&im->id));
 	json_object_set_new(o, "name", im->name[0] ? json_string(im->name) : json_null());
-	json_object_set_new(o, "source", im->source ? view_bytes(im->source, strlen(im->source)) : json_null());
+	json_object_set_new(o, "source",
+			    im->source ? view_bytes(im->source, strlen(im->source)) : json_null());
 	json_array_append_new(ctx, o);
 	return 0;
 }
@@ -321,8 +337,8 @@ int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_e
 
 /* The first max bytes of an object (the rest read through, so the digest
  * is checked either way); *more if there were more. */
-static int read_prefix(struct al_cas *cas, const struct al_oid *id, size_t max, uint8_t **out, size_t *len, bool *more,
-		       struct al_error *err)
+static int read_prefix(struct al_cas *cas, const struct al_oid *id, size_t max, uint8_t **out,
+		       size_t *len, bool *more, struct al_error *err)
 {
 	struct al_cas_reader *r = NULL;
 	int rc = al_cas_reader_open(cas, id, &r, err);
@@ -407,7 +423,7 @@ struct review_ctx {
 	bool stat;
 	json_t *files;
 	int nfiles, adds, dels;
-	json_t *outcomes; /* path -> outcome, for a decided draft */
+	json_t *outcomes;  /* path -> outcome, for a decided draft */
 	json_t *truncated; /* paths the run's disk limit may have cut */
 };
 
@@ -427,7 +443,8 @@ static json_t *side_by_side(const struct al_review_hunk *h)
 	while (i < h->nlines) {
 		const struct al_review_line *l = &h->lines[i];
 		if (l->origin == ' ') {
-			json_array_append_new(rows, json_pack("{s:o,s:o}", "left", side(l, true), "right", side(l, false)));
+			json_array_append_new(rows, json_pack("{s:o,s:o}", "left", side(l, true),
+							      "right", side(l, false)));
 			i++;
 			continue;
 		}
@@ -439,8 +456,11 @@ static json_t *side_by_side(const struct al_review_hunk *h)
 			i++;
 		size_t nd = a0 - d0, na = i - a0;
 		for (size_t k = 0; k < (nd > na ? nd : na); k++)
-			json_array_append_new(rows, json_pack("{s:o,s:o}", "left", side(k < nd ? &h->lines[d0 + k] : NULL, true),
-							      "right", side(k < na ? &h->lines[a0 + k] : NULL, false)));
+			json_array_append_new(
+				rows,
+				json_pack("{s:o,s:o}", "left",
+					  side(k < nd ? &h->lines[d0 + k] : NULL, true), "right",
+					  side(k < na ? &h->lines[a0 + k] : NULL, false)));
 	}
 	return rows;
 }
@@ -455,16 +475,19 @@ static json_t *hunks_json(const struct al_review_file *f)
 			const struct al_review_line *l = &hk->lines[i];
 			char og[2] = { l->origin, 0 };
 			json_t *lo = json_pack("{s:s,s:s%}", "origin", og, "text", l->text, l->len);
-			json_object_set_new(lo, "old", l->old_no > 0 ? json_integer(l->old_no) : json_null());
-			json_object_set_new(lo, "new", l->new_no > 0 ? json_integer(l->new_no) : json_null());
+			json_object_set_new(lo, "old",
+					    l->old_no > 0 ? json_integer(l->old_no) : json_null());
+			json_object_set_new(lo, "new",
+					    l->new_no > 0 ? json_integer(l->new_no) : json_null());
 			if (l->no_newline)
 				json_object_set_new(lo, "no_newline", json_true());
 			json_array_append_new(lines, lo);
 		}
-		json_array_append_new(hs, json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "header", hk->header, "old_start",
-						    hk->old_start, "old_lines", hk->old_lines, "new_start", hk->new_start,
-						    "new_lines", hk->new_lines, "lines", lines, "side_by_side",
-						    side_by_side(hk)));
+		json_array_append_new(
+			hs, json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "header", hk->header,
+				      "old_start", hk->old_start, "old_lines", hk->old_lines,
+				      "new_start", hk->new_start, "new_lines", hk->new_lines,
+				      "lines", lines, "side_by_side", side_by_side(hk)));
 	}
 	return hs;
 }
@@ -477,9 +500,10 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 	r->adds += f->additions;
 	r->dels += f->deletions;
 	char op[2] = { f->op, 0 };
-	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path, "binary", f->binary,
-			      "content_changed", f->content_changed, "mode_changed", f->mode_changed, "type_changed",
-			      f->type_changed, "additions", f->additions, "deletions", f->deletions);
+	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path,
+			      "binary", f->binary, "content_changed", f->content_changed,
+			      "mode_changed", f->mode_changed, "type_changed", f->type_changed,
+			      "additions", f->additions, "deletions", f->deletions);
 	json_object_set_new(o, "old", view_entry(f->has_old ? &f->old : NULL, f->symlink_old));
 	json_object_set_new(o, "new", view_entry(f->has_new ? &f->new : NULL, f->symlink_new));
 	json_t *oc = json_object_get(r->outcomes, f->path);
@@ -497,14 +521,16 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 	return 0;
 }
 
-int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err)
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
+		struct al_error *err)
 {
 	*out = NULL;
 	struct al_draft_info d;
 	int r = al_draft_get(st, draft, &d, err);
 	if (r < 0)
 		return r;
-	json_t *o = json_pack("{s:s,s:s,s:s}", "draft", d.id, "project", d.project, "state", d.state);
+	json_t *o =
+		json_pack("{s:s,s:s,s:s}", "draft", d.id, "project", d.project, "state", d.state);
 	json_t *paths = json_array(), *outcomes = json_object(), *disk = NULL, *p;
 	size_t i;
 	if ((r = al_draft_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
@@ -514,10 +540,13 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		return r;
 	}
 	json_array_foreach(paths, i, p)
-		json_object_set(outcomes, json_string_value(json_object_get(p, "path")), json_object_get(p, "outcome"));
+		json_object_set(outcomes, json_string_value(json_object_get(p, "path")),
+				json_object_get(p, "outcome"));
 	json_decref(paths);
 	run_marks(st, d.run, o, &disk);
-	struct review_ctx c = { .stat = stat, .files = json_array(), .outcomes = outcomes,
+	struct review_ctx c = { .stat = stat,
+				.files = json_array(),
+				.outcomes = outcomes,
 				.truncated = json_object_get(disk, "truncated") };
 	r = al_review(al_store_cas(st), &d.base, &d.head, !stat, review_one, &c, err);
 	json_decref(outcomes);
@@ -531,7 +560,9 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d.discarded));
 	json_object_set_new(o, "base", view_id(&d.base));
 	json_object_set_new(o, "head", view_id(&d.head));
-	json_object_set_new(o, "stat", json_pack("{s:i,s:i,s:i}", "files", c.nfiles, "additions", c.adds, "deletions", c.dels));
+	json_object_set_new(o, "stat",
+			    json_pack("{s:i,s:i,s:i}", "files", c.nfiles, "additions", c.adds,
+				      "deletions", c.dels));
 	*out = o;
 	return 0;
 }
@@ -546,7 +577,8 @@ static int ledger_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 	return 0;
 }
 
-int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr, struct al_error *err)
+int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr,
+		struct al_error *err)
 {
 	return al_ledger_foreach(st, q, ledger_one, arr, err);
 }
@@ -621,7 +653,8 @@ static int inclusion(struct al_store *st, uint64_t seq, struct inclusion *in, st
 		r = al_ledger_inclusion(st, seq, in->cp.size, &in->proof, &in->n, err);
 	if (r < 0)
 		return r;
-	in->valid = al_merkle_verify_inclusion(seq, in->cp.size, in->leaf, (const uint8_t(*)[AL_DIGEST_LEN])in->proof, in->n,
+	in->valid = al_merkle_verify_inclusion(seq, in->cp.size, in->leaf,
+					       (const uint8_t(*)[AL_DIGEST_LEN])in->proof, in->n,
 					       in->cp.root);
 	al_hex(in->leaf, AL_DIGEST_LEN, in->leaf_hex);
 	al_hex(in->cp.root, AL_DIGEST_LEN, in->root_hex);
@@ -634,9 +667,9 @@ int view_inclusion(struct al_store *st, uint64_t seq, json_t **out, struct al_er
 	struct inclusion in;
 	int r = inclusion(st, seq, &in, err);
 	if (r == 0)
-		*out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "entry", (json_int_t)seq, "size", (json_int_t)in.cp.size,
-				 "leaf", in.leaf_hex, "root", in.root_hex, "proof", view_proof(in.proof, in.n), "valid",
-				 in.valid);
+		*out = json_pack("{s:I,s:I,s:s,s:s,s:o,s:b}", "entry", (json_int_t)seq, "size",
+				 (json_int_t)in.cp.size, "leaf", in.leaf_hex, "root", in.root_hex,
+				 "proof", view_proof(in.proof, in.n), "valid", in.valid);
 	inclusion_release(&in);
 	return r;
 }
@@ -647,16 +680,20 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 	struct inclusion in;
 	int r = inclusion(st, seq, &in, err);
 	if (r == 0) {
-		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", in.entry, "leaf", in.leaf_hex, "checkpoint",
-				      "size", (json_int_t)in.cp.size, "root", in.root_hex, "inclusion_proof",
+		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", in.entry, "leaf",
+				      in.leaf_hex, "checkpoint", "size", (json_int_t)in.cp.size,
+				      "root", in.root_hex, "inclusion_proof",
 				      view_proof(in.proof, in.n), "included", in.valid);
 		json_t *data = json_object_get(in.entry, "data");
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));
 		struct al_oid a, b;
-		if (parent && result && al_oid_parse(parent, &a, NULL) == 0 && al_oid_parse(result, &b, NULL) == 0) {
-			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0, "deleted", 0, "paths");
-			if (al_manifest_diff(al_store_cas(st), &a, &b, count_change, delta, NULL) == 0)
+		if (parent && result && al_oid_parse(parent, &a, NULL) == 0 &&
+		    al_oid_parse(result, &b, NULL) == 0) {
+			json_t *delta = json_pack("{s:i,s:i,s:i,s:[]}", "added", 0, "modified", 0,
+						  "deleted", 0, "paths");
+			if (al_manifest_diff(al_store_cas(st), &a, &b, count_change, delta, NULL) ==
+			    0)
 				json_object_set_new(o, "delta", delta);
 			else
 				json_decref(delta);
@@ -664,8 +701,7 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 		json_t *content = json_object_get(data, "content"), *c;
 		size_t i;
 		json_t *texts = json_object();
-		json_array_foreach(content, i, c)
-		{
+		json_array_foreach(content, i, c) {
 			const char *name = json_string_value(json_object_get(c, "name"));
 			const char *id = json_string_value(json_object_get(c, "sha256"));
 			struct al_oid d;
@@ -673,7 +709,9 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 			size_t len = 0;
 			bool more = false;
 			if (name && id && al_oid_parse(id, &d, NULL) == 0 &&
-			    read_prefix(al_store_cas(st), &d, VIEW_TEXT_MAX, &bytes, &len, &more, NULL) == 0 && !more)
+			    read_prefix(al_store_cas(st), &d, VIEW_TEXT_MAX, &bytes, &len, &more,
+					NULL) == 0 &&
+			    !more)
 				json_object_set_new(texts, name, view_bytes((char *)bytes, len));
 			free(bytes);
 		}
@@ -695,8 +733,9 @@ int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err)
 	al_checkpoint_format(&cp, line, sizeof(line));
 	al_hex(cp.root, AL_DIGEST_LEN, root);
 	al_hex(cp.sig, 64, sig);
-	*out = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size", (json_int_t)cp.size, "root", root,
-			 "time", (json_int_t)cp.time, "signature", sig, "line", line);
+	*out = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s}", "origin", cp.origin, "size",
+			 (json_int_t)cp.size, "root", root, "time", (json_int_t)cp.time,
+			 "signature", sig, "line", line);
 	return 0;
 }
 
@@ -721,8 +760,8 @@ static int grant_one(void *ctx, const char *project, struct al_error *err)
 
 json_t *view_principal(struct al_auth *a, const struct al_principal *p)
 {
-	json_t *o = json_pack("{s:s,s:s,s:o,s:I}", "tenant", p->tenant, "name", p->name, "roles", roles_json(p->roles),
-			      "created", (json_int_t)p->created);
+	json_t *o = json_pack("{s:s,s:s,s:o,s:I}", "tenant", p->tenant, "name", p->name, "roles",
+			      roles_json(p->roles), "created", (json_int_t)p->created);
 	json_t *grants = json_array();
 	struct al_error err;
 	al_auth_grant_foreach(a, p->tenant, p->name, grant_one, grants, &err);
@@ -732,8 +771,8 @@ json_t *view_principal(struct al_auth *a, const struct al_principal *p)
 
 json_t *view_token(const struct al_token_info *t)
 {
-	json_t *o = json_pack("{s:s,s:s,s:I,s:b}", "id", t->id, "principal", t->principal, "created",
-			      (json_int_t)t->created, "revoked", t->revoked);
+	json_t *o = json_pack("{s:s,s:s,s:I,s:b}", "id", t->id, "principal", t->principal,
+			      "created", (json_int_t)t->created, "revoked", t->revoked);
 	json_object_set_new(o, "expires", t->expires ? json_integer(t->expires) : json_null());
 	return o;
 }

@@ -31,7 +31,8 @@ json_t *view_commit_result(const struct al_commit_result *res);
 json_t *view_error(const struct al_error *err, const struct al_commit_result *conflict);
 
 /* What an apply was asked: {draft, mode, strategy, paths} */
-json_t *view_apply(const char *draft, const char *mode, const char *strategy, const char *const *paths, size_t n);
+json_t *view_apply(const char *draft, const char *mode, const char *strategy,
+		   const char *const *paths, size_t n);
 
 struct al_import_result;
 /* An image import: {files, bytes, skipped, id, name} */
@@ -44,7 +45,8 @@ json_t *view_project(const struct al_project_info *p);
 json_t *view_draft(struct al_store *st, const struct al_draft_info *d);
 /* An apply's answer completed: applied, discarded, state, run, marks,
  * warnings (out is returned) */
-json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out, const struct al_commit_result *res);
+json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out,
+			  const struct al_commit_result *res);
 
 /* Lists: append to arr. */
 int view_projects(struct al_store *st, json_t *arr, struct al_error *err);
@@ -52,7 +54,8 @@ int view_log(struct al_store *st, const char *project, json_t *arr, struct al_er
 int view_drafts(struct al_store *st, const char *project, json_t *arr, struct al_error *err);
 int view_images(struct al_store *st, json_t *arr, struct al_error *err);
 int view_runs(struct al_store *st, const char *project, json_t *arr, struct al_error *err);
-int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr, struct al_error *err);
+int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *arr,
+		struct al_error *err);
 
 /* One object: *out is new. */
 /* with_output: stdout.text and stderr.text, each its first text_max bytes
@@ -60,7 +63,8 @@ int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *ar
 #define VIEW_TEXT_MAX ((size_t)1 << 20)
 int view_run(struct al_store *st, const char *id, bool with_output, size_t text_max, json_t **out,
 	     struct al_error *err);
-int view_review(struct al_store *st, const char *draft, bool stat, json_t **out, struct al_error *err);
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
+		struct al_error *err);
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
 /* An entry's inclusion proof in the latest checkpoint, checked:

@@ -20,7 +20,7 @@ struct al_auth {
 	sqlite3 *db;
 	pthread_mutex_t lock;
 	char home[4096];
-	unsigned refusal_window;  /* seconds */
+	unsigned refusal_window; /* seconds */
 	/* refusals recorded per tenant in the current minute (bounded table) */
 	struct refusals {
 		char tenant[64];
@@ -44,13 +44,16 @@ int al_roles_parse(const char *csv, unsigned *out, struct al_error *err)
 		if (!bit) {
 			char q[80];
 			al_quote(p, n < 64 ? n : 64, q, sizeof(q));
-			return al_fail(err, AL_EINVAL, 0, "unknown role '%s' (expected admin, author, reviewer, agent)", q);
+			return al_fail(
+				err, AL_EINVAL, 0,
+				"unknown role '%s' (expected admin, author, reviewer, agent)", q);
 		}
 		roles |= bit;
 		p += n + (p[n] == ',');
 	}
 	if (!roles)
-		return al_fail(err, AL_EINVAL, 0, "no role given (expected admin, author, reviewer, agent)");
+		return al_fail(err, AL_EINVAL, 0,
+			       "no role given (expected admin, author, reviewer, agent)");
 	*out = roles;
 	return 0;
 }
@@ -61,7 +64,8 @@ void al_roles_format(unsigned roles, char *out, size_t n)
 	out[0] = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(role_names); i++)
 		if (roles & (1u << i) && used < n)
-			used += (size_t)snprintf(out + used, n - used, "%s%s", used ? "," : "", role_names[i]);
+			used += (size_t)snprintf(out + used, n - used, "%s%s", used ? "," : "",
+						 role_names[i]);
 }
 
 int al_principal_name_check(const char *name, struct al_error *err)
@@ -70,13 +74,17 @@ int al_principal_name_check(const char *name, struct al_error *err)
 	bool ok = n >= 1 && n <= AL_PRINCIPAL_MAX;
 	for (size_t i = 0; ok && i < n; i++) {
 		char c = name[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		ok = alnum || (i > 0 && strchr("._@-", c));
 	}
 	if (!ok) {
 		char q[80];
 		al_quote(name, strnlen(name, 64), q, sizeof(q));
-		return al_fail(err, AL_EINVAL, 0, "invalid principal name '%s' (expected [A-Za-z0-9][A-Za-z0-9._@-]{0,63})", q);
+		return al_fail(
+			err, AL_EINVAL, 0,
+			"invalid principal name '%s' (expected [A-Za-z0-9][A-Za-z0-9._@-]{0,63})",
+			q);
 	}
 	return 0;
 }
@@ -116,8 +124,8 @@ void al_auth_close(struct al_auth *a)
 /* One statement with text parameters, under the lock; row (may be NULL)
  * is called for each result row. */
 typedef int (*row_fn)(void *ctx, sqlite3_stmt *q, struct al_error *err);
-static int query(struct al_auth *a, const char *sql, const char *const *params, size_t np, row_fn row,
-		 void *ctx, struct al_error *err)
+static int query(struct al_auth *a, const char *sql, const char *const *params, size_t np,
+		 row_fn row, void *ctx, struct al_error *err)
 {
 	pthread_mutex_lock(&a->lock);
 	sqlite3_stmt *q = NULL;
@@ -160,16 +168,21 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
  * databases: a crash between the act's commit and the entry's leaves the
  * act without its entry; the act is never recorded without happening.)
  * data is stolen. */
-static int recorded(struct al_auth *a, const char *tenant, const char *kind, const char *actor, json_t *data,
-		    int (*act)(void *ctx, struct al_error *err), void *ctx, struct al_error *err)
+static int recorded(struct al_auth *a, const char *tenant, const char *kind, const char *actor,
+		    json_t *data, int (*act)(void *ctx, struct al_error *err), void *ctx,
+		    struct al_error *err)
 {
 	struct al_store *st = NULL;
 	sqlite3 *db;
-	int r = data ? al_store_open(a->home, tenant, &st, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
-	if (r == 0 && (r = al_store__meta(st, &db, err)) == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+	int r = data ? al_store_open(a->home, tenant, &st, err)
+		     : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+	if (r == 0 && (r = al_store__meta(st, &db, err)) == 0 &&
+	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
 		char group[17];
 		al_ledger__new_group(group);
-		struct al_ledger_rec lr = { .kind = kind, .group = group, .actor = actor ? actor : "", .data = data };
+		struct al_ledger_rec lr = {
+			.kind = kind, .group = group, .actor = actor ? actor : "", .data = data
+		};
 		r = al_ledger__append(st, db, &lr, NULL, err);
 		if (r == 0)
 			r = act(ctx, err);
@@ -193,15 +206,16 @@ static int principal_insert(void *ctx, struct al_error *err)
 	snprintf(rs, sizeof(rs), "%u", c->roles);
 	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
 	const char *p[] = { c->tenant, c->name, rs, now };
-	int r = query(c->a, "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p, 4, NULL, NULL,
-		      err);
+	int r = query(c->a,
+		      "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p,
+		      4, NULL, NULL, err);
 	if (r == AL_EEXIST)
 		r = al_fail(err, AL_EEXIST, 0, "principal %s already exists", c->name);
 	return r;
 }
 
-int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name, unsigned roles,
-			     const char *actor, struct al_error *err)
+int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *name,
+			     unsigned roles, const char *actor, struct al_error *err)
 {
 	int r;
 	if ((r = al_principal_name_check(name, err)) < 0 || (r = tenant_exists(a, tenant, err)) < 0)
@@ -211,8 +225,9 @@ int al_auth_principal_create(struct al_auth *a, const char *tenant, const char *
 	char rs[64];
 	al_roles_format(roles, rs, sizeof(rs));
 	struct principal_act c = { a, tenant, name, roles };
-	return recorded(a, tenant, "principal_create", actor, json_pack("{s:s,s:s}", "principal", name, "roles", rs),
-			principal_insert, &c, err);
+	return recorded(a, tenant, "principal_create", actor,
+			json_pack("{s:s,s:s}", "principal", name, "roles", rs), principal_insert,
+			&c, err);
 }
 
 struct principal_ctx {
@@ -237,14 +252,15 @@ static int principal_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	return c->fn(c->ctx, &p, err);
 }
 
-int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name, struct al_principal *out,
-			  struct al_error *err)
+int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *name,
+			  struct al_principal *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct principal_ctx c = { .tenant = tenant, .one = out };
 	const char *p[] = { tenant, name };
-	int r = query(a, "SELECT name, roles, created FROM principals WHERE tenant = ? AND name = ?", p, 2,
-		      principal_row, &c, err);
+	int r = query(a,
+		      "SELECT name, roles, created FROM principals WHERE tenant = ? AND name = ?",
+		      p, 2, principal_row, &c, err);
 	if (r == 0 && !out->name[0])
 		r = al_fail(err, AL_ENOTFOUND, 0, "no principal %s", name);
 	return r;
@@ -255,8 +271,9 @@ int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principa
 {
 	struct principal_ctx c = { .tenant = tenant, .fn = fn, .ctx = ctx };
 	const char *p[] = { tenant };
-	return query(a, "SELECT name, roles, created FROM principals WHERE tenant = ? ORDER BY name", p, 1,
-		     principal_row, &c, err);
+	return query(a,
+		     "SELECT name, roles, created FROM principals WHERE tenant = ? ORDER BY name",
+		     p, 1, principal_row, &c, err);
 }
 
 struct grant_act {
@@ -267,7 +284,8 @@ struct grant_act {
 static int grant_insert(void *ctx, struct al_error *err)
 {
 	struct grant_act *c = ctx;
-	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?, ?, ?)", c->p, 3, NULL, NULL, err);
+	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?, ?, ?)", c->p,
+		     3, NULL, NULL, err);
 }
 
 int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
@@ -281,7 +299,8 @@ int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, 
 		return 0; /* idempotent: nothing happens, nothing is recorded */
 	const char *p[] = { tenant, principal, project };
 	struct grant_act c = { a, p };
-	return recorded(a, tenant, "grant", actor, json_pack("{s:s,s:s}", "principal", principal, "project", project),
+	return recorded(a, tenant, "grant", actor,
+			json_pack("{s:s,s:s}", "principal", principal, "project", project),
 			grant_insert, &c, err);
 }
 
@@ -290,8 +309,10 @@ bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const cha
 	int64_t n = 0;
 	const char *p[] = { pr->tenant, pr->name, project };
 	struct al_error err;
-	return query(a, "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = ?", p, 3,
-		     count_row, &n, &err) == 0 && n > 0;
+	return query(a,
+		     "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = ?",
+		     p, 3, count_row, &n, &err) == 0 &&
+	       n > 0;
 }
 
 struct grant_ctx {
@@ -305,13 +326,14 @@ static int grant_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	return c->fn(c->ctx, (const char *)sqlite3_column_text(q, 0), err);
 }
 
-int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal, al_grant_fn fn, void *ctx,
-			  struct al_error *err)
+int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal,
+			  al_grant_fn fn, void *ctx, struct al_error *err)
 {
 	struct grant_ctx c = { fn, ctx };
 	const char *p[] = { tenant, principal };
-	return query(a, "SELECT project FROM grants WHERE tenant = ? AND principal = ? ORDER BY project", p, 2,
-		     grant_row, &c, err);
+	return query(
+		a, "SELECT project FROM grants WHERE tenant = ? AND principal = ? ORDER BY project",
+		p, 2, grant_row, &c, err);
 }
 
 /* a token is TOKEN_SECRET_LEN random bytes; its public id TOKEN_ID_LEN more */
@@ -333,19 +355,22 @@ struct token_act {
 static int token_insert(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(c->a, "INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
-		     c->p, 6, NULL, NULL, err);
+	return query(
+		c->a,
+		"INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
+		c->p, 6, NULL, NULL, err);
 }
 
 static int token_revoke(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", c->p, 2, NULL, NULL, err);
+	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", c->p, 2,
+		     NULL, NULL, err);
 }
 
-int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal, int64_t ttl_s,
-			 char token[AL_TOKEN_LEN + 1], struct al_token_info *info, const char *actor,
-			 struct al_error *err)
+int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal,
+			 int64_t ttl_s, char token[AL_TOKEN_LEN + 1], struct al_token_info *info,
+			 const char *actor, struct al_error *err)
 {
 	memset(info, 0, sizeof(*info));
 	struct al_principal pr;
@@ -374,8 +399,8 @@ int al_auth_token_create(struct al_auth *a, const char *tenant, const char *prin
 	const char *p[] = { info->id, hash, tenant, principal, created, expires };
 	struct token_act c = { a, p };
 	r = recorded(a, tenant, "token_create", actor,
-		     json_pack("{s:s,s:s,s:I}", "token", info->id, "principal", principal, "expires",
-			       (json_int_t)info->expires),
+		     json_pack("{s:s,s:s,s:I}", "token", info->id, "principal", principal,
+			       "expires", (json_int_t)info->expires),
 		     token_insert, &c, err);
 	if (r < 0)
 		OPENSSL_cleanse(token, AL_TOKEN_LEN + 1);
@@ -387,12 +412,14 @@ int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, 
 {
 	int64_t n = 0;
 	const char *p[] = { tenant, id };
-	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ? AND id = ?", p, 2, count_row, &n, err);
+	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ? AND id = ?", p, 2, count_row,
+		      &n, err);
 	if (r == 0 && !n)
 		return al_fail(err, AL_ENOTFOUND, 0, "no token %s", id);
 	struct token_act c = { a, p };
 	if (r == 0)
-		r = recorded(a, tenant, "token_revoke", actor, json_pack("{s:s}", "token", id), token_revoke, &c, err);
+		r = recorded(a, tenant, "token_revoke", actor, json_pack("{s:s}", "token", id),
+			     token_revoke, &c, err);
 	return r;
 }
 
@@ -455,12 +482,14 @@ int al_auth_record_refusal(struct al_auth *a, const struct al_principal *who, co
 	pthread_mutex_unlock(&a->lock);
 	int r = 0;
 	if (suppressed)
-		r = recorded(a, who->tenant, "refused", "", json_pack("{s:i,s:s}", "suppressed", (int)suppressed, "note",
-								     "refusals over the per-minute bound, counted"),
+		r = recorded(a, who->tenant, "refused", "",
+			     json_pack("{s:i,s:s}", "suppressed", (int)suppressed, "note",
+				       "refusals over the per-minute bound, counted"),
 			     no_act, NULL, err);
 	if (r == 0 && record)
 		r = recorded(a, who->tenant, "refused", who->name,
-			     json_pack("{s:s,s:s,s:i,s:s}", "method", method, "route", route, "status", 403, "why", why),
+			     json_pack("{s:s,s:s,s:i,s:s}", "method", method, "route", route,
+				       "status", 403, "why", why),
 			     no_act, NULL, err);
 	return r;
 }
@@ -482,8 +511,8 @@ static int token_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	return c->fn(c->ctx, &t, err);
 }
 
-int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal, al_token_fn fn, void *ctx,
-			  struct al_error *err)
+int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *principal,
+			  al_token_fn fn, void *ctx, struct al_error *err)
 {
 	struct token_ctx c = { fn, ctx };
 	const char *p[] = { tenant, principal };
@@ -507,7 +536,8 @@ static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	(void)err;
 	struct check_ctx *c = ctx;
 	c->found = true;
-	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s", (const char *)sqlite3_column_text(q, 0));
+	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s",
+		 (const char *)sqlite3_column_text(q, 0));
 	snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
 	snprintf(c->p->name, sizeof(c->p->name), "%s", (const char *)sqlite3_column_text(q, 2));
 	c->p->roles = (unsigned)sqlite3_column_int(q, 3);
@@ -517,7 +547,8 @@ static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	return 0;
 }
 
-int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out, struct al_error *err)
+int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out,
+		  struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	/* the lookup is by the hash of whatever was presented: the same work
@@ -527,19 +558,20 @@ int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out
 	struct check_ctx c = { .p = out };
 	const char *p[] = { hash };
 	struct al_error qerr;
-	int r = query(a,
-		      "SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
-		      "FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
-		      "WHERE t.hash = ?",
-		      p, 1, check_row, &c, &qerr);
+	int r = query(
+		a,
+		"SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
+		"FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
+		"WHERE t.hash = ?",
+		p, 1, check_row, &c, &qerr);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
 		if (err)
 			*err = qerr;
 		return r;
 	}
-	bool ok = c.found && !c.revoked && (c.expires == 0 || c.expires > al_wall_s()) &&
-		  token && strlen(token) == AL_TOKEN_LEN && strncmp(token, "alk_", 4) == 0;
+	bool ok = c.found && !c.revoked && (c.expires == 0 || c.expires > al_wall_s()) && token &&
+		  strlen(token) == AL_TOKEN_LEN && strncmp(token, "alk_", 4) == 0;
 	if (!ok) {
 		memset(out, 0, sizeof(*out));
 		return al_fail(err, AL_EAUTH, 0, "invalid, expired or revoked token");

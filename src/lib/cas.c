@@ -31,7 +31,10 @@
 enum { ENC_RAW = 0, ENC_ZSTD = 1, ENC_LOOSE = 2, ENC_LOOSE_RAW = 3 };
 #define SAMPLE (128u * 1024)
 
-static bool is_loose(int enc) { return enc == ENC_LOOSE || enc == ENC_LOOSE_RAW; }
+static bool is_loose(int enc)
+{
+	return enc == ENC_LOOSE || enc == ENC_LOOSE_RAW;
+}
 
 struct pending {
 	char tmp[32];
@@ -81,8 +84,8 @@ static void sweep_stale_batches(int tmpfd)
 		 * directory to us retries) */
 		if (strncmp(de->d_name, "b-", 2) != 0 && strncmp(de->d_name, "nb-", 3) != 0)
 			continue;
-		_cleanup_close_ int bfd = openat(tmpfd, de->d_name,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int bfd =
+			openat(tmpfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0 || flock(bfd, LOCK_EX | LOCK_NB) < 0)
 			continue;
 		DIR *bd = al_opendir_fd(bfd);
@@ -107,7 +110,8 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	int r;
 	c->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->dirfd < 0) {
-		r = al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "open store %s", dir);
+		r = al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "open store %s",
+			    dir);
 		goto fail;
 	}
 	if ((mkdirat(c->dirfd, "objects", 0700) < 0 && errno != EEXIST) ||
@@ -126,10 +130,13 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	r = al_sqlite_open(path, &schema, &c->db, err);
 	if (r < 0)
 		goto fail;
-	if ((r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects WHERE id = ?", &c->st_has, err)) < 0 ||
-	    (r = al_sqlite_prepare(c->db, "SELECT size, enc, data FROM objects WHERE id = ?", &c->st_get, err)) < 0 ||
-	    (r = al_sqlite_prepare(c->db, "INSERT OR IGNORE INTO objects(id, size, enc, data) VALUES (?,?,?,?)",
-				   &c->st_put, err)) < 0)
+	if ((r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects WHERE id = ?", &c->st_has, err)) <
+		    0 ||
+	    (r = al_sqlite_prepare(c->db, "SELECT size, enc, data FROM objects WHERE id = ?",
+				   &c->st_get, err)) < 0 ||
+	    (r = al_sqlite_prepare(
+		     c->db, "INSERT OR IGNORE INTO objects(id, size, enc, data) VALUES (?,?,?,?)",
+		     &c->st_put, err)) < 0)
 		goto fail;
 	c->cctx = ZSTD_createCCtx();
 	c->cctx_mt = ZSTD_createCCtx();
@@ -151,7 +158,8 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_windowLog, ZWINDOW_LOG);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	/* fails harmlessly (stays single-threaded) where libzstd has no MT */
-	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers, cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers,
+			       cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
 	sweep_stale_batches(c->tmpfd);
 	*out = c;
 	return 0;
@@ -255,7 +263,8 @@ static int ensure_batch_dir(struct al_cas *c, struct al_error *err)
 	for (int attempt = 0;; attempt++) {
 		if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
 			return al_fail(err, AL_EIO, errno, "cas: create temp directory");
-		c->batchfd = openat(c->tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		c->batchfd =
+			openat(c->tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (c->batchfd >= 0 && flock(c->batchfd, LOCK_EX) == 0 &&
 		    renameat(c->tmpfd, tmpname, c->tmpfd, c->batchname) == 0)
 			return 0;
@@ -305,7 +314,8 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 			r = al_fail(err, AL_EIO, errno, "cas: create objects/%s", sub);
 			goto fail;
 		}
-		_cleanup_close_ int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int sfd =
+			openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0 || renameat(c->batchfd, p->tmp, sfd, file) < 0) {
 			r = al_fail(err, AL_EIO, errno, "cas: publish object");
 			goto fail;
@@ -370,8 +380,8 @@ static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, i
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
-		return al_fail(err, rc == SQLITE_FULL ? AL_ELIMIT : AL_EIO, 0, "cas: store object: %s",
-			       sqlite3_errmsg(c->db));
+		return al_fail(err, rc == SQLITE_FULL ? AL_ELIMIT : AL_EIO, 0,
+			       "cas: store object: %s", sqlite3_errmsg(c->db));
 	return 0;
 }
 
@@ -419,7 +429,8 @@ static int loose_begin(struct al_cas *c, struct loose_writer *w, struct al_error
 	if (r < 0)
 		return r;
 	snprintf(w->tmp, sizeof(w->tmp), "o%u", c->tmpseq++);
-	w->fd = openat(c->batchfd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	w->fd = openat(c->batchfd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       0400);
 	if (w->fd < 0)
 		return al_fail(err, AL_EIO, errno, "cas: create temp object");
 	ZSTD_CCtx_reset(c->cctx_mt, ZSTD_reset_session_only);
@@ -444,15 +455,18 @@ static int loose_feed(struct al_cas *c, struct loose_writer *w, const void *p, s
 	}
 	if (w->raw) {
 		if (al_write_full(w->fd, p, n) < 0)
-			return al_fail(err, errno == ENOSPC ? AL_ELIMIT : AL_EIO, errno, "cas: write object");
+			return al_fail(err, errno == ENOSPC ? AL_ELIMIT : AL_EIO, errno,
+				       "cas: write object");
 		return 0;
 	}
 	ZSTD_inBuffer in = { p, n, 0 };
 	for (;;) {
-		size_t rem = ZSTD_compressStream2(c->cctx_mt, &w->out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+		size_t rem = ZSTD_compressStream2(c->cctx_mt, &w->out, &in,
+						  last ? ZSTD_e_end : ZSTD_e_continue);
 		if (ZSTD_isError(rem))
 			return al_fail(err, AL_EIO, 0, "cas: zstd: %s", ZSTD_getErrorName(rem));
-		if (w->out.pos == w->out.size || (last && rem == 0) || (!last && in.pos == in.size)) {
+		if (w->out.pos == w->out.size || (last && rem == 0) ||
+		    (!last && in.pos == in.size)) {
 			if (al_write_full(w->fd, w->out.dst, w->out.pos) < 0)
 				return al_fail(err, errno == ENOSPC ? AL_ELIMIT : AL_EIO, errno,
 					       "cas: write object");
@@ -561,8 +575,7 @@ int al_cas_put(struct al_cas *c, const void *data, size_t len, struct al_oid *d,
 	return r;
 }
 
-int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, struct al_oid *d,
-		  struct al_error *err)
+int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, struct al_oid *d, struct al_error *err)
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
@@ -735,7 +748,8 @@ static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint
 	} else if (enc == ENC_ZSTD) {
 		size_t n = ZSTD_decompressDCtx(c->dctx, buf, (size_t)size, data, dlen);
 		if (ZSTD_isError(n) || n != size)
-			r = corrupt(err, d, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch");
+			r = corrupt(err, d,
+				    ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch");
 	} else {
 		r = corrupt(err, d, "unknown encoding");
 	}
@@ -820,14 +834,14 @@ struct al_cas_reader {
 	struct al_oid digest;
 	uint64_t size, pos;
 	bool raw, verified;
-	uint8_t *packed;          /* a packed object, decoded and verified at open */
+	uint8_t *packed; /* a packed object, decoded and verified at open */
 	int fd;
 	ZSTD_DCtx *dctx;
 	struct al_sha *sha;
 	uint8_t *in;
 	ZSTD_inBuffer zin;
 	bool in_eof;
-	size_t zlast;             /* ZSTD_decompressStream's last hint: 0 at a frame's end */
+	size_t zlast; /* ZSTD_decompressStream's last hint: 0 at a frame's end */
 };
 
 void al_cas_reader_close(struct al_cas_reader *r)
@@ -883,7 +897,8 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	snprintf(path, sizeof(path), "%s/%s", sub, file);
 	r->fd = openat(c->objfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0) {
-		rc = errno == ENOENT ? corrupt(err, d, "its file is missing") : al_fail(err, AL_EIO, errno, "cas: open object");
+		rc = errno == ENOENT ? corrupt(err, d, "its file is missing")
+				     : al_fail(err, AL_EIO, errno, "cas: open object");
 		al_cas_reader_close(r);
 		return rc;
 	}
@@ -935,7 +950,8 @@ static int64_t reader_produce(struct al_cas_reader *r, uint8_t *buf, size_t n, s
 		if (f == -1)
 			break;
 		if (r->raw) {
-			size_t k = r->zin.size - r->zin.pos < n - got ? r->zin.size - r->zin.pos : n - got;
+			size_t k = r->zin.size - r->zin.pos < n - got ? r->zin.size - r->zin.pos
+								      : n - got;
 			memcpy(buf + got, (const uint8_t *)r->zin.src + r->zin.pos, k);
 			r->zin.pos += k;
 			got += k;
@@ -1010,7 +1026,8 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 	if (n && !scratch)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	while (n && r->pos < r->size) {
-		int64_t k = al_cas_reader_read(r, scratch, n < READER_IN ? (size_t)n : READER_IN, err);
+		int64_t k =
+			al_cas_reader_read(r, scratch, n < READER_IN ? (size_t)n : READER_IN, err);
 		if (k < 0)
 			return (int)k;
 		n -= (uint64_t)k;
@@ -1077,7 +1094,8 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 	for (int i = 0; i < 256; i++) {
 		char sub[3];
 		snprintf(sub, sizeof(sub), "%02x", i);
-		_cleanup_close_ int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int sfd =
+			openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *dir = sfd >= 0 ? al_opendir_fd(sfd) : NULL;
 		if (!dir)
 			continue;
@@ -1093,8 +1111,7 @@ int al_cas_verify_all(struct al_cas *c, al_cas_bad_fn bad, void *ctx, struct al_
 			}
 			memcpy(hex, sub, 2);
 			memcpy(hex + 2, de->d_name, 63);
-			if ( al_unhex(hex, AL_OID_LEN, d.b) < 0 ||
-			    al_cas_has(c, &d, NULL) != 1)
+			if (al_unhex(hex, AL_OID_LEN, d.b) < 0 || al_cas_has(c, &d, NULL) != 1)
 				s.unreferenced_files++;
 		}
 		closedir(dir);
@@ -1136,12 +1153,13 @@ struct al_cas_writer {
 	struct al_cas *cas;
 	uint64_t size, got;
 	struct al_sha *sha;
-	struct al_buf small;       /* objects below AL_CAS_LOOSE_MIN */
-	struct loose_writer lw;    /* larger ones */
+	struct al_buf small;    /* objects below AL_CAS_LOOSE_MIN */
+	struct loose_writer lw; /* larger ones */
 	bool loose;
 };
 
-int al_cas_write_begin(struct al_cas *c, uint64_t size, struct al_cas_writer **out, struct al_error *err)
+int al_cas_write_begin(struct al_cas *c, uint64_t size, struct al_cas_writer **out,
+		       struct al_error *err)
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: write outside a batch");
@@ -1155,7 +1173,9 @@ int al_cas_write_begin(struct al_cas *c, uint64_t size, struct al_cas_writer **o
 	w->lw.fd = -1;
 	w->loose = size >= AL_CAS_LOOSE_MIN;
 	int r = w->loose ? loose_begin(c, &w->lw, err)
-			 : (al_buf_reserve(&w->small, (size_t)size + 1) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "cas") : 0);
+			 : (al_buf_reserve(&w->small, (size_t)size + 1) < 0
+				    ? al_fail(err, AL_ENOMEM, ENOMEM, "cas")
+				    : 0);
 	if (r < 0) {
 		al_cas_write_abort(w);
 		return r;
@@ -1181,7 +1201,8 @@ int al_cas_write_end(struct al_cas_writer *w, struct al_oid *d, struct al_error 
 	if (w->got != w->size)
 		r = al_fail(err, AL_EINVAL, 0, "fewer bytes than declared");
 	else if (!w->loose)
-		r = al_cas_put(w->cas, w->small.p ? w->small.p : (const uint8_t *)"", w->small.len, d, err);
+		r = al_cas_put(w->cas, w->small.p ? w->small.p : (const uint8_t *)"", w->small.len,
+			       d, err);
 	else if ((r = loose_feed(w->cas, &w->lw, "", 0, true, err)) == 0) {
 		al_sha_final(w->sha, d->b);
 		r = loose_finish(w->cas, &w->lw, d, w->size, err);
@@ -1221,10 +1242,12 @@ void al_cas__release_memory(struct al_cas *c)
 
 /* ---- the collector's side (cas_private.h, gc.c) ------------------------------ */
 
-int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx, struct al_error *err)
+int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx,
+		    struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(c->db, "SELECT n, id, size, enc FROM objects WHERE n > ? ORDER BY n", &st, err);
+	int r = al_sqlite_prepare(
+		c->db, "SELECT n, id, size, enc FROM objects WHERE n > ? ORDER BY n", &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, after_n);
@@ -1239,7 +1262,8 @@ int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, voi
 		if ((r = fn(ctx, &o, err)) != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_fail(err, AL_EIO, 0, "cas: scan: %s", sqlite3_errmsg(c->db));
+	return rc == SQLITE_DONE ? 0
+				 : al_fail(err, AL_EIO, 0, "cas: scan: %s", sqlite3_errmsg(c->db));
 }
 
 int al_cas__max_n(struct al_cas *c, int64_t *out, struct al_error *err)
@@ -1261,7 +1285,8 @@ static int orphan_files(struct al_cas *c, bool unlink_them, struct al_cas__sweep
 	for (int i = 0; i < 256; i++) {
 		char sub[3];
 		snprintf(sub, sizeof(sub), "%02x", i);
-		_cleanup_close_ int sfd = openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int sfd =
+			openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *dir = sfd >= 0 ? al_opendir_fd(sfd) : NULL;
 		if (!dir)
 			continue;
@@ -1276,12 +1301,14 @@ static int orphan_files(struct al_cas *c, bool unlink_them, struct al_cas__sweep
 			if (strlen(de->d_name) == 62) {
 				memcpy(hex, sub, 2);
 				memcpy(hex + 2, de->d_name, 63);
-				known = al_unhex(hex, AL_OID_LEN, d.b) == 0 && al_cas_has(c, &d, NULL) == 1;
+				known = al_unhex(hex, AL_OID_LEN, d.b) == 0 &&
+					al_cas_has(c, &d, NULL) == 1;
 			}
 			if (known)
 				continue;
 			struct stat stt;
-			if (fstatat(sfd, de->d_name, &stt, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(stt.st_mode))
+			if (fstatat(sfd, de->d_name, &stt, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(stt.st_mode))
 				continue;
 			s->orphan_files++;
 			s->orphan_bytes += (uint64_t)stt.st_size;
@@ -1302,7 +1329,8 @@ int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct
 }
 
 int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
-		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
+		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s,
+				       struct al_error *err),
 		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err)
 {
 	struct al_cas__sweep_stats s = { 0 };
@@ -1317,7 +1345,8 @@ int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 		return r;
 	orphan_files(c, false, &s); /* counted now, for the record; removed after the commit */
 	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
-	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del, err);
+	r = al_sqlite_prepare(c->db, "DELETE FROM objects WHERE id = ? RETURNING size, enc", &del,
+			      err);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		sqlite3_bind_blob(del, 1, ids[i].b, AL_OID_LEN, SQLITE_STATIC);
 		int rc = sqlite3_step(del);

@@ -22,7 +22,8 @@ struct al_cas__object {
 };
 typedef int (*al_cas__object_fn)(void *ctx, const struct al_cas__object *o, struct al_error *err);
 /* Every object inserted after the n-th (0: all), oldest first. */
-int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx, struct al_error *err);
+int al_cas__foreach(struct al_cas *c, int64_t after_n, al_cas__object_fn fn, void *ctx,
+		    struct al_error *err);
 int al_cas__max_n(struct al_cas *c, int64_t *out, struct al_error *err);
 
 struct al_cas__sweep_stats {
@@ -36,7 +37,8 @@ int al_cas__orphan_files(struct al_cas *c, struct al_cas__sweep_stats *s, struct
  * the deleted objects and every orphan file are removed.  The caller holds
  * AL_CAS_GC_LOCK exclusively. */
 int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
-		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err),
+		  int (*before_commit)(void *ctx, const struct al_cas__sweep_stats *s,
+				       struct al_error *err),
 		  void *ctx, struct al_cas__sweep_stats *out, struct al_error *err);
 
 #endif

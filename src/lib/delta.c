@@ -53,7 +53,8 @@ static json_t *entry_json(bool has, const struct al_entry *e)
 	return o;
 }
 
-static char *index_dump(const struct al_oid *base, const struct al_oid *head, const struct al_changes *ch)
+static char *index_dump(const struct al_oid *base, const struct al_oid *head,
+			const struct al_changes *ch)
 {
 	char b[AL_OID_STRLEN + 1], h[AL_OID_STRLEN + 1];
 	al_oid_fmt(base, b);
@@ -66,8 +67,8 @@ static char *index_dump(const struct al_oid *base, const struct al_oid *head, co
 		json_object_set_new(o, "new", entry_json(c->has_new, &c->new));
 		json_array_append_new(arr, o);
 	}
-	json_t *idx = json_pack("{s:s,s:i,s:s,s:s,s:o}", "format", "airlock-bundle", "version", 1, "base", b, "head", h,
-				"entries", arr);
+	json_t *idx = json_pack("{s:s,s:i,s:s,s:s,s:o}", "format", "airlock-bundle", "version", 1,
+				"base", b, "head", h, "entries", arr);
 	char *s = json_dumps(idx, JSON_FLAGS);
 	json_decref(idx);
 	return s;
@@ -91,7 +92,8 @@ static int bundle_path_check(const char *p, struct al_error *err)
 	return 0;
 }
 
-static int parse_entry_side(json_t *o, bool *has, struct al_entry *e, const char *path, struct al_error *err)
+static int parse_entry_side(json_t *o, bool *has, struct al_entry *e, const char *path,
+			    struct al_error *err)
 {
 	memset(e, 0, sizeof(*e));
 	*has = !json_is_null(o);
@@ -100,10 +102,14 @@ static int parse_entry_side(json_t *o, bool *has, struct al_entry *e, const char
 	const char *type = NULL, *mode = NULL, *sha = NULL;
 	json_int_t size = 0;
 	json_error_t je;
-	if (!json_is_object(o) || json_unpack_ex(o, &je, JSON_STRICT, "{s:s,s:s,s?I,s?s}", "type", &type, "mode", &mode,
-						 "size", &size, "sha256", &sha) < 0)
+	if (!json_is_object(o) ||
+	    json_unpack_ex(o, &je, JSON_STRICT, "{s:s,s:s,s?I,s?s}", "type", &type, "mode", &mode,
+			   "size", &size, "sha256", &sha) < 0)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: malformed entry for %s", path);
-	e->type = !strcmp(type, "file") ? AL_T_FILE : !strcmp(type, "symlink") ? AL_T_SYMLINK : !strcmp(type, "dir") ? AL_T_DIR : 0;
+	e->type = !strcmp(type, "file")      ? AL_T_FILE
+		  : !strcmp(type, "symlink") ? AL_T_SYMLINK
+		  : !strcmp(type, "dir")     ? AL_T_DIR
+					     : 0;
 	char *end = NULL;
 	unsigned long m = strlen(mode) == 4 ? strtoul(mode, &end, 8) : 010000;
 	if (!e->type || !end || *end || m > 07777)
@@ -113,13 +119,16 @@ static int parse_entry_side(json_t *o, bool *has, struct al_entry *e, const char
 	e->mode = (unsigned)m;
 	if (e->type == AL_T_DIR) {
 		if (sha || size)
-			return al_fail(err, AL_EINVAL, 0, "bundle refused: directory %s with content", path);
+			return al_fail(err, AL_EINVAL, 0,
+				       "bundle refused: directory %s with content", path);
 		return 0;
 	}
 	if (!sha || size < 0 || al_oid_parse(sha, &e->digest, err) < 0)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: bad digest or size for %s", path);
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: bad digest or size for %s",
+			       path);
 	e->size = (uint64_t)size;
-	if (e->type == AL_T_SYMLINK && (e->mode != 0777 || e->size == 0 || e->size > AL_SYMLINK_MAX))
+	if (e->type == AL_T_SYMLINK &&
+	    (e->mode != 0777 || e->size == 0 || e->size > AL_SYMLINK_MAX))
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: bad symlink %s", path);
 	return 0;
 }
@@ -177,7 +186,8 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 	json_error_t je;
 	json_t *idx = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!idx)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: index is not JSON (%s)", je.text);
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: index is not JSON (%s)",
+			       je.text);
 	int r = 0;
 	char *canon = json_dumps(idx, JSON_FLAGS);
 	if (!canon || strlen(canon) != len || memcmp(canon, buf, len) != 0)
@@ -186,23 +196,29 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 	const char *format = NULL, *base = NULL, *head = NULL;
 	json_int_t version = 0;
 	json_t *entries = NULL;
-	if (r == 0 && (json_unpack_ex(idx, &je, JSON_STRICT, "{s:s,s:I,s:s,s:s,s:o}", "format", &format, "version",
-				      &version, "base", &base, "head", &head, "entries", &entries) < 0 ||
-		       strcmp(format, "airlock-bundle") != 0 || version != 1 || !json_is_array(entries)))
-		r = al_fail(err, AL_EINVAL, 0, "bundle refused: not an airlock bundle index (version 1)");
-	if (r == 0 && (al_oid_parse(base, &b->base, err) < 0 || al_oid_parse(head, &b->head, err) < 0))
+	if (r == 0 &&
+	    (json_unpack_ex(idx, &je, JSON_STRICT, "{s:s,s:I,s:s,s:s,s:o}", "format", &format,
+			    "version", &version, "base", &base, "head", &head, "entries",
+			    &entries) < 0 ||
+	     strcmp(format, "airlock-bundle") != 0 || version != 1 || !json_is_array(entries)))
+		r = al_fail(err, AL_EINVAL, 0,
+			    "bundle refused: not an airlock bundle index (version 1)");
+	if (r == 0 &&
+	    (al_oid_parse(base, &b->base, err) < 0 || al_oid_parse(head, &b->head, err) < 0))
 		r = AL_EINVAL;
 	size_t n = r == 0 ? json_array_size(entries) : 0;
 	if (r == 0 && n > AL_BUNDLE_MAX_ENTRIES)
-		r = al_fail(err, AL_ELIMIT, 0, "bundle refused: more than %u entries", AL_BUNDLE_MAX_ENTRIES);
+		r = al_fail(err, AL_ELIMIT, 0, "bundle refused: more than %u entries",
+			    AL_BUNDLE_MAX_ENTRIES);
 	if (r == 0 && !(b->entries = calloc(n ? n : 1, sizeof(*b->entries))))
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const char *op = NULL, *path = NULL;
 		json_t *old = NULL, *new = NULL;
 		struct al_bundle_entry *e = &b->entries[i];
-		if (json_unpack_ex(json_array_get(entries, i), &je, JSON_STRICT, "{s:s,s:s,s:o,s:o}", "op", &op, "path",
-				   &path, "old", &old, "new", &new) < 0) {
+		if (json_unpack_ex(json_array_get(entries, i), &je, JSON_STRICT,
+				   "{s:s,s:s,s:o,s:o}", "op", &op, "path", &path, "old", &old,
+				   "new", &new) < 0) {
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: malformed entry %zu", i);
 			break;
 		}
@@ -213,18 +229,24 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 			break;
 		}
 		b->n++;
-		e->op = !strcmp(op, "add") ? 'A' : !strcmp(op, "modify") ? 'M' : !strcmp(op, "delete") ? 'D' : 0;
+		e->op = !strcmp(op, "add")      ? 'A'
+			: !strcmp(op, "modify") ? 'M'
+			: !strcmp(op, "delete") ? 'D'
+						: 0;
 		if ((r = parse_entry_side(old, &e->has_old, &e->old, path, err)) < 0 ||
 		    (r = parse_entry_side(new, &e->has_new, &e->new, path, err)) < 0)
 			break;
-		bool shape = (e->op == 'A' && !e->has_old && e->has_new) || (e->op == 'D' && e->has_old && !e->has_new) ||
+		bool shape = (e->op == 'A' && !e->has_old && e->has_new) ||
+			     (e->op == 'D' && e->has_old && !e->has_new) ||
 			     (e->op == 'M' && e->has_old && e->has_new);
 		if (!shape) {
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: entry %s: bad op for its old/new", path);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "bundle refused: entry %s: bad op for its old/new", path);
 			break;
 		}
 		if (i && al_path_cmp(b->entries[i - 1].path, path) >= 0) {
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: entries not sorted or duplicated at %s", path);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "bundle refused: entries not sorted or duplicated at %s", path);
 			break;
 		}
 		if (e->has_new && e->new.type == AL_T_FILE)
@@ -232,7 +254,8 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 	}
 	json_decref(idx);
 	if (r == 0 && b->content_bytes > AL_BUNDLE_MAX_BYTES)
-		r = al_fail(err, AL_ELIMIT, 0, "bundle refused: more than %llu bytes", (unsigned long long)AL_BUNDLE_MAX_BYTES);
+		r = al_fail(err, AL_ELIMIT, 0, "bundle refused: more than %llu bytes",
+			    (unsigned long long)AL_BUNDLE_MAX_BYTES);
 	if (r == 0 && b->n > 1) {
 		/* two paths that differ only in case would collide on a
 		 * case-insensitive filesystem: refuse */
@@ -244,7 +267,8 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 		qsort(f, b->n, sizeof(char *), cmp_strp);
 		for (size_t i = 1; i < b->n && r == 0; i++)
 			if (f[i] && f[i - 1] && strcmp(f[i], f[i - 1]) == 0)
-				r = al_fail(err, AL_EINVAL, 0, "bundle refused: paths differ only in case: %s", f[i]);
+				r = al_fail(err, AL_EINVAL, 0,
+					    "bundle refused: paths differ only in case: %s", f[i]);
 		for (size_t i = 0; i < b->n; i++)
 			free(f[i]);
 		free(f);
@@ -275,20 +299,22 @@ static struct archive_entry *member(const char *name, mode_t type, unsigned perm
 	return e;
 }
 
-static int write_members(struct archive *a, struct al_cas *cas, const char *index, const struct al_changes *ch,
-			 struct al_error *err)
+static int write_members(struct archive *a, struct al_cas *cas, const char *index,
+			 const struct al_changes *ch, struct al_error *err)
 {
 	struct archive_entry *e = member(INDEX_NAME, AE_IFREG, 0644, (int64_t)strlen(index));
 	int rc = archive_write_header(a, e);
 	archive_entry_free(e);
-	if (!al_archive_written_ok(a, rc) || archive_write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
+	if (!al_archive_written_ok(a, rc) ||
+	    archive_write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
 		return al_fail(err, AL_EIO, 0, "bundle: write index: %s", archive_error_string(a));
 	for (size_t i = 0; i < ch->n; i++) {
 		const struct al_change_rec *c = &ch->v[i];
 		if (!c->has_new)
 			continue;
 		char name[AL_PATH_MAX + 16];
-		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path, c->new.type == AL_T_DIR ? "/" : "");
+		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path,
+			 c->new.type == AL_T_DIR ? "/" : "");
 		int r = 0;
 		bool written; /* judged at once: writing data clears the archive's error */
 		if (c->new.type == AL_T_DIR) {
@@ -313,13 +339,14 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 		if (r < 0)
 			return r;
 		if (!written)
-			return al_fail(err, AL_EIO, 0, "bundle: write %s: %s", c->path, archive_error_string(a));
+			return al_fail(err, AL_EIO, 0, "bundle: write %s: %s", c->path,
+				       archive_error_string(a));
 	}
 	return 0;
 }
 
-int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, int fd,
-		       struct al_oid *id_out, struct al_error *err)
+int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+		       int fd, struct al_oid *id_out, struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct al_changes ch;
@@ -336,7 +363,8 @@ int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const stru
 		if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
 		    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 		    archive_write_open_fd(a, fd) != ARCHIVE_OK)
-			r = al_fail(err, AL_EIO, 0, "bundle: %s", a ? archive_error_string(a) : "libarchive");
+			r = al_fail(err, AL_EIO, 0, "bundle: %s",
+				    a ? archive_error_string(a) : "libarchive");
 	}
 	if (r == 0)
 		r = write_members(a, cas, index, &ch, err);
@@ -350,8 +378,8 @@ int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const stru
 	return r;
 }
 
-int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, const char *path,
-		    struct al_oid *id_out, struct al_error *err)
+int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+		    const char *path, struct al_oid *id_out, struct al_error *err)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
@@ -387,8 +415,8 @@ static struct al_bundle_entry *find_entry(struct al_bundle *b, const char *path)
 	return NULL;
 }
 
-static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_entry *e, uint64_t *total,
-			bool outsider, struct al_error *err)
+static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_entry *e,
+			uint64_t *total, bool outsider, struct al_error *err)
 {
 	struct al_cas_writer *w = NULL;
 	struct al_sha *sha = al_sha_new();
@@ -400,7 +428,8 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	while (r == 0) {
 		la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
 		if (n < 0) {
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s: %s", e->path, archive_error_string(a));
+			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s: %s", e->path,
+				    archive_error_string(a));
 			break;
 		}
 		if (n == 0)
@@ -408,14 +437,18 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 		got += (uint64_t)n;
 		*total += (uint64_t)n;
 		if (got > e->new.size || *total > AL_BUNDLE_MAX_BYTES) {
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is larger than its index says", e->path);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "bundle refused: %s is larger than its index says", e->path);
 			break;
 		}
 		/* compressed bytes consumed so far against bytes produced */
 		la_int64_t in = archive_filter_bytes(a, -1);
-		if (outsider && *total > AL_BUNDLE_RATIO_GRACE && *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
-			r = al_fail(err, AL_ELIMIT, 0, "bundle refused: it expands more than %u times (%llu bytes from %lld)",
-				    AL_BUNDLE_MAX_RATIO, (unsigned long long)*total, (long long)in);
+		if (outsider && *total > AL_BUNDLE_RATIO_GRACE &&
+		    *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
+			r = al_fail(
+				err, AL_ELIMIT, 0,
+				"bundle refused: it expands more than %u times (%llu bytes from %lld)",
+				AL_BUNDLE_MAX_RATIO, (unsigned long long)*total, (long long)in);
 			break;
 		}
 		al_sha_update(sha, buf, (size_t)n);
@@ -426,9 +459,11 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	al_sha_final(sha, d.b);
 	al_sha_free(sha);
 	if (r == 0 && got != e->new.size)
-		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is shorter than its index says", e->path);
+		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s is shorter than its index says",
+			    e->path);
 	if (r == 0 && !al_oid_eq(&d, &e->new.digest))
-		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s does not match its digest", e->path);
+		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s does not match its digest",
+			    e->path);
 	if (r == 0 && w) {
 		r = al_cas_write_end(w, &d, err);
 		w = NULL;
@@ -437,8 +472,9 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	return r;
 }
 
-static int read_member(struct archive *a, struct archive_entry *ae, struct al_cas *cas, struct al_bundle *b,
-		       bool *seen, uint64_t *total, bool outsider, struct al_error *err)
+static int read_member(struct archive *a, struct archive_entry *ae, struct al_cas *cas,
+		       struct al_bundle *b, bool *seen, uint64_t *total, bool outsider,
+		       struct al_error *err)
 {
 	const char *name = archive_entry_pathname(ae);
 	char q[300];
@@ -449,10 +485,12 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is a hardlink", q);
 	mode_t type = archive_entry_filetype(ae);
 	if (type != AE_IFREG && type != AE_IFLNK && type != AE_IFDIR)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is a device, FIFO or socket", q);
+		return al_fail(err, AL_EINVAL, 0,
+			       "bundle refused: member '%s' is a device, FIFO or socket", q);
 	unsigned perm = archive_entry_perm(ae) & 07777;
 	if (archive_entry_mode(ae) & 06000)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' has setuid/setgid bits", q);
+		return al_fail(err, AL_EINVAL, 0,
+			       "bundle refused: member '%s' has setuid/setgid bits", q);
 	char path[AL_PATH_MAX + 2];
 	size_t len = strlen(name + strlen(FILES_PREFIX));
 	if (len == 0 || len > AL_PATH_MAX)
@@ -465,47 +503,59 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 		return r;
 	struct al_bundle_entry *e = find_entry(b, path);
 	if (!e || !e->has_new)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is not in the index", q);
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is not in the index",
+			       q);
 	size_t k = (size_t)(e - b->entries);
 	if (seen[k])
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: duplicate member '%s'", q);
 	seen[k] = true;
-	int want = e->new.type == AL_T_FILE ? AE_IFREG : e->new.type == AL_T_SYMLINK ? AE_IFLNK : AE_IFDIR;
+	int want = e->new.type == AL_T_FILE      ? AE_IFREG
+		   : e->new.type == AL_T_SYMLINK ? AE_IFLNK
+						 : AE_IFDIR;
 	if ((int)type != want)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is not a %s", q, al_entry_type_name(e->new.type));
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is not a %s", q,
+			       al_entry_type_name(e->new.type));
 	if (type != AE_IFLNK && perm != e->new.mode)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' mode differs from the index", q);
+		return al_fail(err, AL_EINVAL, 0,
+			       "bundle refused: member '%s' mode differs from the index", q);
 	if (type == AE_IFREG) {
 		if (archive_entry_size(ae) != (la_int64_t)e->new.size)
-			return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' size differs from the index", q);
+			return al_fail(err, AL_EINVAL, 0,
+				       "bundle refused: member '%s' size differs from the index",
+				       q);
 		return read_content(a, cas, e, total, outsider, err);
 	}
 	if (type == AE_IFLNK) {
 		const char *t = archive_entry_symlink(ae);
 		struct al_oid d;
 		if (!t || strlen(t) != e->new.size)
-			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' differs from the index", q);
+			return al_fail(err, AL_EINVAL, 0,
+				       "bundle refused: symlink '%s' differs from the index", q);
 		al_sha256(t, strlen(t), d.b);
 		if (!al_oid_eq(&d, &e->new.digest))
-			return al_fail(err, AL_EINVAL, 0, "bundle refused: symlink '%s' does not match its digest", q);
+			return al_fail(err, AL_EINVAL, 0,
+				       "bundle refused: symlink '%s' does not match its digest", q);
 		if (cas)
 			return al_cas_put(cas, t, strlen(t), &d, err);
 	}
 	return 0;
 }
 
-static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, bool outsider, struct al_error *err)
+static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, bool outsider,
+			struct al_error *err)
 {
 	struct archive_entry *ae;
 	int rc = archive_read_next_header(a, &ae);
 	if (!al_archive_header_ok(a, rc))
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a tar.zst archive (%s)", archive_error_string(a));
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a tar.zst archive (%s)",
+			       archive_error_string(a));
 	if (archive_filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: not zstd-compressed");
 	const char *name = archive_entry_pathname(ae);
 	la_int64_t isz = archive_entry_size(ae);
 	if (!name || strcmp(name, INDEX_NAME) != 0 || archive_entry_filetype(ae) != AE_IFREG)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: the first member is not " INDEX_NAME);
+		return al_fail(err, AL_EINVAL, 0,
+			       "bundle refused: the first member is not " INDEX_NAME);
 	if (isz < 0 || isz > (la_int64_t)AL_BUNDLE_MAX_INDEX)
 		return al_fail(err, AL_ELIMIT, 0, "bundle refused: index too large");
 	char *idx = malloc((size_t)isz + 1);
@@ -529,7 +579,8 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 	size_t members = 0;
 	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &ae))) {
 		if (++members > b->n) {
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: more members than index entries");
+			r = al_fail(err, AL_EINVAL, 0,
+				    "bundle refused: more members than index entries");
 			break;
 		}
 		r = read_member(a, ae, cas, b, seen, &total, outsider, err);
@@ -538,7 +589,8 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
 	for (size_t i = 0; r == 0 && i < b->n; i++)
 		if (b->entries[i].has_new && !seen[i])
-			r = al_fail(err, AL_EINVAL, 0, "bundle refused: no member for %s", b->entries[i].path);
+			r = al_fail(err, AL_EINVAL, 0, "bundle refused: no member for %s",
+				    b->entries[i].path);
 	free(seen);
 	return r;
 }
@@ -553,7 +605,8 @@ static struct archive *reader(void)
 	return a;
 }
 
-static int read_fd(struct al_cas *cas, int fd, bool outsider, struct al_bundle *out, struct al_error *err)
+static int read_fd(struct al_cas *cas, int fd, bool outsider, struct al_bundle *out,
+		   struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
@@ -579,7 +632,8 @@ int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, st
 	return read_fd(cas, fd, false, out, err);
 }
 
-int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct al_bundle *out, struct al_error *err)
+int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct al_bundle *out,
+		       struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
@@ -597,8 +651,8 @@ int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct 
 
 /* ---- apply -------------------------------------------------------------------- */
 
-int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const struct al_oid *onto, struct al_oid *out,
-			 struct al_error *err)
+int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const struct al_oid *onto,
+			 struct al_oid *out, struct al_error *err)
 {
 	struct al_edit *ed = calloc(b->n ? b->n : 1, sizeof(*ed));
 	if (!ed)
@@ -616,11 +670,16 @@ int al_bundle_apply_tree(struct al_cas *cas, const struct al_bundle *b, const st
 			r = lr;
 			break;
 		}
-		if (e->has_old && (lr == AL_ENOTFOUND || cur.type != e->old.type ||
-				   (cur.type != AL_T_DIR && !al_oid_eq(&cur.digest, &e->old.digest))))
-			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s differs from the bundle's base", id, e->path);
+		if (e->has_old &&
+		    (lr == AL_ENOTFOUND || cur.type != e->old.type ||
+		     (cur.type != AL_T_DIR && !al_oid_eq(&cur.digest, &e->old.digest))))
+			r = al_fail(
+				err, AL_EINVAL, 0,
+				"bundle does not apply to %s: %s differs from the bundle's base",
+				id, e->path);
 		else if (!e->has_old && lr == 0)
-			r = al_fail(err, AL_EINVAL, 0, "bundle does not apply to %s: %s already exists", id, e->path);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "bundle does not apply to %s: %s already exists", id, e->path);
 		ed[i].path = e->path;
 		ed[i].op = e->has_new ? AL_EDIT_SET : AL_EDIT_DELETE;
 		if (e->has_new)

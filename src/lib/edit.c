@@ -52,7 +52,8 @@ static const struct al_entry *node_find(const struct al_node *node, const char *
 	size_t lo = 0, hi = node ? node->n : 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = al_manifest__name_cmp(node->entries[mid].name, node->entries[mid].namelen, name, len);
+		int c = al_manifest__name_cmp(node->entries[mid].name, node->entries[mid].namelen,
+					      name, len);
 		if (c == 0)
 			return &node->entries[mid];
 		if (c < 0)
@@ -63,8 +64,8 @@ static const struct al_entry *node_find(const struct al_node *node, const char *
 	return NULL;
 }
 
-int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char *path, struct al_entry *out,
-		       struct al_error *err)
+int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char *path,
+		       struct al_entry *out, struct al_error *err)
 {
 	const char *why;
 	if (!al_path_valid(path, &why))
@@ -97,10 +98,10 @@ int al_manifest_lookup(struct al_cas *cas, const struct al_oid *root, const char
 	}
 }
 
-
 static int cmp_edit_ptr(const void *a, const void *b)
 {
-	return al_path_cmp((*(struct al_edit *const *)a)->path, (*(struct al_edit *const *)b)->path);
+	return al_path_cmp((*(struct al_edit *const *)a)->path,
+			   (*(struct al_edit *const *)b)->path);
 }
 
 /* Edits e[0..n), sorted by path, of the directory at depth whose entries'
@@ -112,13 +113,14 @@ struct edit_group {
 	unsigned depth;
 };
 
-static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp, struct al_oid *out,
-		     uint64_t *size, struct al_error *err);
+static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp,
+		     struct al_oid *out, uint64_t *size, struct al_error *err);
 
 /* One group of edits for one child name (its complen bytes at off):
  * compute the child's new entry. */
-static int edit_child(struct al_cas *cas, const struct al_entry *existing, const struct edit_group *grp,
-		      size_t complen, struct al_entry *res, bool *present, struct al_error *err)
+static int edit_child(struct al_cas *cas, const struct al_entry *existing,
+		      const struct edit_group *grp, size_t complen, struct al_entry *res,
+		      bool *present, struct al_error *err)
 {
 	struct al_edit **g = grp->e;
 	size_t gn = grp->n, off = grp->off;
@@ -131,12 +133,14 @@ static int edit_child(struct al_cas *cas, const struct al_entry *existing, const
 	if (replaced) {
 		for (size_t i = 0; i < subn; i++)
 			if (sub[i]->op != AL_EDIT_DELETE)
-				return al_fail(err, AL_EINVAL, 0, "cannot set %s: %.*s is %s", sub[i]->path,
-					       (int)(off + complen), self->path,
-					       self->op == AL_EDIT_DELETE ? "deleted" : "not a directory");
+				return al_fail(err, AL_EINVAL, 0, "cannot set %s: %.*s is %s",
+					       sub[i]->path, (int)(off + complen), self->path,
+					       self->op == AL_EDIT_DELETE ? "deleted"
+									  : "not a directory");
 		if (self->op == AL_EDIT_DELETE) {
 			if (!existing)
-				return al_fail(err, AL_ENOTFOUND, 0, "cannot delete %s: no such path", self->path);
+				return al_fail(err, AL_ENOTFOUND, 0,
+					       "cannot delete %s: no such path", self->path);
 			*present = false;
 			return 0;
 		}
@@ -154,8 +158,9 @@ static int edit_child(struct al_cas *cas, const struct al_entry *existing, const
 			base = &existing->digest;
 	} else {
 		if (!existing || existing->type != AL_T_DIR)
-			return al_fail(err, AL_ENOTFOUND, 0, "cannot edit %s: %.*s is not a directory",
-				       sub[0]->path, (int)(off + complen), sub[0]->path);
+			return al_fail(err, AL_ENOTFOUND, 0,
+				       "cannot edit %s: %.*s is not a directory", sub[0]->path,
+				       (int)(off + complen), sub[0]->path);
 		mode = existing->mode;
 		base = &existing->digest;
 	}
@@ -167,14 +172,14 @@ static int edit_child(struct al_cas *cas, const struct al_entry *existing, const
 		*present = true;
 		return 0;
 	}
-	int r = edit_node(cas, base, &(struct edit_group){ sub, subn, suboff, depth + 1 }, &res->digest, &res->size,
-			  err);
+	int r = edit_node(cas, base, &(struct edit_group){ sub, subn, suboff, depth + 1 },
+			  &res->digest, &res->size, err);
 	*present = r == 0;
 	return r;
 }
 
-static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp, struct al_oid *out,
-		     uint64_t *size, struct al_error *err)
+static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct edit_group *grp,
+		     struct al_oid *out, uint64_t *size, struct al_error *err)
 {
 	struct al_edit **e = grp->e;
 	size_t n = grp->n, off = grp->off;
@@ -205,26 +210,31 @@ static int edit_node(struct al_cas *cas, const struct al_oid *id, const struct e
 		}
 		/* copy existing entries that sort before the next edited name */
 		while (node && ni < node->n &&
-		       (!comp || al_manifest__name_cmp(node->entries[ni].name, node->entries[ni].namelen, comp, complen) < 0))
+		       (!comp ||
+			al_manifest__name_cmp(node->entries[ni].name, node->entries[ni].namelen,
+					      comp, complen) < 0))
 			res[nres++] = node->entries[ni++];
 		if (!comp)
 			break;
 		size_t gn = 1;
 		while (i + gn < n && strncmp(e[i + gn]->path + off, comp, complen) == 0 &&
-		       (e[i + gn]->path[off + complen] == '/' || e[i + gn]->path[off + complen] == 0))
+		       (e[i + gn]->path[off + complen] == '/' ||
+			e[i + gn]->path[off + complen] == 0))
 			gn++;
 		const struct al_entry *existing = NULL;
 		if (node && ni < node->n &&
-		    al_manifest__name_cmp(node->entries[ni].name, node->entries[ni].namelen, comp, complen) == 0)
+		    al_manifest__name_cmp(node->entries[ni].name, node->entries[ni].namelen, comp,
+					  complen) == 0)
 			existing = &node->entries[ni++];
 		struct al_entry child;
 		bool present = false;
-		if (gn > 1 && e[i]->path[off + complen] == 0 && e[i + 1]->path[off + complen] == 0) {
+		if (gn > 1 && e[i]->path[off + complen] == 0 &&
+		    e[i + 1]->path[off + complen] == 0) {
 			r = al_fail(err, AL_EINVAL, 0, "path %s edited twice", e[i]->path);
 			goto out;
 		}
-		if ((r = edit_child(cas, existing, &(struct edit_group){ e + i, gn, off, depth }, complen, &child,
-				    &present, err)) < 0)
+		if ((r = edit_child(cas, existing, &(struct edit_group){ e + i, gn, off, depth },
+				    complen, &child, &present, err)) < 0)
 			goto out;
 		if (present) {
 			if (!(names[nnames] = strndup(comp, complen))) {
@@ -319,8 +329,8 @@ static int collect_change(void *ctx, const struct al_change *c, struct al_error 
 	return 0;
 }
 
-int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, struct al_changes *out,
-			struct al_error *err)
+int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
+			struct al_changes *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	int r = al_manifest_diff(cas, a, b, collect_change, out, err);

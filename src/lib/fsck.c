@@ -12,7 +12,6 @@
 #include "idset.h"
 #include "util.h"
 
-
 struct fsck {
 	struct al_store *st;
 	struct al_cas *cas;
@@ -60,8 +59,8 @@ static int check_node(struct fsck *f, const struct al_oid *id, unsigned depth, s
 	if (added == 0)
 		return 0;
 	if (depth > AL_DEPTH_MAX) {
-		problem(f, "corrupt", id, "tree deeper than %d levels at %s in snapshot %s", AL_DEPTH_MAX,
-			where(f), f->snap);
+		problem(f, "corrupt", id, "tree deeper than %d levels at %s in snapshot %s",
+			AL_DEPTH_MAX, where(f), f->snap);
 		return 0;
 	}
 	struct al_node *node = NULL;
@@ -72,7 +71,8 @@ static int check_node(struct fsck *f, const struct al_oid *id, unsigned depth, s
 		return 0;
 	}
 	if (r == AL_ECORRUPT || r == AL_EINVAL) {
-		problem(f, "corrupt", id, "directory %s of snapshot %s: %s", where(f), f->snap, e.msg);
+		problem(f, "corrupt", id, "directory %s of snapshot %s: %s", where(f), f->snap,
+			e.msg);
 		return 0;
 	}
 	if (r < 0) {
@@ -85,7 +85,8 @@ static int check_node(struct fsck *f, const struct al_oid *id, unsigned depth, s
 		f->sum->entries++;
 		size_t saved = f->pathlen;
 		if (saved + 1 + en->namelen > AL_PATH_MAX) {
-			problem(f, "corrupt", id, "path too long under %s in snapshot %s", where(f), f->snap);
+			problem(f, "corrupt", id, "path too long under %s in snapshot %s", where(f),
+				f->snap);
 			continue;
 		}
 		if (saved)
@@ -109,7 +110,8 @@ static int check_node(struct fsck *f, const struct al_oid *id, unsigned depth, s
 				*err = e2;
 				r = s;
 			} else if (size != en->size)
-				problem(f, "corrupt", &en->digest, "%s %s of snapshot %s: size %llu, stored %llu",
+				problem(f, "corrupt", &en->digest,
+					"%s %s of snapshot %s: size %llu, stored %llu",
 					al_entry_type_name(en->type), f->path, f->snap,
 					(unsigned long long)en->size, (unsigned long long)size);
 		}
@@ -137,8 +139,8 @@ static void bad_object(void *ctx, const struct al_oid *d, const char *why)
 	al_idset_add(&f->bad, d);
 }
 
-int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx, struct al_fsck_summary *summary,
-	    struct al_error *err)
+int al_fsck(struct al_store *st, al_fsck_report_fn report, void *ctx,
+	    struct al_fsck_summary *summary, struct al_error *err)
 {
 	struct al_fsck_summary sum = { 0 };
 	struct fsck *f = calloc(1, sizeof(*f));

@@ -14,10 +14,10 @@
 #include "util.h"
 
 struct truth {
-	json_t *runs;      /* run id -> the data of its (last) run entry */
-	json_t *commits;   /* "<volume>:<seq>" -> {parent, base, result} ("live:<project>" for a live volume) */
-	json_t *initial;   /* "live:<project>" -> head at creation; "<draft id>" -> base */
-	json_t *decided;   /* draft id -> "apply" | "reject" */
+	json_t *runs; /* run id -> the data of its (last) run entry */
+	json_t *commits; /* "<volume>:<seq>" -> {parent, base, result} ("live:<project>" for a live volume) */
+	json_t *initial;    /* "live:<project>" -> head at creation; "<draft id>" -> base */
+	json_t *decided;    /* draft id -> "apply" | "reject" */
 	json_t *run_drafts; /* draft id -> run id (a run closes its own empty draft) */
 };
 
@@ -39,14 +39,16 @@ static const char *str(json_t *o, const char *k)
 static int read_ledger(sqlite3 *db, struct truth *t, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT kind, project, entry FROM ledger ORDER BY seq", &q, err);
+	int r = al_sqlite_prepare(db, "SELECT kind, project, entry FROM ledger ORDER BY seq", &q,
+				  err);
 	if (r < 0)
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(q, 0);
 		const char *project = (const char *)sqlite3_column_text(q, 1);
-		json_t *e = json_loadb(sqlite3_column_blob(q, 2), (size_t)sqlite3_column_bytes(q, 2), 0, NULL);
+		json_t *e = json_loadb(sqlite3_column_blob(q, 2),
+				       (size_t)sqlite3_column_bytes(q, 2), 0, NULL);
 		json_t *d = json_object_get(e, "data");
 		char key[256];
 		if (!e || !json_is_object(d)) {
@@ -56,26 +58,31 @@ static int read_ledger(sqlite3 *db, struct truth *t, struct al_error *err)
 		if (!strcmp(kind, "run") && *str(d, "id")) {
 			json_object_set(t->runs, str(d, "id"), d);
 			if (json_is_string(json_object_get(d, "draft")))
-				json_object_set_new(t->run_drafts, str(d, "draft"), json_string(str(d, "id")));
+				json_object_set_new(t->run_drafts, str(d, "draft"),
+						    json_string(str(d, "id")));
 		} else if (!strcmp(kind, "commit") || !strcmp(kind, "apply")) {
 			const char *vol = str(d, "volume");
 			if (!strcmp(vol, "live"))
 				snprintf(key, sizeof(key), "live:%s:%lld", project ? project : "",
 					 (long long)json_integer_value(json_object_get(d, "seq")));
 			else
-				snprintf(key, sizeof(key), "%s:%lld", vol, (long long)json_integer_value(json_object_get(d, "seq")));
+				snprintf(key, sizeof(key), "%s:%lld", vol,
+					 (long long)json_integer_value(json_object_get(d, "seq")));
 			json_object_set_new(t->commits, key,
-					    json_pack("{s:s,s:s,s:s}", "parent", str(d, "parent"), "base", str(d, "base"),
-						      "result", str(d, "result")));
+					    json_pack("{s:s,s:s,s:s}", "parent", str(d, "parent"),
+						      "base", str(d, "base"), "result",
+						      str(d, "result")));
 			if (!strcmp(kind, "apply") && *str(d, "draft"))
-				json_object_set_new(t->decided, str(d, "draft"), json_string("apply"));
+				json_object_set_new(t->decided, str(d, "draft"),
+						    json_string("apply"));
 		} else if (!strcmp(kind, "reject") && *str(d, "draft")) {
 			json_object_set_new(t->decided, str(d, "draft"), json_string("reject"));
 		} else if (!strcmp(kind, "project_create") && project) {
 			snprintf(key, sizeof(key), "live:%s", project);
 			json_object_set_new(t->initial, key, json_string(str(d, "head")));
 		} else if (!strcmp(kind, "draft_create") && *str(d, "draft")) {
-			json_object_set_new(t->initial, str(d, "draft"), json_string(str(d, "base")));
+			json_object_set_new(t->initial, str(d, "draft"),
+					    json_string(str(d, "base")));
 		}
 		json_decref(e);
 	}
@@ -87,13 +94,11 @@ static const char *first_difference(json_t *a, json_t *b)
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach(a, k, v)
-	{
+	json_object_foreach(a, k, v) {
 		if (!json_equal(v, json_object_get(b, k)))
 			return k;
 	}
-	json_object_foreach(b, k, v)
-	{
+	json_object_foreach(b, k, v) {
 		if (!json_object_get(a, k))
 			return k;
 	}
@@ -102,7 +107,8 @@ static const char *first_difference(json_t *a, json_t *b)
 
 static const struct al_oid zero;
 
-static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
+static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+		      struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	int r = al_sqlite_prepare(db, "SELECT id, record FROM runs ORDER BY created, id", &q, err);
@@ -116,22 +122,25 @@ static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, 
 		json_t *led = json_object_get(t->runs, id);
 		json_object_set_new(seen, id, json_true());
 		if (!rec)
-			problem(ctx, "ledger", &zero, "run %s: its record is not readable JSON", id);
+			problem(ctx, "ledger", &zero, "run %s: its record is not readable JSON",
+				id);
 		else if (!strcmp(str(rec, "outcome"), "running"))
 			; /* provisional: its entry comes when it ends (or at recovery) */
 		else if (!led)
-			problem(ctx, "ledger", &zero, "run %s: recorded, but no ledger entry says so", id);
+			problem(ctx, "ledger", &zero,
+				"run %s: recorded, but no ledger entry says so", id);
 		else if (!json_equal(rec, led))
-			problem(ctx, "ledger", &zero, "run %s: its record differs from its ledger entry in '%s'", id,
+			problem(ctx, "ledger", &zero,
+				"run %s: its record differs from its ledger entry in '%s'", id,
 				first_difference(rec, led));
 		json_decref(rec);
 	}
 	const char *k;
 	json_t *v;
-	json_object_foreach(t->runs, k, v)
-	{
+	json_object_foreach(t->runs, k, v) {
 		if (!json_object_get(seen, k))
-			problem(ctx, "ledger", &zero, "run %s: in the ledger, but its record is gone", k);
+			problem(ctx, "ledger", &zero,
+				"run %s: in the ledger, but its record is gone", k);
 	}
 	json_decref(seen);
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
@@ -145,22 +154,26 @@ static void id_of(const void *blob, int n, char out[AL_OID_STRLEN + 1])
 		snprintf(out, AL_OID_STRLEN + 1, "?");
 }
 
-static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
+static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+			 struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db,
-				  "SELECT v.kind, v.public_id, p.name, c.seq, c.parent, c.base, c.result, c.kind "
-				  "FROM commits c JOIN volumes v ON v.id = c.volume JOIN projects p ON p.id = v.project "
-				  "ORDER BY c.id",
-				  &q, err);
+	int r = al_sqlite_prepare(
+		db,
+		"SELECT v.kind, v.public_id, p.name, c.seq, c.parent, c.base, c.result, c.kind "
+		"FROM commits c JOIN volumes v ON v.id = c.volume JOIN projects p ON p.id = v.project "
+		"ORDER BY c.id",
+		&q, err);
 	if (r < 0)
 		return r;
 	json_t *seen = json_object();
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		char key[256], parent[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1], result[AL_OID_STRLEN + 1];
+		char key[256], parent[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1],
+			result[AL_OID_STRLEN + 1];
 		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
-		const char *pub = (const char *)sqlite3_column_text(q, 1), *proj = (const char *)sqlite3_column_text(q, 2);
+		const char *pub = (const char *)sqlite3_column_text(q, 1),
+			   *proj = (const char *)sqlite3_column_text(q, 2);
 		long long seq = sqlite3_column_int64(q, 3);
 		if (live)
 			snprintf(key, sizeof(key), "live:%s:%lld", proj, seq);
@@ -176,28 +189,36 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 			snprintf(ik, sizeof(ik), "live:%s", proj);
 			const char *w = json_string_value(json_object_get(t->initial, ik));
 			if (!w || strcmp(w, result))
-				problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
-					"project %s: created with %s, the ledger says %s", proj, result, w ? w : "nothing");
+				problem(ctx, "ledger",
+					sqlite3_column_bytes(q, 6) == AL_OID_LEN
+						? sqlite3_column_blob(q, 6)
+						: &zero,
+					"project %s: created with %s, the ledger says %s", proj,
+					result, w ? w : "nothing");
 			continue;
 		}
 		json_object_set_new(seen, key, json_true());
 		json_t *led = json_object_get(t->commits, key);
 		if (!led)
-			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
-				"commit %lld of %s%s: in the history, but no ledger entry says so", seq, live ? "project " : "draft ",
-				what);
+			problem(ctx, "ledger",
+				sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6)
+									 : &zero,
+				"commit %lld of %s%s: in the history, but no ledger entry says so",
+				seq, live ? "project " : "draft ", what);
 		else if (strcmp(str(led, "result"), result) || strcmp(str(led, "parent"), parent) ||
 			 strcmp(str(led, "base"), base))
-			problem(ctx, "ledger", sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6) : &zero,
-				"commit %lld of %s%s: the history says %s, the ledger %s", seq, live ? "project " : "draft ",
-				what, result, str(led, "result"));
+			problem(ctx, "ledger",
+				sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6)
+									 : &zero,
+				"commit %lld of %s%s: the history says %s, the ledger %s", seq,
+				live ? "project " : "draft ", what, result, str(led, "result"));
 	}
 	const char *k;
 	json_t *v;
-	json_object_foreach(t->commits, k, v)
-	{
+	json_object_foreach(t->commits, k, v) {
 		if (!json_object_get(seen, k))
-			problem(ctx, "ledger", &zero, "commit %s: in the ledger, but not in the history", k);
+			problem(ctx, "ledger", &zero,
+				"commit %s: in the ledger, but not in the history", k);
 	}
 	json_decref(seen);
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "commits");
@@ -206,54 +227,65 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 /* A head is the result of its volume's last commit, or what it was made
  * with; a draft that is not open was decided by an apply or a reject (or
  * closed by its run). */
-static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
+static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+		       struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db,
-				  "SELECT v.kind, v.public_id, p.name, v.head, v.state, "
-				  "(SELECT c.result FROM commits c WHERE c.volume = v.id ORDER BY c.seq DESC LIMIT 1) "
-				  "FROM volumes v JOIN projects p ON p.id = v.project ORDER BY v.id",
-				  &q, err);
+	int r = al_sqlite_prepare(
+		db,
+		"SELECT v.kind, v.public_id, p.name, v.head, v.state, "
+		"(SELECT c.result FROM commits c WHERE c.volume = v.id ORDER BY c.seq DESC LIMIT 1) "
+		"FROM volumes v JOIN projects p ON p.id = v.project ORDER BY v.id",
+		&q, err);
 	if (r < 0)
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
-		const char *pub = (const char *)sqlite3_column_text(q, 1), *proj = (const char *)sqlite3_column_text(q, 2);
+		const char *pub = (const char *)sqlite3_column_text(q, 1),
+			   *proj = (const char *)sqlite3_column_text(q, 2);
 		const char *state = (const char *)sqlite3_column_text(q, 4);
 		char head[AL_OID_STRLEN + 1], want[AL_OID_STRLEN + 1], key[256];
 		id_of(sqlite3_column_blob(q, 3), sqlite3_column_bytes(q, 3), head);
-		const struct al_oid *hb = sqlite3_column_bytes(q, 3) == AL_OID_LEN ? sqlite3_column_blob(q, 3) : &zero;
+		const struct al_oid *hb = sqlite3_column_bytes(q, 3) == AL_OID_LEN
+						  ? sqlite3_column_blob(q, 3)
+						  : &zero;
 		if (sqlite3_column_type(q, 5) != SQLITE_NULL) {
 			id_of(sqlite3_column_blob(q, 5), sqlite3_column_bytes(q, 5), want);
 		} else {
-			snprintf(key, sizeof(key), live ? "live:%s" : "%s", live ? proj : (pub ? pub : "?"));
+			snprintf(key, sizeof(key), live ? "live:%s" : "%s",
+				 live ? proj : (pub ? pub : "?"));
 			const char *w = json_string_value(json_object_get(t->initial, key));
 			snprintf(want, sizeof(want), "%s", w ? w : "?");
 		}
 		if (strcmp(head, want))
-			problem(ctx, "ledger", hb, "%s %s: its head is not what the ledger says (%s)", live ? "project" : "draft",
-				live ? proj : pub, want);
+			problem(ctx, "ledger", hb,
+				"%s %s: its head is not what the ledger says (%s)",
+				live ? "project" : "draft", live ? proj : pub, want);
 		if (!live && pub) {
 			const char *d = json_string_value(json_object_get(t->decided, pub));
 			bool by_run = json_object_get(t->run_drafts, pub) != NULL;
 			if (!strcmp(state, "open") && d)
-				problem(ctx, "ledger", hb, "draft %s: open, but the ledger has its %s", pub, d);
+				problem(ctx, "ledger", hb,
+					"draft %s: open, but the ledger has its %s", pub, d);
 			else if (strcmp(state, "open") && !d && !by_run)
-				problem(ctx, "ledger", hb, "draft %s: %s, but no apply or reject in the ledger decided it", pub,
-					state);
+				problem(ctx, "ledger", hb,
+					"draft %s: %s, but no apply or reject in the ledger decided it",
+					pub, state);
 		}
 	}
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "volumes");
 }
 
-int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx, struct al_error *err)
+int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx,
+		    struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
 	if (r < 0)
 		return r;
-	struct truth t = { json_object(), json_object(), json_object(), json_object(), json_object() };
+	struct truth t = { json_object(), json_object(), json_object(), json_object(),
+			   json_object() };
 	if (!t.runs || !t.commits || !t.initial || !t.decided || !t.run_drafts) {
 		truth_free(&t);
 		return al_fail(err, AL_ENOMEM, ENOMEM, "fsck");
@@ -263,7 +295,8 @@ int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx, 
 		truth_free(&t);
 		return r;
 	}
-	if ((r = read_ledger(db, &t, err)) == 0 && (r = check_runs(db, &t, problem, ctx, err)) == 0 &&
+	if ((r = read_ledger(db, &t, err)) == 0 &&
+	    (r = check_runs(db, &t, problem, ctx, err)) == 0 &&
 	    (r = check_commits(db, &t, problem, ctx, err)) == 0)
 		r = check_heads(db, &t, problem, ctx, err);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);

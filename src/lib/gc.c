@@ -38,8 +38,8 @@ static int retention_read(sqlite3 *db, int64_t *days, struct al_error *err)
 {
 	*days = AL_GC_FOREVER;
 	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE name = 'retention_days'", -1, &q, NULL) !=
-	    SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE name = 'retention_days'", -1,
+			       &q, NULL) != SQLITE_OK) {
 		sqlite3_finalize(q);
 		if (strstr(sqlite3_errmsg(db), "no such table"))
 			return 0; /* never set */
@@ -67,7 +67,8 @@ static json_t *days_json(int64_t d)
 int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, struct al_error *err)
 {
 	if (days != AL_GC_FOREVER && (days < 0 || days > AL_GC_RETENTION_MAX_DAYS))
-		return al_fail(err, AL_EINVAL, 0, "retention: %lld days is out of range (0..%d, or forever)",
+		return al_fail(err, AL_EINVAL, 0,
+			       "retention: %lld days is out of range (0..%d, or forever)",
 			       (long long)days, AL_GC_RETENTION_MAX_DAYS);
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -77,8 +78,11 @@ int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, st
 	if ((r = al_sqlite_exec(db, settings_schema, err)) == 0)
 		r = retention_read(db, &before, err);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if (r == 0 && (r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO settings(name, value) VALUES ('retention_days', ?)",
-					     &up, err)) == 0) {
+	if (r == 0 &&
+	    (r = al_sqlite_prepare(
+		     db,
+		     "INSERT OR REPLACE INTO settings(name, value) VALUES ('retention_days', ?)",
+		     &up, err)) == 0) {
 		sqlite3_bind_int64(up, 1, days);
 		if (sqlite3_step(up) != SQLITE_DONE)
 			r = al_sqlite_fail(db, err, "settings");
@@ -86,10 +90,14 @@ int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, st
 	if (r == 0) {
 		char group[17];
 		al_ledger__new_group(group);
-		json_t *data = json_pack("{s:o,s:o}", "before", days_json(before), "after", days_json(days));
-		struct al_ledger_rec lr = { .kind = "gc_retention", .group = group, .actor = actor ? actor : "",
+		json_t *data = json_pack("{s:o,s:o}", "before", days_json(before), "after",
+					 days_json(days));
+		struct al_ledger_rec lr = { .kind = "gc_retention",
+					    .group = group,
+					    .actor = actor ? actor : "",
 					    .data = data };
-		r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "retention");
+		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "retention");
 		json_decref(data);
 	}
 	return al_ledger__finish(st, db, r, err);
@@ -101,7 +109,7 @@ struct gc {
 	struct al_store *st;
 	struct al_cas *cas;
 	sqlite3 *db;
-	int64_t cutoff;  /* records at or after this time are retained */
+	int64_t cutoff; /* records at or after this time are retained */
 	struct al_idset kept;
 	/* what mark 1 covered: rows beyond these are marked again under the lock */
 	int64_t snap_rowid, commit_id, run_rowid, ledger_seq, nmax;
@@ -128,7 +136,8 @@ static bool maybe_node(struct al_cas *cas, const struct al_oid *id)
 /* Keep id and, if it is a node, everything beneath.  A node already kept
  * has its subtree kept: the walk stops there, so marking again costs what
  * is new.  Missing or undecodable objects are fsck's business. */
-static int keep(struct gc *g, const struct al_oid *id, bool is_node, unsigned depth, struct al_error *err)
+static int keep(struct gc *g, const struct al_oid *id, bool is_node, unsigned depth,
+		struct al_error *err)
 {
 	int added = al_idset_add(&g->kept, id);
 	if (added < 0)
@@ -160,7 +169,8 @@ static int keep(struct gc *g, const struct al_oid *id, bool is_node, unsigned de
 static int keep_text(struct gc *g, const char *s, size_t n, struct al_error *err)
 {
 	const char *end = s + n;
-	for (const char *p = s; p && p + 7 + 64 <= end; p = memmem(p + 1, (size_t)(end - p - 1), "sha256:", 7)) {
+	for (const char *p = s; p && p + 7 + 64 <= end;
+	     p = memmem(p + 1, (size_t)(end - p - 1), "sha256:", 7)) {
 		if (memcmp(p, "sha256:", 7) != 0)
 			continue;
 		struct al_oid d;
@@ -177,7 +187,8 @@ static int keep_column(struct gc *g, sqlite3_stmt *q, int col, bool text, struct
 {
 	if (sqlite3_column_type(q, col) == SQLITE_NULL)
 		return 0;
-	const void *p = text ? (const void *)sqlite3_column_text(q, col) : sqlite3_column_blob(q, col);
+	const void *p =
+		text ? (const void *)sqlite3_column_text(q, col) : sqlite3_column_blob(q, col);
 	int n = sqlite3_column_bytes(q, col);
 	if (text)
 		return keep_text(g, p, (size_t)n, err);
@@ -207,8 +218,8 @@ static int64_t max_of(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *q = NULL;
 	int64_t v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
-	    sqlite3_column_type(q, 0) != SQLITE_NULL)
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
 		v = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
 	return v;
@@ -225,17 +236,20 @@ static int mark(struct gc *g, bool again, struct al_error *err)
 		g->ledger_seq = max_of(g->db, "SELECT MAX(seq) FROM ledger");
 	}
 	int r;
-	if ((r = keep_query(g, "SELECT head, base FROM volumes WHERE kind = 'live' OR state = 'open'", false, err,
-			    0)) < 0 ||
+	if ((r = keep_query(g,
+			    "SELECT head, base FROM volumes WHERE kind = 'live' OR state = 'open'",
+			    false, err, 0)) < 0 ||
 	    (r = keep_query(g, "SELECT snapshot FROM images", false, err, 0)) < 0 ||
-	    (r = keep_query(g, "SELECT id FROM snapshots WHERE created >= ?1 AND rowid > ?2", false, err,
-			    again ? g->snap_rowid : -1)) < 0 ||
-	    (r = keep_query(g, "SELECT parent, base, result FROM commits WHERE time >= ?1 AND id > ?2", false, err,
-			    again ? g->commit_id : -1)) < 0 ||
-	    (r = keep_query(g, "SELECT record FROM runs WHERE created >= ?1 AND rowid > ?2", true, err,
-			    again ? g->run_rowid : -1)) < 0 ||
-	    (r = keep_query(g, "SELECT CAST(entry AS TEXT) FROM ledger WHERE time >= ?1 AND seq > ?2", true, err,
-			    again ? g->ledger_seq : -1)) < 0)
+	    (r = keep_query(g, "SELECT id FROM snapshots WHERE created >= ?1 AND rowid > ?2", false,
+			    err, again ? g->snap_rowid : -1)) < 0 ||
+	    (r = keep_query(g,
+			    "SELECT parent, base, result FROM commits WHERE time >= ?1 AND id > ?2",
+			    false, err, again ? g->commit_id : -1)) < 0 ||
+	    (r = keep_query(g, "SELECT record FROM runs WHERE created >= ?1 AND rowid > ?2", true,
+			    err, again ? g->run_rowid : -1)) < 0 ||
+	    (r = keep_query(g,
+			    "SELECT CAST(entry AS TEXT) FROM ledger WHERE time >= ?1 AND seq > ?2",
+			    true, err, again ? g->ledger_seq : -1)) < 0)
 		return r;
 	return 0;
 }
@@ -290,11 +304,13 @@ static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, str
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(q, 0) != AL_OID_LEN || al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
+		if (sqlite3_column_bytes(q, 0) != AL_OID_LEN ||
+		    al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
 			continue;
 		(*n)++;
 		if (del) {
-			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), AL_OID_LEN, SQLITE_TRANSIENT);
+			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), AL_OID_LEN,
+					  SQLITE_TRANSIENT);
 			int d = sqlite3_step(del);
 			sqlite3_reset(del);
 			if (d != SQLITE_DONE)
@@ -363,8 +379,9 @@ int al_gc__layer_use(int lowers, const char *name, struct al_error *err)
 		while ((rc = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
 			;
 		struct stat a, b;
-		if (rc == 0 && fstat(fd, &a) == 0 && fstatat(lowers, lock, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+		if (rc == 0 && fstat(fd, &a) == 0 &&
+		    fstatat(lowers, lock, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+		    a.st_dev == b.st_dev) {
 			futimens(fd, NULL); /* the layer's last use */
 			return fd;
 		}
@@ -389,8 +406,8 @@ static int by_use(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int gc_layers(struct al_store *st, const struct al_gc_opts *o, int64_t now, struct al_gc_report *rep,
-		     struct al_error *err)
+static int gc_layers(struct al_store *st, const struct al_gc_opts *o, int64_t now,
+		     struct al_gc_report *rep, struct al_error *err)
 {
 	(void)now; /* staleness is a free lock now, not an age */
 	char dir[4200];
@@ -413,7 +430,8 @@ static int gc_layers(struct al_store *st, const struct al_gc_opts *o, int64_t no
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		/* a removal cut short (.gc-), a materialisation of a dead run (.tmp-) */
 		bool stale = !strncmp(de->d_name, ".gc-", 4) ||
-			     (!strncmp(de->d_name, ".tmp-", 5) && al_gc__staging_dead(lowers, de->d_name));
+			     (!strncmp(de->d_name, ".tmp-", 5) &&
+			      al_gc__staging_dead(lowers, de->d_name));
 		if (stale) {
 			rep->staging++;
 			if (!o->dry_run)
@@ -437,7 +455,8 @@ static int gc_layers(struct al_store *st, const struct al_gc_opts *o, int64_t no
 		char lock[128];
 		snprintf(lock, sizeof(lock), "%s.lock", de->d_name);
 		struct stat ls;
-		l->used = fstatat(lowers, lock, &ls, AT_SYMLINK_NOFOLLOW) == 0 ? ls.st_mtim : s.st_mtim;
+		l->used = fstatat(lowers, lock, &ls, AT_SYMLINK_NOFOLLOW) == 0 ? ls.st_mtim
+									       : s.st_mtim;
 	}
 	closedir(d);
 	uint64_t budget = o->lower_budget ? o->lower_budget : AL_GC_LOWER_BUDGET_DEFAULT, total = 0;
@@ -449,7 +468,8 @@ static int gc_layers(struct al_store *st, const struct al_gc_opts *o, int64_t no
 		struct layer *l = &v[i];
 		char lock[128], gone[128];
 		snprintf(lock, sizeof(lock), "%s.lock", l->name);
-		_cleanup_close_ int fd = openat(lowers, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		_cleanup_close_ int fd =
+			openat(lowers, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			rep->layers_in_use++;
 			rep->layers_kept++;
@@ -497,17 +517,19 @@ static int append_entry(struct sweep_ctx *x, struct al_error *err)
 	struct al_gc_report *p = x->rep;
 	char group[17];
 	al_ledger__new_group(group);
-	json_t *data = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,s:I}", "objects", (json_int_t)p->objects,
-				 "bytes", (json_int_t)p->bytes, "snapshots", (json_int_t)p->snapshots, "orphan_files",
-				 (json_int_t)p->orphan_files, "orphan_bytes", (json_int_t)p->orphan_bytes, "layers",
-				 (json_int_t)p->layers, "layer_bytes", (json_int_t)p->layer_bytes, "staging",
-				 (json_int_t)p->staging, "objects_skipped", p->objects_skipped, "retention_days",
-				 days_json(x->days), "lower_budget",
-				 (json_int_t)(x->o->lower_budget ? x->o->lower_budget : AL_GC_LOWER_BUDGET_DEFAULT));
+	json_t *data = json_pack(
+		"{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,s:I}", "objects", (json_int_t)p->objects,
+		"bytes", (json_int_t)p->bytes, "snapshots", (json_int_t)p->snapshots,
+		"orphan_files", (json_int_t)p->orphan_files, "orphan_bytes",
+		(json_int_t)p->orphan_bytes, "layers", (json_int_t)p->layers, "layer_bytes",
+		(json_int_t)p->layer_bytes, "staging", (json_int_t)p->staging, "objects_skipped",
+		p->objects_skipped, "retention_days", days_json(x->days), "lower_budget",
+		(json_int_t)(x->o->lower_budget ? x->o->lower_budget : AL_GC_LOWER_BUDGET_DEFAULT));
 	if (!data)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "gc");
-	struct al_ledger_rec lr = { .kind = "gc", .group = group, .actor = x->o->actor ? x->o->actor : "",
-				    .data = data };
+	struct al_ledger_rec lr = {
+		.kind = "gc", .group = group, .actor = x->o->actor ? x->o->actor : "", .data = data
+	};
 	int r = al_ledger__append(x->g->st, x->g->db, &lr, &x->seq, err);
 	json_decref(data);
 	return r;
@@ -540,7 +562,8 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_report *rep, struct al_error *err)
+int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_report *rep,
+	      struct al_error *err)
 {
 	memset(rep, 0, sizeof(*rep));
 	struct gc g = { .st = st, .cas = al_store_cas(st) };
@@ -552,7 +575,8 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	int r = al_store__meta(st, &g.db, err);
 	if (r < 0 || (r = retention_read(g.db, &rep->retention_days, err)) < 0)
 		return r;
-	g.cutoff = rep->retention_days == AL_GC_FOREVER ? INT64_MIN : now - rep->retention_days * 86400;
+	g.cutoff = rep->retention_days == AL_GC_FOREVER ? INT64_MIN
+							: now - rep->retention_days * 86400;
 	if ((r = gc_layers(st, o, now, rep, err)) < 0)
 		return al_error_prefix(err, "gc: ");
 
@@ -589,7 +613,8 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		r = al_fail(err, AL_EIO, errno, "gc: open %s", lockpath);
 		goto out;
 	}
-	uint64_t deadline = al_now_ns() + (uint64_t)(o->wait_ms ? o->wait_ms : WAIT_DEFAULT_MS) * 1000000;
+	uint64_t deadline =
+		al_now_ns() + (uint64_t)(o->wait_ms ? o->wait_ms : WAIT_DEFAULT_MS) * 1000000;
 	for (;;) {
 		if ((r = al_sqlite_exec(g.db, "BEGIN IMMEDIATE", err)) < 0)
 			goto out;
@@ -612,7 +637,8 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		goto out;
 	}
 	/* mark 2, paused: what was recorded since mark 1, and what was stored */
-	if ((r = mark(&g, true, err)) < 0 || (r = al_cas__foreach(g.cas, g.nmax, keep_new, &g, err)) < 0)
+	if ((r = mark(&g, true, err)) < 0 ||
+	    (r = al_cas__foreach(g.cas, g.nmax, keep_new, &g, err)) < 0)
 		goto out;
 	size_t keepn = 0;
 	for (size_t i = 0; i < c.n; i++)
@@ -631,8 +657,8 @@ out:
 	return r < 0 ? r : 0;
 }
 
-int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done, bool (*stop)(void *ctx), void *ctx,
-	       struct al_error *err)
+int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
+	       bool (*stop)(void *ctx), void *ctx, struct al_error *err)
 {
 	sqlite3 *db = NULL;
 	int r = al_store__global(home, &db, err);
@@ -672,13 +698,15 @@ int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
 
 /* ---- completeness (replay's check) ------------------------------------------------ */
 
-static int complete(struct al_cas *cas, struct al_idset *seen, const struct al_oid *id, unsigned depth, struct al_error *err)
+static int complete(struct al_cas *cas, struct al_idset *seen, const struct al_oid *id,
+		    unsigned depth, struct al_error *err)
 {
 	int added = al_idset_add(seen, id);
 	if (added <= 0)
 		return added < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "gc") : 0;
 	struct al_node *node = NULL;
-	int r = depth > AL_DEPTH_MAX ? al_fail(err, AL_ECORRUPT, 0, "tree too deep") : al_node_load(cas, id, &node, err);
+	int r = depth > AL_DEPTH_MAX ? al_fail(err, AL_ECORRUPT, 0, "tree too deep")
+				     : al_node_load(cas, id, &node, err);
 	for (size_t i = 0; r == 0 && i < node->n; i++) {
 		const struct al_entry *en = &node->entries[i];
 		if (en->type == AL_T_DIR) {

@@ -25,8 +25,10 @@
 static struct archive *reader_new(struct al_error *err)
 {
 	static int (*const filters[])(struct archive *) = {
-		archive_read_support_filter_gzip, archive_read_support_filter_xz,
-		archive_read_support_filter_zstd, archive_read_support_filter_bzip2,
+		archive_read_support_filter_gzip,
+		archive_read_support_filter_xz,
+		archive_read_support_filter_zstd,
+		archive_read_support_filter_bzip2,
 	};
 	unsigned external = 0;
 	for (;;) {
@@ -44,7 +46,8 @@ static struct archive *reader_new(struct al_error *err)
 				external |= 1u << i;
 				retry = true;
 			} else if (rc != ARCHIVE_OK) {
-				al_fail(err, AL_EIO, 0, "image: libarchive: %s", archive_error_string(a));
+				al_fail(err, AL_EIO, 0, "image: libarchive: %s",
+					archive_error_string(a));
 				archive_read_free(a);
 				return NULL;
 			}
@@ -66,16 +69,18 @@ struct budget {
 static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
 {
 	if (bytes > AL_TAR_MAX_BYTES)
-		return al_fail(err, AL_ELIMIT, 0, "archive refused: it unpacks to more than %llu bytes (the cap)",
+		return al_fail(err, AL_ELIMIT, 0,
+			       "archive refused: it unpacks to more than %llu bytes (the cap)",
 			       (unsigned long long)AL_TAR_MAX_BYTES);
 	/* bytes read from the source so far: libarchive reads ahead, so this
 	 * is at least what produced the bytes unpacked */
 	la_int64_t in = archive_filter_bytes(b->a, -1);
 	uint64_t packed = in > 0 ? (uint64_t)in : 0;
 	if (bytes > AL_TAR_RATIO_GRACE && bytes / AL_TAR_MAX_RATIO > packed)
-		return al_fail(err, AL_ELIMIT, 0,
-			       "archive refused: it expands more than %u times (%llu bytes unpacked from %llu read)",
-			       AL_TAR_MAX_RATIO, (unsigned long long)bytes, (unsigned long long)packed);
+		return al_fail(
+			err, AL_ELIMIT, 0,
+			"archive refused: it expands more than %u times (%llu bytes unpacked from %llu read)",
+			AL_TAR_MAX_RATIO, (unsigned long long)bytes, (unsigned long long)packed);
 	return 0;
 }
 
@@ -97,13 +102,16 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 	struct budget bud = { .a = a };
 	int r = 0;
 	if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK)
-		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball, archive_error_string(a));
+		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball,
+			    archive_error_string(a));
 	struct archive_entry *e;
 	int rc = ARCHIVE_OK;
 	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &e))) {
 		/* every member counts, the skipped ones too: each costs a header's work */
 		if (++bud.entries > AL_TAR_MAX_ENTRIES) {
-			r = al_fail(err, AL_ELIMIT, 0, "archive refused: more than %u members (the cap)", AL_TAR_MAX_ENTRIES);
+			r = al_fail(err, AL_ELIMIT, 0,
+				    "archive refused: more than %u members (the cap)",
+				    AL_TAR_MAX_ENTRIES);
 			break;
 		}
 		mode_t t = archive_entry_filetype(e);
@@ -115,29 +123,36 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 		/* a copy: setting the pathname below frees libarchive's string */
 		const char *orig = archive_entry_pathname(e);
 		snprintf(name, sizeof(name), "%s", orig ? orig : "");
-		if (!orig || name[0] == '/' || snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
-			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: absolute or too long", name);
+		if (!orig || name[0] == '/' ||
+		    snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
+			r = al_fail(err, AL_EINVAL, 0,
+				    "image: refused member %s: absolute or too long", name);
 			break;
 		}
 		if (!al_utf8_valid((const uint8_t *)name, strlen(name))) {
 			char q[300];
 			al_quote(name, strnlen(name, 200), q, sizeof(q));
-			r = al_fail(err, AL_EINVAL, 0, "image: refused member '%s': its name is not valid UTF-8", q);
+			r = al_fail(err, AL_EINVAL, 0,
+				    "image: refused member '%s': its name is not valid UTF-8", q);
 			break;
 		}
 		archive_entry_set_pathname(e, path);
 		/* the apparent size is what the import reads and hashes: a
 		 * sparse member's holes and a hardlink's target count in full */
-		uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
+		uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
+					    ? (uint64_t)archive_entry_size(e)
+					    : 0;
 		const char *hl = archive_entry_hardlink(e);
 		if (hl) {
 			char hpath[4200];
 			struct stat hs;
-			if (hl[0] == '/' || snprintf(hpath, sizeof(hpath), "%s/%s", dest, hl) >= (int)sizeof(hpath)) {
+			if (hl[0] == '/' || snprintf(hpath, sizeof(hpath), "%s/%s", dest, hl) >=
+						    (int)sizeof(hpath)) {
 				r = al_fail(err, AL_EINVAL, 0, "image: bad hardlink target");
 				break;
 			}
-			if (lstat(hpath, &hs) == 0 && S_ISREG(hs.st_mode) && (uint64_t)hs.st_size > declared)
+			if (lstat(hpath, &hs) == 0 && S_ISREG(hs.st_mode) &&
+			    (uint64_t)hs.st_size > declared)
 				declared = (uint64_t)hs.st_size;
 			archive_entry_set_hardlink(e, hpath);
 		}
@@ -149,7 +164,8 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			break;
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: %s", name, archive_error_string(w));
+			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: %s", name,
+				    archive_error_string(w));
 			break;
 		}
 		const void *buf;
@@ -162,12 +178,14 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			if ((r = budget_check(&bud, bud.bytes + end, err)) < 0)
 				break;
 			if (archive_write_data_block(w, buf, size, off) != ARCHIVE_OK) {
-				r = al_fail(err, AL_EIO, 0, "image: write %s: %s", name, archive_error_string(w));
+				r = al_fail(err, AL_EIO, 0, "image: write %s: %s", name,
+					    archive_error_string(w));
 				break;
 			}
 		}
 		if (r == 0 && rc != ARCHIVE_EOF)
-			r = al_fail(err, AL_EINVAL, 0, "image: read %s: %s", name, archive_error_string(a));
+			r = al_fail(err, AL_EINVAL, 0, "image: read %s: %s", name,
+				    archive_error_string(a));
 		/* a trailing hole is made when the entry is finished: counted before */
 		bud.bytes += end > declared ? end : declared;
 		if (r == 0)
@@ -184,13 +202,17 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 }
 
 /* The image's row and its image_import ledger entry, in one transaction. */
-static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, const char *source, struct al_error *err)
+static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, const char *source,
+		      struct al_error *err)
 {
 	int r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "INSERT INTO images(name, snapshot, created, source) VALUES (?,?,?,?) "
-				       "ON CONFLICT(name) DO UPDATE SET snapshot = excluded.snapshot, "
-				       "created = excluded.created, source = excluded.source", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT INTO images(name, snapshot, created, source) VALUES (?,?,?,?) "
+		     "ON CONFLICT(name) DO UPDATE SET snapshot = excluded.snapshot, "
+		     "created = excluded.created, source = excluded.source",
+		     &q, err)) < 0)
 		return r;
 	if (name)
 		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
@@ -202,8 +224,8 @@ static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, co
 	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
 }
 
-static int record(struct al_store *st, const struct al_oid *id, const char *name, const char *source, const char *actor,
-		  struct al_error *err)
+static int record(struct al_store *st, const struct al_oid *id, const char *name,
+		  const char *source, const char *actor, struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -214,14 +236,18 @@ static int record(struct al_store *st, const struct al_oid *id, const char *name
 	al_oid_fmt(id, hex);
 	al_ledger__new_group(group);
 	json_t *data = json_pack("{s:s?,s:s,s:s}", "name", name, "snapshot", hex, "source", source);
-	struct al_ledger_rec lr = { .kind = "image_import", .group = group, .actor = actor ? actor : "", .data = data };
+	struct al_ledger_rec lr = {
+		.kind = "image_import", .group = group, .actor = actor ? actor : "", .data = data
+	};
 	if (r == 0)
-		r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 	json_decref(data);
 	return al_ledger__finish(st, db, r, err);
 }
 
-int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res, struct al_error *err)
+int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res,
+		  struct al_error *err)
 {
 	struct al_import_opts o = { .no_cache = true, .skip_special = true };
 	char tmp[4200];
@@ -238,28 +264,30 @@ int al_tar_import(struct al_store *st, const char *tarball, struct al_import_res
 	return r;
 }
 
-int al_image_import(struct al_store *st, const char *src, const char *name, struct al_import_result *res,
-		    struct al_error *err)
+int al_image_import(struct al_store *st, const char *src, const char *name,
+		    struct al_import_result *res, struct al_error *err)
 {
 	return al_image_import_as(st, src, name, src, NULL, res, err);
 }
 
-int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source, const char *actor,
-		       struct al_import_result *res, struct al_error *err)
+int al_image_import_as(struct al_store *st, const char *src, const char *name, const char *source,
+		       const char *actor, struct al_import_result *res, struct al_error *err)
 {
 	int r;
 	if (name && (r = al_project_name_check(name, err)) < 0)
 		return al_error_prefix(err, "image: ");
 	struct stat s;
 	if (stat(src, &s) < 0)
-		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "image %s", src);
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "image %s",
+			       src);
 	struct al_import_opts o = { .no_cache = true, .skip_special = true };
 	if (S_ISDIR(s.st_mode)) {
 		r = al_manifest_import(st, src, &o, res, err);
 	} else if (S_ISREG(s.st_mode)) {
 		r = al_tar_import(st, src, res, err);
 	} else {
-		return al_fail(err, AL_EINVAL, 0, "image: %s is neither a directory nor a tar archive", src);
+		return al_fail(err, AL_EINVAL, 0,
+			       "image: %s is neither a directory nor a tar archive", src);
 	}
 	if (r == 0)
 		r = record(st, &res->id, name, source, actor, err);
@@ -273,7 +301,10 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT name, snapshot, created, source FROM images ORDER BY created, rowid", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "SELECT name, snapshot, created, source FROM images ORDER BY created, rowid",
+		     &q, err)) < 0)
 		return r;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -294,8 +325,8 @@ int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_e
 /* Is id a registered image, or in the history of a project the caller
  * may read (image.h)?  Only metadata is read, the same queries whatever
  * the answer. */
-static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_fn may_read, void *ctx, bool *ok,
-			 struct al_error *err)
+static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_fn may_read,
+			 void *ctx, bool *ok, struct al_error *err)
 {
 	*ok = false;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *img = NULL, *proj = NULL;
@@ -310,9 +341,12 @@ static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_f
 	}
 	if (rc != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "image");
-	if ((r = al_sqlite_prepare(db, "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head = ?1 "
-				       "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
-				       "WHERE c.parent = ?1 OR c.result = ?1", &proj, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head = ?1 "
+		     "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
+		     "WHERE c.parent = ?1 OR c.result = ?1",
+		     &proj, err)) < 0)
 		return r;
 	sqlite3_bind_blob(proj, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
@@ -328,20 +362,22 @@ int al_image_resolve(struct al_store *st, const char *ref, struct al_oid *id, st
 	return al_image_resolve_as(st, ref, NULL, NULL, id, err);
 }
 
-int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read, void *ctx, struct al_oid *id,
-			struct al_error *err)
+int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read,
+			void *ctx, struct al_oid *id, struct al_error *err)
 {
 	sqlite3 *db;
 	int r;
 	if (strncmp(ref, "sha256:", 7) == 0) {
 		bool ok;
-		if ((r = al_oid_parse(ref, id, err)) < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
+		if ((r = al_oid_parse(ref, id, err)) < 0 ||
+		    (r = al_store__meta(st, &db, err)) < 0 ||
 		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
 			return r;
 		if (!ok)
-			return al_fail(err, AL_ENOTFOUND, 0,
-				       "no such image: an image is a registered image's name or id, or a snapshot of a "
-				       "project you may read");
+			return al_fail(
+				err, AL_ENOTFOUND, 0,
+				"no such image: an image is a registered image's name or id, or a snapshot of a "
+				"project you may read");
 		return al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
 	}
 	if ((r = al_store__meta(st, &db, err)) < 0)

@@ -39,9 +39,9 @@ struct imp {
 	struct al_import_result *res;
 	struct al_manifest_path path;
 	struct al_pool *pool;
-	void **zctx;      /* per worker: compression context */
-	uint8_t **rbuf;   /* per worker: read buffer for small files */
-	int dfd;          /* directory of the current batch */
+	void **zctx;    /* per worker: compression context */
+	uint8_t **rbuf; /* per worker: read buffer for small files */
+	int dfd;        /* directory of the current batch */
 	struct ient *batch;
 };
 
@@ -59,7 +59,10 @@ struct ient {
 	bool cacheable;
 };
 
-static int64_t ts_ns(const struct timespec *t) { return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec; }
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
 
 static int cmp_ient(const void *a, const void *b)
 {
@@ -97,7 +100,8 @@ static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, 
 	int rc = sqlite3_step(st);
 	int r = 0;
 	if (rc == SQLITE_ROW) {
-		if (al_buf_put(blob, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0)) < 0)
+		if (al_buf_put(blob, sqlite3_column_blob(st, 0),
+			       (size_t)sqlite3_column_bytes(st, 0)) < 0)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
 	} else if (rc != SQLITE_DONE) {
 		r = al_sqlite_fail(im->sc, err, "stat cache");
@@ -127,7 +131,8 @@ static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, 
 		const uint8_t *q = blob->p + off + 2 + nl;
 		int64_t f[6];
 		memcpy(f, q, sizeof(f));
-		c->dev = f[0], c->ino = f[1], c->size = f[2], c->mtime = f[3], c->ctime = f[4], c->mode = f[5];
+		c->dev = f[0], c->ino = f[1], c->size = f[2], c->mtime = f[3], c->ctime = f[4],
+		c->mode = f[5];
 		memcpy(c->digest.b, q + 48, AL_OID_LEN);
 		c->used = false;
 		off += SC_FIXED + nl;
@@ -144,8 +149,8 @@ static int cache_append(struct al_buf *b, const struct ient *it)
 	uint16_t nl = (uint16_t)it->e.namelen;
 	int64_t f[6] = { (int64_t)it->st.st_dev, (int64_t)it->st.st_ino, (int64_t)it->st.st_size,
 			 ts_ns(&it->st.st_mtim), ts_ns(&it->st.st_ctim), (int64_t)it->st.st_mode };
-	if (al_buf_put(b, &nl, 2) < 0 || al_buf_put(b, it->e.name, nl) < 0 || al_buf_put(b, f, sizeof(f)) < 0 ||
-	    al_buf_put(b, it->e.digest.b, AL_OID_LEN) < 0)
+	if (al_buf_put(b, &nl, 2) < 0 || al_buf_put(b, it->e.name, nl) < 0 ||
+	    al_buf_put(b, f, sizeof(f)) < 0 || al_buf_put(b, it->e.digest.b, AL_OID_LEN) < 0)
 		return -1;
 	return 0;
 }
@@ -154,7 +159,8 @@ static int cache_append(struct al_buf *b, const struct ient *it)
 static int cache_store(struct imp *im, const struct al_buf *old, const struct al_buf *new,
 		       struct al_error *err)
 {
-	if (!im->sc || (old->len == new->len && (!new->len || memcmp(old->p, new->p, new->len) == 0)))
+	if (!im->sc ||
+	    (old->len == new->len && (!new->len || memcmp(old->p, new->p, new->len) == 0)))
 		return 0;
 	sqlite3_stmt *st = new->len ? im->sc_put : im->sc_del;
 	sqlite3_bind_int64(st, 1, im->root_id);
@@ -166,12 +172,14 @@ static int cache_store(struct imp *im, const struct al_buf *old, const struct al
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(im->sc, err, "stat cache");
 }
 
-static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout, struct al_error *err)
+static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout,
+		      struct al_error *err)
 {
 	char q[512];
 	DIR *d = al_opendir_fd(dfd);
 	if (!d)
-		return al_fail(err, AL_EIO, errno, "read directory %s", al_manifest__path_show(&im->path, q, sizeof(q)));
+		return al_fail(err, AL_EIO, errno, "read directory %s",
+			       al_manifest__path_show(&im->path, q, sizeof(q)));
 	struct ient *v = NULL;
 	size_t n = 0, cap = 0;
 	int r = 0;
@@ -182,11 +190,16 @@ static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout, 
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
-			struct ient *nv = cap > AL_NODE_MAX_ENTRIES + 32 ? NULL : realloc(v, cap * sizeof(*v));
+			struct ient *nv = cap > AL_NODE_MAX_ENTRIES + 32
+						  ? NULL
+						  : realloc(v, cap * sizeof(*v));
 			if (!nv) {
 				r = cap > AL_NODE_MAX_ENTRIES + 32
-					    ? al_fail(err, AL_ELIMIT, 0, "directory %s has more than %u entries",
-						      al_manifest__path_show(&im->path, q, sizeof(q)), AL_NODE_MAX_ENTRIES)
+					    ? al_fail(err, AL_ELIMIT, 0,
+						      "directory %s has more than %u entries",
+						      al_manifest__path_show(&im->path, q,
+									     sizeof(q)),
+						      AL_NODE_MAX_ENTRIES)
 					    : al_fail(err, AL_ENOMEM, ENOMEM, "import");
 				break;
 			}
@@ -204,7 +217,8 @@ static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout, 
 		errno = 0;
 	}
 	if (r == 0 && errno)
-		r = al_fail(err, AL_EIO, errno, "read directory %s", al_manifest__path_show(&im->path, q, sizeof(q)));
+		r = al_fail(err, AL_EIO, errno, "read directory %s",
+			    al_manifest__path_show(&im->path, q, sizeof(q)));
 	closedir(d);
 	if (r < 0) {
 		free_ients(v, n);
@@ -223,7 +237,11 @@ static const char *child_show(struct imp *im, const struct ient *it, char *out, 
 	char raw[AL_PATH_MAX + 300];
 	int len = snprintf(raw, sizeof(raw), "%.*s%s%.*s", (int)im->path.len, im->path.p,
 			   im->path.len ? "/" : "", (int)it->e.namelen, it->e.name);
-	al_quote(raw, len < 0 ? 0 : (size_t)len >= sizeof(raw) ? sizeof(raw) - 1 : (size_t)len, out, n);
+	al_quote(raw,
+		 len < 0                      ? 0
+		 : (size_t)len >= sizeof(raw) ? sizeof(raw) - 1
+					      : (size_t)len,
+		 out, n);
 	return out;
 }
 
@@ -231,7 +249,8 @@ static int import_file(struct imp *im, int dfd, struct ient *it, const struct st
 		       struct al_error *err)
 {
 	char q[512];
-	_cleanup_close_ int fd = openat(dfd, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	_cleanup_close_ int fd =
+		openat(dfd, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return al_fail(err, AL_EIO, errno, "open %s", child_show(im, it, q, sizeof(q)));
 	struct stat s;
@@ -248,14 +267,16 @@ static int import_file(struct imp *im, int dfd, struct ient *it, const struct st
 	return 0;
 }
 
-static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out, uint64_t *bytes_out,
-		      struct al_error *err);
+static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out,
+		      uint64_t *bytes_out, struct al_error *err);
 
 static struct cached *cache_find(struct cached *cv, size_t ncv, size_t *ci, const struct ient *it)
 {
-	while (*ci < ncv && al_manifest__name_cmp(cv[*ci].name, cv[*ci].namelen, it->e.name, it->e.namelen) < 0)
+	while (*ci < ncv &&
+	       al_manifest__name_cmp(cv[*ci].name, cv[*ci].namelen, it->e.name, it->e.namelen) < 0)
 		(*ci)++;
-	if (*ci < ncv && al_manifest__name_cmp(cv[*ci].name, cv[*ci].namelen, it->e.name, it->e.namelen) == 0)
+	if (*ci < ncv &&
+	    al_manifest__name_cmp(cv[*ci].name, cv[*ci].namelen, it->e.name, it->e.namelen) == 0)
 		return &cv[*ci];
 	return NULL;
 }
@@ -312,25 +333,29 @@ static void read_small(void *ctx, size_t i, unsigned w)
 	it->jrc = 0;
 	int fd = openat(im->dfd, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "open %s", child_show(im, it, q, sizeof(q)));
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "open %s",
+				  child_show(im, it, q, sizeof(q)));
 		return;
 	}
 	struct stat s;
 	ssize_t n = -1;
 	if (fstat(fd, &s) < 0) {
-		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "stat %s", child_show(im, it, q, sizeof(q)));
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "stat %s",
+				  child_show(im, it, q, sizeof(q)));
 	} else if (!S_ISREG(s.st_mode) || s.st_ino != it->st.st_ino || s.st_dev != it->st.st_dev) {
 		it->jrc = al_fail(&it->jerr, AL_EINVAL, 0, "%s changed while being imported",
 				  child_show(im, it, q, sizeof(q)));
 	} else if ((n = al_read_full(fd, im->rbuf[w], (size_t)it->st.st_size + 1)) < 0) {
-		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "read %s", child_show(im, it, q, sizeof(q)));
+		it->jrc = al_fail(&it->jerr, AL_EIO, errno, "read %s",
+				  child_show(im, it, q, sizeof(q)));
 	} else if (n != it->st.st_size) {
 		it->jrc = al_fail(&it->jerr, AL_EINVAL, 0, "%s changed while being imported",
 				  child_show(im, it, q, sizeof(q)));
 	}
 	close(fd);
 	if (it->jrc == 0)
-		it->jrc = al_cas_prepare(&im->zctx[w], im->rbuf[w], (size_t)n, &it->prep, &it->jerr);
+		it->jrc =
+			al_cas_prepare(&im->zctx[w], im->rbuf[w], (size_t)n, &it->prep, &it->jerr);
 }
 
 /* Pass two for a file the pool read: store it. */
@@ -358,15 +383,17 @@ static int import_symlink(struct imp *im, int dfd, struct ient *it, struct al_er
 	if (n < 0)
 		return al_fail(err, AL_EIO, errno, "readlink %s", child_show(im, it, q, sizeof(q)));
 	if (n == 0 || n > AL_SYMLINK_MAX)
-		return al_fail(err, AL_EINVAL, 0, "cannot import %s: symlink target is empty or too long",
+		return al_fail(err, AL_EINVAL, 0,
+			       "cannot import %s: symlink target is empty or too long",
 			       child_show(im, it, q, sizeof(q)));
 	bool ok = al_utf8_valid((const uint8_t *)target, (size_t)n);
 	for (ssize_t i = 0; ok && i < n; i++)
 		ok = (uint8_t)target[i] >= 0x20 && target[i] != 0x7f;
 	if (!ok)
-		return al_fail(err, AL_EINVAL, 0,
-			       "cannot import %s: symlink target is not UTF-8 text without control characters",
-			       child_show(im, it, q, sizeof(q)));
+		return al_fail(
+			err, AL_EINVAL, 0,
+			"cannot import %s: symlink target is not UTF-8 text without control characters",
+			child_show(im, it, q, sizeof(q)));
 	it->e.type = AL_T_SYMLINK;
 	it->e.mode = 0777;
 	it->e.size = (uint64_t)n;
@@ -374,13 +401,15 @@ static int import_symlink(struct imp *im, int dfd, struct ient *it, struct al_er
 	return al_cas_put(im->cas, target, (size_t)n, &it->e.digest, err);
 }
 
-static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *it, struct al_error *err)
+static int import_subdir(struct imp *im, int dfd, unsigned depth, struct ient *it,
+			 struct al_error *err)
 {
 	char q[512];
 	if (depth + 1 > AL_DEPTH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "cannot import: tree deeper than %d levels at %s",
 			       AL_DEPTH_MAX, child_show(im, it, q, sizeof(q)));
-	_cleanup_close_ int sub = openat(dfd, it->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int sub =
+		openat(dfd, it->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0)
 		return al_fail(err, AL_EIO, errno, "open %s", child_show(im, it, q, sizeof(q)));
 	it->e.type = AL_T_DIR;
@@ -404,12 +433,14 @@ static void stat_one(void *ctx, size_t i, unsigned w)
 	it->jrc = fstatat(im->dfd, it->name, &it->st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
 }
 
-static int import_entry(struct imp *im, int dfd, struct ient *it, struct cached *c, struct al_error *err)
+static int import_entry(struct imp *im, int dfd, struct ient *it, struct cached *c,
+			struct al_error *err)
 {
 	char q[512];
 	const char *why;
 	if (!al_name_valid(it->e.name, it->e.namelen, &why))
-		return al_fail(err, AL_EINVAL, 0, "cannot import %s: %s", child_show(im, it, q, sizeof(q)), why);
+		return al_fail(err, AL_EINVAL, 0, "cannot import %s: %s",
+			       child_show(im, it, q, sizeof(q)), why);
 	if (it->jrc)
 		return al_fail(err, AL_EIO, it->jrc, "stat %s", child_show(im, it, q, sizeof(q)));
 	struct stat s = it->st;
@@ -428,18 +459,20 @@ static int import_entry(struct imp *im, int dfd, struct ient *it, struct cached 
 		return 0;
 	}
 	const char *kind = S_ISCHR(s.st_mode) || S_ISBLK(s.st_mode) ? "a device file"
-			   : S_ISFIFO(s.st_mode)			   ? "a FIFO"
-			   : S_ISSOCK(s.st_mode)			   ? "a socket"
-								   : "of an unknown type";
-	return al_fail(err, AL_EINVAL, 0,
-		       "cannot import %s: it is %s (a snapshot holds files, symlinks and directories)",
-		       child_show(im, it, q, sizeof(q)), kind);
+			   : S_ISFIFO(s.st_mode)                    ? "a FIFO"
+			   : S_ISSOCK(s.st_mode)                    ? "a socket"
+								    : "of an unknown type";
+	return al_fail(
+		err, AL_EINVAL, 0,
+		"cannot import %s: it is %s (a snapshot holds files, symlinks and directories)",
+		child_show(im, it, q, sizeof(q)), kind);
 }
 
 /* The node is new: every file taken from the stat cache must really be in
  * the store (it could have been lost with a deleted store); re-read any that
  * is not. */
-static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n, struct al_error *err)
+static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n,
+			       struct al_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].from_cache)
@@ -451,20 +484,22 @@ static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n
 			continue;
 		struct stat s;
 		if (fstatat(dfd, v[i].name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(s.st_mode))
-			return al_fail(err, AL_EINVAL, errno, "%s changed while being imported", v[i].name);
+			return al_fail(err, AL_EINVAL, errno, "%s changed while being imported",
+				       v[i].name);
 		struct al_oid d;
 		d = v[i].e.digest;
 		int r = import_file(im, dfd, &v[i], &s, err);
 		if (r < 0)
 			return r;
 		if (!al_oid_eq(&d, &v[i].e.digest))
-			return al_fail(err, AL_EINVAL, 0, "%s changed while being imported", v[i].name);
+			return al_fail(err, AL_EINVAL, 0, "%s changed while being imported",
+				       v[i].name);
 	}
 	return 0;
 }
 
-static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out, uint64_t *bytes_out,
-		      struct al_error *err)
+static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *out,
+		      uint64_t *bytes_out, struct al_error *err)
 {
 	struct ient *v = NULL;
 	size_t n = 0, ncv = 0, ci = 0;
@@ -533,7 +568,8 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *ou
 			goto out;
 		if (v[i].e.type == AL_T_DIR && (r = import_subdir(im, dfd, depth, &v[i], err)) < 0)
 			goto out;
-		if (v[i].e.type != AL_T_SYMLINK && __builtin_add_overflow(total, v[i].e.size, &total)) {
+		if (v[i].e.type != AL_T_SYMLINK &&
+		    __builtin_add_overflow(total, v[i].e.size, &total)) {
 			r = al_fail(err, AL_ELIMIT, 0, "size overflow");
 			goto out;
 		}
@@ -583,13 +619,16 @@ static int imp_prepare(struct imp *im, const char *root, struct al_error *err)
 	int r = al_store__statcache(im->st, &im->sc, err);
 	if (r < 0)
 		return r;
-	if ((r = al_sqlite_exec(im->sc,
-				"BEGIN IMMEDIATE;"
-				"CREATE TEMP TABLE IF NOT EXISTS seen(dir BLOB PRIMARY KEY) WITHOUT ROWID;"
-				"DELETE FROM temp.seen;", err)) < 0)
+	if ((r = al_sqlite_exec(
+		     im->sc,
+		     "BEGIN IMMEDIATE;"
+		     "CREATE TEMP TABLE IF NOT EXISTS seen(dir BLOB PRIMARY KEY) WITHOUT ROWID;"
+		     "DELETE FROM temp.seen;",
+		     err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	if ((r = al_sqlite_prepare(im->sc, "INSERT OR IGNORE INTO roots(path) VALUES (?)", &st, err)) < 0)
+	if ((r = al_sqlite_prepare(im->sc, "INSERT OR IGNORE INTO roots(path) VALUES (?)", &st,
+				   err)) < 0)
 		return r;
 	sqlite3_bind_blob(st, 1, root, (int)strlen(root), SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -602,9 +641,10 @@ static int imp_prepare(struct imp *im, const char *root, struct al_error *err)
 	if (sqlite3_step(st) != SQLITE_ROW)
 		return al_sqlite_fail(im->sc, err, "stat cache");
 	im->root_id = sqlite3_column_int64(st, 0);
-	if ((r = al_sqlite_prepare(im->sc,
-				   "SELECT data FROM scdir WHERE root = ? AND dir = ?", &im->sc_sel, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc, "INSERT OR REPLACE INTO scdir(root, dir, data) VALUES (?,?,?)",
+	if ((r = al_sqlite_prepare(im->sc, "SELECT data FROM scdir WHERE root = ? AND dir = ?",
+				   &im->sc_sel, err)) < 0 ||
+	    (r = al_sqlite_prepare(im->sc,
+				   "INSERT OR REPLACE INTO scdir(root, dir, data) VALUES (?,?,?)",
 				   &im->sc_put, err)) < 0 ||
 	    (r = al_sqlite_prepare(im->sc, "DELETE FROM scdir WHERE root = ? AND dir = ?",
 				   &im->sc_del, err)) < 0 ||
@@ -639,9 +679,10 @@ static void imp_release(struct imp *im)
 static int imp_finish_cache(struct imp *im)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	if (al_sqlite_prepare(im->sc,
-			      "DELETE FROM scdir WHERE root = ? AND dir NOT IN (SELECT dir FROM temp.seen)",
-			      &st, NULL) < 0)
+	if (al_sqlite_prepare(
+		    im->sc,
+		    "DELETE FROM scdir WHERE root = ? AND dir NOT IN (SELECT dir FROM temp.seen)",
+		    &st, NULL) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, im->root_id);
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -658,7 +699,8 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	memset(res, 0, sizeof(*res));
 	_cleanup_free_ char *root = realpath(dir, NULL);
 	if (!root)
-		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "import %s", dir);
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "import %s",
+			       dir);
 	_cleanup_close_ int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return al_fail(err, errno == ENOTDIR ? AL_EINVAL : AL_EIO, errno, "import %s", dir);
@@ -701,7 +743,10 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 		sqlite3_exec(im.sc, "ROLLBACK", NULL, NULL, NULL);
 	imp_release(&im);
 	struct al_snapshot_info info = {
-		.created = al_wall_s(), .files = res->files, .bytes = res->bytes, .source = root,
+		.created = al_wall_s(),
+		.files = res->files,
+		.bytes = res->bytes,
+		.source = root,
 	};
 	info.id = res->id;
 	return al_store_snapshot_add(st, &info, err);

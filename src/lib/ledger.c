@@ -31,24 +31,29 @@
  * [idx*2^level, (idx+1)*2^level).  A root or a proof needs O(log n) of them
  * (merkle.c computes them from these). */
 
-static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
+static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN],
+		    struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT hash FROM ledger_tree WHERE level = ? AND idx = ?", &st, err);
+	int r = al_sqlite_prepare(db, "SELECT hash FROM ledger_tree WHERE level = ? AND idx = ?",
+				  &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int(st, 1, (int)level);
 	sqlite3_bind_int64(st, 2, (int64_t)idx);
 	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != AL_DIGEST_LEN)
-		return al_fail(err, AL_ECORRUPT, 0, "ledger: tree node %u/%llu missing", level, (unsigned long long)idx);
+		return al_fail(err, AL_ECORRUPT, 0, "ledger: tree node %u/%llu missing", level,
+			       (unsigned long long)idx);
 	memcpy(out, sqlite3_column_blob(st, 0), AL_DIGEST_LEN);
 	return 0;
 }
 
-static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[AL_DIGEST_LEN], struct al_error *err)
+static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[AL_DIGEST_LEN],
+		    struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "INSERT INTO ledger_tree(level, idx, hash) VALUES (?,?,?)", &st, err);
+	int r = al_sqlite_prepare(db, "INSERT INTO ledger_tree(level, idx, hash) VALUES (?,?,?)",
+				  &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int(st, 1, (int)level);
@@ -57,13 +62,15 @@ static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[A
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger tree");
 }
 
-static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
+static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN],
+			struct al_error *err)
 {
 	return tree_get(db, level, idx, out, err);
 }
 
 /* MTH(D[lo:hi]) from the stored complete subtrees */
-static int mth_db(sqlite3 *db, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
+static int mth_db(sqlite3 *db, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN],
+		  struct al_error *err)
 {
 	struct al_merkle_store t = { tree_subtree, db };
 	return al_merkle__mth(&t, lo, hi, out, err);
@@ -93,8 +100,8 @@ void al_ledger__new_group(char out[17])
 	snprintf(out, 17, "g%.15s", hex);
 }
 
-int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq_out,
-		      struct al_error *err)
+int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
+		      uint64_t *seq_out, struct al_error *err)
 {
 	/* what `airlock audit` prints: never a terminal control or bidi override */
 	if ((rec->group && al_text_check("group", rec->group, 64, err) < 0) ||
@@ -105,9 +112,10 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 	if (r < 0)
 		return r;
 	int64_t now = al_wall_s();
-	json_t *e = json_pack("{s:i,s:I,s:s,s:s,s:I,s:s,s:s,s:O}", "v", 1, "seq", (json_int_t)seq, "kind", rec->kind,
-			      "group", rec->group, "time", (json_int_t)now, "tenant", al_store_tenant(st), "actor",
-			      rec->actor ? rec->actor : "", "data", rec->data ? rec->data : json_object());
+	json_t *e = json_pack("{s:i,s:I,s:s,s:s,s:I,s:s,s:s,s:O}", "v", 1, "seq", (json_int_t)seq,
+			      "kind", rec->kind, "group", rec->group, "time", (json_int_t)now,
+			      "tenant", al_store_tenant(st), "actor", rec->actor ? rec->actor : "",
+			      "data", rec->data ? rec->data : json_object());
 	if (!e)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 	json_object_set_new(e, "project", rec->project ? json_string(rec->project) : json_null());
@@ -118,8 +126,10 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 	uint8_t leaf[AL_DIGEST_LEN];
 	al_merkle_leaf(enc, strlen(enc), leaf);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	r = al_sqlite_prepare(db, "INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) VALUES (?,?,?,?,?,?,?)",
-			      &ins, err);
+	r = al_sqlite_prepare(
+		db,
+		"INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) VALUES (?,?,?,?,?,?,?)",
+		&ins, err);
 	if (r == 0) {
 		sqlite3_bind_int64(ins, 1, (int64_t)seq);
 		sqlite3_bind_text(ins, 2, rec->kind, -1, SQLITE_STATIC);
@@ -176,14 +186,18 @@ int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err)
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	size_t siglen = sizeof(c.sig);
 	if (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) <= 0 ||
-	    EVP_DigestSign(ctx, c.sig, &siglen, (const uint8_t *)note, (size_t)nl) <= 0 || siglen != AL_ED25519_SIG_LEN)
+	    EVP_DigestSign(ctx, c.sig, &siglen, (const uint8_t *)note, (size_t)nl) <= 0 ||
+	    siglen != AL_ED25519_SIG_LEN)
 		r = al_fail(err, AL_EIO, 0, "ledger: signing failed");
 	EVP_MD_CTX_free(ctx);
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	if ((r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO checkpoints(size, root, time, origin, signature) "
-				       "VALUES (?,?,?,?,?)", &ins, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT OR REPLACE INTO checkpoints(size, root, time, origin, signature) "
+		     "VALUES (?,?,?,?,?)",
+		     &ins, err)) < 0)
 		return r;
 	sqlite3_bind_int64(ins, 1, (int64_t)c.size);
 	sqlite3_bind_blob(ins, 2, c.root, AL_DIGEST_LEN, SQLITE_STATIC);
@@ -197,7 +211,8 @@ static int read_checkpoint(sqlite3_stmt *q, struct al_checkpoint *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->size = (uint64_t)sqlite3_column_int64(q, 0);
-	if (sqlite3_column_bytes(q, 1) != AL_DIGEST_LEN || sqlite3_column_bytes(q, 4) != AL_ED25519_SIG_LEN)
+	if (sqlite3_column_bytes(q, 1) != AL_DIGEST_LEN ||
+	    sqlite3_column_bytes(q, 4) != AL_ED25519_SIG_LEN)
 		return -1;
 	memcpy(c->root, sqlite3_column_blob(q, 1), AL_DIGEST_LEN);
 	c->time = sqlite3_column_int64(q, 2);
@@ -214,13 +229,16 @@ int al_ledger_checkpoint(struct al_store *st, struct al_checkpoint *out, struct 
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT size, root, time, origin, signature FROM checkpoints ORDER BY size DESC LIMIT 1",
-				   &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "SELECT size, root, time, origin, signature FROM checkpoints ORDER BY size DESC LIMIT 1",
+		     &q, err)) < 0)
 		return r;
 	if (sqlite3_step(q) != SQLITE_ROW)
 		return al_fail(err, AL_ENOTFOUND, 0, "the ledger is empty: no checkpoint yet");
 	if (read_checkpoint(q, out) < 0)
-		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %lld is malformed", (long long)sqlite3_column_int64(q, 0));
+		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %lld is malformed",
+			       (long long)sqlite3_column_int64(q, 0));
 	return 0;
 }
 
@@ -245,17 +263,19 @@ static int run_query(sqlite3 *db, sqlite3_stmt *q, al_ledger_fn fn, void *ctx, s
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger");
 }
 
-int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *qy, al_ledger_fn fn, void *ctx,
-		      struct al_error *err)
+int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *qy, al_ledger_fn fn,
+		      void *ctx, struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
-				       "(?1 IS NULL OR grp = ?1) AND (?2 IS NULL OR project = ?2) AND "
-				       "(?3 IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
+				   "(?1 IS NULL OR grp = ?1) AND (?2 IS NULL OR project = ?2) AND "
+				   "(?3 IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq",
+				   &q, err)) < 0)
 		return r;
 	if (qy && qy->group)
 		sqlite3_bind_text(q, 1, qy->group, -1, SQLITE_STATIC);
@@ -280,23 +300,28 @@ static int get_one(void *ctx, const struct al_ledger_entry *e, struct al_error *
 	return g->fn(g->ctx, e, err);
 }
 
-int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx, struct al_error *err)
+int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
+		  struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq = ?", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq = ?",
+		     &q, err)) < 0)
 		return r;
 	sqlite3_bind_int64(q, 1, (int64_t)seq);
 	struct get_ctx g = { fn, ctx, 0 };
 	if ((r = run_query(db, q, get_one, &g, err)) < 0)
 		return r;
-	return g.n ? 0 : al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %llu", (unsigned long long)seq);
+	return g.n ? 0
+		   : al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %llu", (unsigned long long)seq);
 }
 
-int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
+int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN],
+		   struct al_error *err)
 {
 	sqlite3 *db;
 	uint64_t n;
@@ -304,13 +329,13 @@ int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size == 0 || size > n)
-		return al_fail(err, AL_EINVAL, 0, "tree size %llu outside 1..%llu", (unsigned long long)size,
-			       (unsigned long long)n);
+		return al_fail(err, AL_EINVAL, 0, "tree size %llu outside 1..%llu",
+			       (unsigned long long)size, (unsigned long long)n);
 	return mth_db(db, 0, size, out, err);
 }
 
-int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint8_t (**out)[AL_DIGEST_LEN], size_t *nout,
-			struct al_error *err)
+int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size,
+			uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
 	sqlite3 *db;
 	uint64_t n;
@@ -318,14 +343,14 @@ int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size, uint
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size == 0 || size > n || index >= size)
-		return al_fail(err, AL_EINVAL, 0, "no entry %llu in a tree of size %llu", (unsigned long long)index,
-			       (unsigned long long)size);
+		return al_fail(err, AL_EINVAL, 0, "no entry %llu in a tree of size %llu",
+			       (unsigned long long)index, (unsigned long long)size);
 	struct al_merkle_store t = { tree_subtree, db };
 	return al_merkle__inclusion(&t, index, size, out, nout, err);
 }
 
-int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2, uint8_t (**out)[AL_DIGEST_LEN], size_t *nout,
-			  struct al_error *err)
+int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2,
+			  uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
 	sqlite3 *db;
 	uint64_t n;
@@ -333,14 +358,15 @@ int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2, u
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size1 == 0 || size1 > size2 || size2 > n)
-		return al_fail(err, AL_EINVAL, 0, "bad sizes %llu, %llu for a tree of %llu", (unsigned long long)size1,
-			       (unsigned long long)size2, (unsigned long long)n);
+		return al_fail(err, AL_EINVAL, 0, "bad sizes %llu, %llu for a tree of %llu",
+			       (unsigned long long)size1, (unsigned long long)size2,
+			       (unsigned long long)n);
 	struct al_merkle_store t = { tree_subtree, db };
 	return al_merkle__consistency(&t, size1, size2, out, nout, err);
 }
 
-int al_ledger_append_batch(struct al_store *st, const char *kind, const char *group, const char *const *data_json,
-			   size_t n, struct al_error *err)
+int al_ledger_append_batch(struct al_store *st, const char *kind, const char *group,
+			   const char *const *data_json, size_t n, struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -372,7 +398,8 @@ int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *
 	return al_sqlite_exec(db, "COMMIT", err);
 }
 
-int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz, struct al_error *err)
+int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz,
+		     struct al_error *err)
 {
 	EVP_PKEY *key = NULL;
 	int r = al_store__ledger_key(st, &key, err);
@@ -443,8 +470,7 @@ static int export_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 	size_t i;
 	json_t *c;
 	int r = 0;
-	json_array_foreach(content, i, c)
-	{
+	json_array_foreach(content, i, c) {
 		const char *id = json_string_value(json_object_get(c, "sha256"));
 		if (id && (r = write_blob(x->f, x->cas, id, err)) < 0)
 			break;
@@ -458,17 +484,20 @@ static int export_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 		struct al_checkpoint cp;
 		char line[400];
 		if (read_checkpoint(x->cp, &cp) < 0)
-			return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu is malformed", (unsigned long long)e->seq + 1);
+			return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu is malformed",
+				       (unsigned long long)e->seq + 1);
 		char root[65], sig[129];
 		al_hex(cp.root, AL_DIGEST_LEN, root);
 		al_hex(cp.sig, AL_ED25519_SIG_LEN, sig);
-		snprintf(line, sizeof(line), "C %llu %s %lld %s\n", (unsigned long long)cp.size, root, (long long)cp.time, sig);
+		snprintf(line, sizeof(line), "C %llu %s %lld %s\n", (unsigned long long)cp.size,
+			 root, (long long)cp.time, sig);
 		fputs(line, x->f);
 	}
 	return 0;
 }
 
-int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint64_t *entries_out, struct al_error *err)
+int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint64_t *entries_out,
+		     struct al_error *err)
 {
 	sqlite3 *db;
 	uint64_t n;
@@ -476,7 +505,8 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (from > n)
-		return al_fail(err, AL_EINVAL, 0, "no checkpoint at size %llu (the ledger has %llu entries)",
+		return al_fail(err, AL_EINVAL, 0,
+			       "no checkpoint at size %llu (the ledger has %llu entries)",
 			       (unsigned long long)from, (unsigned long long)n);
 	uint8_t raw[AL_ED25519_KEY_LEN];
 	if ((r = al_ledger_pubkey(st, raw, NULL, 0, err)) < 0)
@@ -513,10 +543,15 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	struct exp_ctx x = { .f = f, .db = db, .cas = al_store_cas(st) };
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if (r == 0)
-		r = al_sqlite_prepare(db, "SELECT size, root, time, origin, signature FROM checkpoints WHERE size = ?", &x.cp, err);
+		r = al_sqlite_prepare(
+			db,
+			"SELECT size, root, time, origin, signature FROM checkpoints WHERE size = ?",
+			&x.cp, err);
 	if (r == 0)
-		r = al_sqlite_prepare(db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq >= ? ORDER BY seq",
-				      &q, err);
+		r = al_sqlite_prepare(
+			db,
+			"SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq >= ? ORDER BY seq",
+			&q, err);
 	if (r == 0) {
 		sqlite3_bind_int64(q, 1, (int64_t)from);
 		r = run_query(db, q, export_one, &x, err);
@@ -535,4 +570,3 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 		*entries_out = n - from;
 	return r;
 }
-

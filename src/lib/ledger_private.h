@@ -12,8 +12,8 @@ struct al_ledger_rec {
 	const char *kind, *group, *project, *actor;
 	json_t *data; /* an object; not stolen */
 };
-int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq,
-		      struct al_error *err);
+int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
+		      uint64_t *seq, struct al_error *err);
 /* Sign a checkpoint for the current size (once per transaction). */
 int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err);
 /* End a write transaction of meta.db: on success sign a checkpoint of the

@@ -24,7 +24,8 @@ int al_checkpoint_note(const struct al_checkpoint *c, char *out, size_t outsz)
 {
 	char root[65];
 	al_hex(c->root, AL_DIGEST_LEN, root);
-	int n = snprintf(out, outsz, "airlock-ledger checkpoint v1\norigin %s\nsize %llu\nroot %s\ntime %lld\n",
+	int n = snprintf(out, outsz,
+			 "airlock-ledger checkpoint v1\norigin %s\nsize %llu\nroot %s\ntime %lld\n",
 			 c->origin, (unsigned long long)c->size, root, (long long)c->time);
 	return n < 0 || (size_t)n >= outsz ? -1 : n;
 }
@@ -34,7 +35,8 @@ int al_checkpoint_format(const struct al_checkpoint *c, char *out, size_t outsz)
 	char root[65], sig[129];
 	al_hex(c->root, AL_DIGEST_LEN, root);
 	al_hex(c->sig, AL_ED25519_SIG_LEN, sig);
-	int n = snprintf(out, outsz, "%s %llu %s %lld %s", c->origin, (unsigned long long)c->size, root, (long long)c->time, sig);
+	int n = snprintf(out, outsz, "%s %llu %s %lld %s", c->origin, (unsigned long long)c->size,
+			 root, (long long)c->time, sig);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
@@ -44,9 +46,12 @@ int al_checkpoint_parse(const char *line, struct al_checkpoint *c, struct al_err
 	char origin[80], root[80], sig[160];
 	unsigned long long size;
 	long long t;
-	if (sscanf(line, "%79s %llu %79s %lld %159s", origin, &size, root, &t, sig) != 5 || strlen(root) != 64 ||
-	    strlen(sig) != 128 || al_unhex(root, AL_DIGEST_LEN, c->root) < 0 || al_unhex(sig, AL_ED25519_SIG_LEN, c->sig) < 0)
-		return al_fail(err, AL_EINVAL, 0, "not a checkpoint line (origin size root time signature)");
+	if (sscanf(line, "%79s %llu %79s %lld %159s", origin, &size, root, &t, sig) != 5 ||
+	    strlen(root) != 64 || strlen(sig) != 128 ||
+	    al_unhex(root, AL_DIGEST_LEN, c->root) < 0 ||
+	    al_unhex(sig, AL_ED25519_SIG_LEN, c->sig) < 0)
+		return al_fail(err, AL_EINVAL, 0,
+			       "not a checkpoint line (origin size root time signature)");
 	snprintf(c->origin, sizeof(c->origin), "%s", origin);
 	c->size = size;
 	c->time = t;
@@ -59,7 +64,8 @@ static bool sig_ok(EVP_PKEY *key, const struct al_checkpoint *c)
 	int n = al_checkpoint_note(c, note, sizeof(note));
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	bool ok = ctx && n > 0 && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) > 0 &&
-		  EVP_DigestVerify(ctx, c->sig, AL_ED25519_SIG_LEN, (const uint8_t *)note, (size_t)n) == 1;
+		  EVP_DigestVerify(ctx, c->sig, AL_ED25519_SIG_LEN, (const uint8_t *)note,
+				   (size_t)n) == 1;
 	EVP_MD_CTX_free(ctx);
 	return ok;
 }
@@ -120,9 +126,10 @@ static int check_trusted(struct verifier *v, struct al_error *err)
 	al_merkle__range_root(&v->g, root);
 	v->trusted_checked = true;
 	if (memcmp(root, v->trusted->root, AL_DIGEST_LEN) != 0)
-		return al_fail(err, AL_ECORRUPT, 0,
-			       "not consistent with the trusted checkpoint: the first %llu entries have another root",
-			       (unsigned long long)v->trusted->size);
+		return al_fail(
+			err, AL_ECORRUPT, 0,
+			"not consistent with the trusted checkpoint: the first %llu entries have another root",
+			(unsigned long long)v->trusted->size);
 	return 0;
 }
 
@@ -134,31 +141,43 @@ static int verify_entry(struct verifier *v, const char *p, size_t len, struct al
 	const char *kind = NULL;
 	json_t *data = NULL;
 	int r = 0;
-	if (!e || json_unpack(e, "{s:I,s:I,s:s,s:o}", "v", &ver, "seq", &seq, "kind", &kind, "data", &data) < 0 || ver != 1)
-		r = al_fail(err, AL_ECORRUPT, 0, "line %llu: entry %llu is not a valid ledger entry",
+	if (!e ||
+	    json_unpack(e, "{s:I,s:I,s:s,s:o}", "v", &ver, "seq", &seq, "kind", &kind, "data",
+			&data) < 0 ||
+	    ver != 1)
+		r = al_fail(err, AL_ECORRUPT, 0,
+			    "line %llu: entry %llu is not a valid ledger entry",
 			    (unsigned long long)v->line, (unsigned long long)(v->first + v->count));
 	else if ((uint64_t)seq != v->first + v->count)
-		r = al_fail(err, AL_ECORRUPT, 0, "line %llu: expected entry %llu, found entry %lld (missing or reordered)",
-			    (unsigned long long)v->line, (unsigned long long)(v->first + v->count), (long long)seq);
+		r = al_fail(
+			err, AL_ECORRUPT, 0,
+			"line %llu: expected entry %llu, found entry %lld (missing or reordered)",
+			(unsigned long long)v->line, (unsigned long long)(v->first + v->count),
+			(long long)seq);
 	if (r == 0) {
 		const char *draft = json_string_value(json_object_get(data, "draft"));
 		json_t *cs = json_object_get(data, "commit_seq");
 		char key[32];
 		if (!strcmp(kind, "draft_create") && draft)
 			set_add(&v->drafts, draft);
-		else if ((!strcmp(kind, "apply") || !strcmp(kind, "reject")) && draft && v->first == 0 &&
-			 !set_has(&v->drafts, draft))
-			r = al_fail(err, AL_ECORRUPT, 0, "entry %lld: %s refers to draft %s, which no earlier entry created",
-				    (long long)seq, kind, draft);
+		else if ((!strcmp(kind, "apply") || !strcmp(kind, "reject")) && draft &&
+			 v->first == 0 && !set_has(&v->drafts, draft))
+			r = al_fail(
+				err, AL_ECORRUPT, 0,
+				"entry %lld: %s refers to draft %s, which no earlier entry created",
+				(long long)seq, kind, draft);
 		if (!strcmp(kind, "commit") || !strcmp(kind, "apply")) {
 			snprintf(key, sizeof(key), "%lld", (long long)seq);
 			set_add(&v->commits, key);
 		}
-		if (r == 0 && !strcmp(kind, "conflict") && json_is_integer(cs) && (uint64_t)json_integer_value(cs) >= v->first) {
+		if (r == 0 && !strcmp(kind, "conflict") && json_is_integer(cs) &&
+		    (uint64_t)json_integer_value(cs) >= v->first) {
 			snprintf(key, sizeof(key), "%lld", (long long)json_integer_value(cs));
 			if (!set_has(&v->commits, key))
-				r = al_fail(err, AL_ECORRUPT, 0, "entry %lld: conflict refers to commit entry %s, not found",
-					    (long long)seq, key);
+				r = al_fail(
+					err, AL_ECORRUPT, 0,
+					"entry %lld: conflict refers to commit entry %s, not found",
+					(long long)seq, key);
 		}
 	}
 	json_decref(e);
@@ -177,27 +196,37 @@ static int verify_checkpoint(struct verifier *v, const char *p, struct al_error 
 	char root[80], sig[160];
 	unsigned long long size;
 	long long t;
-	if (sscanf(p, "%llu %79s %lld %159s", &size, root, &t, sig) != 4 || strlen(root) != 64 || strlen(sig) != 128 ||
-	    al_unhex(root, AL_DIGEST_LEN, c.root) < 0 || al_unhex(sig, AL_ED25519_SIG_LEN, c.sig) < 0)
-		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed checkpoint", (unsigned long long)v->line);
+	if (sscanf(p, "%llu %79s %lld %159s", &size, root, &t, sig) != 4 || strlen(root) != 64 ||
+	    strlen(sig) != 128 || al_unhex(root, AL_DIGEST_LEN, c.root) < 0 ||
+	    al_unhex(sig, AL_ED25519_SIG_LEN, c.sig) < 0)
+		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed checkpoint",
+			       (unsigned long long)v->line);
 	c.size = size;
 	c.time = t;
 	snprintf(c.origin, sizeof(c.origin), "%s", v->origin);
 	if (c.size > v->g.size)
-		return al_fail(err, AL_ECORRUPT, 0, "entry %llu is missing (deleted): checkpoint %llu follows entry %llu",
-			       (unsigned long long)v->g.size, size, (unsigned long long)v->g.size - 1);
+		return al_fail(
+			err, AL_ECORRUPT, 0,
+			"entry %llu is missing (deleted): checkpoint %llu follows entry %llu",
+			(unsigned long long)v->g.size, size, (unsigned long long)v->g.size - 1);
 	if (c.size < v->g.size)
-		return al_fail(err, AL_ECORRUPT, 0, "line %llu: checkpoint %llu is out of place (after entry %llu)",
-			       (unsigned long long)v->line, size, (unsigned long long)v->g.size - 1);
+		return al_fail(err, AL_ECORRUPT, 0,
+			       "line %llu: checkpoint %llu is out of place (after entry %llu)",
+			       (unsigned long long)v->line, size,
+			       (unsigned long long)v->g.size - 1);
 	uint8_t got[AL_DIGEST_LEN];
 	al_merkle__range_root(&v->g, got);
 	if (memcmp(got, c.root, AL_DIGEST_LEN) != 0)
-		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu: the entries %llu..%llu do not hash to its root "
-						    "(an entry in that range was changed)",
-			       size, (unsigned long long)(v->last_cp > v->first ? v->last_cp : v->first),
+		return al_fail(err, AL_ECORRUPT, 0,
+			       "checkpoint %llu: the entries %llu..%llu do not hash to its root "
+			       "(an entry in that range was changed)",
+			       size,
+			       (unsigned long long)(v->last_cp > v->first ? v->last_cp : v->first),
 			       (unsigned long long)(size - 1));
 	if (!sig_ok(v->key, &c))
-		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %llu: bad signature (forged, or signed by another key)", size);
+		return al_fail(err, AL_ECORRUPT, 0,
+			       "checkpoint %llu: bad signature (forged, or signed by another key)",
+			       size);
 	v->last_cp = size;
 	v->rep->checkpoints++;
 	memcpy(v->rep->root, c.root, AL_DIGEST_LEN);
@@ -209,7 +238,8 @@ static int verify_blob(struct verifier *v, char *p, struct al_error *err)
 	char *sp = strchr(p, ' ');
 	uint8_t want[AL_DIGEST_LEN], got[AL_DIGEST_LEN];
 	if (!sp || sp - p != 64 || al_unhex(p, AL_DIGEST_LEN, want) < 0)
-		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed content line", (unsigned long long)v->line);
+		return al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed content line",
+			       (unsigned long long)v->line);
 	char *b64 = sp + 1;
 	size_t n = strlen(b64);
 	uint8_t *raw = malloc(n / 4 * 3 + 3);
@@ -220,11 +250,13 @@ static int verify_blob(struct verifier *v, char *p, struct al_error *err)
 		len--, n--;
 	int r = 0;
 	if (len < 0)
-		r = al_fail(err, AL_ECORRUPT, 0, "line %llu: content is not base64", (unsigned long long)v->line);
+		r = al_fail(err, AL_ECORRUPT, 0, "line %llu: content is not base64",
+			    (unsigned long long)v->line);
 	else {
 		al_sha256(raw, (size_t)len, got);
 		if (memcmp(got, want, AL_DIGEST_LEN) != 0)
-			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: content sha256:%.64s does not match its bytes",
+			r = al_fail(err, AL_ECORRUPT, 0,
+				    "line %llu: content sha256:%.64s does not match its bytes",
 				    (unsigned long long)v->line, p);
 	}
 	free(raw);
@@ -241,7 +273,8 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 	memset(rep, 0, sizeof(*rep));
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "open %s", path);
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "open %s",
+			       path);
 	struct verifier *v = calloc(1, sizeof(*v));
 	char *line = NULL;
 	size_t cap = 0;
@@ -258,25 +291,34 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 		if (line[n - 1] == '\n')
 			line[--n] = 0;
 		if (ended) {
-			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: data after the end", (unsigned long long)v->line);
+			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: data after the end",
+				    (unsigned long long)v->line);
 		} else if (v->line == 1) {
 			header = strcmp(line, AL_LEDGER_EXPORT_MAGIC) == 0;
 			if (!header)
-				r = al_fail(err, AL_EINVAL, 0, "%s is not an airlock ledger export", path);
+				r = al_fail(err, AL_EINVAL, 0, "%s is not an airlock ledger export",
+					    path);
 		} else if (!strncmp(line, "origin ", 7)) {
 			/* header lines come once, before any entry: a second key
 			 * would let a forger switch keys half-way */
 			if (v->origin[0] || v->key)
-				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: origin repeated or late", (unsigned long long)v->line);
+				r = al_fail(err, AL_ECORRUPT, 0,
+					    "line %llu: origin repeated or late",
+					    (unsigned long long)v->line);
 			snprintf(v->origin, sizeof(v->origin), "%s", line + 7);
 		} else if (!strncmp(line, "pubkey ", 7)) {
 			if (v->key)
-				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: a second public key", (unsigned long long)v->line);
-			else if (strlen(line + 7) != 64 || al_unhex(line + 7, AL_ED25519_KEY_LEN, export_key) < 0)
-				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed public key", (unsigned long long)v->line);
+				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: a second public key",
+					    (unsigned long long)v->line);
+			else if (strlen(line + 7) != 64 ||
+				 al_unhex(line + 7, AL_ED25519_KEY_LEN, export_key) < 0)
+				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed public key",
+					    (unsigned long long)v->line);
 			if (r == 0) {
 				rep->key_from_export = !key;
-				v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, key ? key : export_key, AL_ED25519_KEY_LEN);
+				v->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL,
+								     key ? key : export_key,
+								     AL_ED25519_KEY_LEN);
 				if (!v->key)
 					r = al_fail(err, AL_EINVAL, 0, "bad Ed25519 public key");
 			}
@@ -284,9 +326,10 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 			unsigned level;
 			char hex[80];
 			uint8_t h[AL_DIGEST_LEN];
-			if (seen_entry || sscanf(line + 2, "%u %79s", &level, hex) != 2 || level > 62 || strlen(hex) != 64 ||
-			    al_unhex(hex, AL_DIGEST_LEN, h) < 0)
-				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed prefix", (unsigned long long)v->line);
+			if (seen_entry || sscanf(line + 2, "%u %79s", &level, hex) != 2 ||
+			    level > 62 || strlen(hex) != 64 || al_unhex(hex, AL_DIGEST_LEN, h) < 0)
+				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: malformed prefix",
+					    (unsigned long long)v->line);
 			else {
 				memcpy(v->g.h[v->g.n], h, AL_DIGEST_LEN);
 				v->g.level[v->g.n++] = level;
@@ -296,23 +339,28 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 			}
 		} else if (!strncmp(line, "E ", 2)) {
 			if (!v->key)
-				r = al_fail(err, AL_ECORRUPT, 0, "line %llu: entry before the public key", (unsigned long long)v->line);
+				r = al_fail(err, AL_ECORRUPT, 0,
+					    "line %llu: entry before the public key",
+					    (unsigned long long)v->line);
 			else {
 				seen_entry = true;
 				r = verify_entry(v, line + 2, (size_t)n - 2, err);
 			}
 		} else if (!strncmp(line, "C ", 2)) {
 			r = v->key ? verify_checkpoint(v, line + 2, err)
-				   : al_fail(err, AL_ECORRUPT, 0, "checkpoint before the public key");
+				   : al_fail(err, AL_ECORRUPT, 0,
+					     "checkpoint before the public key");
 		} else if (!strncmp(line, "B ", 2)) {
 			r = verify_blob(v, line + 2, err);
 		} else if (!strncmp(line, "end ", 4)) {
 			ended = true;
 			if (strtoull(line + 4, NULL, 10) != v->count)
-				r = al_fail(err, AL_ECORRUPT, 0, "the export says %s entries, it holds %llu", line + 4,
+				r = al_fail(err, AL_ECORRUPT, 0,
+					    "the export says %s entries, it holds %llu", line + 4,
 					    (unsigned long long)v->count);
 		} else {
-			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: unknown line", (unsigned long long)v->line);
+			r = al_fail(err, AL_ECORRUPT, 0, "line %llu: unknown line",
+				    (unsigned long long)v->line);
 		}
 	}
 	if (r == 0 && !header)
@@ -320,12 +368,15 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 	if (r == 0 && !ended)
 		r = al_fail(err, AL_ECORRUPT, 0, "the export is truncated (no end line)");
 	if (r == 0 && v->g.size && v->last_cp != v->g.size)
-		r = al_fail(err, AL_ECORRUPT, 0, "entries %llu..%llu are not covered by a signed checkpoint",
+		r = al_fail(err, AL_ECORRUPT, 0,
+			    "entries %llu..%llu are not covered by a signed checkpoint",
 			    (unsigned long long)(v->last_cp > v->first ? v->last_cp : v->first),
 			    (unsigned long long)(v->g.size - 1));
 	if (r == 0 && trusted && !v->trusted_checked)
-		r = al_fail(err, AL_ECORRUPT, 0, "the export does not reach the trusted checkpoint's size %llu (it ends at %llu)",
-			    (unsigned long long)trusted->size, (unsigned long long)v->g.size);
+		r = al_fail(
+			err, AL_ECORRUPT, 0,
+			"the export does not reach the trusted checkpoint's size %llu (it ends at %llu)",
+			(unsigned long long)trusted->size, (unsigned long long)v->g.size);
 	if (r == 0)
 		rep->entries = v->count;
 	free(line);

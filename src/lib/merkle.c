@@ -24,7 +24,8 @@ void al_merkle_leaf(const void *entry, size_t len, uint8_t out[AL_DIGEST_LEN])
 	al_sha_free(s);
 }
 
-void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN], uint8_t out[AL_DIGEST_LEN])
+void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN],
+		    uint8_t out[AL_DIGEST_LEN])
 {
 	uint8_t buf[65];
 	buf[0] = 1;
@@ -63,8 +64,9 @@ void al_merkle_root(const uint8_t (*leaves)[AL_DIGEST_LEN], size_t n, uint8_t ou
 	mth_mem(leaves, n, out);
 }
 
-bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[AL_DIGEST_LEN], const uint8_t (*proof)[AL_DIGEST_LEN],
-				size_t nproof, const uint8_t root[AL_DIGEST_LEN])
+bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t leaf[AL_DIGEST_LEN],
+				const uint8_t (*proof)[AL_DIGEST_LEN], size_t nproof,
+				const uint8_t root[AL_DIGEST_LEN])
 {
 	if (index >= size)
 		return false;
@@ -89,7 +91,9 @@ bool al_merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t lea
 	return sn == 0 && memcmp(r, root, AL_DIGEST_LEN) == 0;
 }
 
-bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t root1[AL_DIGEST_LEN], const uint8_t root2[AL_DIGEST_LEN],
+bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2,
+				  const uint8_t root1[AL_DIGEST_LEN],
+				  const uint8_t root2[AL_DIGEST_LEN],
 				  const uint8_t (*proof)[AL_DIGEST_LEN], size_t nproof)
 {
 	if (size1 == 0 || size1 > size2)
@@ -131,7 +135,8 @@ bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t 
 		fn >>= 1;
 		sn >>= 1;
 	}
-	return sn == 0 && memcmp(fr, root1, AL_DIGEST_LEN) == 0 && memcmp(sr, root2, AL_DIGEST_LEN) == 0;
+	return sn == 0 && memcmp(fr, root1, AL_DIGEST_LEN) == 0 &&
+	       memcmp(sr, root2, AL_DIGEST_LEN) == 0;
 }
 
 /* ---- over a stored tree ------------------------------------------------------
@@ -139,7 +144,8 @@ bool al_merkle_verify_consistency(uint64_t size1, uint64_t size2, const uint8_t 
  * needs O(log n) of them. */
 
 /* MTH(D[lo:hi]) from the stored complete subtrees */
-int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN], struct al_error *err)
+int al_merkle__mth(const struct al_merkle_store *t, uint64_t lo, uint64_t hi,
+		   uint8_t out[AL_DIGEST_LEN], struct al_error *err)
 {
 	uint64_t n = hi - lo;
 	if ((n & (n - 1)) == 0 && lo % n == 0) {
@@ -178,8 +184,8 @@ static int proof_add(struct proof *p, const uint8_t h[AL_DIGEST_LEN], struct al_
 }
 
 /* RFC 6962 PATH(m, D[lo:hi]) */
-static int path(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64_t hi, struct proof *p,
-		struct al_error *err)
+static int path(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64_t hi,
+		struct proof *p, struct al_error *err)
 {
 	uint64_t n = hi - lo;
 	if (n <= 1)
@@ -188,18 +194,20 @@ static int path(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64
 	uint8_t h[AL_DIGEST_LEN];
 	int r;
 	if (m < k) {
-		if ((r = path(t, m, lo, lo + k, p, err)) < 0 || (r = al_merkle__mth(t, lo + k, hi, h, err)) < 0)
+		if ((r = path(t, m, lo, lo + k, p, err)) < 0 ||
+		    (r = al_merkle__mth(t, lo + k, hi, h, err)) < 0)
 			return r;
 	} else {
-		if ((r = path(t, m - k, lo + k, hi, p, err)) < 0 || (r = al_merkle__mth(t, lo, lo + k, h, err)) < 0)
+		if ((r = path(t, m - k, lo + k, hi, p, err)) < 0 ||
+		    (r = al_merkle__mth(t, lo, lo + k, h, err)) < 0)
 			return r;
 	}
 	return proof_add(p, h, err);
 }
 
 /* RFC 6962 SUBPROOF(m, D[lo:hi], b) */
-static int subproof(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64_t hi, bool b, struct proof *p,
-		    struct al_error *err)
+static int subproof(const struct al_merkle_store *t, uint64_t m, uint64_t lo, uint64_t hi, bool b,
+		    struct proof *p, struct al_error *err)
 {
 	uint64_t n = hi - lo;
 	uint8_t h[AL_DIGEST_LEN];
@@ -211,17 +219,19 @@ static int subproof(const struct al_merkle_store *t, uint64_t m, uint64_t lo, ui
 	}
 	uint64_t k = split(n);
 	if (m <= k) {
-		if ((r = subproof(t, m, lo, lo + k, b, p, err)) < 0 || (r = al_merkle__mth(t, lo + k, hi, h, err)) < 0)
+		if ((r = subproof(t, m, lo, lo + k, b, p, err)) < 0 ||
+		    (r = al_merkle__mth(t, lo + k, hi, h, err)) < 0)
 			return r;
 	} else {
-		if ((r = subproof(t, m - k, lo + k, hi, false, p, err)) < 0 || (r = al_merkle__mth(t, lo, lo + k, h, err)) < 0)
+		if ((r = subproof(t, m - k, lo + k, hi, false, p, err)) < 0 ||
+		    (r = al_merkle__mth(t, lo, lo + k, h, err)) < 0)
 			return r;
 	}
 	return proof_add(p, h, err);
 }
 
-int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64_t size, uint8_t (**out)[AL_DIGEST_LEN],
-			 size_t *nout, struct al_error *err)
+int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64_t size,
+			 uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
 	struct proof p = { 0 };
 	int r;
@@ -234,8 +244,8 @@ int al_merkle__inclusion(const struct al_merkle_store *t, uint64_t index, uint64
 	return 0;
 }
 
-int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint64_t size2, uint8_t (**out)[AL_DIGEST_LEN],
-			   size_t *nout, struct al_error *err)
+int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint64_t size2,
+			   uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
 	struct proof p = { 0 };
 	int r;
@@ -250,7 +260,8 @@ int al_merkle__consistency(const struct al_merkle_store *t, uint64_t size1, uint
 
 /* ---- the compact range ---------------------------------------------------------- */
 
-void al_merkle__range_push(struct al_merkle_range *g, const uint8_t h[AL_DIGEST_LEN], unsigned level)
+void al_merkle__range_push(struct al_merkle_range *g, const uint8_t h[AL_DIGEST_LEN],
+			   unsigned level)
 {
 	memcpy(g->h[g->n], h, AL_DIGEST_LEN);
 	g->level[g->n++] = level;

@@ -30,27 +30,46 @@ int al_manifest__name_cmp(const char *a, size_t an, const char *b, size_t bn)
 	return an < bn ? -1 : an > bn;
 }
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
 static uint32_t get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
 static void put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
-static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
 
 static int check_entry(const struct al_entry *e, const struct al_entry *prev, struct al_error *err)
 {
 	const char *why;
 	if (e->type != AL_T_DIR && e->type != AL_T_FILE && e->type != AL_T_SYMLINK)
-		return al_fail(err, AL_EINVAL, 0, "node: unknown entry type 0x%02x", e->type & 0xff);
+		return al_fail(err, AL_EINVAL, 0, "node: unknown entry type 0x%02x",
+			       e->type & 0xff);
 	if (e->mode & ~07777u)
 		return al_fail(err, AL_EINVAL, 0, "node: mode %o has bits beyond 07777", e->mode);
-	if (e->type == AL_T_SYMLINK && (e->mode != 0777 || e->size == 0 || e->size > AL_SYMLINK_MAX))
+	if (e->type == AL_T_SYMLINK &&
+	    (e->mode != 0777 || e->size == 0 || e->size > AL_SYMLINK_MAX))
 		return al_fail(err, AL_EINVAL, 0, "node: bad symlink entry");
 	if (!al_name_valid(e->name, e->namelen, &why))
 		return al_fail(err, AL_EINVAL, 0, "node: %s", why);
@@ -125,7 +144,8 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 		   struct al_error *err)
 {
 	if (n > AL_NODE_MAX_ENTRIES)
-		return al_fail(err, AL_ELIMIT, 0, "directory has more than %u entries", AL_NODE_MAX_ENTRIES);
+		return al_fail(err, AL_ELIMIT, 0, "directory has more than %u entries",
+			       AL_NODE_MAX_ENTRIES);
 	size_t len = 12;
 	for (size_t i = 0; i < n; i++) {
 		int r = check_entry(&e[i], i ? &e[i - 1] : NULL, err);
@@ -154,7 +174,8 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 	return 0;
 }
 
-int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **out, struct al_error *err)
+int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **out,
+		 struct al_error *err)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len = 0;

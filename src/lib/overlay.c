@@ -54,7 +54,8 @@ static int note(struct ov *o, const char *fmt, ...)
 	return 0;
 }
 
-static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const struct al_entry *e, struct al_error *err)
+static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const struct al_entry *e,
+		    struct al_error *err)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 64;
@@ -89,16 +90,18 @@ static bool opaque(int fd)
 	return n == 1 && v[0] == 'y';
 }
 
-static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_replaced, unsigned depth,
-		struct al_error *err);
+static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_replaced,
+		unsigned depth, struct al_error *err);
 
-static int entry(struct ov *o, int dfd, const char *name, char *path, size_t plen, bool parent_replaced, unsigned depth,
-		 struct al_error *err)
+static int entry(struct ov *o, int dfd, const char *name, char *path, size_t plen,
+		 bool parent_replaced, unsigned depth, struct al_error *err)
 {
 	size_t nlen = strlen(name);
 	const char *why;
 	if (plen + 1 + nlen > AL_PATH_MAX)
-		return note(o, "%.200s/…: path too long, not kept", path) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay") : 0;
+		return note(o, "%.200s/…: path too long, not kept", path) < 0
+			       ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay")
+			       : 0;
 	size_t np = plen;
 	if (plen)
 		path[np++] = '/';
@@ -107,12 +110,15 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 	char q[512];
 	al_quote(path, np, q, sizeof(q));
 	if (!al_name_valid(name, nlen, &why))
-		return note(o, "%s: %s, not kept", q, why) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay") : 0;
+		return note(o, "%s: %s, not kept", q, why) < 0
+			       ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay")
+			       : 0;
 	struct stat s;
 	if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
 		return al_fail(err, AL_EIO, errno, "overlay: stat %s", q);
 	struct al_entry base;
-	bool in_base = !parent_replaced && al_manifest_lookup(o->cas, o->base, path, &base, NULL) == 0;
+	bool in_base =
+		!parent_replaced && al_manifest_lookup(o->cas, o->base, path, &base, NULL) == 0;
 	int r = 0;
 	if (S_ISCHR(s.st_mode) && major(s.st_rdev) == 0 && minor(s.st_rdev) == 0) {
 		/* a whiteout: the run deleted it */
@@ -120,7 +126,9 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 			r = add_edit(o, path, AL_EDIT_DELETE, NULL, err);
 	} else if (S_ISDIR(s.st_mode)) {
 		if (depth + 1 > AL_DEPTH_MAX)
-			return note(o, "%s: deeper than %d levels, not kept", q, AL_DEPTH_MAX) < 0 ? AL_ENOMEM : 0;
+			return note(o, "%s: deeper than %d levels, not kept", q, AL_DEPTH_MAX) < 0
+				       ? AL_ENOMEM
+				       : 0;
 		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return al_fail(err, AL_EIO, errno, "overlay: open %s", q);
@@ -139,8 +147,9 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		 * is read; once it is reached no later file is read either */
 		uint64_t size = s.st_size > 0 ? (uint64_t)s.st_size : 0;
 		struct al_overlay_report *rp = o->rep;
-		bool newest = !rp->newest || s.st_mtim.tv_sec > rp->newest_sec ||
-			      (s.st_mtim.tv_sec == rp->newest_sec && s.st_mtim.tv_nsec > rp->newest_nsec);
+		bool newest =
+			!rp->newest || s.st_mtim.tv_sec > rp->newest_sec ||
+			(s.st_mtim.tv_sec == rp->newest_sec && s.st_mtim.tv_nsec > rp->newest_nsec);
 		if (newest) {
 			char *n = strdup(path);
 			if (!n)
@@ -154,13 +163,15 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		if (o->max_bytes && (rp->limit_hit || size > o->max_bytes - rp->bytes_taken)) {
 			rp->limit_hit = true;
 			if (++rp->dropped <= AL_OVERLAY_DROPPED_NAMED) {
-				char **v = realloc(rp->dropped_paths, (rp->ndropped_paths + 1) * sizeof(char *));
+				char **v = realloc(rp->dropped_paths,
+						   (rp->ndropped_paths + 1) * sizeof(char *));
 				if (v)
 					rp->dropped_paths = v;
 				if (!v || !(v[rp->ndropped_paths] = strdup(path)))
 					return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 				rp->ndropped_paths++;
-				if (note(o, "%s: not kept: over the disk limit (%llu bytes)", q, (unsigned long long)size) < 0)
+				if (note(o, "%s: not kept: over the disk limit (%llu bytes)", q,
+					 (unsigned long long)size) < 0)
 					return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 			}
 			return 0;
@@ -174,23 +185,28 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		}
 		if (s.st_nlink > 1 && note(o, "%s: hardlink kept as an independent file", q) < 0)
 			return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
-		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		int fd = openat(dfd, name,
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		struct stat s2;
 		if (fd < 0 || fstat(fd, &s2) < 0 || s2.st_ino != s.st_ino || !S_ISREG(s2.st_mode)) {
 			if (fd >= 0)
 				close(fd);
-			return al_fail(err, AL_EIO, errno, "overlay: %s changed while being read", q);
+			return al_fail(err, AL_EIO, errno, "overlay: %s changed while being read",
+				       q);
 		}
 		if (s2.st_size != s.st_size) {
 			close(fd);
 			return al_fail(err, AL_EIO, 0, "overlay: %s changed while being read", q);
 		}
 		o->rep->bytes_taken += size;
-		struct al_entry f = { .type = AL_T_FILE, .mode = mode, .size = (uint64_t)s2.st_size };
+		struct al_entry f = { .type = AL_T_FILE,
+				      .mode = mode,
+				      .size = (uint64_t)s2.st_size };
 		r = al_cas_put_fd(o->cas, fd, f.size, &f.digest, err);
 		close(fd);
 		if (r == 0) {
-			if (in_base && base.type == AL_T_FILE && base.mode == mode && al_oid_eq(&base.digest, &f.digest))
+			if (in_base && base.type == AL_T_FILE && base.mode == mode &&
+			    al_oid_eq(&base.digest, &f.digest))
 				o->rep->unchanged_copyups++;
 			else
 				r = add_edit(o, path, AL_EDIT_SET, &f, err);
@@ -202,21 +218,26 @@ static int entry(struct ov *o, int dfd, const char *name, char *path, size_t ple
 		for (ssize_t i = 0; ok && i < n; i++)
 			ok = (uint8_t)t[i] >= 0x20 && t[i] != 0x7f;
 		if (!ok)
-			return note(o, "%s: symlink target empty, too long or not text, not kept", q) < 0 ? AL_ENOMEM : 0;
+			return note(o, "%s: symlink target empty, too long or not text, not kept",
+				    q) < 0
+				       ? AL_ENOMEM
+				       : 0;
 		struct al_entry l = { .type = AL_T_SYMLINK, .mode = 0777, .size = (uint64_t)n };
 		if ((r = al_cas_put(o->cas, t, (size_t)n, &l.digest, err)) == 0 &&
 		    !(in_base && base.type == AL_T_SYMLINK && al_oid_eq(&base.digest, &l.digest)))
 			r = add_edit(o, path, AL_EDIT_SET, &l, err);
 	} else {
-		const char *kind = S_ISFIFO(s.st_mode) ? "FIFO" : S_ISSOCK(s.st_mode) ? "socket" : "device file";
+		const char *kind = S_ISFIFO(s.st_mode)   ? "FIFO"
+				   : S_ISSOCK(s.st_mode) ? "socket"
+							 : "device file";
 		if (note(o, "%s: %s not kept", q, kind) < 0)
 			return al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 	}
 	return r;
 }
 
-static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_replaced, unsigned depth,
-		struct al_error *err)
+static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_replaced,
+		unsigned depth, struct al_error *err)
 {
 	DIR *d = al_opendir_fd(dfd);
 	if (!d)
@@ -233,14 +254,15 @@ static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_repl
 	return r;
 }
 
-int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper, struct al_oid *out,
-		     struct al_overlay_report *rep, struct al_error *err)
+int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper,
+		     struct al_oid *out, struct al_overlay_report *rep, struct al_error *err)
 {
 	return al_overlay_apply_within(st, base, upper, 0, out, rep, err);
 }
 
-int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper, uint64_t max_bytes,
-			    struct al_oid *out, struct al_overlay_report *rep, struct al_error *err)
+int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper,
+			    uint64_t max_bytes, struct al_oid *out, struct al_overlay_report *rep,
+			    struct al_error *err)
 {
 	memset(rep, 0, sizeof(*rep));
 	struct ov o = { .cas = al_store_cas(st), .base = base, .rep = rep, .max_bytes = max_bytes };
@@ -249,20 +271,22 @@ int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, cons
 		return r;
 	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "overlay: open %s", upper);
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno,
+			       "overlay: open %s", upper);
 	char *path = calloc(1, AL_PATH_MAX + 300);
 	uint8_t *enc = NULL;
 	size_t len = 0;
 	if (!path)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "overlay");
 	if (r == 0 && (r = al_cas_begin(o.cas, err)) == 0) {
-		if ((r = al_node_encode(NULL, 0, &enc, &len, err)) == 0 && (r = al_cas_put(o.cas, enc, len, &o.empty, err)) == 0 &&
+		if ((r = al_node_encode(NULL, 0, &enc, &len, err)) == 0 &&
+		    (r = al_cas_put(o.cas, enc, len, &o.empty, err)) == 0 &&
 		    (r = walk(&o, fd, path, 0, false, 0, err)) == 0 &&
 		    (rep->dropped <= AL_OVERLAY_DROPPED_NAMED ||
 		     (r = note(&o, "… and %llu more files not kept: over the disk limit",
 			       (unsigned long long)(rep->dropped - AL_OVERLAY_DROPPED_NAMED)) < 0
-			      ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay")
-			      : 0) == 0))
+				  ? al_fail(err, AL_ENOMEM, ENOMEM, "overlay")
+				  : 0) == 0))
 			r = al_manifest_edit(o.cas, base, o.ed, o.n, out, err);
 		r = r < 0 ? (al_cas_abort(o.cas), r) : al_cas_commit(o.cas, err);
 	}

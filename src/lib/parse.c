@@ -14,9 +14,9 @@
 #include "util.h"
 
 struct number {
-	bool whole;     /* exact in u */
+	bool whole; /* exact in u */
 	uint64_t u;
-	double d;       /* always set */
+	double d; /* always set */
 	const char *end;
 };
 
@@ -50,10 +50,14 @@ static int number(const char *s, struct number *n)
 static int unit_shift(char c)
 {
 	switch (c) {
-	case 'k': case 'K': return 10;
-	case 'm': case 'M': return 20;
-	case 'g': case 'G': return 30;
-	case 't': case 'T': return 40;
+	case 'k':
+	case 'K': return 10;
+	case 'm':
+	case 'M': return 20;
+	case 'g':
+	case 'G': return 30;
+	case 't':
+	case 'T': return 40;
 	default: return -1;
 	}
 }
@@ -80,7 +84,8 @@ static int multiplied(const char *s, bool bytes, uint64_t max, uint64_t *out, st
 	struct number n;
 	int r = number(s, &n);
 	if (r == -2)
-		return al_fail(err, AL_EUSAGE, 0, "'%s' is too large (at most %llu)", s, (unsigned long long)max);
+		return al_fail(err, AL_EUSAGE, 0, "'%s' is too large (at most %llu)", s,
+			       (unsigned long long)max);
 	if (r < 0 || (!bytes && !n.whole))
 		return al_fail(err, AL_EUSAGE, 0, "'%s' is not a %s", s, what);
 	const char *p = n.end;
@@ -96,7 +101,8 @@ static int multiplied(const char *s, bool bytes, uint64_t max, uint64_t *out, st
 	if (*p)
 		return al_fail(err, AL_EUSAGE, 0, "'%s' is not a %s (units: K, M, G, T)", s, what);
 	if (scaled(&n, (unsigned)shift, max, out) < 0)
-		return al_fail(err, AL_EUSAGE, 0, "'%s' is too large (at most %llu)", s, (unsigned long long)max);
+		return al_fail(err, AL_EUSAGE, 0, "'%s' is too large (at most %llu)", s,
+			       (unsigned long long)max);
 	return 0;
 }
 
@@ -129,18 +135,34 @@ int al_parse_duration(const char *s, uint64_t max_ms, uint64_t *out_ms, struct a
 	if (r == -2)
 		return al_fail(err, AL_EUSAGE, 0, "'%s' is too long", s);
 	if (r < 0)
-		return al_fail(err, AL_EUSAGE, 0, "'%s' is not a duration (seconds, or N followed by s, m, h or d)", s);
+		return al_fail(err, AL_EUSAGE, 0,
+			       "'%s' is not a duration (seconds, or N followed by s, m, h or d)",
+			       s);
 	uint64_t ms = 1000;
 	switch (*n.end) {
 	case 0: break;
-	case 's': ms = 1000; n.end++; break;
-	case 'm': ms = 60 * 1000; n.end++; break;
-	case 'h': ms = 3600 * 1000; n.end++; break;
-	case 'd': ms = 86400 * 1000; n.end++; break;
+	case 's':
+		ms = 1000;
+		n.end++;
+		break;
+	case 'm':
+		ms = 60 * 1000;
+		n.end++;
+		break;
+	case 'h':
+		ms = 3600 * 1000;
+		n.end++;
+		break;
+	case 'd':
+		ms = 86400 * 1000;
+		n.end++;
+		break;
 	default: n.end = "?";
 	}
 	if (*n.end)
-		return al_fail(err, AL_EUSAGE, 0, "'%s' is not a duration (seconds, or N followed by s, m, h or d)", s);
+		return al_fail(err, AL_EUSAGE, 0,
+			       "'%s' is not a duration (seconds, or N followed by s, m, h or d)",
+			       s);
 	bool over;
 	if (n.whole) {
 		over = n.u > max_ms / ms;
@@ -153,7 +175,8 @@ int al_parse_duration(const char *s, uint64_t max_ms, uint64_t *out_ms, struct a
 			*out_ms = (uint64_t)llround(v);
 	}
 	if (over)
-		return al_fail(err, AL_EUSAGE, 0, "'%s' is too long (at most %llu s)", s, (unsigned long long)(max_ms / 1000));
+		return al_fail(err, AL_EUSAGE, 0, "'%s' is too long (at most %llu s)", s,
+			       (unsigned long long)(max_ms / 1000));
 	return 0;
 }
 
@@ -168,7 +191,8 @@ int al_parse_time(const char *s, int64_t *out, struct al_error *err)
 		*out = v;
 		return 0;
 	}
-	static const char *const fmts[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d" };
+	static const char *const fmts[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
+					    "%Y-%m-%d %H:%M:%S", "%Y-%m-%d" };
 	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
 		struct tm tm = { 0 };
 		end = strptime(s, fmts[i], &tm);
@@ -177,5 +201,6 @@ int al_parse_time(const char *s, int64_t *out, struct al_error *err)
 			return 0;
 		}
 	}
-	return al_fail(err, AL_EUSAGE, 0, "'%s' is not a time (unix seconds or an ISO date, UTC)", s);
+	return al_fail(err, AL_EUSAGE, 0, "'%s' is not a time (unix seconds or an ISO date, UTC)",
+		       s);
 }

@@ -79,15 +79,16 @@ static json_t *limits_json(const struct al_limits *l)
 		if (!v)
 			continue;
 		json_object_set_new(o, fields[i].name,
-				    fields[i].scale == 1 ? json_integer((json_int_t)v) : json_real((double)v / fields[i].scale));
+				    fields[i].scale == 1 ? json_integer((json_int_t)v)
+							 : json_real((double)v / fields[i].scale));
 	}
 	return o;
 }
 
 char *al_policy_format(const struct al_policy *p)
 {
-	json_t *o = json_pack("{s:o,s:o,s:b}", "defaults", limits_json(&p->dflt), "ceilings", limits_json(&p->max),
-			      "best_effort_limits", p->best_effort);
+	json_t *o = json_pack("{s:o,s:o,s:b}", "defaults", limits_json(&p->dflt), "ceilings",
+			      limits_json(&p->max), "best_effort_limits", p->best_effort);
 	if (!o)
 		return NULL;
 	if (p->runs_per_tenant)
@@ -99,14 +100,15 @@ char *al_policy_format(const struct al_policy *p)
 	return s;
 }
 
-static int number(json_t *v, const char *what, double max, double scale, uint64_t *out, struct al_error *err)
+static int number(json_t *v, const char *what, double max, double scale, uint64_t *out,
+		  struct al_error *err)
 {
 	if (!json_is_number(v))
 		return al_fail(err, AL_EINVAL, 0, "policy: '%s' is not a number", what);
 	double d = json_number_value(v);
 	if (!isfinite(d) || d <= 0 || d > max || (scale == 1 && d != floor(d)))
-		return al_fail(err, AL_EINVAL, 0, "policy: '%s' must be a positive %s up to %.0f", what,
-			       scale == 1 ? "whole number" : "number", max);
+		return al_fail(err, AL_EINVAL, 0, "policy: '%s' must be a positive %s up to %.0f",
+			       what, scale == 1 ? "whole number" : "number", max);
 	*out = (uint64_t)llround(d * scale);
 	return *out ? 0 : al_fail(err, AL_EINVAL, 0, "policy: '%s' is too small", what);
 }
@@ -120,13 +122,13 @@ static int limits_parse(json_t *o, const char *what, struct al_limits *l, struct
 		return al_fail(err, AL_EINVAL, 0, "policy: '%s' is not an object", what);
 	const char *k;
 	json_t *v;
-	json_object_foreach(o, k, v)
-	{
+	json_object_foreach(o, k, v) {
 		size_t i = 0;
 		while (i < NFIELDS && strcmp(k, fields[i].name))
 			i++;
 		if (i == NFIELDS)
-			return al_fail(err, AL_EINVAL, 0, "policy: unknown limit '%s.%.64s'", what, k);
+			return al_fail(err, AL_EINVAL, 0, "policy: unknown limit '%s.%.64s'", what,
+				       k);
 		int r = number(v, k, fields[i].max, fields[i].scale, field(l, i), err);
 		if (r < 0)
 			return r;
@@ -134,7 +136,8 @@ static int limits_parse(json_t *o, const char *what, struct al_limits *l, struct
 	return 0;
 }
 
-int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has_best_effort, struct al_error *err)
+int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has_best_effort,
+		    struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	*has_best_effort = false;
@@ -142,13 +145,13 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 	json_t *o = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
 	if (!o || !json_is_object(o)) {
 		json_decref(o);
-		return al_fail(err, AL_EINVAL, 0, "policy: not a JSON object%s%s", o ? "" : ": ", o ? "" : je.text);
+		return al_fail(err, AL_EINVAL, 0, "policy: not a JSON object%s%s", o ? "" : ": ",
+			       o ? "" : je.text);
 	}
 	int r = 0;
 	const char *k;
 	json_t *v;
-	json_object_foreach(o, k, v)
-	{
+	json_object_foreach(o, k, v) {
 		uint64_t u = 0;
 		if (r < 0)
 			break;
@@ -158,10 +161,13 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 			r = limits_parse(v, k, &out->max, err);
 		else if (!strcmp(k, "runs_per_tenant") || !strcmp(k, "runs_per_principal")) {
 			if ((r = number(v, k, 1 << 20, 1, &u, err)) == 0)
-				*(!strcmp(k, "runs_per_tenant") ? &out->runs_per_tenant : &out->runs_per_principal) = (uint32_t)u;
+				*(!strcmp(k, "runs_per_tenant") ? &out->runs_per_tenant
+								: &out->runs_per_principal) =
+					(uint32_t)u;
 		} else if (!strcmp(k, "best_effort_limits")) {
 			if (!json_is_boolean(v))
-				r = al_fail(err, AL_EINVAL, 0, "policy: 'best_effort_limits' is true or false");
+				r = al_fail(err, AL_EINVAL, 0,
+					    "policy: 'best_effort_limits' is true or false");
 			out->best_effort = json_is_true(v);
 			*has_best_effort = true;
 		} else
@@ -173,7 +179,8 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 
 /* ---- storage ------------------------------------------------------------------- */
 
-static int level_db(const char *home, struct al_store *tenant, sqlite3 **db, bool *global, struct al_error *err)
+static int level_db(const char *home, struct al_store *tenant, sqlite3 **db, bool *global,
+		    struct al_error *err)
 {
 	*global = tenant == NULL;
 	return tenant ? al_store__meta(tenant, db, err) : al_store__global(home, db, err);
@@ -197,7 +204,8 @@ static int load(sqlite3 *db, struct al_policy *out, struct al_error *err)
 	return r < 0 ? al_error_prefix(err, "stored ") : 0;
 }
 
-int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out, struct al_error *err)
+int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out,
+		  struct al_error *err)
 {
 	sqlite3 *db;
 	bool global;
@@ -239,7 +247,8 @@ static void human(uint64_t v, double scale, char *buf, size_t n)
 			v /= 1024;
 			u++;
 		}
-		snprintf(buf, n, u < 0 ? "%llu" : "%llu%c", (unsigned long long)v, u < 0 ? 0 : units[u]);
+		snprintf(buf, n, u < 0 ? "%llu" : "%llu%c", (unsigned long long)v,
+			 u < 0 ? 0 : units[u]);
 	}
 }
 
@@ -247,8 +256,8 @@ static void human(uint64_t v, double scale, char *buf, size_t n)
  * each default the level sets (own) at most its ceiling; an inherited
  * default above a lowered ceiling follows it down (al_policy_effective).
  * above: the ceilings the level's may not exceed (NULL: none). */
-static int check_level(const struct al_policy *p, const struct al_policy *own, const struct al_policy *above,
-		       struct al_error *err)
+static int check_level(const struct al_policy *p, const struct al_policy *own,
+		       const struct al_policy *above, struct al_error *err)
 {
 	char a[32], b[32];
 	for (size_t i = 0; i < NFIELDS; i++) {
@@ -256,22 +265,30 @@ static int check_level(const struct al_policy *p, const struct al_policy *own, c
 		if (above && m > cfield(&above->max, i)) {
 			human(m, fields[i].scale, a, sizeof(a));
 			human(cfield(&above->max, i), fields[i].scale, b, sizeof(b));
-			return al_fail(err, AL_ELIMIT, 0, "policy: the tenant's ceiling for %s (%s) is above the deployment's (%s)",
-				       fields[i].name, a, b);
+			return al_fail(
+				err, AL_ELIMIT, 0,
+				"policy: the tenant's ceiling for %s (%s) is above the deployment's (%s)",
+				fields[i].name, a, b);
 		}
 		if (d > m) {
 			human(d, fields[i].scale, a, sizeof(a));
 			human(m, fields[i].scale, b, sizeof(b));
-			return al_fail(err, AL_ELIMIT, 0, "policy: the default %s (%s) is above its ceiling (%s)",
+			return al_fail(err, AL_ELIMIT, 0,
+				       "policy: the default %s (%s) is above its ceiling (%s)",
 				       fields[i].name, a, b);
 		}
 	}
-	if (above && (p->runs_per_tenant > above->runs_per_tenant || p->runs_per_principal > above->runs_per_principal))
-		return al_fail(err, AL_ELIMIT, 0, "policy: the tenant's runs in flight (%u, %u per principal) are above the "
-						  "deployment's (%u, %u)",
-			       p->runs_per_tenant, p->runs_per_principal, above->runs_per_tenant, above->runs_per_principal);
+	if (above && (p->runs_per_tenant > above->runs_per_tenant ||
+		      p->runs_per_principal > above->runs_per_principal))
+		return al_fail(
+			err, AL_ELIMIT, 0,
+			"policy: the tenant's runs in flight (%u, %u per principal) are above the "
+			"deployment's (%u, %u)",
+			p->runs_per_tenant, p->runs_per_principal, above->runs_per_tenant,
+			above->runs_per_principal);
 	if (p->runs_per_principal > p->runs_per_tenant)
-		return al_fail(err, AL_ELIMIT, 0, "policy: runs per principal (%u) above runs per tenant (%u)",
+		return al_fail(err, AL_ELIMIT, 0,
+			       "policy: runs per principal (%u) above runs per tenant (%u)",
 			       p->runs_per_principal, p->runs_per_tenant);
 	return 0;
 }
@@ -340,15 +357,21 @@ static int record_everywhere(sqlite3 *global, const char *home, const struct al_
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		struct al_store *st = NULL;
 		sqlite3 *db;
-		if ((r = al_store_open(home, (const char *)sqlite3_column_text(q, 0), &st, err)) == 0 &&
-		    (r = al_store__meta(st, &db, err)) == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+		if ((r = al_store_open(home, (const char *)sqlite3_column_text(q, 0), &st, err)) ==
+			    0 &&
+		    (r = al_store__meta(st, &db, err)) == 0 &&
+		    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
 			char group[17];
 			al_ledger__new_group(group);
-			json_t *data = json_pack("{s:s,s:o,s:o}", "scope", "deployment", "before", policy_json_doc(before),
-						 "after", policy_json_doc(after));
-			struct al_ledger_rec lr = { .kind = "policy", .group = group, .actor = actor ? actor : "",
+			json_t *data =
+				json_pack("{s:s,s:o,s:o}", "scope", "deployment", "before",
+					  policy_json_doc(before), "after", policy_json_doc(after));
+			struct al_ledger_rec lr = { .kind = "policy",
+						    .group = group,
+						    .actor = actor ? actor : "",
 						    .data = data };
-			r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+			r = data ? al_ledger__append(st, db, &lr, NULL, err)
+				 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 			json_decref(data);
 			r = al_ledger__finish(st, db, r, err);
 		}
@@ -357,12 +380,13 @@ static int record_everywhere(sqlite3 *global, const char *home, const struct al_
 	return r;
 }
 
-int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p, bool set_best_effort,
-		  bool best_effort, const char *actor, struct al_error *err)
+int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p,
+		  bool set_best_effort, bool best_effort, const char *actor, struct al_error *err)
 {
 	if (tenant && set_best_effort)
-		return al_fail(err, AL_EINVAL, 0, "policy: best-effort limits are the operator's choice for the whole "
-						  "deployment, not a tenant's");
+		return al_fail(err, AL_EINVAL, 0,
+			       "policy: best-effort limits are the operator's choice for the whole "
+			       "deployment, not a tenant's");
 	if (tenant)
 		home = al_store__home(tenant);
 	struct al_policy dep, before, after;
@@ -396,7 +420,9 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (r == 0 && !(doc = al_policy_format(&after)))
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if (r == 0 && (r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO policy(id, doc) VALUES (1, ?)", &up, err)) == 0) {
+	if (r == 0 &&
+	    (r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO policy(id, doc) VALUES (1, ?)", &up,
+				   err)) == 0) {
 		sqlite3_bind_text(up, 1, doc, -1, SQLITE_STATIC);
 		if (sqlite3_step(up) != SQLITE_DONE)
 			r = al_sqlite_fail(db, err, "policy");
@@ -404,12 +430,16 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (!global && r == 0) {
 		_cleanup_free_ char *was = al_policy_format(&before);
 		json_error_t je;
-		json_t *data = was ? json_pack("{s:o,s:o}", "before", json_loads(was, 0, &je), "after", json_loads(doc, 0, &je))
+		json_t *data = was ? json_pack("{s:o,s:o}", "before", json_loads(was, 0, &je),
+					       "after", json_loads(doc, 0, &je))
 				   : NULL;
 		char group[17];
 		al_ledger__new_group(group);
-		struct al_ledger_rec lr = { .kind = "policy", .group = group, .actor = actor ? actor : "", .data = data };
-		r = data ? al_ledger__append(tenant, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+		struct al_ledger_rec lr = {
+			.kind = "policy", .group = group, .actor = actor ? actor : "", .data = data
+		};
+		r = data ? al_ledger__append(tenant, db, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 		json_decref(data);
 		return al_ledger__finish(tenant, db, r, err);
 	}
@@ -437,9 +467,11 @@ int al_policy_limits(const struct al_policy *p, const struct al_limits *req, str
 		if (*v > m) {
 			human(*v, fields[i].scale, a, sizeof(a));
 			human(m, fields[i].scale, b, sizeof(b));
-			return al_fail(err, AL_ELIMIT, 0, "%s %s is above the ceiling %s (the tenant's or deployment's policy: "
-							  "airlock admin policy show)",
-				       fields[i].name, a, b);
+			return al_fail(
+				err, AL_ELIMIT, 0,
+				"%s %s is above the ceiling %s (the tenant's or deployment's policy: "
+				"airlock admin policy show)",
+				fields[i].name, a, b);
 		}
 	}
 	*out = l;

@@ -100,7 +100,10 @@ void al_pool_free(struct al_pool *p)
 	free(p);
 }
 
-unsigned al_pool_size(const struct al_pool *p) { return p->extra + 1; }
+unsigned al_pool_size(const struct al_pool *p)
+{
+	return p->extra + 1;
+}
 
 void al_pool_run(struct al_pool *p, size_t n, al_pool_fn fn, void *ctx)
 {

@@ -42,8 +42,8 @@ struct side {
 	bool has;
 };
 
-static int text_diff(struct al_review_file *f, const struct side *sa, const struct side *sb, bool with_text,
-		     struct builder *bd, struct al_error *err)
+static int text_diff(struct al_review_file *f, const struct side *sa, const struct side *sb,
+		     bool with_text, struct builder *bd, struct al_error *err)
 {
 	const uint8_t *a = sa->p, *b = sb->p;
 	size_t alen = sa->len, blen = sb->len;
@@ -55,10 +55,11 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 	opts.flags = GIT_DIFF_FORCE_TEXT;
 	git_patch *patch = NULL;
 	/* a missing side is shown as /dev/null, as git does */
-	if (git_patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL, has_b ? b : NULL, blen,
-				   has_b ? f->path : NULL, &opts) < 0) {
+	if (git_patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL,
+				   has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
 		const git_error *ge = git_error_last();
-		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path, ge ? ge->message : "libgit2 error");
+		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path,
+			       ge ? ge->message : "libgit2 error");
 	}
 	bd->patch = patch;
 	size_t ctx, adds, dels;
@@ -91,21 +92,23 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 		for (size_t i = 0; i < n; i++) {
 			const git_diff_line *gl;
 			git_patch_get_line_in_hunk(&gl, patch, h, i);
-			if (gl->origin == GIT_DIFF_LINE_CONTEXT_EOFNL || gl->origin == GIT_DIFF_LINE_ADD_EOFNL ||
+			if (gl->origin == GIT_DIFF_LINE_CONTEXT_EOFNL ||
+			    gl->origin == GIT_DIFF_LINE_ADD_EOFNL ||
 			    gl->origin == GIT_DIFF_LINE_DEL_EOFNL) {
 				if (hk->nlines)
 					bd->lines[bd->nl - 1].no_newline = true;
 				continue;
 			}
 			struct al_review_line *l = &bd->lines[bd->nl++];
-			l->origin = gl->origin == GIT_DIFF_LINE_ADDITION ? '+'
+			l->origin = gl->origin == GIT_DIFF_LINE_ADDITION   ? '+'
 				    : gl->origin == GIT_DIFF_LINE_DELETION ? '-'
 									   : ' ';
 			l->old_no = gl->old_lineno;
 			l->new_no = gl->new_lineno;
 			l->text = gl->content;
 			l->len = gl->content_len;
-			while (l->len && (l->text[l->len - 1] == '\n' || l->text[l->len - 1] == '\r'))
+			while (l->len &&
+			       (l->text[l->len - 1] == '\n' || l->text[l->len - 1] == '\r'))
 				l->len--;
 			hk->nlines++;
 		}
@@ -138,8 +141,10 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 	int r = 0;
 	struct builder bd = { 0 };
 	char *ta = NULL, *tb = NULL;
-	bool a_file = f.has_old && f.old.type == AL_T_FILE, b_file = f.has_new && f.new.type == AL_T_FILE;
-	if (f.has_old && f.old.type == AL_T_SYMLINK && (r = al_cas_get(rv->cas, &f.old.digest, (uint8_t **)&ta, &alen, err)) == 0)
+	bool a_file = f.has_old && f.old.type == AL_T_FILE,
+	     b_file = f.has_new && f.new.type == AL_T_FILE;
+	if (f.has_old && f.old.type == AL_T_SYMLINK &&
+	    (r = al_cas_get(rv->cas, &f.old.digest, (uint8_t **)&ta, &alen, err)) == 0)
 		ta[alen] = 0; /* al_cas_get allocates one spare byte */
 	if (r == 0 && f.has_new && f.new.type == AL_T_SYMLINK &&
 	    (r = al_cas_get(rv->cas, &f.new.digest, (uint8_t **)&tb, &blen, err)) == 0)
@@ -151,12 +156,16 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 		int rb = b_file && ra >= 0 ? load_small(rv->cas, &f.new, &b, &blen, err) : 0;
 		if (ra < 0 || rb < 0)
 			r = ra < 0 ? ra : rb;
-		else if (ra == 1 || rb == 1 || (a && looks_binary(a, alen)) || (b && looks_binary(b, blen)))
+		else if (ra == 1 || rb == 1 || (a && looks_binary(a, alen)) ||
+			 (b && looks_binary(b, blen)))
 			f.binary = true;
 		else
-			r = text_diff(&f, &(struct side){ a ? a : (const uint8_t *)"", a_file ? alen : 0, a_file },
-				      &(struct side){ b ? b : (const uint8_t *)"", b_file ? blen : 0, b_file }, rv->with_text,
-				      &bd, err);
+			r = text_diff(&f,
+				      &(struct side){ a ? a : (const uint8_t *)"",
+						      a_file ? alen : 0, a_file },
+				      &(struct side){ b ? b : (const uint8_t *)"",
+						      b_file ? blen : 0, b_file },
+				      rv->with_text, &bd, err);
 	}
 	if (r == 0)
 		r = rv->fn(rv->ctx, &f, err);
@@ -171,8 +180,8 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 	return r;
 }
 
-int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head, bool with_text, al_review_fn fn,
-	      void *ctx, struct al_error *err)
+int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+	      bool with_text, al_review_fn fn, void *ctx, struct al_error *err)
 {
 	git_libgit2_init();
 	struct rev rv = { cas, with_text, fn, ctx };

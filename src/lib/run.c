@@ -57,8 +57,8 @@ static json_t *jid(const struct al_oid *d)
 /* <tenant>/lower/<hex>-<uid>: complete when it has its name (exported under
  * a temporary name, synced, renamed); never written after.  *lock holds it
  * in use for the run (the collector skips it, gc.c). */
-static int lower_ensure(struct al_store *st, int lowers, const struct al_oid *id, uint32_t uid, uint32_t gid,
-			char name[96], int *lock, struct al_error *err)
+static int lower_ensure(struct al_store *st, int lowers, const struct al_oid *id, uint32_t uid,
+			uint32_t gid, char name[96], int *lock, struct al_error *err)
 {
 	char hex[65];
 	al_hex(id->b, AL_OID_LEN, hex);
@@ -79,14 +79,16 @@ static int lower_ensure(struct al_store *st, int lowers, const struct al_oid *id
 	 * what no live process is writing */
 	char tlock[160];
 	snprintf(tlock, sizeof(tlock), "%s.lock", tmp);
-	_cleanup_close_ int lk = openat(lowers, tlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	_cleanup_close_ int lk =
+		openat(lowers, tlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX) < 0)
 		return al_fail(err, AL_EIO, errno, "run: lock %s", tlock);
 	struct al_export_opts eo = { .chown = geteuid() == 0, .uid = uid, .gid = gid };
 	int r = al_manifest_export(al_store_cas(st), id, path, &eo, err);
 	if (r == 0 && syncfs(lowers) < 0)
 		r = al_fail(err, AL_EIO, errno, "run: sync the materialised snapshot");
-	if (r == 0 && renameat(lowers, tmp, lowers, name) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+	if (r == 0 && renameat(lowers, tmp, lowers, name) < 0 && errno != EEXIST &&
+	    errno != ENOTEMPTY)
 		r = al_fail(err, AL_EIO, errno, "run: publish the materialised snapshot");
 	if (r < 0 || fstatat(lowers, tmp, &s, AT_SYMLINK_NOFOLLOW) == 0)
 		al_rm_tree(path); /* failed, or another run published it first */
@@ -108,7 +110,8 @@ static void lower_sweep(struct al_store *st, int lowers)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
-		if (strncmp(e->d_name, ".tmp-", 5) || (n > 5 && !strcmp(e->d_name + n - 5, ".lock")) || n > 100)
+		if (strncmp(e->d_name, ".tmp-", 5) ||
+		    (n > 5 && !strcmp(e->d_name + n - 5, ".lock")) || n > 100)
 			continue;
 		char path[4400];
 		snprintf(path, sizeof(path), "%s/lower/%s", al_store_dir(st), e->d_name);
@@ -142,8 +145,10 @@ static int env_set(struct env *e, const char *kv, struct al_error *err)
 {
 	size_t nl;
 	if (!env_name_ok(kv, &nl))
-		return al_fail(err, AL_EUSAGE, 0, "bad environment variable name '%.*s' (NAME=VALUE)",
-			       (int)strcspn(kv, "=") < 64 ? (int)strcspn(kv, "=") : 64, kv); /* never the value: it may be a secret */
+		return al_fail(err, AL_EUSAGE, 0,
+			       "bad environment variable name '%.*s' (NAME=VALUE)",
+			       (int)strcspn(kv, "=") < 64 ? (int)strcspn(kv, "=") : 64,
+			       kv); /* never the value: it may be a secret */
 	for (size_t i = 0; i < e->n; i++)
 		if (!strncmp(e->v[i], kv, nl + 1)) {
 			e->v[i] = kv;
@@ -155,7 +160,8 @@ static int env_set(struct env *e, const char *kv, struct al_error *err)
 	return 0;
 }
 
-static int count_args(const char *const *v, size_t max, size_t *bytes, const char *what, struct al_error *err)
+static int count_args(const char *const *v, size_t max, size_t *bytes, const char *what,
+		      struct al_error *err)
 {
 	size_t n = 0;
 	for (; v && v[n]; n++) {
@@ -263,7 +269,8 @@ static char *urlenc(const char *v, size_t n)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)v[i];
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-._~", c))
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~", c))
 			*q++ = (char)c;
 		else
 			q += snprintf(q, 4, "%%%02X", c);
@@ -301,7 +308,8 @@ typedef void (*emit_fn)(void *ctx, int stream, const void *p, size_t n);
 
 /* Feed n bytes of stream through the masker to emit; final: nothing more
  * comes (no form can continue). */
-static void masker_feed(struct masker *m, int stream, const char *p, size_t n, bool final, emit_fn emit, void *ctx)
+static void masker_feed(struct masker *m, int stream, const char *p, size_t n, bool final,
+			emit_fn emit, void *ctx)
 {
 	size_t len = m->npend[stream] + n;
 	char *buf = malloc(len ? len : 1);
@@ -397,7 +405,7 @@ static void on_output(void *ctx, int stream, const void *p, size_t n)
 struct rec_ctx {
 	struct al_store *st;
 	const char *id, *project;
-	json_t *record;   /* completed with the draft id inside the transaction */
+	json_t *record; /* completed with the draft id inside the transaction */
 	char *text;
 };
 
@@ -409,8 +417,10 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 	if (!(c->text = json_dumps(c->record, JSON_FLAGS)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
-				  &ins, err);
+	int r = al_sqlite_prepare(
+		db,
+		"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
+		&ins, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(ins, 1, c->id, -1, SQLITE_STATIC);
@@ -423,17 +433,21 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 		return al_sqlite_fail(db, err, "record run");
 	/* the ledger keeps the record itself: the command, its policy and
 	 * limits, its status, the digests of its outputs, bundle and draft */
-	struct al_ledger_rec lr = { .kind = "run", .group = d->group, .project = c->project,
-				    .actor = json_string_value(json_object_get(c->record, "author")),
+	struct al_ledger_rec lr = { .kind = "run",
+				    .group = d->group,
+				    .project = c->project,
+				    .actor =
+					    json_string_value(json_object_get(c->record, "author")),
 				    .data = c->record };
 	return al_ledger__append(c->st, db, &lr, NULL, err);
 }
 
 static json_t *limits_json(const struct al_limits *l)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)l->memory, "pids", (json_int_t)l->pids,
-			 "cpus_milli", (json_int_t)l->cpus_milli, "timeout_ms", (json_int_t)l->timeout_ms, "output",
-			 (json_int_t)l->output, "disk", (json_int_t)l->disk, "files", (json_int_t)l->files);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)l->memory, "pids",
+			 (json_int_t)l->pids, "cpus_milli", (json_int_t)l->cpus_milli, "timeout_ms",
+			 (json_int_t)l->timeout_ms, "output", (json_int_t)l->output, "disk",
+			 (json_int_t)l->disk, "files", (json_int_t)l->files);
 }
 
 /* Text that may not be UTF-8: as is when it is, else escaped (\xNN). */
@@ -470,17 +484,17 @@ struct run {
 	int lowers, init, lock_img, lock_ws;
 	char lower_img[96], lower_ws[96];
 	struct capture cap;
-	struct al_limits limits;       /* the run's, by policy */
+	struct al_limits limits; /* the run's, by policy */
 	struct al_sandbox_result sres;
 	struct al_overlay_report rep;
 	uint64_t added, modified, deleted;
 	int64_t started, finished;
 	uint64_t materialise_ms, delta_ms;
 	bool throttled;
-	const char *phase;             /* where an attempt is: its failure's outcome names it */
-	bool ran;                      /* the sandbox ran (its output is there to keep) */
-	int lock;                      /* runs/<id>.lock, held while the attempt lasts */
-	bool disk_full;                /* the run's disk tmpfs had no block left */
+	const char *phase; /* where an attempt is: its failure's outcome names it */
+	bool ran;          /* the sandbox ran (its output is there to keep) */
+	int lock;          /* runs/<id>.lock, held while the attempt lasts */
+	bool disk_full;    /* the run's disk tmpfs had no block left */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -515,7 +529,8 @@ static void run_release(struct run *r)
 	al_overlay_report_release(&r->rep);
 }
 
-static int put_capture(struct al_cas *cas, int fd, uint64_t size, struct al_oid *out, struct al_error *err)
+static int put_capture(struct al_cas *cas, int fd, uint64_t size, struct al_oid *out,
+		       struct al_error *err)
 {
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return al_fail(err, AL_EIO, errno, "run: rewind output");
@@ -536,8 +551,10 @@ static int bundle_changes(struct run *r, struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(r->st);
 	_cleanup_close_ int fd = -1;
-	int rc = open_capture(al_store_dir(r->st), &fd, err); /* an unnamed temp file: never left behind */
-	if (rc < 0 || (rc = al_bundle_write_fd(cas, &r->base, &r->result, fd, &r->bundle_id, err)) < 0)
+	int rc = open_capture(al_store_dir(r->st), &fd,
+			      err); /* an unnamed temp file: never left behind */
+	if (rc < 0 ||
+	    (rc = al_bundle_write_fd(cas, &r->base, &r->result, fd, &r->bundle_id, err)) < 0)
 		return rc;
 	off_t size = lseek(fd, 0, SEEK_CUR);
 	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
@@ -548,11 +565,16 @@ static int bundle_changes(struct run *r, struct al_error *err)
 	struct al_oid content;
 	if ((rc = al_cas_put_fd(cas, fd, (uint64_t)size, &r->bundle_blob, err)) == 0 &&
 	    lseek(fd, 0, SEEK_SET) == 0 && (rc = al_bundle__read_own_fd(cas, fd, &b, err)) == 0 &&
-	    (rc = al_bundle_apply_tree(cas, &b, &r->base, &content, err)) == 0 && !al_oid_eq(&content, &r->result))
-		rc = al_fail(err, AL_ECORRUPT, 0, "run: the bundle does not reproduce the run's snapshot");
+	    (rc = al_bundle_apply_tree(cas, &b, &r->base, &content, err)) == 0 &&
+	    !al_oid_eq(&content, &r->result))
+		rc = al_fail(err, AL_ECORRUPT, 0,
+			     "run: the bundle does not reproduce the run's snapshot");
 	for (size_t i = 0; rc == 0 && i < b.n; i++)
-		*(b.entries[i].op == 'A' ? &r->added : b.entries[i].op == 'M' ? &r->modified : &r->deleted) += 1;
-	if (rc == 0 && (rc = put_capture(cas, r->cap.fd[1], r->cap.kept[1], &r->out_blob, err)) == 0)
+		*(b.entries[i].op == 'A'   ? &r->added
+		  : b.entries[i].op == 'M' ? &r->modified
+					   : &r->deleted) += 1;
+	if (rc == 0 &&
+	    (rc = put_capture(cas, r->cap.fd[1], r->cap.kept[1], &r->out_blob, err)) == 0)
 		rc = put_capture(cas, r->cap.fd[2], r->cap.kept[2], &r->err_blob, err);
 	al_bundle_release(&b);
 	return rc < 0 ? (al_cas_abort(cas), rc) : al_cas_commit(cas, err);
@@ -579,7 +601,8 @@ static const char *outcome(const struct run *r)
 	return "ok";
 }
 
-static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, const uint8_t key[AL_SECRET_KEY_LEN])
+static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
+			   const uint8_t key[AL_SECRET_KEY_LEN])
 {
 	const struct al_run_opts *o = r->o;
 	json_t *env = json_object();
@@ -604,14 +627,16 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 			snprintf(k, sizeof(k), "%.*s", (int)(eq - v[i]), v[i]);
 			/* keyed: a short secret's plain digest would be brute-forced from
 			 * an export; the key never leaves the deployment */
-			if (!HMAC(EVP_sha256(), key, AL_SECRET_KEY_LEN, (const unsigned char *)eq + 1, strlen(eq + 1), d, &dl))
+			if (!HMAC(EVP_sha256(), key, AL_SECRET_KEY_LEN,
+				  (const unsigned char *)eq + 1, strlen(eq + 1), d, &dl))
 				memset(d, 0, sizeof(d));
 			al_hex(d, sizeof(d), hex);
 			snprintf(tagged, sizeof(tagged), "hmac-sha256:%s", hex);
 			if (!file)
 				json_object_del(env, k);
-			json_array_append_new(secrets, json_pack("{s:s,s:s,s:s}", "name", k, "as", file ? "file" : "env",
-								 "hmac", tagged));
+			json_array_append_new(secrets,
+					      json_pack("{s:s,s:s,s:s}", "name", k, "as",
+							file ? "file" : "env", "hmac", tagged));
 		}
 	}
 	json_t *notes = json_array();
@@ -622,32 +647,39 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:s,s:s,s:i,s:b,s:b,"
 		"s:{s:o,s:I,s:I,s:b},s:{s:o,s:I,s:I,s:b},"
 		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I},s:o,s:o,s:I,s:I}",
-		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base", jid(&r->base), "image",
-		jid(&r->image), "argv", strings_json(o->argv), "env", env, "secrets", secrets, "network",
-		al_network_name(o->network), "limits", limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup,
-		"exit_code", s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob", jid(&r->out_blob),
-		"bytes", (json_int_t)s->stdout_bytes, "kept", (json_int_t)r->cap.kept[1], "truncated",
-		r->cap.truncated[1], "stderr", "blob", jid(&r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
-		(json_int_t)r->cap.kept[2], "truncated", r->cap.truncated[2], "usage", "wall_ms", (json_int_t)s->wall_ms,
-		"cpu_user_ms", (json_int_t)s->cpu_user_ms, "cpu_sys_ms", (json_int_t)s->cpu_sys_ms, "max_rss_kb",
-		(json_int_t)s->max_rss_kb, "peak_memory", (json_int_t)s->peak_memory, "materialise_ms",
-		(json_int_t)r->materialise_ms, "delta_ms", (json_int_t)r->delta_ms, "result", jid(&r->result), "changes",
-		"added", (json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted", (json_int_t)r->deleted,
-		"neutralised", notes, "bundle", json_pack("{s:o,s:o}", "id", jid(&r->bundle_id), "blob", jid(&r->bundle_blob)),
+		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base",
+		jid(&r->base), "image", jid(&r->image), "argv", strings_json(o->argv), "env", env,
+		"secrets", secrets, "network", al_network_name(o->network), "limits",
+		limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup, "exit_code",
+		s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob",
+		jid(&r->out_blob), "bytes", (json_int_t)s->stdout_bytes, "kept",
+		(json_int_t)r->cap.kept[1], "truncated", r->cap.truncated[1], "stderr", "blob",
+		jid(&r->err_blob), "bytes", (json_int_t)s->stderr_bytes, "kept",
+		(json_int_t)r->cap.kept[2], "truncated", r->cap.truncated[2], "usage", "wall_ms",
+		(json_int_t)s->wall_ms, "cpu_user_ms", (json_int_t)s->cpu_user_ms, "cpu_sys_ms",
+		(json_int_t)s->cpu_sys_ms, "max_rss_kb", (json_int_t)s->max_rss_kb, "peak_memory",
+		(json_int_t)s->peak_memory, "materialise_ms", (json_int_t)r->materialise_ms,
+		"delta_ms", (json_int_t)r->delta_ms, "result", jid(&r->result), "changes", "added",
+		(json_int_t)r->added, "modified", (json_int_t)r->modified, "deleted",
+		(json_int_t)r->deleted, "neutralised", notes, "bundle",
+		json_pack("{s:o,s:o}", "id", jid(&r->bundle_id), "blob", jid(&r->bundle_blob)),
 		"started", (json_int_t)r->started, "finished", (json_int_t)r->finished);
 	/* the outputs travel with the ledger's export (audit export) */
 	if (rec)
 		json_object_set_new(rec, "content",
-				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256", jid(&r->out_blob), "name",
-					      "stderr", "sha256", jid(&r->err_blob)));
+				    json_pack("[{s:s,s:o},{s:s,s:o}]", "name", "stdout", "sha256",
+					      jid(&r->out_blob), "name", "stderr", "sha256",
+					      jid(&r->err_blob)));
 	if (rec)
 		json_object_set_new(rec, "enforced",
-				    json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "memory", s->memory_enforced, "pids",
-					      s->pids_enforced, "cpus", s->cpu_enforced, "timeout", 1, "output", 1, "disk", 1,
+				    json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "memory",
+					      s->memory_enforced, "pids", s->pids_enforced, "cpus",
+					      s->cpu_enforced, "timeout", 1, "output", 1, "disk", 1,
 					      "files", 1));
 	if (rec) {
 		json_object_set_new(rec, "cancelled", json_boolean(s->cancelled));
-		json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
+		json_object_set_new(rec, "principal",
+				    o->principal ? json_string(o->principal) : json_null());
 	}
 	/* what the run left past its disk limit (apparent sizes): the dropped
 	 * paths are in "neutralised" too; a full disk names the file written
@@ -663,8 +695,10 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv, 
 			json_array_append_new(dropped, jtext(r->rep.dropped_paths[i]));
 		if (hit)
 			json_object_set_new(rec, "disk_limit",
-					    json_pack("{s:I,s:b,s:o,s:o,s:I}", "limit", (json_int_t)r->limits.disk, "full",
-						      r->disk_full, "truncated", cut, "dropped", dropped, "dropped_count",
+					    json_pack("{s:I,s:b,s:o,s:o,s:I}", "limit",
+						      (json_int_t)r->limits.disk, "full",
+						      r->disk_full, "truncated", cut, "dropped",
+						      dropped, "dropped_count",
 						      (json_int_t)r->rep.dropped));
 		else {
 			json_decref(cut);
@@ -688,12 +722,15 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	const char *id = NULL, *group = NULL, *project = NULL;
 	json_int_t started = 0;
 	/* a failed attempt has no draft, exit status or changes */
-	int rc = json_unpack(j, "{s:s,s:s,s:s,s:I}", "id", &id, "group", &group, "project", &project, "started", &started);
+	int rc = json_unpack(j, "{s:s,s:s,s:s,s:I}", "id", &id, "group", &group, "project",
+			     &project, "started", &started);
 	if (rc == 0) {
 		json_t *c = json_object_get(j, "changes"), *x = json_object_get(j, "exit_code");
 		snprintf(out->id, sizeof(out->id), "%s", id);
 		snprintf(out->draft, sizeof(out->draft), "%s",
-			 json_is_string(json_object_get(j, "draft")) ? json_string_value(json_object_get(j, "draft")) : "");
+			 json_is_string(json_object_get(j, "draft"))
+				 ? json_string_value(json_object_get(j, "draft"))
+				 : "");
 		snprintf(out->group, sizeof(out->group), "%s", group);
 		snprintf(out->project, sizeof(out->project), "%s", project);
 		out->exit_code = json_is_integer(x) ? (int)json_integer_value(x) : -1;
@@ -718,7 +755,8 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
  * record says where, with the error and whatever output it produced, and
  * is a ledger entry; no draft.  Best effort: if this fails too, the
  * caller still reports the first error. */
-static int record_failure(struct run *r, const char *const *envv, size_t nenv, const struct al_error *why)
+static int record_failure(struct run *r, const char *const *envv, size_t nenv,
+			  const struct al_error *why)
 {
 	struct al_error e2 = { 0 };
 	struct al_cas *cas = al_store_cas(r->st);
@@ -742,7 +780,9 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv, c
 	snprintf(out, sizeof(out), "failed: %s", r->phase);
 	al_quote(why->msg, strlen(why->msg), msg, sizeof(msg));
 	json_object_set_new(rec, "outcome", json_string(out));
-	json_object_set_new(rec, "error", json_pack("{s:s,s:s}", "code", al_code_name(why->code), "message", msg));
+	json_object_set_new(
+		rec, "error",
+		json_pack("{s:s,s:s}", "code", al_code_name(why->code), "message", msg));
 	json_object_set_new(rec, "draft", json_null());
 	json_object_del(rec, "bundle");
 	json_object_del(rec, "result");
@@ -771,8 +811,10 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv, c
 		rc = al_sqlite_exec(db, "BEGIN IMMEDIATE", &e2);
 	if (rc == 0) {
 		_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-		rc = al_sqlite_prepare(db, "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,NULL,?,?)",
-				       &ins, &e2);
+		rc = al_sqlite_prepare(
+			db,
+			"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,NULL,?,?)",
+			&ins, &e2);
 		if (rc == 0) {
 			sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
@@ -782,8 +824,12 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv, c
 			if (sqlite3_step(ins) != SQLITE_DONE)
 				rc = al_sqlite_fail(db, &e2, "record run");
 		}
-		struct al_ledger_rec lr = { .kind = "run", .group = group, .project = r->o->project,
-					    .actor = json_string_value(json_object_get(rec, "author")), .data = rec };
+		struct al_ledger_rec lr = { .kind = "run",
+					    .group = group,
+					    .project = r->o->project,
+					    .actor = json_string_value(
+						    json_object_get(rec, "author")),
+					    .data = rec };
 		if (rc == 0)
 			rc = al_ledger__append(r->st, db, &lr, NULL, &e2);
 		rc = al_ledger__finish(r->st, db, rc, &e2);
@@ -808,17 +854,20 @@ static int attempt_begin(struct run *r, struct al_error *err)
 	r->lock = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (r->lock < 0 || flock(r->lock, LOCK_EX) < 0)
 		return al_fail(err, AL_EIO, errno, "run: lock %s", path);
-	json_t *rec = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:i}", "id", r->id, "project", r->o->project, "group",
-				r->o->group ? r->o->group : "", "outcome", "running", "argv", strings_json(r->o->argv),
-				"started", (json_int_t)r->started, "pid", (int)getpid());
+	json_t *rec = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:i}", "id", r->id, "project",
+				r->o->project, "group", r->o->group ? r->o->group : "", "outcome",
+				"running", "argv", strings_json(r->o->argv), "started",
+				(json_int_t)r->started, "pid", (int)getpid());
 	char *text = rec ? json_dumps(rec, JSON_FLAGS) : NULL;
 	json_decref(rec);
 	sqlite3 *db;
 	int rc = text ? al_store__meta(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	if (rc == 0 && (rc = al_sqlite_prepare(db, "INSERT INTO runs(id, project, grp, draft, created, record) "
-						   "VALUES (?,?,?,NULL,?,?)",
-					       &ins, err)) == 0) {
+	if (rc == 0 &&
+	    (rc = al_sqlite_prepare(db,
+				    "INSERT INTO runs(id, project, grp, draft, created, record) "
+				    "VALUES (?,?,?,NULL,?,?)",
+				    &ins, err)) == 0) {
 		sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 3, r->o->group ? r->o->group : "", -1, SQLITE_STATIC);
@@ -841,8 +890,10 @@ static void attempts_recover(struct al_store *st)
 	if (al_store__meta(st, &db, &e) < 0)
 		return;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if (al_sqlite_prepare(db, "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'",
-			      &q, &e) < 0)
+	if (al_sqlite_prepare(
+		    db,
+		    "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'",
+		    &q, &e) < 0)
 		return;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		char id[AL_RUN_ID_LEN + 1], path[4300];
@@ -857,9 +908,11 @@ static void attempts_recover(struct al_store *st)
 		if (!rec)
 			continue;
 		json_object_set_new(rec, "outcome", json_string("failed: interrupted"));
-		json_object_set_new(rec, "error", json_pack("{s:s,s:s}", "code", "IOError", "message",
-							   "airlock was killed during the run; its sandbox died with it "
-							   "and its output is lost"));
+		json_object_set_new(
+			rec, "error",
+			json_pack("{s:s,s:s}", "code", "IOError", "message",
+				  "airlock was killed during the run; its sandbox died with it "
+				  "and its output is lost"));
 		json_object_set_new(rec, "draft", json_null());
 		json_object_set_new(rec, "stdout", json_null());
 		json_object_set_new(rec, "stderr", json_null());
@@ -875,7 +928,10 @@ static void attempts_recover(struct al_store *st)
 		int rc = text ? al_sqlite_exec(db, "BEGIN IMMEDIATE", &e) : -1;
 		if (rc == 0) {
 			_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-			rc = al_sqlite_prepare(db, "UPDATE runs SET record = ?, grp = ? WHERE id = ? AND draft IS NULL", &up, &e);
+			rc = al_sqlite_prepare(
+				db,
+				"UPDATE runs SET record = ?, grp = ? WHERE id = ? AND draft IS NULL",
+				&up, &e);
 			if (rc == 0) {
 				sqlite3_bind_text(up, 1, text, -1, SQLITE_STATIC);
 				sqlite3_bind_text(up, 2, group, -1, SQLITE_STATIC);
@@ -883,9 +939,12 @@ static void attempts_recover(struct al_store *st)
 				if (sqlite3_step(up) != SQLITE_DONE)
 					rc = -1;
 			}
-			struct al_ledger_rec lr = { .kind = "run", .group = group,
-						    .project = json_string_value(json_object_get(rec, "project")),
-						    .actor = "", .data = rec };
+			struct al_ledger_rec lr = { .kind = "run",
+						    .group = group,
+						    .project = json_string_value(
+							    json_object_get(rec, "project")),
+						    .actor = "",
+						    .data = rec };
 			if (rc == 0)
 				rc = al_ledger__append(st, db, &lr, NULL, &e);
 			rc = al_ledger__finish(st, db, rc, &e);
@@ -897,7 +956,8 @@ static void attempts_recover(struct al_store *st)
 	}
 }
 
-int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out, struct al_error *err)
+int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out,
+	   struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	size_t bytes = 0;
@@ -912,8 +972,10 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	int r = al_sandbox_check(NULL, o->network, err);
 	if (r < 0)
 		return r;
-	static const char *const defaults[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-						"HOME=/root", "TZ=UTC", "LANG=C.UTF-8" };
+	static const char *const defaults[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+		"TZ=UTC", "LANG=C.UTF-8"
+	};
 	struct env *env = calloc(1, sizeof(*env));
 	if (!env)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run");
@@ -937,15 +999,19 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		size_t nl;
 		if (nfiles >= AL_SECRET_FILES_MAX) {
 			free(env);
-			return al_fail(err, AL_ELIMIT, 0, "run: more than %d secret files", AL_SECRET_FILES_MAX);
+			return al_fail(err, AL_ELIMIT, 0, "run: more than %d secret files",
+				       AL_SECRET_FILES_MAX);
 		}
 		if (!env_name_ok(kv, &nl) || nl >= 64) {
 			free(env);
-			return al_fail(err, AL_EUSAGE, 0, "run: bad secret file name '%.*s' (NAME=VALUE)",
+			return al_fail(err, AL_EUSAGE, 0,
+				       "run: bad secret file name '%.*s' (NAME=VALUE)",
 				       (int)strcspn(kv, "=") < 64 ? (int)strcspn(kv, "=") : 64, kv);
 		}
 		snprintf(file_names[nfiles], 64, "%.*s", (int)nl, kv);
-		files[nfiles] = (struct al_sandbox_file){ .name = file_names[nfiles], .data = eq + 1, .len = strlen(eq + 1) };
+		files[nfiles] = (struct al_sandbox_file){ .name = file_names[nfiles],
+							  .data = eq + 1,
+							  .len = strlen(eq + 1) };
 	}
 	if (o->id && !al_run_id_valid(o->id)) {
 		free(env);
@@ -958,15 +1024,22 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		return err->code;
 	}
 
-	struct run run = { .st = st, .o = o, .lowers = -1, .init = -1, .lock_img = -1, .lock_ws = -1,
-			   .cap = { .fd = { -1, -1, -1 } }, .lock = -1 };
+	struct run run = { .st = st,
+			   .o = o,
+			   .lowers = -1,
+			   .init = -1,
+			   .lock_img = -1,
+			   .lock_ws = -1,
+			   .cap = { .fd = { -1, -1, -1 } },
+			   .lock = -1 };
 	run.sres.upper_fd = -1;
 	run.sres.cgroup = "none";
 	struct al_project_info proj;
 	uint8_t rnd[7];
 	char hex[15];
 	struct al_policy pol;
-	if ((r = al_policy_effective(st, &pol, err)) < 0 || (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
+	if ((r = al_policy_effective(st, &pol, err)) < 0 ||
+	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (r = al_image_resolve(st, o->image, &run.image, err)) < 0)
 		goto out;
@@ -1000,15 +1073,18 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	run.phase = "materialise"; /* from here on, an attempt: a failure is recorded */
 	throttle(&run, true);
-	if ((r = lower_ensure(st, run.lowers, &run.image, uid, gid, run.lower_img, &run.lock_img, err)) < 0 ||
-	    (r = lower_ensure(st, run.lowers, &run.base, uid, gid, run.lower_ws, &run.lock_ws, err)) < 0)
+	if ((r = lower_ensure(st, run.lowers, &run.image, uid, gid, run.lower_img, &run.lock_img,
+			      err)) < 0 ||
+	    (r = lower_ensure(st, run.lowers, &run.base, uid, gid, run.lower_ws, &run.lock_ws,
+			      err)) < 0)
 		goto out;
 	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
 	run.phase = "sandbox";
 	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
 	if (run.init < 0) {
-		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)", o->init_path ? o->init_path : "?");
+		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)",
+			    o->init_path ? o->init_path : "?");
 		goto out;
 	}
 	if ((r = open_capture(al_store_dir(st), &run.cap.fd[1], err)) < 0 ||
@@ -1016,8 +1092,12 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		goto out;
 	run.cap.limit = run.limits.output;
 	for (int file = 0; file < 2; file++)
-		for (size_t i = 0; (file ? o->secret_files : o->secrets) && (file ? o->secret_files : o->secrets)[i]; i++)
-			if (masker_secret(&run.cap.mask, strchr((file ? o->secret_files : o->secrets)[i], '=') + 1) < 0) {
+		for (size_t i = 0; (file ? o->secret_files : o->secrets) &&
+				   (file ? o->secret_files : o->secrets)[i];
+		     i++)
+			if (masker_secret(&run.cap.mask,
+					  strchr((file ? o->secret_files : o->secrets)[i], '=') +
+						  1) < 0) {
 				r = al_fail(err, AL_ENOMEM, ENOMEM, "run: secrets");
 				goto out;
 			}
@@ -1025,10 +1105,21 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	run.cap.live_ctx = o->output_ctx;
 
 	struct al_sandbox_spec spec = {
-		.lowers_fd = run.lowers, .image_dir = run.lower_img, .workspace_dir = run.lower_ws, .init_fd = run.init,
-		.argv = o->argv, .envp = env->v, .network = o->network, .limits = run.limits,
-		.best_effort_limits = pol.best_effort, .host_uid = uid, .host_gid = gid,
-		.output = on_output, .output_ctx = &run.cap, .secret_files = files, .nsecret_files = nfiles,
+		.lowers_fd = run.lowers,
+		.image_dir = run.lower_img,
+		.workspace_dir = run.lower_ws,
+		.init_fd = run.init,
+		.argv = o->argv,
+		.envp = env->v,
+		.network = o->network,
+		.limits = run.limits,
+		.best_effort_limits = pol.best_effort,
+		.host_uid = uid,
+		.host_gid = gid,
+		.output = on_output,
+		.output_ctx = &run.cap,
+		.secret_files = files,
+		.nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
 	};
 	al_store_release_memory(st);
@@ -1051,7 +1142,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	t0 = al_now_ns();
 	run.phase = "collect";
 	throttle(&run, true);
-	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result, &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result,
+					 &run.rep, err)) < 0 ||
 	    (r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
@@ -1068,7 +1160,10 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	}
 	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
 	/* a run that changed nothing leaves its draft closed, "empty" */
-	struct al_draft_opts dopts = { .base = &run.base, .content = &run.result, .author = o->author, .group = o->group,
+	struct al_draft_opts dopts = { .base = &run.base,
+				       .content = &run.result,
+				       .author = o->author,
+				       .group = o->group,
 				       .close_empty = true };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
@@ -1120,7 +1215,8 @@ int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, str
 	return fill_info(out, (const char *)sqlite3_column_text(q, 0), err);
 }
 
-int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx, struct al_error *err)
+int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,
+		   struct al_error *err)
 {
 	struct al_project_info p;
 	int r = al_project_get(st, project, &p, err);
@@ -1130,7 +1226,9 @@ int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void 
 	if ((r = al_store__meta(st, &db, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT record FROM runs WHERE project = ? ORDER BY created, rowid", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db, "SELECT record FROM runs WHERE project = ? ORDER BY created, rowid", &q,
+		     err)) < 0)
 		return r;
 	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
 	int rc;
@@ -1156,17 +1254,20 @@ int al_run_inputs_present(struct al_store *st, const char *id, struct al_error *
 		return r;
 	json_t *j = json_loads(info.record, 0, NULL);
 	al_run_info_release(&info);
-	static const char *const inputs[][2] = { { "base", "base snapshot" }, { "image", "image" } };
+	static const char *const inputs[][2] = { { "base", "base snapshot" },
+						 { "image", "image" } };
 	for (size_t i = 0; r == 0 && i < 2; i++) {
 		const char *s = json_string_value(json_object_get(j, inputs[i][0]));
 		struct al_oid d;
 		struct al_error e = { 0 };
 		if (!s || al_oid_parse(s, &d, &e) < 0) {
-			r = al_fail(err, AL_ECORRUPT, 0, "run %s: its record names no %s", id, inputs[i][1]);
+			r = al_fail(err, AL_ECORRUPT, 0, "run %s: its record names no %s", id,
+				    inputs[i][1]);
 		} else if ((r = al_gc_snapshot_complete(st, &d, &e)) == AL_ENOTFOUND) {
-			r = al_fail(err, AL_ENOTFOUND, 0,
-				    "run %s cannot be replayed: its %s %s was garbage-collected (%s)", id,
-				    inputs[i][1], s, e.msg);
+			r = al_fail(
+				err, AL_ENOTFOUND, 0,
+				"run %s cannot be replayed: its %s %s was garbage-collected (%s)",
+				id, inputs[i][1], s, e.msg);
 		} else if (r < 0) {
 			*err = e;
 		}

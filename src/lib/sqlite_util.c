@@ -59,15 +59,19 @@ static int user_version(sqlite3 *db, int *v, struct al_error *err)
 	return r;
 }
 
-static int too_new(const char *path, int v, const struct al_sqlite_schema *schema, struct al_error *err)
+static int too_new(const char *path, int v, const struct al_sqlite_schema *schema,
+		   struct al_error *err)
 {
-	return al_fail(err, AL_EIO, 0, "database %s has schema version %d, this airlock knows up to %u: upgrade airlock",
-		       path, v, schema->count);
+	return al_fail(
+		err, AL_EIO, 0,
+		"database %s has schema version %d, this airlock knows up to %u: upgrade airlock",
+		path, v, schema->count);
 }
 
 /* Bring db to schema->count, or refuse a newer one.  The version is read
  * again under the write lock: another process may have migrated meanwhile. */
-static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema *schema, struct al_error *err)
+static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema *schema,
+		   struct al_error *err)
 {
 	int v, r = user_version(db, &v, err);
 	if (r < 0 || v == (int)schema->count)
@@ -91,12 +95,14 @@ static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema 
 	return r;
 }
 
-int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync, sqlite3 **out,
-			struct al_error *err)
+int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
+			sqlite3 **out, struct al_error *err)
 {
 	sqlite3 *db = NULL;
-	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-					 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+	int rc = sqlite3_open_v2(path, &db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+					 SQLITE_OPEN_EXRESCODE,
+				 NULL);
 	if (rc != SQLITE_OK) {
 		int r = al_fail(err, AL_EIO, 0, "open %s: %s", path,
 				db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -107,10 +113,11 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	char pragmas[320];
 	/* page_size only takes effect when the database is created; large pages
 	 * suit the object pack (rows of KiBs) and cost nothing elsewhere */
-	snprintf(pragmas, sizeof(pragmas),
-		 "PRAGMA page_size=%d; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;"
-		 "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
-		 65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
+	snprintf(
+		pragmas, sizeof(pragmas),
+		"PRAGMA page_size=%d; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;"
+		"PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
+		65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
 	int r = al_sqlite_exec(db, pragmas, err);
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);
@@ -123,7 +130,8 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	return 0;
 }
 
-int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqlite3 **out, struct al_error *err)
+int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqlite3 **out,
+		   struct al_error *err)
 {
 	return al_sqlite_open_sync(path, schema, AL_SYNC_FULL, out, err);
 }

@@ -141,7 +141,8 @@ int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
 	return al_sqlite_open(path, &global_schema, db, err);
 }
 
-static int tenant_dir(const char *home, const char *tenant, char *out, size_t n, struct al_error *err)
+static int tenant_dir(const char *home, const char *tenant, char *out, size_t n,
+		      struct al_error *err)
 {
 	if ((size_t)snprintf(out, n, "%s/tenants/%s", home, tenant) >= n)
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
@@ -177,7 +178,8 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	if ((r = al_fsync_dir(-1, dir, err)) < 0)
 		goto out;
 	sqlite3_stmt *st = NULL;
-	if ((r = al_sqlite_prepare(db, "INSERT INTO tenants(name, created) VALUES (?, ?)", &st, err)) < 0)
+	if ((r = al_sqlite_prepare(db, "INSERT INTO tenants(name, created) VALUES (?, ?)", &st,
+				   err)) < 0)
 		goto out;
 	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, al_wall_s());
@@ -205,7 +207,8 @@ static int ledger_key_load(const char *home, EVP_PKEY **out, struct al_error *er
 		snprintf(tmp, sizeof(tmp), "%s/ledger.key.tmp-%d", home, (int)getpid());
 		int fd = k ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
 		FILE *w = fd >= 0 ? fdopen(fd, "w") : NULL;
-		bool ok = w && PEM_write_PrivateKey(w, k, NULL, NULL, 0, NULL, NULL) && fflush(w) == 0 && fsync(fd) == 0;
+		bool ok = w && PEM_write_PrivateKey(w, k, NULL, NULL, 0, NULL, NULL) &&
+			  fflush(w) == 0 && fsync(fd) == 0;
 		if (w)
 			fclose(w);
 		else if (fd >= 0)
@@ -275,10 +278,15 @@ int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], str
 		return al_fail(err, AL_EIO, errno, "open the secrets key %s", path);
 	ssize_t n = al_read_full(fd, key, AL_SECRET_KEY_LEN);
 	close(fd);
-	return n == AL_SECRET_KEY_LEN ? 0 : al_fail(err, AL_ECORRUPT, 0, "%s is not a %d-byte key", path, AL_SECRET_KEY_LEN);
+	return n == AL_SECRET_KEY_LEN ? 0
+				      : al_fail(err, AL_ECORRUPT, 0, "%s is not a %d-byte key",
+						path, AL_SECRET_KEY_LEN);
 }
 
-const char *al_store_tenant(struct al_store *s) { return s->tenant; }
+const char *al_store_tenant(struct al_store *s)
+{
+	return s->tenant;
+}
 
 int al_home_init(const char *home, struct al_error *err)
 {
@@ -297,7 +305,8 @@ int al_home_init(const char *home, struct al_error *err)
 	return tenant_create(home, AL_DEFAULT_TENANT, true, err);
 }
 
-int al_home_tenant_create(const char *home, const char *tenant, const char *actor, struct al_error *err)
+int al_home_tenant_create(const char *home, const char *tenant, const char *actor,
+			  struct al_error *err)
 {
 	int r = tenant_create(home, tenant, false, err);
 	if (r < 0)
@@ -305,13 +314,18 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 	/* the new tenant's ledger begins with its creation */
 	struct al_store *st = NULL;
 	sqlite3 *db;
-	if ((r = al_store_open(home, tenant, &st, err)) == 0 && (r = al_store__meta(st, &db, err)) == 0 &&
+	if ((r = al_store_open(home, tenant, &st, err)) == 0 &&
+	    (r = al_store__meta(st, &db, err)) == 0 &&
 	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
 		char group[17];
 		al_ledger__new_group(group);
 		json_t *data = json_pack("{s:s}", "tenant", tenant);
-		struct al_ledger_rec lr = { .kind = "tenant_create", .group = group, .actor = actor ? actor : "", .data = data };
-		r = data ? al_ledger__append(st, db, &lr, NULL, err) : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
+		struct al_ledger_rec lr = { .kind = "tenant_create",
+					    .group = group,
+					    .actor = actor ? actor : "",
+					    .data = data };
+		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 		json_decref(data);
 		r = al_ledger__finish(st, db, r, err);
 	}
@@ -383,9 +397,18 @@ void al_store_release_memory(struct al_store *s)
 		sqlite3_db_release_memory(s->statcache);
 }
 
-struct al_cas *al_store_cas(struct al_store *s) { return s->cas; }
-const char *al_store_dir(struct al_store *s) { return s->dir; }
-const char *al_store__home(struct al_store *s) { return s->home; }
+struct al_cas *al_store_cas(struct al_store *s)
+{
+	return s->cas;
+}
+const char *al_store_dir(struct al_store *s)
+{
+	return s->dir;
+}
+const char *al_store__home(struct al_store *s)
+{
+	return s->home;
+}
 /* meta.db is opened on first use: reading a snapshot needs only the cas */
 static int meta(struct al_store *s, struct al_error *err)
 {
@@ -410,7 +433,8 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/statcache.db", s->dir);
 		/* a cache: NORMAL sync is enough, WAL keeps it consistent */
-		int r = al_sqlite_open_sync(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache, err);
+		int r = al_sqlite_open_sync(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache,
+					    err);
 		if (r < 0)
 			return r;
 	}
@@ -418,15 +442,17 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 	return 0;
 }
 
-int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info, struct al_error *err)
+int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info,
+			  struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int r = meta(s, err);
 	if (r < 0)
 		return r;
 	r = al_sqlite_prepare(s->meta,
-				  "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
-				  "VALUES (?,?,?,?,?)", &st, err);
+			      "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
+			      "VALUES (?,?,?,?,?)",
+			      &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_blob(st, 1, info->id.b, AL_OID_LEN, SQLITE_STATIC);
@@ -439,15 +465,17 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 	return 0;
 }
 
-int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx, struct al_error *err)
+int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx,
+			      struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int r = meta(s, err);
 	if (r < 0)
 		return r;
-	r = al_sqlite_prepare(s->meta,
-				  "SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id",
-				  &st, err);
+	r = al_sqlite_prepare(
+		s->meta,
+		"SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id", &st,
+		err);
 	if (r < 0)
 		return r;
 	int rc;

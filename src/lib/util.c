@@ -255,8 +255,8 @@ int al_mkdir_p(const char *path, mode_t mode, struct al_error *err)
 
 int al_fsync_dir(int dirfd, const char *path, struct al_error *err)
 {
-	_cleanup_close_ int fd = openat(dirfd < 0 ? AT_FDCWD : dirfd, path,
-					O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd =
+		openat(dirfd < 0 ? AT_FDCWD : dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return al_fail(err, AL_EIO, errno, "open directory %s", path);
 	if (fsync(fd) < 0)
@@ -326,8 +326,7 @@ bool al_utf8_valid(const uint8_t *s, size_t n)
 		}
 		/* overlong, surrogate, out of range */
 		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-		    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
+		    (len == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 			return false;
 		i += len;
 	}
@@ -366,12 +365,13 @@ bool al_name_valid(const char *s, size_t n, const char **why)
 static bool is_format_cp(uint32_t cp)
 {
 	static const uint32_t ranges[][2] = {
-		{ 0x00ad, 0x00ad },   { 0x0600, 0x0605 },   { 0x061c, 0x061c },   { 0x06dd, 0x06dd },
-		{ 0x070f, 0x070f },   { 0x0890, 0x0891 },   { 0x08e2, 0x08e2 },   { 0x180e, 0x180e },
-		{ 0x200b, 0x200f },   { 0x202a, 0x202e },   { 0x2060, 0x2064 },   { 0x2066, 0x206f },
-		{ 0xfeff, 0xfeff },   { 0xfff9, 0xfffb },   { 0x110bd, 0x110bd }, { 0x110cd, 0x110cd },
-		{ 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 }, { 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 },
-		{ 0xe0020, 0xe007f },
+		{ 0x00ad, 0x00ad },   { 0x0600, 0x0605 },   { 0x061c, 0x061c },
+		{ 0x06dd, 0x06dd },   { 0x070f, 0x070f },   { 0x0890, 0x0891 },
+		{ 0x08e2, 0x08e2 },   { 0x180e, 0x180e },   { 0x200b, 0x200f },
+		{ 0x202a, 0x202e },   { 0x2060, 0x2064 },   { 0x2066, 0x206f },
+		{ 0xfeff, 0xfeff },   { 0xfff9, 0xfffb },   { 0x110bd, 0x110bd },
+		{ 0x110cd, 0x110cd }, { 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 },
+		{ 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 }, { 0xe0020, 0xe007f },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
 		if (cp >= ranges[i][0] && cp <= ranges[i][1])
@@ -412,8 +412,10 @@ int al_text_check(const char *what, const char *s, size_t max, struct al_error *
 	al_quote(s, strnlen(s, 80), q, sizeof(q));
 	if (n < 1 || n > max)
 		return al_fail(err, AL_EINVAL, 0, "%s '%s': 1 to %zu bytes", what, q, max);
-	return al_fail(err, AL_EINVAL, 0,
-		       "%s '%s' is not UTF-8 text without control or format characters (Unicode Cc, Cf)", what, q);
+	return al_fail(
+		err, AL_EINVAL, 0,
+		"%s '%s' is not UTF-8 text without control or format characters (Unicode Cc, Cf)",
+		what, q);
 }
 
 void al_quote(const char *s, size_t n, char *out, size_t outsz)

@@ -23,7 +23,10 @@ void al_sha_free(struct al_sha *s);
 void al_sha_update(struct al_sha *s, const void *p, size_t n);
 void al_sha_final(struct al_sha *s, uint8_t out[AL_DIGEST_LEN]); /* and reset */
 void al_sha256(const void *p, size_t n, uint8_t out[AL_DIGEST_LEN]);
-static inline void al__sha_freep(struct al_sha **s) { al_sha_free(*s); }
+static inline void al__sha_freep(struct al_sha **s)
+{
+	al_sha_free(*s);
+}
 #define _cleanup_sha_ _cleanup_(al__sha_freep)
 
 /* files */

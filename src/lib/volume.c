@@ -29,7 +29,8 @@ int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err
 			*out = i;
 			return 0;
 		}
-	return al_fail(err, AL_EINVAL, 0, "unknown strategy '%.40s' (strict, rebase_if_disjoint, conflict_copy)", s);
+	return al_fail(err, AL_EINVAL, 0,
+		       "unknown strategy '%.40s' (strict, rebase_if_disjoint, conflict_copy)", s);
 }
 
 int al_project_name_check(const char *name, struct al_error *err)
@@ -38,13 +39,16 @@ int al_project_name_check(const char *name, struct al_error *err)
 	bool ok = n >= 1 && n <= AL_NAME_MAX;
 	for (size_t i = 0; ok && i < n; i++) {
 		char c = name[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		ok = alnum || (i > 0 && (c == '.' || c == '_' || c == '-'));
 	}
 	if (!ok) {
 		char q[100];
 		al_quote(name, strnlen(name, 80), q, sizeof(q));
-		return al_fail(err, AL_EINVAL, 0, "invalid project name '%s' (expected [A-Za-z0-9][A-Za-z0-9._-]{0,63})", q);
+		return al_fail(
+			err, AL_EINVAL, 0,
+			"invalid project name '%s' (expected [A-Za-z0-9][A-Za-z0-9._-]{0,63})", q);
 	}
 	return 0;
 }
@@ -102,10 +106,11 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-#define VOL_COLS "v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, " \
-		 "(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), " \
-		 "(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'applied'), " \
-		 "(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'discarded')"
+#define VOL_COLS                                                                                    \
+	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, "     \
+	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                           \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'applied'), " \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'discarded')"
 #define VOL_NCOLS 13
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
@@ -120,7 +125,8 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	v->project = sqlite3_column_int64(st, 1);
 	v->seq = sqlite3_column_int64(st, 2);
 	if (get_blob32(st, 3, &v->head) < 0)
-		return al_fail(err, AL_ECORRUPT, 0, "volume %lld has a malformed head", (long long)v->id);
+		return al_fail(err, AL_ECORRUPT, 0, "volume %lld has a malformed head",
+			       (long long)v->id);
 	v->has_base = get_blob32(st, 4, &v->base) == 0;
 	copy_text(v->kind, sizeof(v->kind), st, 5);
 	copy_text(v->state, sizeof(v->state), st, 6);
@@ -148,14 +154,15 @@ static json_t *jentry(bool has, const struct al_entry *e)
 		return json_null();
 	char mode[8];
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode, "size", (json_int_t)e->size);
+	json_t *o = json_pack("{s:s,s:s,s:I}", "type", al_entry_type_name(e->type), "mode", mode,
+			      "size", (json_int_t)e->size);
 	json_object_set_new(o, "sha256", jid(&e->digest));
 	return o;
 }
 
 /* rec->data is consumed (unlike al_ledger__append's) */
-static int log_action(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec, uint64_t *seq,
-		      struct al_error *err)
+static int log_action(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
+		      uint64_t *seq, struct al_error *err)
 {
 	if (!rec->data)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
@@ -172,7 +179,7 @@ struct commit_req {
 	const char *kind;                  /* of the commit row and the ledger entry */
 	const char *draft;                 /* the draft's public id, or NULL */
 	const char *group;
-	json_t *extra;                     /* more fields of the ledger entry, or NULL; borrowed */
+	json_t *extra; /* more fields of the ledger entry, or NULL; borrowed */
 };
 
 static const char *group_of(const struct al_commit_opts *o, char buf[17])
@@ -185,8 +192,8 @@ static const char *group_of(const struct al_commit_opts *o, char buf[17])
 
 /* The refusal itself is an action: recorded in its own transaction once
  * the refused one has rolled back. */
-static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_req *q, const char *project,
-			const struct al_commit_result *res)
+static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_req *q,
+			const char *project, const struct al_commit_result *res)
 {
 	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
@@ -196,21 +203,25 @@ static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_re
 	json_t *paths = json_array();
 	for (size_t i = 0; i < res->nconflicts; i++)
 		json_array_append_new(paths, json_string(res->conflicts[i].path));
-	json_t *d = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "outcome", "refused", "strategy",
-			      al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(&res->head), "base", jid(base),
-			      "incoming", jid(incoming), "paths", paths);
+	json_t *d =
+		json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "outcome", "refused", "strategy",
+			  al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(&res->head),
+			  "base", jid(base), "incoming", jid(incoming), "paths", paths);
 	if (draft)
 		json_object_set_new(d, "draft", json_string(draft));
 	struct al_error e2 = { 0 };
 	int r = log_action(st, db,
-			   &(struct al_ledger_rec){ .kind = "conflict", .group = group, .project = project,
-						    .actor = o ? o->author : NULL, .data = d },
+			   &(struct al_ledger_rec){ .kind = "conflict",
+						    .group = group,
+						    .project = project,
+						    .actor = o ? o->author : NULL,
+						    .data = d },
 			   NULL, &e2);
 	al_ledger__finish(st, db, r, &e2);
 }
 
-static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what, struct vol *v,
-		       struct al_error *err)
+static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what,
+		       struct vol *v, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int r = al_sqlite_prepare(db, sql, &st, err);
@@ -228,7 +239,9 @@ static int find_volume(sqlite3 *db, const char *sql, const char *key, const char
 
 static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct al_error *err)
 {
-	return find_volume(db, "SELECT " VOL_COLS " FROM projects p JOIN volumes v ON v.id = p.volume WHERE p.name = ?",
+	return find_volume(db,
+			   "SELECT " VOL_COLS
+			   " FROM projects p JOIN volumes v ON v.id = p.volume WHERE p.name = ?",
 			   project, "project", v, err);
 }
 
@@ -236,11 +249,15 @@ static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct a
 static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_error *err)
 {
 	if (id[0] == 'r')
-		return find_volume(db, "SELECT " VOL_COLS " FROM runs r JOIN volumes v ON v.public_id = r.draft "
-				       "JOIN projects p ON p.id = v.project WHERE r.id = ? AND v.kind = 'draft'",
-				   id, "run", v, err);
-	return find_volume(db, "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
-			       "WHERE v.public_id = ? AND v.kind = 'draft'", id, "draft", v, err);
+		return find_volume(
+			db,
+			"SELECT " VOL_COLS " FROM runs r JOIN volumes v ON v.public_id = r.draft "
+			"JOIN projects p ON p.id = v.project WHERE r.id = ? AND v.kind = 'draft'",
+			id, "run", v, err);
+	return find_volume(db,
+			   "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
+			   "WHERE v.public_id = ? AND v.kind = 'draft'",
+			   id, "draft", v, err);
 }
 
 static int count_file(void *ctx, const char *path, const struct al_entry *e, struct al_error *err)
@@ -274,12 +291,14 @@ static int count_change(void *ctx, const struct al_change *ch, struct al_error *
  * bytes, as an import records them: its parent's counts plus the change
  * (only differing subtrees are read) when the parent's row has them, else a
  * walk.  A row an earlier version left at 0 files 0 bytes is filled in. */
-static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid *parent, const struct al_oid *id,
-			   const char *source, struct al_error *err)
+static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid *parent,
+			   const struct al_oid *id, const char *source, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND (files > 0 OR bytes > 0)",
-				  &q, err);
+	int r = al_sqlite_prepare(
+		db,
+		"SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND (files > 0 OR bytes > 0)",
+		&q, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
@@ -303,9 +322,11 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 		if ((r = al_manifest_walk(cas, id, count_file, c, err)) < 0)
 			return r;
 	}
-	if ((r = al_sqlite_prepare(db, "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, ?) "
-				       "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
-				   &st, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, ?) "
+		     "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
+		     &st, err)) < 0)
 		return r;
 	sqlite3_bind_blob(st, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, al_wall_s());
@@ -331,15 +352,17 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
 static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const struct commit_req *q,
-			 const struct al_oid *result, struct al_commit_result *res, struct al_error *err)
+			 const struct al_oid *result, struct al_commit_result *res,
+			 struct al_error *err)
 {
 	const struct al_oid *base = q->base;
 	const struct al_commit_opts *o = q->opts;
 	const char *kind = q->kind, *draft = q->draft;
 	int64_t *seq = &res->seq;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL, *ins = NULL, *cf = NULL;
-	int r = al_sqlite_prepare(db, "UPDATE volumes SET head = ?, seq = seq + 1 WHERE id = ? AND head = ?",
-				  &up, err);
+	int r = al_sqlite_prepare(
+		db, "UPDATE volumes SET head = ?, seq = seq + 1 WHERE id = ? AND head = ?", &up,
+		err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_blob(up, 1, result->b, AL_OID_LEN, SQLITE_STATIC);
@@ -348,9 +371,13 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 	if (sqlite3_step(up) != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "move head");
 	if (sqlite3_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
-		return al_fail(err, AL_ECONFLICT, 0, "VolumeConflictError: the head moved during the commit");
-	if ((r = al_sqlite_prepare(db, "INSERT INTO commits(volume, seq, parent, base, result, author, message, "
-				       "strategy, kind, draft, time) VALUES (?,?,?,?,?,?,?,?,?,?,?)", &ins, err)) < 0)
+		return al_fail(err, AL_ECONFLICT, 0,
+			       "VolumeConflictError: the head moved during the commit");
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT INTO commits(volume, seq, parent, base, result, author, message, "
+		     "strategy, kind, draft, time) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+		     &ins, err)) < 0)
 		return r;
 	*seq = v->seq + 1;
 	sqlite3_bind_int64(ins, 1, v->id);
@@ -371,8 +398,9 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 		return al_sqlite_fail(db, err, "record commit");
 	int64_t cid = sqlite3_last_insert_rowid(db);
 	if (res->nconflicts) {
-		if ((r = al_sqlite_prepare(db, "INSERT INTO conflicts VALUES (?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?)",
-					   &cf, err)) < 0)
+		if ((r = al_sqlite_prepare(
+			     db, "INSERT INTO conflicts VALUES (?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?)",
+			     &cf, err)) < 0)
 			return r;
 		for (size_t i = 0; i < res->nconflicts; i++) {
 			const struct al_conflict *c = &res->conflicts[i];
@@ -414,8 +442,8 @@ static bool same_new(const struct al_change_rec *a, const struct al_change_rec *
 /* a change that removes or replaces everything beneath its path */
 static bool destroys(const struct al_change_rec *c)
 {
-	return c->op == 'D' || (c->op == 'M' && c->has_old && c->has_new && c->old.type != c->new.type &&
-				c->old.type == AL_T_DIR);
+	return c->op == 'D' || (c->op == 'M' && c->has_old && c->has_new &&
+				c->old.type != c->new.type && c->old.type == AL_T_DIR);
 }
 
 static const struct al_change_rec *find_change(const struct al_changes *cs, const char *path)
@@ -446,7 +474,8 @@ static bool changes_beneath(const struct al_changes *cs, const char *path)
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < cs->n && strncmp(cs->v[i].path, path, n) == 0 && cs->v[i].path[n] == '/'; i++)
+	for (size_t i = lo;
+	     i < cs->n && strncmp(cs->v[i].path, path, n) == 0 && cs->v[i].path[n] == '/'; i++)
 		if (cs->v[i].has_new)
 			return true;
 	return false;
@@ -496,8 +525,8 @@ static bool is_under(const char *path, const char *root)
  * base), as their shallowest paths: the same path changed differently; a
  * path deleted or turned into another type on one side with changes beneath
  * it on the other. */
-static int overlap_roots(const struct al_changes *theirs, const struct al_changes *ours, struct roots *out,
-			 struct al_error *err)
+static int overlap_roots(const struct al_changes *theirs, const struct al_changes *ours,
+			 struct roots *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	const struct al_changes *side[2] = { theirs, ours };
@@ -555,16 +584,18 @@ int al_conflict_name(const char *path, const struct al_oid *change_id, char *out
 	size_t extlen = strlen(ext);
 	if (stemlen + 18 + extlen > 250) /* a name stays within 255 bytes */
 		stemlen = 250 > 18 + extlen ? 250 - 18 - extlen : 0;
-	int n = snprintf(out, outsz, "%.*s%.*s.conflict-%.8s%s", (int)dirlen, path, (int)stemlen, name, hex, ext);
+	int n = snprintf(out, outsz, "%.*s%.*s.conflict-%.8s%s", (int)dirlen, path, (int)stemlen,
+			 name, hex, ext);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
 static int unique_copy_path(struct al_cas *cas, const struct al_oid *tree, const char *path,
-			    const struct al_oid *change_id, const struct roots *taken, char *out, size_t outsz,
-			    struct al_error *err)
+			    const struct al_oid *change_id, const struct roots *taken, char *out,
+			    size_t outsz, struct al_error *err)
 {
 	char first[AL_PATH_MAX + 64];
-	if (al_conflict_name(path, change_id, first, sizeof(first)) < 0 || strlen(first) > AL_PATH_MAX)
+	if (al_conflict_name(path, change_id, first, sizeof(first)) < 0 ||
+	    strlen(first) > AL_PATH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "conflict copy of %s: path too long", path);
 	const char *dot = strrchr(first, '.');
 	const char *marker = strstr(first, ".conflict-");
@@ -634,14 +665,16 @@ static int fill_conflicts(struct merge *m, struct al_commit_result *res, struct 
 			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
 		int r;
 		if ((r = lookup_opt(m->cas, m->base, c->path, &c->has_base, &c->base, err)) < 0 ||
-		    (r = lookup_opt(m->cas, m->incoming, c->path, &c->has_theirs, &c->theirs, err)) < 0 ||
+		    (r = lookup_opt(m->cas, m->incoming, c->path, &c->has_theirs, &c->theirs,
+				    err)) < 0 ||
 		    (r = lookup_opt(m->cas, &m->head, c->path, &c->has_ours, &c->ours, err)) < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int conflict_error(struct merge *m, struct al_commit_result *res, const char *why, struct al_error *err)
+static int conflict_error(struct merge *m, struct al_commit_result *res, const char *why,
+			  struct al_error *err)
 {
 	int r = fill_conflicts(m, res, err);
 	if (r < 0)
@@ -651,15 +684,17 @@ static int conflict_error(struct merge *m, struct al_commit_result *res, const c
 	al_oid_fmt(&m->head, id);
 	size_t o = 0;
 	for (size_t i = 0; i < m->roots.n && o + 4 < sizeof(paths); i++)
-		o += (size_t)snprintf(paths + o, sizeof(paths) - o, "%s%s", i ? ", " : "", m->roots.v[i]);
-	return al_fail(err, AL_ECONFLICT, 0, "VolumeConflictError: head is %s, not the declared base (%s)%s%s",
-		       id, why, m->roots.n ? "; overlapping paths: " : "", paths);
+		o += (size_t)snprintf(paths + o, sizeof(paths) - o, "%s%s", i ? ", " : "",
+				      m->roots.v[i]);
+	return al_fail(err, AL_ECONFLICT, 0,
+		       "VolumeConflictError: head is %s, not the declared base (%s)%s%s", id, why,
+		       m->roots.n ? "; overlapping paths: " : "", paths);
 }
 
 /* Apply "incoming minus overlaps" onto head, then land each overlap's
  * incoming version beside ours. */
-static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out, struct al_commit_result *res,
-		       struct al_error *err)
+static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out,
+		       struct al_commit_result *res, struct al_error *err)
 {
 	struct al_edit *ed = NULL;
 	int r = al_changes_edits(&m->theirs, &ed, err);
@@ -698,7 +733,8 @@ static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out, st
 		if (!c->has_theirs)
 			continue; /* theirs deleted it: ours stays, the conflict is recorded */
 		char cp[AL_PATH_MAX + 64];
-		if ((r = unique_copy_path(m->cas, &mid, c->path, &cid, &taken, cp, sizeof(cp), err)) < 0)
+		if ((r = unique_copy_path(m->cas, &mid, c->path, &cid, &taken, cp, sizeof(cp),
+					  err)) < 0)
 			break;
 		if (!(c->copy_path = strdup(cp)) || roots_add(&taken, cp, strlen(cp)) < 0) {
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "commit");
@@ -717,8 +753,9 @@ static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out, st
 }
 
 /* In an open meta transaction: commit base -> incoming into v. */
-static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const struct commit_req *q,
-			 struct al_commit_result *res, struct al_error *err)
+static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
+			 const struct commit_req *q, struct al_commit_result *res,
+			 struct al_error *err)
 {
 	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
@@ -768,37 +805,49 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v, const 
 		char hid[AL_OID_STRLEN + 1];
 		al_oid_fmt(&v->head, hid);
 		res->head = v->head;
-		return al_fail(err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
-			       al_oid_eq(base, incoming) ? "this (empty) change" : "every change of it");
+		return al_fail(
+			err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
+			al_oid_eq(base, incoming) ? "this (empty) change" : "every change of it");
 	}
 	struct al_oid parent;
 	parent = v->head;
 	if ((r = record_commit(db, cas, v, q, &result, res, err)) < 0)
 		return r;
 	res->head = result;
-	json_t *d = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
-			      strcmp(v->kind, "draft") == 0 ? v->public_id : "live", "seq", (json_int_t)res->seq,
-			      "parent", jid(&parent), "base", jid(base), "incoming", jid(incoming), "result", jid(&result),
-			      "strategy", al_strategy_name(strategy), "message", o && o->message ? o->message : "",
-			      "rebased", res->rebased, "conflicts", (json_int_t)res->nconflicts);
+	json_t *d =
+		json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
+			  strcmp(v->kind, "draft") == 0 ? v->public_id : "live", "seq",
+			  (json_int_t)res->seq, "parent", jid(&parent), "base", jid(base),
+			  "incoming", jid(incoming), "result", jid(&result), "strategy",
+			  al_strategy_name(strategy), "message", o && o->message ? o->message : "",
+			  "rebased", res->rebased, "conflicts", (json_int_t)res->nconflicts);
 	if (d && extra)
 		json_object_update(d, extra);
 	uint64_t cseq;
 	if ((r = log_action(st, db,
-			    &(struct al_ledger_rec){ .kind = kind, .group = group, .project = v->project_name,
-						     .actor = o ? o->author : NULL, .data = d },
+			    &(struct al_ledger_rec){ .kind = kind,
+						     .group = group,
+						     .project = v->project_name,
+						     .actor = o ? o->author : NULL,
+						     .data = d },
 			    &cseq, err)) < 0)
 		return r;
 	for (size_t i = 0; i < res->nconflicts && r == 0; i++) {
 		const struct al_conflict *c = &res->conflicts[i];
-		json_t *cd = json_pack("{s:I,s:s,s:s,s:o,s:o,s:o}", "commit_seq", (json_int_t)cseq, "path", c->path,
-				       "outcome", c->copy_path ? "copied" : "kept_ours", "base", jentry(c->has_base, &c->base),
-				       "theirs", jentry(c->has_theirs, &c->theirs), "ours", jentry(c->has_ours, &c->ours));
+		json_t *cd = json_pack(
+			"{s:I,s:s,s:s,s:o,s:o,s:o}", "commit_seq", (json_int_t)cseq, "path",
+			c->path, "outcome", c->copy_path ? "copied" : "kept_ours", "base",
+			jentry(c->has_base, &c->base), "theirs", jentry(c->has_theirs, &c->theirs),
+			"ours", jentry(c->has_ours, &c->ours));
 		if (cd)
-			json_object_set_new(cd, "copy_path", c->copy_path ? json_string(c->copy_path) : json_null());
+			json_object_set_new(cd, "copy_path",
+					    c->copy_path ? json_string(c->copy_path) : json_null());
 		r = log_action(st, db,
-			       &(struct al_ledger_rec){ .kind = "conflict", .group = group, .project = v->project_name,
-							.actor = o ? o->author : NULL, .data = cd },
+			       &(struct al_ledger_rec){ .kind = "conflict",
+							.group = group,
+							.project = v->project_name,
+							.actor = o ? o->author : NULL,
+							.data = cd },
 			       NULL, err);
 	}
 	return r;
@@ -822,7 +871,9 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	struct vol v;
 	char gbuf[17];
 	const char *group = group_of(opts, gbuf);
-	struct commit_req q = { .base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group };
+	struct commit_req q = {
+		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group
+	};
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);
 	r = al_ledger__finish(st, db, r, err);
@@ -833,8 +884,8 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 
 /* ---- projects ------------------------------------------------------------- */
 
-int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot, const char *author,
-		      struct al_project_info *out, struct al_error *err)
+int al_project_create(struct al_store *st, const char *name, const struct al_oid *snapshot,
+		      const char *author, struct al_project_info *out, struct al_error *err)
 {
 	int r = al_project_name_check(name, err);
 	if (r < 0)
@@ -852,18 +903,23 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *pv = NULL, *pp = NULL, *up = NULL;
 	int64_t now = al_wall_s();
-	if ((r = al_sqlite_prepare(db, "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)", &pp, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)",
+				   &pp, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(pp, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(pp, 2, now);
 	int rc = sqlite3_step(pp);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
-		return al_ledger__finish(st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
+		return al_ledger__finish(
+			st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
 	if (rc != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	int64_t pid = sqlite3_last_insert_rowid(db);
-	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
-				   &pv, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
+		     &pv, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(pv, 1, pid);
 	sqlite3_bind_blob(pv, 2, empty.b, AL_OID_LEN, SQLITE_STATIC);
@@ -871,7 +927,8 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	if (sqlite3_step(pv) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
 	int64_t vid = sqlite3_last_insert_rowid(db);
-	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) < 0)
+	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) <
+	    0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_int64(up, 1, vid);
 	sqlite3_bind_int64(up, 2, pid);
@@ -879,16 +936,22 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
 	v.head = empty;
-	struct al_commit_opts o = { .strategy = AL_STRICT, .author = author, .message = "create project" };
+	struct al_commit_opts o = { .strategy = AL_STRICT,
+				    .author = author,
+				    .message = "create project" };
 	struct al_commit_result res = { 0 };
 	char gbuf[17];
 	al_ledger__new_group(gbuf);
 	struct commit_req q = { .base = &empty, .incoming = &head, .opts = &o, .kind = "create" };
 	if ((r = record_commit(db, al_store_cas(st), &v, &q, &head, &res, err)) < 0 ||
-	    (r = log_action(st, db,
-			    &(struct al_ledger_rec){ .kind = "project_create", .group = gbuf, .project = name,
-						     .actor = author, .data = json_pack("{s:o}", "head", jid(&head)) },
-			    NULL, err)) < 0)
+	    (r = log_action(
+		     st, db,
+		     &(struct al_ledger_rec){ .kind = "project_create",
+					      .group = gbuf,
+					      .project = name,
+					      .actor = author,
+					      .data = json_pack("{s:o}", "head", jid(&head)) },
+		     NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
 		return r;
@@ -903,7 +966,8 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	return 0;
 }
 
-static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p, struct al_error *err)
+static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p,
+		       struct al_error *err)
 {
 	memset(p, 0, sizeof(*p));
 	copy_text(p->name, sizeof(p->name), st, 0);
@@ -916,10 +980,12 @@ static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p,
 	return 0;
 }
 
-#define PROJECT_SELECT "SELECT p.name, p.volume, v.head, p.created, v.seq FROM projects p " \
-		       "JOIN volumes v ON v.id = p.volume "
+#define PROJECT_SELECT                                                       \
+	"SELECT p.name, p.volume, v.head, p.created, v.seq FROM projects p " \
+	"JOIN volumes v ON v.id = p.volume "
 
-int al_project_get(struct al_store *st, const char *name, struct al_project_info *out, struct al_error *err)
+int al_project_get(struct al_store *st, const char *name, struct al_project_info *out,
+		   struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -961,7 +1027,8 @@ int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct 
 static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
 {
 	memset(e, 0, sizeof(*e));
-	*has = sqlite3_column_type(st, col) != SQLITE_NULL && sqlite3_column_bytes(st, col + 3) == AL_OID_LEN;
+	*has = sqlite3_column_type(st, col) != SQLITE_NULL &&
+	       sqlite3_column_bytes(st, col + 3) == AL_OID_LEN;
 	if (!*has)
 		return;
 	e->type = sqlite3_column_int(st, col);
@@ -970,7 +1037,8 @@ static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
 	memcpy(e->digest.b, sqlite3_column_blob(st, col + 3), AL_OID_LEN);
 }
 
-int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx, struct al_error *err)
+int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx,
+		   struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -980,20 +1048,27 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 	if ((r = live_volume(db, project, &v, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *cq = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT id, seq, parent, base, result, author, message, strategy, kind, "
-				       "draft, time FROM commits WHERE volume = ? ORDER BY seq", &q, err)) < 0 ||
-	    (r = al_sqlite_prepare(db, "SELECT path, copy_path, base_type, base_mode, base_size, base_digest, "
-				       "theirs_type, theirs_mode, theirs_size, theirs_digest, ours_type, ours_mode, "
-				       "ours_size, ours_digest FROM conflicts WHERE commit_id = ? ORDER BY rowid",
-				   &cq, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "SELECT id, seq, parent, base, result, author, message, strategy, kind, "
+		     "draft, time FROM commits WHERE volume = ? ORDER BY seq",
+		     &q, err)) < 0 ||
+	    (r = al_sqlite_prepare(
+		     db,
+		     "SELECT path, copy_path, base_type, base_mode, base_size, base_digest, "
+		     "theirs_type, theirs_mode, theirs_size, theirs_digest, ours_type, ours_mode, "
+		     "ours_size, ours_digest FROM conflicts WHERE commit_id = ? ORDER BY rowid",
+		     &cq, err)) < 0)
 		return r;
 	sqlite3_bind_int64(q, 1, v.id);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct al_commit_info c = { 0 };
 		c.seq = sqlite3_column_int64(q, 1);
-		if (get_blob32(q, 2, &c.parent) < 0 || get_blob32(q, 3, &c.base) < 0 || get_blob32(q, 4, &c.result) < 0)
-			return al_fail(err, AL_ECORRUPT, 0, "commit %lld is malformed", (long long)c.seq);
+		if (get_blob32(q, 2, &c.parent) < 0 || get_blob32(q, 3, &c.base) < 0 ||
+		    get_blob32(q, 4, &c.result) < 0)
+			return al_fail(err, AL_ECORRUPT, 0, "commit %lld is malformed",
+				       (long long)c.seq);
 		c.author = (const char *)sqlite3_column_text(q, 5);
 		c.message = (const char *)sqlite3_column_text(q, 6);
 		c.strategy = (const char *)sqlite3_column_text(q, 7);
@@ -1051,7 +1126,8 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 }
 
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
-			    al_volume__draft_hook hook, void *ctx, struct al_draft_info *out, struct al_error *err)
+			    al_volume__draft_hook hook, void *ctx, struct al_draft_info *out,
+			    struct al_error *err)
 {
 	const struct al_oid *content = o->content;
 	const char *author = o->author;
@@ -1079,8 +1155,11 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		return al_ledger__finish(st, db, r, err);
 	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
-	if ((r = al_sqlite_prepare(db, "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
-				       "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)", &ins, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
+		     "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
+		     &ins, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
@@ -1102,16 +1181,25 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	snprintf(v.public_id, sizeof(v.public_id), "%s", id);
 	snprintf(v.group, sizeof(v.group), "%s", group);
 	if ((r = log_action(st, db,
-			    &(struct al_ledger_rec){ .kind = "draft_create", .group = group, .project = live.project_name,
+			    &(struct al_ledger_rec){ .kind = "draft_create",
+						     .group = group,
+						     .project = live.project_name,
 						     .actor = author,
-						     .data = json_pack("{s:s,s:o,s:s}", "draft", id, "base", jid(base),
-								       "state", state) },
+						     .data = json_pack("{s:s,s:o,s:s}", "draft", id,
+								       "base", jid(base), "state",
+								       state) },
 			    NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	if (!empty) {
-		struct al_commit_opts co = { .strategy = AL_STRICT, .author = author, .message = "draft content" };
+		struct al_commit_opts co = { .strategy = AL_STRICT,
+					     .author = author,
+					     .message = "draft content" };
 		struct al_commit_result res = { 0 };
-		struct commit_req q = { .base = base, .incoming = content, .opts = &co, .kind = "commit", .draft = id,
+		struct commit_req q = { .base = base,
+					.incoming = content,
+					.opts = &co,
+					.kind = "commit",
+					.draft = id,
 					.group = group };
 		r = commit_locked(st, db, &v, &q, &res, err);
 		al_commit_result_release(&res);
@@ -1135,15 +1223,15 @@ int al_draft_create_opts(struct al_store *st, const char *project, const struct 
 	return al_volume__draft_create(st, project, o, NULL, NULL, out, err);
 }
 
-int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content, const char *author,
-		    struct al_draft_info *out, struct al_error *err)
+int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content,
+		    const char *author, struct al_draft_info *out, struct al_error *err)
 {
 	struct al_draft_opts o = { .content = content, .author = author };
 	return al_volume__draft_create(st, project, &o, NULL, NULL, out, err);
 }
 
-
-int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out, struct al_error *err)
+int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out,
+		 struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -1156,7 +1244,8 @@ int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out,
 	return 0;
 }
 
-int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx, struct al_error *err)
+int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,
+		     struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -1166,8 +1255,11 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 	if ((r = live_volume(db, project, &live, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT " VOL_COLS ", v.created FROM volumes v JOIN projects p ON p.id = v.project "
-				       "WHERE v.project = ? AND v.kind = 'draft' ORDER BY v.id", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "SELECT " VOL_COLS
+				   ", v.created FROM volumes v JOIN projects p ON p.id = v.project "
+				   "WHERE v.project = ? AND v.kind = 'draft' ORDER BY v.id",
+				   &q, err)) < 0)
 		return r;
 	sqlite3_bind_int64(q, 1, live.project);
 	for (;;) {
@@ -1185,8 +1277,9 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 	}
 }
 
-int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base, const struct al_oid *snapshot,
-		    const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
+int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base,
+		    const struct al_oid *snapshot, const struct al_commit_opts *opts,
+		    struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
 	sqlite3 *db;
@@ -1194,7 +1287,9 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	if (r < 0)
 		return r;
 	struct vol v;
-	struct commit_req q = { .base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id };
+	struct commit_req q = {
+		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id
+	};
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
 		q.group = v.group;
 		if (strcmp(v.state, AL_DRAFT_OPEN) != 0)
@@ -1210,8 +1305,8 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 
 /* Which of the draft's changes a decision takes: all, none, or those at or
  * under the selected paths plus the directories the draft made for them. */
-static int select_paths(const struct al_changes *ch, const struct vol *d, enum al_apply_mode mode, const char *const *paths,
-			size_t npaths, bool *keep, struct al_error *err)
+static int select_paths(const struct al_changes *ch, const struct vol *d, enum al_apply_mode mode,
+			const char *const *paths, size_t npaths, bool *keep, struct al_error *err)
 {
 	for (size_t i = 0; i < ch->n; i++)
 		keep[i] = mode == AL_ACCEPT_ALL;
@@ -1239,22 +1334,24 @@ static int select_paths(const struct al_changes *ch, const struct vol *d, enum a
 			any = keep[i] = true;
 			/* the directories it lives in, if the draft made them */
 			for (size_t j = 0; j < i; j++)
-				if (!keep[j] && ch->v[j].has_new && ch->v[j].new.type == AL_T_DIR &&
-				    is_under(ch->v[i].path, ch->v[j].path))
+				if (!keep[j] && ch->v[j].has_new &&
+				    ch->v[j].new.type ==
+					    AL_T_DIR &&is_under(ch->v[i].path, ch->v[j].path))
 					keep[j] = true;
 		}
 		if (!any) {
 			char q[300];
 			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
-			return al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", q, d->public_id);
+			return al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", q,
+				       d->public_id);
 		}
 	}
 	return 0;
 }
 
 /* The kept changes applied to the draft's base. */
-static int selected_tree(struct al_cas *cas, const struct vol *d, const struct al_changes *ch, const bool *keep,
-			 struct al_oid *out, struct al_error *err)
+static int selected_tree(struct al_cas *cas, const struct vol *d, const struct al_changes *ch,
+			 const bool *keep, struct al_oid *out, struct al_error *err)
 {
 	struct al_edit *ed = NULL;
 	int r = al_changes_edits(ch, &ed, err);
@@ -1273,12 +1370,14 @@ static int selected_tree(struct al_cas *cas, const struct vol *d, const struct a
 }
 
 /* Each change's outcome, in the decision's transaction. */
-static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_changes *ch, const bool *keep,
-			   struct al_error *err)
+static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_changes *ch,
+			   const bool *keep, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome) VALUES (?,?,?,?)",
-				  &ins, err);
+	int r = al_sqlite_prepare(
+		db,
+		"INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome) VALUES (?,?,?,?)",
+		&ins, err);
 	for (size_t i = 0; r == 0 && i < ch->n; i++) {
 		char op[2] = { ch->v[i].op, 0 };
 		sqlite3_reset(ins);
@@ -1292,7 +1391,8 @@ static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_cha
 	return r;
 }
 
-int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx, struct al_error *err)
+int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx,
+		      struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -1302,18 +1402,22 @@ int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, voi
 	if ((r = draft_volume(db, id, &v, err)) < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT path, outcome FROM draft_paths WHERE volume = ? ORDER BY path", &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db, "SELECT path, outcome FROM draft_paths WHERE volume = ? ORDER BY path", &q,
+		     err)) < 0)
 		return r;
 	sqlite3_bind_int64(q, 1, v.id);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		if ((r = fn(ctx, (const char *)sqlite3_column_text(q, 0), (const char *)sqlite3_column_text(q, 1), err)) != 0)
+		if ((r = fn(ctx, (const char *)sqlite3_column_text(q, 0),
+			    (const char *)sqlite3_column_text(q, 1), err)) != 0)
 			return r;
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
 }
 
-int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode, const char *const *paths, size_t npaths,
-		   const struct al_commit_opts *opts, struct al_commit_result *res, struct al_error *err)
+int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
+		   const char *const *paths, size_t npaths, const struct al_commit_opts *opts,
+		   struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (mode != AL_ACCEPT_ALL && mode != AL_ACCEPT_SELECTED && mode != AL_REJECT_ALL)
@@ -1329,10 +1433,16 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		return al_ledger__finish(st, db, r, err);
 	id = d.public_id; /* the draft's own id, also when named by its run's */
 	if (strcmp(d.state, AL_DRAFT_EMPTY) == 0)
-		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s is empty (its run changed nothing): "
-								  "nothing to apply", id), err);
+		return al_ledger__finish(st, db,
+					 al_fail(err, AL_ESTATE, 0,
+						 "draft %s is empty (its run changed nothing): "
+						 "nothing to apply",
+						 id),
+					 err);
 	if (strcmp(d.state, AL_DRAFT_OPEN) != 0)
-		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
+		return al_ledger__finish(
+			st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state),
+			err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	struct al_cas *cas = al_store_cas(st);
@@ -1346,19 +1456,28 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		r = select_paths(&ch, &d, mode, paths, npaths, keep, err);
 	for (size_t i = 0; r == 0 && i < ch.n; i++)
 		*(keep[i] ? &res->applied : &res->discarded) += 1;
-	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED : res->discarded ? AL_DRAFT_PARTIAL : AL_DRAFT_APPLIED;
-	const char *mname = mode == AL_ACCEPT_ALL ? "accept_all" : mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
+	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED
+			    : res->discarded      ? AL_DRAFT_PARTIAL
+						  : AL_DRAFT_APPLIED;
+	const char *mname = mode == AL_ACCEPT_ALL        ? "accept_all"
+			    : mode == AL_ACCEPT_SELECTED ? "accept_selected"
+							 : "reject_all";
 	struct al_oid incoming;
 	incoming = d.head;
 	json_t *extra = NULL;
-	struct commit_req q = { .base = &d.base, .incoming = &incoming, .opts = opts, .kind = "apply", .draft = id,
+	struct commit_req q = { .base = &d.base,
+				.incoming = &incoming,
+				.opts = opts,
+				.kind = "apply",
+				.draft = id,
 				.group = d.group };
 	if (r == 0) {
 		json_t *jp = json_array();
 		for (size_t i = 0; i < npaths; i++)
 			json_array_append_new(jp, json_string(paths[i]));
-		extra = json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "draft", id, "mode", mname, "paths", jp, "state", state,
-				  "applied", (json_int_t)res->applied, "discarded", (json_int_t)res->discarded);
+		extra = json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "draft", id, "mode", mname, "paths",
+				  jp, "state", state, "applied", (json_int_t)res->applied,
+				  "discarded", (json_int_t)res->discarded);
 		q.extra = extra;
 	}
 	if (r == 0 && mode != AL_REJECT_ALL) {
@@ -1369,8 +1488,11 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	} else if (r == 0) {
 		res->head = live.head;
 		r = log_action(st, db,
-			       &(struct al_ledger_rec){ .kind = "reject", .group = d.group, .project = d.project_name,
-							.actor = opts ? opts->author : NULL, .data = json_incref(extra) },
+			       &(struct al_ledger_rec){ .kind = "reject",
+							.group = d.group,
+							.project = d.project_name,
+							.actor = opts ? opts->author : NULL,
+							.data = json_incref(extra) },
 			       NULL, err);
 	}
 	json_decref(extra);
@@ -1386,11 +1508,14 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if ((r = al_sqlite_prepare(db, "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'", &up, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'",
+				   &up, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, d.id);
 	if (sqlite3_step(up) != SQLITE_DONE || sqlite3_changes(db) != 1)
-		return al_ledger__finish(st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
+		return al_ledger__finish(
+			st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
 	return al_ledger__finish(st, db, 0, err);
 }

@@ -15,8 +15,8 @@ int al_manifest__path_push(struct al_manifest_path *pb, const char *name, size_t
 	*saved = pb->len;
 	size_t need = pb->len + (pb->len ? 1 : 0) + n;
 	if (need > AL_PATH_MAX)
-		return al_fail(err, AL_ELIMIT, 0, "path longer than %d bytes under %.*s", AL_PATH_MAX,
-			       (int)(pb->len > 100 ? 100 : pb->len), pb->p);
+		return al_fail(err, AL_ELIMIT, 0, "path longer than %d bytes under %.*s",
+			       AL_PATH_MAX, (int)(pb->len > 100 ? 100 : pb->len), pb->p);
 	if (pb->len)
 		pb->p[pb->len++] = '/';
 	memcpy(pb->p + pb->len, name, n);
@@ -46,7 +46,8 @@ struct walker {
 	void *ctx;
 };
 
-static int walk_node(struct walker *w, const struct al_oid *id, unsigned depth, struct al_error *err)
+static int walk_node(struct walker *w, const struct al_oid *id, unsigned depth,
+		     struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "snapshot deeper than %d levels", AL_DEPTH_MAX);
@@ -135,8 +136,8 @@ static int diff_subtree(struct differ *d, const struct al_oid *id, char op, unsi
 	return r;
 }
 
-static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b, unsigned depth,
-		      struct al_error *err);
+static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b,
+		      unsigned depth, struct al_error *err);
 
 static int diff_pair(struct differ *d, const struct al_entry *x, const struct al_entry *y,
 		     unsigned depth, struct al_error *err)
@@ -176,8 +177,8 @@ static int diff_pair(struct differ *d, const struct al_entry *x, const struct al
 	return r;
 }
 
-static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b, unsigned depth,
-		      struct al_error *err)
+static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_oid *b,
+		      unsigned depth, struct al_error *err)
 {
 	if (depth > AL_DEPTH_MAX)
 		return al_fail(err, AL_ELIMIT, 0, "snapshot deeper than %d levels", AL_DEPTH_MAX);
@@ -193,7 +194,9 @@ static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_
 	while (r == 0 && (i < na->n || j < nb->n)) {
 		const struct al_entry *x = i < na->n ? &na->entries[i] : NULL;
 		const struct al_entry *y = j < nb->n ? &nb->entries[j] : NULL;
-		int c = !x ? 1 : !y ? -1 : al_manifest__name_cmp(x->name, x->namelen, y->name, y->namelen);
+		int c = !x   ? 1
+			: !y ? -1
+			     : al_manifest__name_cmp(x->name, x->namelen, y->name, y->namelen);
 		if (c < 0)
 			y = NULL, i++;
 		else if (c > 0)
@@ -202,7 +205,8 @@ static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_
 			i++, j++;
 		const struct al_entry *named = x ? x : y;
 		size_t saved;
-		if ((r = al_manifest__path_push(&d->path, named->name, named->namelen, &saved, err)) < 0)
+		if ((r = al_manifest__path_push(&d->path, named->name, named->namelen, &saved,
+						err)) < 0)
 			break;
 		r = diff_pair(d, x, y, depth, err);
 		al_manifest__path_pop(&d->path, saved);
@@ -212,8 +216,8 @@ static int diff_nodes(struct differ *d, const struct al_oid *a, const struct al_
 	return r;
 }
 
-int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b, al_diff_fn fn,
-		     void *ctx, struct al_error *err)
+int al_manifest_diff(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
+		     al_diff_fn fn, void *ctx, struct al_error *err)
 {
 	struct differ *d = calloc(1, sizeof(*d));
 	if (!d)

@@ -39,7 +39,9 @@ static int policy_answer(struct req *rq, struct al_store *st, int status)
 		rc = al_policy_get(NULL, st, &t, &err);
 	if (rc < 0)
 		return srv_error(rq, &err);
-	return srv_json(rq, status, json_pack("{s:o,s:o}", "effective", policy_doc(&eff), "tenant", policy_doc(&t)));
+	return srv_json(
+		rq, status,
+		json_pack("{s:o,s:o}", "effective", policy_doc(&eff), "tenant", policy_doc(&t)));
 }
 
 int h_policy(struct req *rq)
@@ -59,7 +61,8 @@ int h_policy_set(struct req *rq)
 	struct al_error err = { 0 };
 	struct al_policy p;
 	bool has_be = false;
-	int rc = al_policy_parse(rq->len ? rq->body : "{}", rq->len ? rq->len : 2, &p, &has_be, &err);
+	int rc = al_policy_parse(rq->len ? rq->body : "{}", rq->len ? rq->len : 2, &p, &has_be,
+				 &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
@@ -102,9 +105,11 @@ int h_principal_create(struct req *rq)
 	struct al_error err = { 0 };
 	int rc = decode_principal(body, &p, &err);
 	if (rc == 0)
-		rc = al_auth_principal_create(rq->srv->auth, rq->who.tenant, p.name, p.roles, rq->who.name, &err);
+		rc = al_auth_principal_create(rq->srv->auth, rq->who.tenant, p.name, p.roles,
+					      rq->who.name, &err);
 	for (size_t i = 0; rc == 0 && i < p.nprojects; i++)
-		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, p.name, p.projects[i], rq->who.name, &err);
+		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, p.name, p.projects[i],
+				   rq->who.name, &err);
 	struct al_principal out;
 	if (rc == 0)
 		rc = al_auth_principal_get(rq->srv->auth, rq->who.tenant, p.name, &out, &err);
@@ -128,11 +133,13 @@ int h_principal_grant(struct req *rq)
 	struct al_principal out;
 	int rc = decode_project(body, &project, &err);
 	if (rc == 0)
-		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, rq->seg[1], project, rq->who.name, &err);
+		rc = al_auth_grant(rq->srv->auth, rq->who.tenant, rq->seg[1], project, rq->who.name,
+				   &err);
 	if (rc == 0)
 		rc = al_auth_principal_get(rq->srv->auth, rq->who.tenant, rq->seg[1], &out, &err);
 	json_decref(body);
-	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, view_principal(rq->srv->auth, &out));
+	return rc < 0 ? srv_error(rq, &err)
+		      : srv_json(rq, 200, view_principal(rq->srv->auth, &out));
 }
 
 int h_token_create(struct req *rq)
@@ -147,7 +154,8 @@ int h_token_create(struct req *rq)
 	int rc = decode_token(body, &ttl, &err);
 	json_decref(body);
 	if (rc == 0)
-		rc = al_auth_token_create(rq->srv->auth, rq->who.tenant, rq->seg[1], ttl, token, &t, rq->who.name, &err);
+		rc = al_auth_token_create(rq->srv->auth, rq->who.tenant, rq->seg[1], ttl, token, &t,
+					  rq->who.name, &err);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	json_t *o = view_token(&t);
@@ -167,7 +175,8 @@ int h_tokens(struct req *rq)
 {
 	json_t *arr = json_array();
 	struct al_error err = { 0 };
-	if (al_auth_token_foreach(rq->srv->auth, rq->who.tenant, srv_query(rq, "principal"), token_one, arr, &err) < 0) {
+	if (al_auth_token_foreach(rq->srv->auth, rq->who.tenant, srv_query(rq, "principal"),
+				  token_one, arr, &err) < 0) {
 		json_decref(arr);
 		return srv_error(rq, &err);
 	}

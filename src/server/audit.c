@@ -18,7 +18,8 @@
 
 static int audit_list(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
-	struct al_ledger_query q = { .group = srv_query(rq, "group"), .project = srv_query(rq, "project"),
+	struct al_ledger_query q = { .group = srv_query(rq, "group"),
+				     .project = srv_query(rq, "project"),
 				     .kind = srv_query(rq, "kind") };
 	const char *since = srv_query(rq, "since");
 	if (since) {

@@ -23,7 +23,8 @@ int dl_load_mhd(struct al_error *err)
 		{ "MHD_suspend_connection", DL_SLOT(dl_mhd, suspend_connection) },
 		{ "MHD_resume_connection", DL_SLOT(dl_mhd, resume_connection) },
 		{ "MHD_get_connection_info", DL_SLOT(dl_mhd, get_connection_info) },
-		{ "MHD_create_response_from_callback", DL_SLOT(dl_mhd, create_response_from_callback) },
+		{ "MHD_create_response_from_callback",
+		  DL_SLOT(dl_mhd, create_response_from_callback) },
 		{ "MHD_is_feature_supported", DL_SLOT(dl_mhd, is_feature_supported) },
 	};
 	return dl_load("libmicrohttpd.so.12", "libmicrohttpd12", syms, ARRAY_SIZE(syms), err);

@@ -11,23 +11,31 @@
 #include "airlock/error.h"
 
 struct dl_mhd {
-	struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc,
-					   void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...);
-	const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *d, enum MHD_DaemonInfoType type, ...);
+	struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port,
+					   MHD_AcceptPolicyCallback apc, void *apc_cls,
+					   MHD_AccessHandlerCallback dh, void *dh_cls, ...);
+	const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *d,
+						       enum MHD_DaemonInfoType type, ...);
 	MHD_socket (*quiesce_daemon)(struct MHD_Daemon *d);
 	void (*stop_daemon)(struct MHD_Daemon *d);
-	enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status, struct MHD_Response *r);
-	struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode);
+	enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status,
+					  struct MHD_Response *r);
+	struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer,
+							    enum MHD_ResponseMemoryMode mode);
 	struct MHD_Response *(*create_response_from_fd64)(uint64_t size, int fd);
-	enum MHD_Result (*add_response_header)(struct MHD_Response *r, const char *header, const char *content);
+	enum MHD_Result (*add_response_header)(struct MHD_Response *r, const char *header,
+					       const char *content);
 	void (*destroy_response)(struct MHD_Response *r);
-	const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key);
+	const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind,
+					       const char *key);
 	void (*suspend_connection)(struct MHD_Connection *c);
 	void (*resume_connection)(struct MHD_Connection *c);
 	const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c,
-								enum MHD_ConnectionInfoType type, ...);
+							       enum MHD_ConnectionInfoType type,
+							       ...);
 	struct MHD_Response *(*create_response_from_callback)(uint64_t size, size_t block_size,
-							      MHD_ContentReaderCallback crc, void *crc_cls,
+							      MHD_ContentReaderCallback crc,
+							      void *crc_cls,
 							      MHD_ContentReaderFreeCallback crfc);
 	enum MHD_Result (*is_feature_supported)(enum MHD_FEATURE feature);
 };

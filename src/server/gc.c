@@ -25,7 +25,8 @@ static bool stopping(void *ctx)
 	return s;
 }
 
-static void done(void *ctx, const char *tenant, int r, const struct al_gc_report *p, const struct al_error *err)
+static void done(void *ctx, const char *tenant, int r, const struct al_gc_report *p,
+		 const struct al_error *err)
 {
 	(void)ctx;
 	if (r < 0)

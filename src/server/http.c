@@ -37,7 +37,9 @@ static int answer(struct req *rq, int status, struct MHD_Response *r, const char
 
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n)
 {
-	return answer(rq, status, dl_mhd.create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY), type);
+	return answer(rq, status,
+		      dl_mhd.create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY),
+		      type);
 }
 
 int srv_json(struct req *rq, int status, json_t *body)
@@ -45,12 +47,15 @@ int srv_json(struct req *rq, int status, json_t *body)
 	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	json_decref(body);
 	if (!s) {
-		static const char oom[] = "{\"error\":{\"code\":\"OutOfMemory\",\"message\":\"out of memory\"}}";
+		static const char oom[] =
+			"{\"error\":{\"code\":\"OutOfMemory\",\"message\":\"out of memory\"}}";
 		return srv_bytes(rq, 503, "application/json", oom, sizeof(oom) - 1);
 	}
 	size_t n = strlen(s);
 	s[n] = '\n'; /* one line, like the CLI's --json; the NUL is not sent */
-	return answer(rq, status, dl_mhd.create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE), "application/json");
+	return answer(rq, status,
+		      dl_mhd.create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE),
+		      "application/json");
 }
 
 int srv_error(struct req *rq, const struct al_error *err)
@@ -86,7 +91,8 @@ const char *srv_query(struct req *rq, const char *key)
 /* RFC 9110 14.1.2: bytes=A-B, A-, -N; anything else is ignored (200). */
 int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
 {
-	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+	const char *h =
+		dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
 	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
 		return 0;
 	const char *p = h + 6;
@@ -121,7 +127,8 @@ int srv_range(struct req *rq, uint64_t len, uint64_t *from, uint64_t *n)
 		}
 	}
 	if (a >= len) {
-		srv_fail(rq, AL_EUSAGE, "range not satisfiable: the body has %llu bytes", (unsigned long long)len);
+		srv_fail(rq, AL_EUSAGE, "range not satisfiable: the body has %llu bytes",
+			 (unsigned long long)len);
 		rq->status = 416;
 		char cr[64];
 		snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)len);
@@ -159,8 +166,8 @@ int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len
 
 struct object_stream {
 	struct al_cas_reader *r;
-	uint64_t left;      /* bytes of the answer still to send */
-	bool to_end;        /* the answer ends where the object does */
+	uint64_t left; /* bytes of the answer still to send */
+	bool to_end;   /* the answer ends where the object does */
 	char route[64];
 };
 
@@ -191,7 +198,8 @@ static void object_free(void *cls)
 	free(os);
 }
 
-int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset, const char *type)
+int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset,
+	       const char *type)
 {
 	struct al_error err = { 0 };
 	struct al_cas_reader *r = NULL;
@@ -225,7 +233,8 @@ int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint
 			return srv_error(rq, &err);
 		resp = dl_mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = dl_mhd.create_response_from_callback(n, 32 * 1024, object_read, os, object_free);
+		resp = dl_mhd.create_response_from_callback(n, 32 * 1024, object_read, os,
+							    object_free);
 		if (!resp)
 			object_free(os);
 	}

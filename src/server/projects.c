@@ -15,7 +15,7 @@
 #include "airlock/util.h"
 #include "view.h"
 
-#define BLOB_MAX (256u << 20)   /* a blob answered in one response */
+#define BLOB_MAX (256u << 20) /* a blob answered in one response */
 #define SNAPSHOT_ENTRIES_MAX 100000
 
 static int list_projects(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
@@ -25,8 +25,9 @@ static int list_projects(struct req *rq, struct al_store *st, json_t **out, stru
 	if (rc == 0 && !srv_role(rq, AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)) {
 		json_t *mine = json_array(), *v;
 		size_t i;
-		json_array_foreach(all, i, v) if (srv_project_visible(rq, json_string_value(json_object_get(v, "name"))))
-			json_array_append(mine, v);
+		json_array_foreach(all, i, v)
+			if (srv_project_visible(rq, json_string_value(json_object_get(v, "name"))))
+				json_array_append(mine, v);
 		json_decref(all);
 		*out = mine;
 	}
@@ -84,9 +85,12 @@ int h_project_create(struct req *rq)
 int h_project_create_tree(struct req *rq)
 {
 	struct al_error err = { 0 };
-	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							  MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!type || strncmp(type, "application/x-tar", 17) != 0)
-		return srv_fail(rq, AL_EINVAL, "the body is the project's tree as a tar archive (Content-Type application/x-tar)");
+		return srv_fail(
+			rq, AL_EINVAL,
+			"the body is the project's tree as a tar archive (Content-Type application/x-tar)");
 	if (al_project_name_check(rq->seg[1], &err) < 0)
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;
@@ -150,12 +154,17 @@ int h_project_commit(struct req *rq)
 	struct al_error err = { 0 };
 	struct al_oid base, made;
 	const char *b = srv_query(rq, "base"), *strategy = srv_query(rq, "strategy");
-	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							  MHD_HTTP_HEADER_CONTENT_TYPE);
 	bool tree = type && strncmp(type, "application/x-tar", 17) == 0;
-	struct al_commit_opts o = { .strategy = AL_STRICT, .author = rq->who.name, .message = srv_query(rq, "message") };
+	struct al_commit_opts o = { .strategy = AL_STRICT,
+				    .author = rq->who.name,
+				    .message = srv_query(rq, "message") };
 	if (!b)
-		return srv_fail(rq, AL_EINVAL, "the query needs base=ID (the snapshot the change was made from)");
-	if (al_oid_parse(b, &base, &err) < 0 || (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
+		return srv_fail(rq, AL_EINVAL,
+				"the query needs base=ID (the snapshot the change was made from)");
+	if (al_oid_parse(b, &base, &err) < 0 ||
+	    (strategy && al_strategy_parse(strategy, &o.strategy, &err) < 0))
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;
 	struct al_commit_result res = { 0 };
@@ -203,7 +212,8 @@ int h_draft(struct req *rq)
 static int review(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	const char *stat = srv_query(rq, "stat");
-	return view_review(st, rq->seg[1], stat && strcmp(stat, "0") && strcmp(stat, "false"), out, err);
+	return view_review(st, rq->seg[1], stat && strcmp(stat, "0") && strcmp(stat, "false"), out,
+			   err);
 }
 
 int h_draft_review(struct req *rq)
@@ -228,11 +238,15 @@ int h_draft_apply(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_draft_get(st, rq->seg[1], &d, &err);
-	const char *mode = a.mode == AL_ACCEPT_ALL ? "accept_all" : a.mode == AL_ACCEPT_SELECTED ? "accept_selected" : "reject_all";
+	const char *mode = a.mode == AL_ACCEPT_ALL        ? "accept_all"
+			   : a.mode == AL_ACCEPT_SELECTED ? "accept_selected"
+							  : "reject_all";
 	char message[256];
 	if (rc == 0) {
-		snprintf(message, sizeof(message), "%s draft %s", mode, d.id); /* the draft's id, also when named by its run's */
-		struct al_commit_opts o = { .strategy = a.strategy, .author = rq->who.name,
+		snprintf(message, sizeof(message), "%s draft %s", mode,
+			 d.id); /* the draft's id, also when named by its run's */
+		struct al_commit_opts o = { .strategy = a.strategy,
+					    .author = rq->who.name,
 					    .message = a.message ? a.message : message };
 		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
 	}
@@ -283,7 +297,8 @@ static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al
 	struct walk_ctx w = { .entries = json_array(), .limit = SNAPSHOT_ENTRIES_MAX };
 	const char *limit = srv_query(rq, "limit");
 	if (limit)
-		w.limit = strtoul(limit, NULL, 10) < SNAPSHOT_ENTRIES_MAX ? strtoul(limit, NULL, 10) : SNAPSHOT_ENTRIES_MAX;
+		w.limit = strtoul(limit, NULL, 10) < SNAPSHOT_ENTRIES_MAX ? strtoul(limit, NULL, 10)
+									  : SNAPSHOT_ENTRIES_MAX;
 	int rc = al_oid_parse(rq->seg[1], &id, err);
 	if (rc == 0)
 		rc = al_manifest_walk(al_store_cas(st), &id, walk_one, &w, err);
@@ -291,8 +306,8 @@ static int snapshot(struct req *rq, struct al_store *st, json_t **out, struct al
 		json_decref(w.entries);
 		return rc;
 	}
-	*out = json_pack("{s:s,s:I,s:b,s:o}", "id", rq->seg[1], "entries_total", (json_int_t)w.n, "truncated",
-			 w.truncated, "entries", w.entries);
+	*out = json_pack("{s:s,s:I,s:b,s:o}", "id", rq->seg[1], "entries_total", (json_int_t)w.n,
+			 "truncated", w.truncated, "entries", w.entries);
 	return 0;
 }
 
@@ -313,13 +328,15 @@ int h_blob(struct req *rq)
 	if (rc == 0)
 		rc = al_cas_size(al_store_cas(st), &id, &size, &err);
 	if (rc == 0 && size > BLOB_MAX)
-		rc = al_fail(&err, AL_ELIMIT, 0, "blob of %llu bytes: over the %u bytes one response carries",
+		rc = al_fail(&err, AL_ELIMIT, 0,
+			     "blob of %llu bytes: over the %u bytes one response carries",
 			     (unsigned long long)size, BLOB_MAX);
 	if (rc < 0) {
 		srv_store_done(st);
 		return srv_error(rq, &err);
 	}
-	srv_object(rq, al_store_cas(st), &id, 0, "application/octet-stream"); /* streamed, Range honoured */
+	srv_object(rq, al_store_cas(st), &id, 0,
+		   "application/octet-stream"); /* streamed, Range honoured */
 	srv_store_done(st);
 	return 0;
 }

@@ -76,8 +76,9 @@ int h_run_start(struct req *rq)
 	/* everything refusable is refused before the first use imports the image */
 	struct al_oid img;
 	if (rc == 0)
-		rc = r->req.o.image ? al_image_resolve_as(st, r->req.o.image, may_read, rq, &img, &err)
-				    : ops_default_image(st, &err);
+		rc = r->req.o.image
+			     ? al_image_resolve_as(st, r->req.o.image, may_read, rq, &img, &err)
+			     : ops_default_image(st, &err);
 	srv_store_done(st);
 	if (rc < 0) {
 		sched_run_free(r);
@@ -103,13 +104,15 @@ int h_run_start(struct req *rq)
 	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
 	if (wait)
 		rq->waiting = r;
-	if (sched_start(&s->sched, r, pol.runs_per_tenant, pol.runs_per_principal, wait ? &w : NULL, &err) < 0) {
+	if (sched_start(&s->sched, r, pol.runs_per_tenant, pol.runs_per_principal, wait ? &w : NULL,
+			&err) < 0) {
 		rq->waiting = NULL;
 		sched_run_free(r);
 		return srv_error(rq, &err);
 	}
 	if (!wait) {
-		json_t *o2 = json_pack("{s:s,s:s,s:s}", "id", r->id, "state", "running", "project", r->project);
+		json_t *o2 = json_pack("{s:s,s:s,s:s}", "id", r->id, "state", "running", "project",
+				       r->project);
 		char url[64];
 		snprintf(url, sizeof(url), "/api/runs/%s", r->id);
 		json_object_set_new(o2, "url", json_string(url));
@@ -121,12 +124,14 @@ int h_run_start(struct req *rq)
 /* The record of an ended run (with its output), or its failure. */
 /* An ended run's record, if this principal may see it (the record says
  * who started it); another's is the missing run's 404. */
-static int recorded(struct req *rq, const char *id, bool with_output, json_t **rec, struct al_error *err)
+static int recorded(struct req *rq, const char *id, bool with_output, json_t **rec,
+		    struct al_error *err)
 {
 	struct al_store *st = NULL;
 	int rc = srv_store(rq, &st, err);
 	if (rc == 0)
-		rc = view_run(st, id, with_output, VIEW_TEXT_MAX, rec, err); /* bounded: the rest streams from /output */
+		rc = view_run(st, id, with_output, VIEW_TEXT_MAX, rec,
+			      err); /* bounded: the rest streams from /output */
 	srv_store_done(st);
 	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(*rec, "principal")))) {
 		json_decref(*rec);
@@ -181,10 +186,11 @@ int h_run(struct req *rq)
 	bool running = r && !r->done, visible = r && run_visible(rq, r->principal);
 	int rc = r ? r->rc : 0;
 	struct al_error err = r ? r->err : (struct al_error){ 0 };
-	json_t *o = running ? json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "id", r->id, "state", "running", "project",
-					r->project, "principal", r->principal, "started", (json_int_t)r->started,
-					"cancel_requested", r->cancel_requested)
-			    : NULL;
+	json_t *o =
+		running ? json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "id", r->id, "state", "running",
+				    "project", r->project, "principal", r->principal, "started",
+				    (json_int_t)r->started, "cancel_requested", r->cancel_requested)
+			: NULL;
 	sched_unlock(&s->sched);
 	if (r && !visible) {
 		json_decref(o);
@@ -224,7 +230,8 @@ int h_run_output(struct req *rq)
 	sched_lock(&s->sched);
 	struct sched_run *r = find(s, &rq->who, id);
 	if (r && !r->done && run_visible(rq, r->principal)) {
-		srv_bytes_ranged(rq, "text/plain; charset=utf-8", r->live[i] ? r->live[i] : "", r->live_len[i], offset);
+		srv_bytes_ranged(rq, "text/plain; charset=utf-8", r->live[i] ? r->live[i] : "",
+				 r->live_len[i], offset);
 		sched_unlock(&s->sched);
 		dl_mhd.add_response_header(rq->resp, "X-Airlock-Run-State", "running");
 		return 0;
@@ -236,7 +243,9 @@ int h_run_output(struct req *rq)
 	struct al_oid blob;
 	int rc = recorded(rq, id, false, &rec, &err);
 	if (rc == 0)
-		rc = al_oid_parse(json_string_value(json_object_get(json_object_get(rec, stream), "blob")), &blob, &err);
+		rc = al_oid_parse(
+			json_string_value(json_object_get(json_object_get(rec, stream), "blob")),
+			&blob, &err);
 	if (rc == 0)
 		rc = srv_store(rq, &st, &err);
 	json_decref(rec);
@@ -272,10 +281,12 @@ int h_run_cancel(struct req *rq)
 		return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
 	if (running) {
 		struct al_error rerr = { 0 };
-		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel", "not the run's principal",
-					   &rerr) < 0)
+		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel",
+					   "not the run's principal", &rerr) < 0)
 			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
-		return srv_fail(rq, AL_EDENIED, "only the principal that started run %s (or an admin) may cancel it", id);
+		return srv_fail(
+			rq, AL_EDENIED,
+			"only the principal that started run %s (or an admin) may cancel it", id);
 	}
 	/* not in flight: ended (or never existed for this tenant); a run whose
 	 * sandbox failed has no record but has ended too */
@@ -307,8 +318,9 @@ int h_runs(struct req *rq)
 	if (!srv_role(rq, AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)) {
 		json_t *mine = json_array(), *v;
 		size_t i;
-		json_array_foreach(arr, i, v) if (run_visible(rq, json_string_value(json_object_get(v, "principal"))))
-			json_array_append(mine, v);
+		json_array_foreach(arr, i, v)
+			if (run_visible(rq, json_string_value(json_object_get(v, "principal"))))
+				json_array_append(mine, v);
 		json_decref(arr);
 		arr = mine;
 	}

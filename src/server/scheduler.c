@@ -15,7 +15,8 @@
 #include "airlock/store.h"
 #include "scheduler.h"
 
-int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs, unsigned grace_s)
+int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs,
+	       unsigned grace_s)
 {
 	memset(s, 0, sizeof(*s));
 	s->home = home;
@@ -130,8 +131,7 @@ static void wipe_secrets(json_t *body)
 {
 	size_t i;
 	json_t *v;
-	json_array_foreach(json_object_get(body, "secrets"), i, v)
-	{
+	json_array_foreach(json_object_get(body, "secrets"), i, v) {
 		json_t *val = json_object_get(v, "value");
 		if (json_is_string(val))
 			explicit_bzero((char *)json_string_value(val), json_string_length(val));
@@ -211,8 +211,8 @@ struct sched_run *sched_find(struct sched *s, const char *tenant, const char *id
 	return NULL;
 }
 
-int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant, unsigned runs_per_principal,
-		const struct sched_waiter *w, struct al_error *err)
+int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant,
+		unsigned runs_per_principal, const struct sched_waiter *w, struct al_error *err)
 {
 	uint8_t rnd[7];
 	char hex[15];
@@ -247,12 +247,19 @@ int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant, 
 		if (stopping)
 			return al_fail(err, AL_EUNAVAIL, 0, "the server is shutting down");
 		if (principal_runs >= runs_per_principal)
-			return al_fail(err, AL_EUNAVAIL, 0, "%u runs of yours in flight (the policy's runs_per_principal): "
-							    "try again later", principal_runs);
+			return al_fail(
+				err, AL_EUNAVAIL, 0,
+				"%u runs of yours in flight (the policy's runs_per_principal): "
+				"try again later",
+				principal_runs);
 		if (tenant_runs >= runs_per_tenant)
-			return al_fail(err, AL_EUNAVAIL, 0, "%u runs of the tenant in flight (the policy's runs_per_tenant): "
-							    "try again later", tenant_runs);
-		return al_fail(err, AL_EUNAVAIL, 0, "%u runs in flight: try again later", s->max_runs);
+			return al_fail(
+				err, AL_EUNAVAIL, 0,
+				"%u runs of the tenant in flight (the policy's runs_per_tenant): "
+				"try again later",
+				tenant_runs);
+		return al_fail(err, AL_EUNAVAIL, 0, "%u runs in flight: try again later",
+			       s->max_runs);
 	}
 	if (w)
 		r->waiter = *w;
@@ -291,7 +298,8 @@ void sched_drain(struct sched *s)
 	while (s->active && pthread_cond_timedwait(&s->runs_done, &s->lock, &deadline) != ETIMEDOUT)
 		;
 	if (s->active) {
-		fprintf(stderr, "airlock serve: cancelling %u run%s still in flight\n", s->active, s->active == 1 ? "" : "s");
+		fprintf(stderr, "airlock serve: cancelling %u run%s still in flight\n", s->active,
+			s->active == 1 ? "" : "s");
 		for (struct sched_run *r = s->runs; r; r = r->next)
 			if (!r->done)
 				sched_cancel(r);

@@ -20,8 +20,8 @@
 #include "airlock/volume.h"
 #include "decode.h"
 
-#define SCHED_RECENT 256              /* ended runs remembered */
-#define SCHED_LIVE_MAX (1u << 20)     /* output kept per stream while a run lasts */
+#define SCHED_RECENT 256          /* ended runs remembered */
+#define SCHED_LIVE_MAX (1u << 20) /* output kept per stream while a run lasts */
 
 /* Someone waiting for a run's end.  begin(ctx) is called once the run is
  * started, end(ctx) once it has ended (rc and err are set), each once and
@@ -41,29 +41,30 @@ struct sched_run {
 	int64_t started;
 	int cancel_fd;
 	bool done, cancel_requested;
-	struct al_error err;       /* when rc < 0 */
+	struct al_error err; /* when rc < 0 */
 	int rc;
-	json_t *body;              /* the request (its secrets wiped at the end) */
+	json_t *body; /* the request (its secrets wiped at the end) */
 	struct run_request req;
 	struct sched_waiter waiter; /* .end NULL: nobody waits (any more) */
-	char *live[2];             /* the output so far (the first SCHED_LIVE_MAX bytes), while it runs */
+	char *live[2]; /* the output so far (the first SCHED_LIVE_MAX bytes), while it runs */
 	size_t live_len[2], live_cap[2];
 };
 
 struct sched {
 	const char *home;
 	const char *init_path;
-	unsigned max_runs;         /* in flight; beyond: refused */
-	unsigned grace_s;          /* drain: wait this long, then cancel */
-	pthread_mutex_t lock;      /* runs, active, stopping and every run's fields */
+	unsigned max_runs;    /* in flight; beyond: refused */
+	unsigned grace_s;     /* drain: wait this long, then cancel */
+	pthread_mutex_t lock; /* runs, active, stopping and every run's fields */
 	pthread_cond_t runs_done;
-	sem_t heavy;               /* slots for the heavy phases of runs (run.h throttle) */
-	struct sched_run *runs;    /* in flight and recently ended (bounded) */
+	sem_t heavy;            /* slots for the heavy phases of runs (run.h throttle) */
+	struct sched_run *runs; /* in flight and recently ended (bounded) */
 	unsigned active;
 	bool stopping;
 };
 
-int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs, unsigned grace_s);
+int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs,
+	       unsigned grace_s);
 void sched_release(struct sched *s);
 void sched_lock(struct sched *s);
 void sched_unlock(struct sched *s);
@@ -77,8 +78,8 @@ void sched_run_free(struct sched_run *r);
  * it.  Refused (AL_EUNAVAIL, r not taken) while stopping or at a limit:
  * max_runs, or the tenant's runs_per_tenant / runs_per_principal in
  * flight.  On success the scheduler owns r. */
-int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant, unsigned runs_per_principal,
-		const struct sched_waiter *w, struct al_error *err);
+int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant,
+		unsigned runs_per_principal, const struct sched_waiter *w, struct al_error *err);
 
 /* Under the lock: the run with this id in the tenant (in flight or
  * recently ended), or NULL. */

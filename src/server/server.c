@@ -36,8 +36,8 @@ __asm__(".section .rodata\n"
 	".byte 0\n"
 	".previous\n");
 
-#define PUBLIC 0x100u  /* no token needed */
-#define ANY 0x0fu      /* every role */
+#define PUBLIC 0x100u /* no token needed */
+#define ANY 0x0fu     /* every role */
 #define READ (AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)
 
 static int h_health(struct req *rq)
@@ -47,7 +47,8 @@ static int h_health(struct req *rq)
 
 static int h_openapi(struct req *rq)
 {
-	return srv_bytes(rq, 200, "application/json", openapi_json, (size_t)(openapi_json_end - openapi_json));
+	return srv_bytes(rq, 200, "application/json", openapi_json,
+			 (size_t)(openapi_json_end - openapi_json));
 }
 
 struct route {
@@ -131,7 +132,8 @@ static const struct route *route_find(struct req *rq, bool *path_known)
  * (or PATCH), else "OTHER" -- a client's bytes never reach the log. */
 static const char *method_name(const char *m)
 {
-	static const char *const known[] = { "HEAD", "GET", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH" };
+	static const char *const known[] = { "HEAD",    "GET",     "POST",  "PUT",  "DELETE",
+					     "CONNECT", "OPTIONS", "TRACE", "PATCH" };
 	for (size_t i = 0; i < ARRAY_SIZE(known); i++)
 		if (m && strcmp(m, known[i]) == 0)
 			return known[i];
@@ -141,7 +143,8 @@ static const char *method_name(const char *m)
 static void split_path(struct req *rq, const char *url)
 {
 	snprintf(rq->path, sizeof(rq->path), "%s", url);
-	if ((strncmp(rq->path, "/api/", 5) != 0 && strcmp(rq->path, "/api") != 0) || !(rq->segbuf = strdup(rq->path + 4))) {
+	if ((strncmp(rq->path, "/api/", 5) != 0 && strcmp(rq->path, "/api") != 0) ||
+	    !(rq->segbuf = strdup(rq->path + 4))) {
 		rq->nseg = (size_t)-1; /* not ours */
 		return;
 	}
@@ -157,7 +160,8 @@ static void split_path(struct req *rq, const char *url)
 
 static int bearer(struct req *rq)
 {
-	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *tok = NULL;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7 + strspn(h + 7, " ");
@@ -185,7 +189,8 @@ static pthread_mutex_t auth_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool client_addr(struct req *rq, uint32_t *addr)
 {
-	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci =
+		dl_mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
 		return false;
 	*addr = ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
@@ -255,7 +260,10 @@ static const struct route *first_call(struct req *rq)
 	if (!rt || !(rt->roles & PUBLIC)) {
 		unsigned wait = auth_penalty(rq, false);
 		if (wait) {
-			srv_fail(rq, AL_EAUTH, "too many failed authentications from this address: retry after %u s", wait);
+			srv_fail(
+				rq, AL_EAUTH,
+				"too many failed authentications from this address: retry after %u s",
+				wait);
 			rq->status = 429;
 			char ra[16];
 			snprintf(ra, sizeof(ra), "%u", wait);
@@ -270,8 +278,8 @@ static const struct route *first_call(struct req *rq)
 		}
 	}
 	if (!rt) {
-		srv_fail(rq, AL_ENOTFOUND, known ? "method %s not allowed here" : "no route %s %s", rq->method,
-			 known ? "" : rq->path);
+		srv_fail(rq, AL_ENOTFOUND, known ? "method %s not allowed here" : "no route %s %s",
+			 rq->method, known ? "" : rq->path);
 		if (known)
 			rq->status = 405;
 		return NULL;
@@ -279,13 +287,16 @@ static const struct route *first_call(struct req *rq)
 	if (!(rt->roles & PUBLIC) && !srv_role(rq, rt->roles)) {
 		char have[64];
 		al_roles_format(rq->who.roles, have, sizeof(have));
-		srv_fail(rq, AL_EDENIED, "%s %s is not allowed for roles %s", rq->method, rt->pattern, have);
+		srv_fail(rq, AL_EDENIED, "%s %s is not allowed for roles %s", rq->method,
+			 rt->pattern, have);
 		struct al_error rerr = { 0 };
-		if (al_auth_record_refusal(rq->srv->auth, &rq->who, rq->method, rt->pattern, "role", &rerr) < 0)
+		if (al_auth_record_refusal(rq->srv->auth, &rq->who, rq->method, rt->pattern, "role",
+					   &rerr) < 0)
 			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
 		return NULL;
 	}
-	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t cap = rt->upload ? rq->srv->cfg.upload_max : rq->srv->cfg.body_max;
 	if (cl && strtoull(cl, NULL, 10) > cap) {
 		srv_fail(rq, AL_ELIMIT, "request body over %zu bytes", cap);
@@ -313,7 +324,8 @@ static void take_data(struct req *rq, const char *data, size_t n)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0) {
-				rq->too_big = true; /* disk full: refused below like an oversized body */
+				rq->too_big =
+					true; /* disk full: refused below like an oversized body */
 				return;
 			}
 			data += w;
@@ -357,7 +369,8 @@ static void take_data(struct req *rq, const char *data, size_t n)
 
 static struct conn_watch *watch_of(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci =
+		dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
@@ -384,7 +397,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
 	struct srv *s = cls;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci =
+			dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct conn_watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
 		if (!w)
 			return; /* no deadline: libmicrohttpd's idle timeout still applies */
@@ -427,13 +441,15 @@ static void *watchdog(void *arg)
 			if (w->deadline_ns <= now) {
 				shutdown(w->fd, SHUT_RDWR);
 				w->deadline_ns = 0;
-				fprintf(stderr, "airlock serve: closed a connection whose %s took too long\n",
+				fprintf(stderr,
+					"airlock serve: closed a connection whose %s took too long\n",
 					w->body ? "request body" : "request headers");
 			} else if (w->deadline_ns < next) {
 				next = w->deadline_ns;
 			}
 		}
-		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+		struct timespec ts = { (time_t)(next / 1000000000ull),
+				       (long)(next % 1000000000ull) };
 		pthread_cond_timedwait(&s->watch_cond, &s->watch_lock, &ts);
 	}
 	pthread_mutex_unlock(&s->watch_lock);
@@ -466,8 +482,10 @@ static void watchdog_stop(struct srv *s)
 static void headers_done(struct req *rq)
 {
 	struct srv *s = rq->srv;
-	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	const char *te = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	const char *cl = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	uint64_t size = cl ? strtoull(cl, NULL, 10) : 0;
 	if (te && !cl) /* chunked: as long as the largest body it may be */
 		size = rq->rt && rq->rt->upload ? s->cfg.upload_max : s->cfg.body_max;
@@ -477,11 +495,13 @@ static void headers_done(struct req *rq)
 	}
 	uint64_t rate = s->cfg.body_rate ? s->cfg.body_rate : 1;
 	uint64_t secs = s->cfg.header_timeout_s + size / rate + 1;
-	watch_set(s, rq->conn, al_now_ns() + (secs > 86400 * 365 ? 86400 * 365 : secs) * 1000000000ull, true);
+	watch_set(s, rq->conn,
+		  al_now_ns() + (secs > 86400 * 365 ? 86400 * 365 : secs) * 1000000000ull, true);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *data, size_t *data_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *data_size, void **con_cls)
 {
 	(void)version;
 	struct srv *s = cls;
@@ -538,7 +558,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return queue(rq);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
 {
 	struct srv *s = cls;
 	watch_set(s, conn, header_deadline(s), false); /* a kept-alive connection's next headers */
@@ -554,8 +575,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	/* never the token, the body or the query (it may carry names only,
 	 * but a client could put anything there) */
-	fprintf(stderr, "%s %s/%s %s /api/%s %d %.1fms%s\n", when, rq->who.tenant[0] ? rq->who.tenant : "-",
-		rq->who.name[0] ? rq->who.name : "-", rq->method, rq->route, rq->status, ms,
+	fprintf(stderr, "%s %s/%s %s /api/%s %d %.1fms%s\n", when,
+		rq->who.tenant[0] ? rq->who.tenant : "-", rq->who.name[0] ? rq->who.name : "-",
+		rq->method, rq->route, rq->status, ms,
 		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 	if (rq->resp)
 		dl_mhd.destroy_response(rq->resp);
@@ -604,9 +626,11 @@ static int read_pem(const char *path, bool secret, char **out, struct al_error *
 	}
 	int r = 0;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1 << 20))
-		r = al_fail(err, AL_EINVAL, 0, "%s: not a PEM file (a regular file of 1 MiB at most)", path);
+		r = al_fail(err, AL_EINVAL, 0,
+			    "%s: not a PEM file (a regular file of 1 MiB at most)", path);
 	else if (secret && (st.st_mode & 077))
-		r = al_fail(err, AL_EINVAL, 0, "%s: the private key is readable by others (mode %03o): chmod 600 it",
+		r = al_fail(err, AL_EINVAL, 0,
+			    "%s: the private key is readable by others (mode %03o): chmod 600 it",
 			    path, (unsigned)(st.st_mode & 0777));
 	char *b = r == 0 ? calloc(1, (size_t)st.st_size + 1) : NULL;
 	if (r == 0 && !b)
@@ -642,7 +666,8 @@ static void ledger_diff(void *ctx, const char *problem, const struct al_oid *id,
 	(void)id;
 	char q[2048];
 	al_quote(why, strlen(why), q, sizeof(q));
-	fprintf(stderr, "airlock serve: tenant %s: differs from its ledger: %s\n", (const char *)ctx, q);
+	fprintf(stderr, "airlock serve: tenant %s: differs from its ledger: %s\n",
+		(const char *)ctx, q);
 }
 
 static int check_tenant(void *ctx, const char *tenant, struct al_error *err)
@@ -651,13 +676,18 @@ static int check_tenant(void *ctx, const char *tenant, struct al_error *err)
 	struct al_store *st = NULL;
 	struct al_error e = { 0 };
 	(void)err;
-	int n = al_store_open(cfg->home, tenant, &st, &e) == 0 ? al_fsck_ledger(st, ledger_diff, (void *)tenant, &e) : -1;
+	int n = al_store_open(cfg->home, tenant, &st, &e) == 0
+			? al_fsck_ledger(st, ledger_diff, (void *)tenant, &e)
+			: -1;
 	al_store_close(st);
 	if (n < 0)
-		fprintf(stderr, "airlock serve: tenant %s: cannot check it against its ledger: %s\n", tenant, e.msg);
+		fprintf(stderr,
+			"airlock serve: tenant %s: cannot check it against its ledger: %s\n",
+			tenant, e.msg);
 	else if (n > 0)
-		fprintf(stderr, "airlock serve: tenant %s: %d difference%s from its ledger (airlock fsck)\n", tenant, n,
-			n == 1 ? "" : "s");
+		fprintf(stderr,
+			"airlock serve: tenant %s: %d difference%s from its ledger (airlock fsck)\n",
+			tenant, n, n == 1 ? "" : "s");
 	return 0;
 }
 
@@ -684,8 +714,9 @@ int srv_main(const struct srv_config *cfg)
 	}
 	bool tls = cfg->tls_cert != NULL;
 	if (!tls && !cfg->insecure && (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
-		fprintf(stderr, "airlock serve: %s is not a loopback address: bearer tokens and secrets would cross the "
-				"network in clear; give --tls-cert and --tls-key (or --insecure, behind a TLS proxy)\n",
+		fprintf(stderr,
+			"airlock serve: %s is not a loopback address: bearer tokens and secrets would cross the "
+			"network in clear; give --tls-cert and --tls-key (or --insecure, behind a TLS proxy)\n",
 			cfg->listen);
 		return 2;
 	}
@@ -693,7 +724,8 @@ int srv_main(const struct srv_config *cfg)
 	char db[4200];
 	snprintf(db, sizeof(db), "%s/airlock.db", cfg->home);
 	if (stat(db, &st) < 0) {
-		fprintf(stderr, "airlock serve: no airlock home at %s (run 'airlock init')\n", cfg->home);
+		fprintf(stderr, "airlock serve: no airlock home at %s (run 'airlock init')\n",
+			cfg->home);
 		return al_code_exit(AL_ENOTFOUND);
 	}
 	/* 1024 connections, each run's pipes and stores: use the hard limit */
@@ -715,10 +747,12 @@ int srv_main(const struct srv_config *cfg)
 	}
 	char *cert = NULL, *key = NULL;
 	if (tls && dl_mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-		fprintf(stderr, "airlock serve: this libmicrohttpd was built without TLS support\n");
+		fprintf(stderr,
+			"airlock serve: this libmicrohttpd was built without TLS support\n");
 		return 1;
 	}
-	if (tls && (read_pem(cfg->tls_cert, false, &cert, &err) < 0 || read_pem(cfg->tls_key, true, &key, &err) < 0)) {
+	if (tls && (read_pem(cfg->tls_cert, false, &cert, &err) < 0 ||
+		    read_pem(cfg->tls_key, true, &key, &err) < 0)) {
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
 		free(cert);
 		return al_code_exit(err.code);
@@ -746,25 +780,28 @@ int srv_main(const struct srv_config *cfg)
 	}
 	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
 	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
-	s.mhd = dl_mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-					 MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
-				 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
-				 (unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-				 (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-				 MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
-				 tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
-				 MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
+	s.mhd = dl_mhd.start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+			MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+		0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)cfg->conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)512,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION,
+		on_connection, &s, tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+		MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_PRIORITIES,
+		"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
 	if (!s.mhd) {
 		if (tls)
-			fprintf(stderr, "airlock serve: cannot listen on %s with TLS: %s (is %s the certificate of the key "
-					"%s, both PEM?)\n",
+			fprintf(stderr,
+				"airlock serve: cannot listen on %s with TLS: %s (is %s the certificate of the key "
+				"%s, both PEM?)\n",
 				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
 		else
-			fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen, strerror(errno));
+			fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen,
+				strerror(errno));
 		watchdog_stop(&s);
 		al_auth_close(s.auth);
 		free(cert);
@@ -775,14 +812,17 @@ int srv_main(const struct srv_config *cfg)
 	s.port = info ? info->port : ntohs(sa.sin_port);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-	printf("airlock serve: listening on %s://%s:%u\n", tls ? "https" : "http", host, (unsigned)s.port);
+	printf("airlock serve: listening on %s://%s:%u\n", tls ? "https" : "http", host,
+	       (unsigned)s.port);
 	fflush(stdout);
 	if (srv_gc_start(&s) < 0)
-		fprintf(stderr, "airlock serve: cannot start the collector thread; no scheduled gc\n");
+		fprintf(stderr,
+			"airlock serve: cannot start the collector thread; no scheduled gc\n");
 	int sig = 0;
 	while (sigwait(&set, &sig) != 0)
 		;
-	fprintf(stderr, "airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
+	fprintf(stderr,
+		"airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
 	MHD_socket ls = dl_mhd.quiesce_daemon(s.mhd);
 	if (ls != MHD_INVALID_SOCKET)
@@ -792,7 +832,8 @@ int srv_main(const struct srv_config *cfg)
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
 	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *ci = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		const union MHD_DaemonInfo *ci =
+			dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 		if (!ci || ci->num_connections == 0)
 			break;
 		struct timespec ts = { 0, 10000000 };

@@ -26,8 +26,8 @@ struct route;
 struct conn_watch {
 	struct conn_watch *prev, *next;
 	int fd;
-	uint64_t deadline_ns;      /* CLOCK_MONOTONIC; 0: none (a handler or the answer is running) */
-	bool body;                 /* the deadline is the body's (else the headers') */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none (a handler or the answer is running) */
+	bool body;            /* the deadline is the body's (else the headers') */
 };
 
 struct srv {
@@ -36,7 +36,7 @@ struct srv {
 	struct MHD_Daemon *mhd;
 	char init_path[4200];
 	uint16_t port;
-	struct sched sched;        /* the runs (scheduler.h) */
+	struct sched sched; /* the runs (scheduler.h) */
 	pthread_mutex_t watch_lock;
 	pthread_cond_t watch_cond;
 	struct conn_watch *watched;
@@ -55,14 +55,14 @@ struct req {
 	struct MHD_Connection *conn;
 	const char *method;
 	char path[1024];
-	char *seg[8];              /* path segments after /api */
-	char *segbuf;              /* their storage */
+	char *seg[8]; /* path segments after /api */
+	char *segbuf; /* their storage */
 	size_t nseg;
-	const char *route;         /* the matched pattern, for the log */
-	const struct route *rt;    /* the matched route (server.c) */
+	const char *route;      /* the matched pattern, for the log */
+	const struct route *rt; /* the matched route (server.c) */
 	bool authed;
 	struct al_principal who;
-	int auth_rc;               /* the first call's authentication */
+	int auth_rc; /* the first call's authentication */
 	/* the body: JSON in memory, or an upload in an unnamed temp file */
 	bool upload;
 	char *body;
@@ -74,12 +74,12 @@ struct req {
 	struct MHD_Response *resp;
 	/* a request waiting for a run (POST run with wait) */
 	struct sched_run *waiting;
-	bool suspended;            /* under the scheduler's lock */
+	bool suspended; /* under the scheduler's lock */
 	uint64_t t0;
 };
 
 /* Answers. */
-int srv_json(struct req *rq, int status, json_t *body);              /* steals body */
+int srv_json(struct req *rq, int status, json_t *body); /* steals body */
 int srv_error(struct req *rq, const struct al_error *err);
 int srv_fail(struct req *rq, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n);
@@ -97,7 +97,8 @@ int srv_bytes_ranged(struct req *rq, const char *type, const void *p, size_t len
  * piece is sent; on a mismatch the connection is aborted short of its
  * Content-Length and the log says why. */
 struct al_cas;
-int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset, const char *type);
+int srv_object(struct req *rq, struct al_cas *cas, const struct al_oid *id, uint64_t offset,
+	       const char *type);
 /* The request body as a JSON object (an empty body: {}); fails with an answer. */
 int srv_body_json(struct req *rq, json_t **out);
 

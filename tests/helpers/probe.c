@@ -60,7 +60,8 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fputs("usage: probe mount|unshare|userns|setns|keyctl|bpf|perf|ptrace|uffd|io_uring|tiocsti|"
 		      "i386|x32|kexec|module|reboot|clone-ns|vsock|packet|netlink-audit|netlink-route|unix|inet6|"
-		      "tiocsetd|tioccons|tty|tty-attack|personality-rie|personality-query|proc1-mem|groups\n", stderr);
+		      "tiocsetd|tioccons|tty|tty-attack|personality-rie|personality-query|proc1-mem|groups\n",
+		      stderr);
 		return 2;
 	}
 	const char *w = argv[1];
@@ -73,7 +74,8 @@ int main(int argc, char **argv)
 	if (!strcmp(w, "setns"))
 		return report(setns(open("/proc/1/ns/mnt", O_RDONLY), 0));
 	if (!strcmp(w, "keyctl"))
-		return report(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
+		return report(
+			syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
 	if (!strcmp(w, "bpf"))
 		return report(syscall(SYS_bpf, 0, NULL, 0));
 	if (!strcmp(w, "perf"))
@@ -120,7 +122,10 @@ int main(int argc, char **argv)
 	if (!strcmp(w, "reboot"))
 		return report(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x1234567, NULL));
 	if (!strcmp(w, "clone-ns"))
-		return report(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL) == 0 ? (_exit(0), 0) : -1);
+		return report(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL) ==
+					      0
+				      ? (_exit(0), 0)
+				      : -1);
 	if (!strcmp(w, "vsock"))
 		return report(socket(AF_VSOCK, SOCK_STREAM, 0));
 	if (!strcmp(w, "packet"))

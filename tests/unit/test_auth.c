@@ -79,10 +79,15 @@ static void test_tokens(void **state)
 	struct al_auth *a = NULL;
 	struct al_error err = { 0 };
 	assert_int_equal(al_auth_open(home, &a, &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err), AL_EEXIST);
-	assert_int_equal(al_auth_principal_create(a, "nosuch", "bob", AL_ROLE_AUTHOR, "test", &err), AL_ENOTFOUND);
-	assert_int_equal(al_auth_principal_create(a, "acme", "alice", AL_ROLE_AGENT, "test", &err), 0); /* another tenant's alice */
+	assert_int_equal(
+		al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err), 0);
+	assert_int_equal(
+		al_auth_principal_create(a, "default", "alice", AL_ROLE_AUTHOR, "test", &err),
+		AL_EEXIST);
+	assert_int_equal(al_auth_principal_create(a, "nosuch", "bob", AL_ROLE_AUTHOR, "test", &err),
+			 AL_ENOTFOUND);
+	assert_int_equal(al_auth_principal_create(a, "acme", "alice", AL_ROLE_AGENT, "test", &err),
+			 0); /* another tenant's alice */
 
 	char tok[AL_TOKEN_LEN + 1], tok2[AL_TOKEN_LEN + 1];
 	struct al_token_info t, t2;
@@ -90,8 +95,10 @@ static void test_tokens(void **state)
 	assert_int_equal(strlen(tok), AL_TOKEN_LEN);
 	assert_memory_equal(tok, "alk_", 4);
 	assert_int_equal(t.expires, 0);
-	assert_int_equal(al_auth_token_create(a, "default", "nobody", 0, tok2, &t2, "test", &err), AL_ENOTFOUND);
-	assert_int_equal(al_auth_token_create(a, "default", "alice", -1, tok2, &t2, "test", &err), AL_EINVAL);
+	assert_int_equal(al_auth_token_create(a, "default", "nobody", 0, tok2, &t2, "test", &err),
+			 AL_ENOTFOUND);
+	assert_int_equal(al_auth_token_create(a, "default", "alice", -1, tok2, &t2, "test", &err),
+			 AL_EINVAL);
 
 	struct al_principal p;
 	assert_int_equal(al_auth_check(a, tok, &p, &err), 0);
@@ -152,9 +159,11 @@ static void test_grants(void **state)
 	struct al_auth *a = NULL;
 	struct al_error err = { 0 };
 	assert_int_equal(al_auth_open(home, &a, &err), 0);
-	assert_int_equal(al_auth_principal_create(a, "default", "bot", AL_ROLE_AGENT, "test", &err), 0);
+	assert_int_equal(al_auth_principal_create(a, "default", "bot", AL_ROLE_AGENT, "test", &err),
+			 0);
 	assert_int_equal(al_auth_grant(a, "default", "bot", "books", "test", &err), 0);
-	assert_int_equal(al_auth_grant(a, "default", "bot", "books", "test", &err), 0); /* idempotent */
+	assert_int_equal(al_auth_grant(a, "default", "bot", "books", "test", &err),
+			 0); /* idempotent */
 	assert_int_equal(al_auth_grant(a, "acme", "bot", "books", "test", &err), AL_ENOTFOUND);
 	struct al_principal p;
 	assert_int_equal(al_auth_principal_get(a, "default", "bot", &p, &err), 0);

@@ -48,7 +48,8 @@ static uint8_t *pattern(size_t n, unsigned seed)
 	uint32_t x = seed * 2654435761u + 1;
 	for (size_t i = 0; i < n; i++) {
 		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-		p[i] = (i % 3) ? (uint8_t)x : (uint8_t)'a' + (uint8_t)(i % 7); /* partly compressible */
+		p[i] = (i % 3) ? (uint8_t)x
+			       : (uint8_t)'a' + (uint8_t)(i % 7); /* partly compressible */
 	}
 	return p;
 }
@@ -122,7 +123,8 @@ static void test_abort_leaves_nothing(void **state)
 	al_hex(e.b, AL_OID_LEN, hex);
 	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->dir, hex, hex + 2);
 	assert_int_not_equal(access(path, F_OK), 0);
-	snprintf(path, sizeof(path), "rmdir %s/tmp 2>/dev/null", f->dir); /* empty: no temp files left */
+	snprintf(path, sizeof(path), "rmdir %s/tmp 2>/dev/null",
+		 f->dir); /* empty: no temp files left */
 	assert_int_equal(system(path), 0);
 	free(p);
 }
@@ -142,7 +144,8 @@ static void test_put_fd_changed(void **state)
 	assert_int_equal(al_cas_put_fd(f->cas, fd, 5, &d, &err), AL_EINVAL); /* longer than said */
 	assert_non_null(strstr(err.msg, "changed while being read"));
 	lseek(fd, 0, SEEK_SET);
-	assert_int_equal(al_cas_put_fd(f->cas, fd, 20, &d, &err), AL_EINVAL); /* shorter than said */
+	assert_int_equal(al_cas_put_fd(f->cas, fd, 20, &d, &err),
+			 AL_EINVAL); /* shorter than said */
 	lseek(fd, 0, SEEK_SET);
 	assert_int_equal(al_cas_put_fd(f->cas, fd, 10, &d, &err), 0);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
@@ -193,7 +196,8 @@ static void test_live_batch_not_swept(void **state)
 	size_t big = AL_CAS_LOOSE_MIN + 1;
 	uint8_t *p = pattern(big, 3);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, p, big, &d, &err), 0); /* a temp file in the batch directory */
+	assert_int_equal(al_cas_put(f->cas, p, big, &d, &err),
+			 0); /* a temp file in the batch directory */
 	struct al_cas *other = NULL;
 	assert_int_equal(al_cas_open(f->dir, &other, &err), 0); /* its open sweeps dead batches */
 	al_cas_close(other);

@@ -53,10 +53,10 @@ static void test_bundle(void **state)
 	assert_int_equal(al_home_init(home, &err), 0);
 	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
 	struct al_cas *cas = al_store_cas(st);
-	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > %s/a/gone/x", home, home,
-	   home, home, home);
-	sh("cp -a %s/a %s/b && echo two > %s/b/f && rm -r %s/b/gone && echo new > %s/b/d/n && ln -s f %s/b/l", home,
+	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > %s/a/gone/x",
 	   home, home, home, home, home);
+	sh("cp -a %s/a %s/b && echo two > %s/b/f && rm -r %s/b/gone && echo new > %s/b/d/n && ln -s f %s/b/l",
+	   home, home, home, home, home, home);
 	struct al_import_opts o = { .no_cache = true };
 	struct al_import_result ra, rb;
 	char a[600], b[600], path[600];
@@ -80,7 +80,8 @@ static void test_bundle(void **state)
 	assert_memory_equal(bu.head.b, rb.id.b, AL_OID_LEN);
 	char ops[64] = "";
 	for (size_t i = 0; i < bu.n && strlen(ops) < 50; i++)
-		snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%c:%s ", bu.entries[i].op, bu.entries[i].path);
+		snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%c:%s ", bu.entries[i].op,
+			 bu.entries[i].path);
 	assert_string_equal(ops, "A:d/n M:f D:gone D:gone/x A:l ");
 	al_bundle_release(&bu);
 

@@ -28,22 +28,27 @@ static void write_file(const char *path, const char *text)
 }
 
 /* A run record as run.c writes it, with only what reading it needs. */
-static void insert_run(const char *home, const char *id, const char *base, const char *image, int64_t started)
+static void insert_run(const char *home, const char *id, const char *base, const char *image,
+		       int64_t started)
 {
 	char path[256], *rec = NULL;
 	snprintf(path, sizeof(path), "%s/tenants/default/meta.db", home);
 	sqlite3 *db = NULL;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_true(asprintf(&rec,
-			     "{\"id\":\"%s\",\"draft\":\"d0000000000000\",\"group\":\"g000000000000000\",\"project\":\"p\","
-			     "\"exit_code\":0,\"timed_out\":false,\"oom\":false,\"changes\":{\"added\":0,\"modified\":0,"
-			     "\"deleted\":0},\"started\":%lld,\"base\":\"%s\",\"image\":\"%s\"}",
-			     id, (long long)started, base, image) > 0);
+	assert_true(
+		asprintf(
+			&rec,
+			"{\"id\":\"%s\",\"draft\":\"d0000000000000\",\"group\":\"g000000000000000\",\"project\":\"p\","
+			"\"exit_code\":0,\"timed_out\":false,\"oom\":false,\"changes\":{\"added\":0,\"modified\":0,"
+			"\"deleted\":0},\"started\":%lld,\"base\":\"%s\",\"image\":\"%s\"}",
+			id, (long long)started, base, image) > 0);
 	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO runs(id, project, grp, draft, created, record) "
-						"VALUES (?, 'p', 'g000000000000000', 'd0000000000000', ?, ?)",
-					    -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO runs(id, project, grp, draft, created, record) "
+				   "VALUES (?, 'p', 'g000000000000000', 'd0000000000000', ?, ?)",
+				   -1, &st, NULL),
+		SQLITE_OK);
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, started);
 	sqlite3_bind_text(st, 3, rec, -1, SQLITE_STATIC);
@@ -51,7 +56,9 @@ static void insert_run(const char *home, const char *id, const char *base, const
 	sqlite3_finalize(st);
 	/* an imported snapshot is itself retained while recorded: forget it, so
 	 * only the run record holds it */
-	assert_int_equal(sqlite3_exec(db, "DELETE FROM snapshots WHERE source LIKE '%/base'", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DELETE FROM snapshots WHERE source LIKE '%/base'", NULL,
+				      NULL, NULL),
+			 SQLITE_OK);
 	sqlite3_close(db);
 	free(rec);
 }
@@ -70,12 +77,16 @@ static void test_inputs_present(void **state)
 	snprintf(path, sizeof(path), "%s/only-in-base", dir);
 	write_file(path, "the run's input\n");
 	struct al_import_result base = { 0 }, image = { 0 };
-	assert_int_equal(al_manifest_import(st, dir, &(struct al_import_opts){ .no_cache = true }, &base, &err), 0);
+	assert_int_equal(al_manifest_import(st, dir, &(struct al_import_opts){ .no_cache = true },
+					    &base, &err),
+			 0);
 	snprintf(dir, sizeof(dir), "%s/image", home);
 	mkdir(dir, 0700);
 	snprintf(path, sizeof(path), "%s/bin", dir);
 	write_file(path, "an image\n");
-	assert_int_equal(al_manifest_import(st, dir, &(struct al_import_opts){ .no_cache = true }, &image, &err), 0);
+	assert_int_equal(al_manifest_import(st, dir, &(struct al_import_opts){ .no_cache = true },
+					    &image, &err),
+			 0);
 	assert_int_equal(al_project_create(st, "p", NULL, "t", NULL, &err), 0);
 	char b[AL_OID_STRLEN + 1], im[AL_OID_STRLEN + 1];
 	al_oid_fmt(&base.id, b);
@@ -127,7 +138,8 @@ static void test_retention_range(void **state)
 	assert_int_equal(al_gc_retention_get(st, &d, &err), 0);
 	assert_int_equal(d, AL_GC_FOREVER);
 	assert_int_equal(al_gc_retention_set(st, -2, "t", &err), AL_EINVAL);
-	assert_int_equal(al_gc_retention_set(st, AL_GC_RETENTION_MAX_DAYS + 1, "t", &err), AL_EINVAL);
+	assert_int_equal(al_gc_retention_set(st, AL_GC_RETENTION_MAX_DAYS + 1, "t", &err),
+			 AL_EINVAL);
 	assert_int_equal(al_gc_retention_get(st, &d, &err), 0);
 	assert_int_equal(d, AL_GC_FOREVER);
 	assert_int_equal(al_gc_retention_set(st, 7, "t", &err), 0);

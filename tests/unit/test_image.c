@@ -34,8 +34,8 @@ static void test_image(void **state)
 	struct al_store *st = NULL;
 	assert_int_equal(al_home_init(home, &err), 0);
 	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
-	sh("mkdir -p %s/root/bin %s/root/etc && echo hi > %s/root/etc/motd && ln -s ../etc/motd %s/root/bin/m", home, home,
-	   home, home);
+	sh("mkdir -p %s/root/bin %s/root/etc && echo hi > %s/root/etc/motd && ln -s ../etc/motd %s/root/bin/m",
+	   home, home, home, home);
 	char src[600];
 	snprintf(src, sizeof(src), "%s/root", home);
 	struct al_import_result res;

@@ -14,7 +14,13 @@
 #include "util.h"
 
 /* RFC 6962 test leaves and the roots of their first n (CT's merkle test data) */
-static const char *leaves_hex[8] = { "", "00", "10", "2021", "3031", "40414243", "5051525354555657",
+static const char *leaves_hex[8] = { "",
+				     "00",
+				     "10",
+				     "2021",
+				     "3031",
+				     "40414243",
+				     "5051525354555657",
 				     "606162636465666768696a6b6c6d6e6f" };
 static const char *roots_hex[8] = {
 	"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
@@ -79,7 +85,9 @@ static void test_stored_tree_and_proofs(void **state)
 	}
 	/* in batches of uneven sizes, as real transactions come */
 	for (int i = 0, b = 1; i < N; i += b, b = b % 7 + 1)
-		assert_int_equal(al_ledger_append_batch(st, "test", "g0", data + i, (size_t)(i + b > N ? N - i : b), &err), 0);
+		assert_int_equal(al_ledger_append_batch(st, "test", "g0", data + i,
+							(size_t)(i + b > N ? N - i : b), &err),
+				 0);
 
 	static struct leaves lv;
 	assert_int_equal(al_ledger_foreach(st, NULL, collect, &lv, &err), 0);
@@ -95,14 +103,18 @@ static void test_stored_tree_and_proofs(void **state)
 			size_t np = 0;
 			assert_int_equal(al_ledger_inclusion(st, i, size, &p, &np, &err), 0);
 			assert_true(np <= 7); /* O(log n) */
-			assert_true(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
+			assert_true(al_merkle_verify_inclusion(
+				i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
 			if (np) { /* a flipped bit in the proof is refused */
 				p[0][5] ^= 1;
-				assert_false(al_merkle_verify_inclusion(i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
+				assert_false(al_merkle_verify_inclusion(
+					i, size, lv.h[i], (const uint8_t(*)[AL_DIGEST_LEN])p, np,
+					want));
 			}
 			if (size > 1) /* the same proof does not prove another leaf */
-				assert_false(al_merkle_verify_inclusion(i, size, lv.h[(i + 1) % size],
-									(const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
+				assert_false(al_merkle_verify_inclusion(
+					i, size, lv.h[(i + 1) % size],
+					(const uint8_t(*)[AL_DIGEST_LEN])p, np, want));
 			free(p);
 		}
 		for (uint64_t s1 = 1; s1 <= size; s1++) {
@@ -112,12 +124,15 @@ static void test_stored_tree_and_proofs(void **state)
 			size_t np = 0;
 			assert_int_equal(al_ledger_consistency(st, s1, size, &p, &np, &err), 0);
 			assert_true(np <= 14);
-			assert_true(al_merkle_verify_consistency(s1, size, r1, want, (const uint8_t(*)[AL_DIGEST_LEN])p, np));
+			assert_true(al_merkle_verify_consistency(
+				s1, size, r1, want, (const uint8_t(*)[AL_DIGEST_LEN])p, np));
 			if (s1 < size) { /* against another old root it fails */
 				uint8_t other[AL_DIGEST_LEN];
 				memcpy(other, r1, AL_DIGEST_LEN);
 				other[0] ^= 1;
-				assert_false(al_merkle_verify_consistency(s1, size, other, want, (const uint8_t(*)[AL_DIGEST_LEN])p, np));
+				assert_false(al_merkle_verify_consistency(
+					s1, size, other, want, (const uint8_t(*)[AL_DIGEST_LEN])p,
+					np));
 			}
 			free(p);
 		}

@@ -13,15 +13,18 @@
 /* Golden vectors: computed by tests/golden/tree_id.py, an independent
  * implementation, for the tree of docs/formats.md. */
 static const char golden_empty_hex[] = "414c54524545000100000000";
-static const char golden_empty_id[] = "2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761";
-static const char golden_sub_id[] = "5dcd69f475997df032d5a57be1b0cd6d420dd9081a462095c77916c9081cbb95";
+static const char golden_empty_id[] =
+	"2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761";
+static const char golden_sub_id[] =
+	"5dcd69f475997df032d5a57be1b0cd6d420dd9081a462095c77916c9081cbb95";
 static const char golden_root_hex[] =
 	"414c545245450001000000046401ed00000000000000002282b519a87eaede30921968a436260db9e894efea28"
 	"c223375a300434fbc7610005656d7074796601a400000000000000065891b5b522d5df086d0ff0b110fbd9d21b"
 	"b4fc7163af34d08286a2e846f6be03000968656c6c6f2e7478746c01ff0000000000000009734cad14909bedfa"
 	"fb5b273b6b0eb01fbfa639587d217f78ce9639bba41f441500046c696e6b6401ed000000000000000a5dcd69f4"
 	"75997df032d5a57be1b0cd6d420dd9081a462095c77916c9081cbb950003737562";
-static const char golden_root_id[] = "2efc21337a65ac60f64e531b7ada70809c1b37e2f25d1c4ddcefe78d7ed9677c";
+static const char golden_root_id[] =
+	"2efc21337a65ac60f64e531b7ada70809c1b37e2f25d1c4ddcefe78d7ed9677c";
 
 static void unhex(const char *h, uint8_t *out, size_t *n)
 {
@@ -29,9 +32,12 @@ static void unhex(const char *h, uint8_t *out, size_t *n)
 	assert_int_equal(al_unhex(h, *n, out), 0);
 }
 
-static struct al_entry ent(int type, unsigned mode, uint64_t size, const char *digest_hex, const char *name)
+static struct al_entry ent(int type, unsigned mode, uint64_t size, const char *digest_hex,
+			   const char *name)
 {
-	struct al_entry e = { .type = type, .mode = mode, .size = size, .name = name, .namelen = strlen(name) };
+	struct al_entry e = {
+		.type = type, .mode = mode, .size = size, .name = name, .namelen = strlen(name)
+	};
 	assert_int_equal(al_unhex(digest_hex, AL_OID_LEN, e.digest.b), 0);
 	return e;
 }
@@ -115,13 +121,13 @@ static void test_decoder_refusals(void **state)
 {
 	(void)state;
 	expect_refused(0, 'X', "bad header");
-	expect_refused(7, 0x02, "bad header");                /* unknown version */
-	expect_refused(11, 5, "count");                       /* count says 5, 4 present */
+	expect_refused(7, 0x02, "bad header"); /* unknown version */
+	expect_refused(11, 5, "count");        /* count says 5, 4 present */
 	expect_refused(E0, 'x', "unknown entry type");
-	expect_refused(E0 + 1, 0x10, "beyond 07777");          /* mode 0x10ed */
-	expect_refused(E2 + 2, 0xfe, "bad symlink");          /* symlink mode 0776 */
-	expect_refused(E0 + 45, '/', "'/' inside a name");     /* "/mpty" */
-	expect_refused(E1 + 45, 'a', "not strictly sorted");   /* "aello.txt" < "empty" */
+	expect_refused(E0 + 1, 0x10, "beyond 07777");        /* mode 0x10ed */
+	expect_refused(E2 + 2, 0xfe, "bad symlink");         /* symlink mode 0776 */
+	expect_refused(E0 + 45, '/', "'/' inside a name");   /* "/mpty" */
+	expect_refused(E1 + 45, 'a', "not strictly sorted"); /* "aello.txt" < "empty" */
 	expect_refused(E0 + 45, 0xff, "UTF-8");
 	expect_refused(E0 + 45, '\n', "control character");
 
@@ -163,10 +169,10 @@ static void test_names(void **state)
 	assert_true(al_name_valid("...", 3, &why));
 	assert_false(al_name_valid("a/b", 3, &why));
 	assert_false(al_name_valid("a\0b", 3, &why));
-	assert_false(al_name_valid("\xc0\xaf", 2, &why)); /* overlong '/' */
-	assert_false(al_name_valid("\xed\xa0\x80", 3, &why)); /* surrogate */
+	assert_false(al_name_valid("\xc0\xaf", 2, &why));         /* overlong '/' */
+	assert_false(al_name_valid("\xed\xa0\x80", 3, &why));     /* surrogate */
 	assert_false(al_name_valid("\xf4\x90\x80\x80", 4, &why)); /* > U+10FFFF */
-	assert_false(al_name_valid("\xe6\x97", 2, &why)); /* truncated */
+	assert_false(al_name_valid("\xe6\x97", 2, &why));         /* truncated */
 	assert_false(al_name_valid("tab\t", 4, &why));
 	assert_false(al_name_valid("del\x7f", 4, &why));
 	char longname[257];
@@ -180,15 +186,31 @@ static void test_ids(void **state)
 	(void)state;
 	struct al_oid d;
 	struct al_error err = { 0 };
-	assert_int_equal(al_oid_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), 0);
+	assert_int_equal(
+		al_oid_parse(
+			"sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761",
+			&d, &err),
+		0);
 	assert_int_equal(d.b[0], 0x22);
-	assert_int_equal(al_oid_parse("2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), 0);
-	assert_int_equal(al_oid_parse("sha256:2282B519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d, &err), AL_EINVAL);
+	assert_int_equal(
+		al_oid_parse("2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761", &d,
+			     &err),
+		0);
+	assert_int_equal(
+		al_oid_parse(
+			"sha256:2282B519a87eaede30921968a436260db9e894efea28c223375a300434fbc761",
+			&d, &err),
+		AL_EINVAL);
 	assert_int_equal(al_oid_parse("sha256:2282b5", &d, &err), AL_EINVAL);
-	assert_int_equal(al_oid_parse("sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc7610", &d, &err), AL_EINVAL);
+	assert_int_equal(
+		al_oid_parse(
+			"sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc7610",
+			&d, &err),
+		AL_EINVAL);
 	char out[AL_OID_STRLEN + 1];
 	al_oid_fmt(&d, out);
-	assert_string_equal(out, "sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761");
+	assert_string_equal(
+		out, "sha256:2282b519a87eaede30921968a436260db9e894efea28c223375a300434fbc761");
 	char q[64];
 	al_quote("a\nb\x1b", 4, q, sizeof(q));
 	assert_string_equal(q, "a\\x0ab\\x1b");

@@ -37,8 +37,8 @@ static void test_overlay(void **state)
 	struct al_store *st = NULL;
 	assert_int_equal(al_home_init(home, &err), 0);
 	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
-	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > %s/base/d/gone", home, home,
-	   home, home);
+	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > %s/base/d/gone",
+	   home, home, home, home);
 	/* the expected result, made by hand */
 	sh("cp -a %s/base %s/want && echo two > %s/want/a && rm %s/want/d/gone && echo new > %s/want/n && "
 	   "echo run > %s/want/suid && chmod 0755 %s/want/suid",

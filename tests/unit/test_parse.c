@@ -99,7 +99,7 @@ static void test_duration(void **state)
 	static const struct {
 		const char *s;
 		uint64_t ms;
-	} good[] = { { "90", 90000 }, { "1.5", 1500 }, { "30s", 30000 }, { "5m", 300000 },
+	} good[] = { { "90", 90000 },   { "1.5", 1500 },     { "30s", 30000 },    { "5m", 300000 },
 		     { "2h", 7200000 }, { "7d", 604800000 }, { "1.5h", 5400000 }, { "0", 0 } };
 	struct al_error err = { 0 };
 	uint64_t ms;
@@ -112,7 +112,8 @@ static void test_duration(void **state)
 		assert_int_equal(al_parse_duration(bad[i], UINT64_MAX, &ms, &err), AL_EUSAGE);
 	assert_int_equal(al_parse_duration("101d", 100ull * 86400 * 1000, &ms, &err), AL_EUSAGE);
 	assert_int_equal(al_parse_duration("213503982334602d", UINT64_MAX, &ms, &err), AL_EUSAGE);
-	assert_int_equal(al_parse_duration("18446744073709551615", UINT64_MAX, &ms, &err), AL_EUSAGE);
+	assert_int_equal(al_parse_duration("18446744073709551615", UINT64_MAX, &ms, &err),
+			 AL_EUSAGE);
 }
 
 static void test_time(void **state)
@@ -136,8 +137,9 @@ static void test_time(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_size),	 cmocka_unit_test(test_count), cmocka_unit_test(test_decimal),
-		cmocka_unit_test(test_duration), cmocka_unit_test(test_time),
+		cmocka_unit_test(test_size),    cmocka_unit_test(test_count),
+		cmocka_unit_test(test_decimal), cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,10 +35,13 @@ static void test_values(void **state)
 	struct al_oid id;
 	for (int i = 0; i < AL_OID_LEN; i++)
 		id.b[i] = (uint8_t)i;
-	expect(view_id(&id), "\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"");
+	expect(view_id(&id),
+	       "\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"");
 	expect(view_bytes("caf\xc3\xa9", 5), "\"caf\xc3\xa9\""); /* valid UTF-8 as is */
 	/* not UTF-8, or a NUL: quoted as in messages, never raw */
-	char *s = dump(view_bytes("a\xff" "b", 3));
+	char *s = dump(view_bytes("a\xff"
+				  "b",
+				  3));
 	assert_null(strchr(s, '\xff'));
 	assert_non_null(strstr(s, "a"));
 	free(s);
@@ -59,9 +62,11 @@ static void test_values(void **state)
 
 	struct al_error err = { 0 };
 	al_fail(&err, AL_ENOTFOUND, 0, "project 'p' not found");
-	expect(view_error(&err, NULL), "{\"error\":{\"code\":\"NotFound\",\"message\":\"project 'p' not found\"}}");
+	expect(view_error(&err, NULL),
+	       "{\"error\":{\"code\":\"NotFound\",\"message\":\"project 'p' not found\"}}");
 	al_fail(&err, AL_ELIMIT, 0, "too big");
-	expect(view_error(&err, NULL), "{\"error\":{\"code\":\"LimitExceeded\",\"message\":\"too big\"}}");
+	expect(view_error(&err, NULL),
+	       "{\"error\":{\"code\":\"LimitExceeded\",\"message\":\"too big\"}}");
 }
 
 static void test_projects(void **state)
@@ -80,7 +85,8 @@ static void test_projects(void **state)
 	assert_int_equal(al_project_create(st, "books", NULL, "me", &p, &err), 0);
 	assert_int_equal(view_projects(st, arr, &err), 0);
 	assert_int_equal(json_array_size(arr), 1);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "name")), "books");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "name")),
+			    "books");
 	json_t *h = json_object_get(json_array_get(arr, 0), "head");
 	assert_true(json_is_string(h) && !strncmp(json_string_value(h), "sha256:", 7));
 	json_decref(arr);

@@ -35,14 +35,20 @@ static void *writer(void *arg)
 		char path[32], data[32];
 		snprintf(path, sizeof(path), "t%d-%02d", id, k);
 		int len = snprintf(data, sizeof(data), "%d %d\n", id, k);
-		struct al_edit ed = { .path = path, .op = AL_EDIT_SET,
-				      .entry = { .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)len } };
+		struct al_edit ed = {
+			.path = path,
+			.op = AL_EDIT_SET,
+			.entry = { .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)len }
+		};
 		struct al_oid snap;
 		struct al_commit_result res = { 0 };
-		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .author = "t", .message = path };
+		struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT,
+					    .author = "t",
+					    .message = path };
 		if (al_project_get(st, "p", &p, &err) < 0 || al_cas_begin(cas, &err) < 0 ||
 		    al_cas_put(cas, data, (size_t)len, &ed.entry.digest, &err) < 0 ||
-		    al_manifest_edit(cas, &p.head, &ed, 1, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0 ||
+		    al_manifest_edit(cas, &p.head, &ed, 1, &snap, &err) < 0 ||
+		    al_cas_commit(cas, &err) < 0 ||
 		    al_project_commit(st, "p", &p.head, &snap, &o, &res, &err) < 0) {
 			fprintf(stderr, "thread %d: %s\n", id, err.msg);
 			failed++;
@@ -103,7 +109,9 @@ static void test_conflict_names(void **state)
 	(void)state;
 	struct al_oid id = { { 0xab, 0xcd, 0xef, 0x01 } };
 	char out[600];
-	struct { const char *in, *want; } cases[] = {
+	struct {
+		const char *in, *want;
+	} cases[] = {
 		{ "report.csv", "report.conflict-abcdef01.csv" },
 		{ "dir/report.q3.csv", "dir/report.q3.conflict-abcdef01.csv" },
 		{ "Makefile", "Makefile.conflict-abcdef01" },

@@ -123,7 +123,8 @@ static void sweep_leftovers(const char *dir, const char *prefix)
 	size_t pl = strlen(prefix);
 	while ((e = readdir(d))) {
 		struct stat st;
-		if (strncmp(e->d_name, prefix, pl) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (strncmp(e->d_name, prefix, pl) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode) || now - st.st_mtime < 60)
 			continue;
 		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
@@ -140,7 +141,8 @@ static int v1_dir(const char *mount, const char *controller, const char *name, c
 	snprintf(parent, sizeof(parent), "%s%s", mount, own);
 	sweep_leftovers(parent, "airlock-run-");
 	sweep_leftovers(parent, "airlock-doctor-");
-	if ((size_t)snprintf(out, n, "%s%s/airlock-%s", mount, own, name) >= n || mkdir(out, 0755) < 0) {
+	if ((size_t)snprintf(out, n, "%s%s/airlock-%s", mount, own, name) >= n ||
+	    mkdir(out, 0755) < 0) {
 		out[0] = 0;
 		return -1;
 	}
@@ -212,7 +214,8 @@ static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t
 				return false;
 			snprintf(sub, sizeof(sub), "%s/airlock-service", base);
 			snprintf(pid, sizeof(pid), "%d", (int)getpid());
-			if ((mkdir(sub, 0755) < 0 && errno != EEXIST) || write_file(sub, "cgroup.procs", pid) < 0)
+			if ((mkdir(sub, 0755) < 0 && errno != EEXIST) ||
+			    write_file(sub, "cgroup.procs", pid) < 0)
 				return false;
 		}
 	}
@@ -249,8 +252,8 @@ static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t
 	return true;
 }
 
-int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort, struct al_cgroup *cg,
-		      struct al_error *err)
+int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort,
+		      struct al_cgroup *cg, struct al_error *err)
 {
 	memset(cg, 0, sizeof(*cg));
 	struct mounts m;
@@ -267,10 +270,12 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 		bad |= write_file(cg->v2, "memory.max", v) < 0;
 		write_file(cg->v2, "memory.swap.max", "0");
 		cg->memory = true;
-	} else if (want[0] && v1_dir(m.memory, "memory", name, cg->v1_memory, sizeof(cg->v1_memory)) == 0) {
+	} else if (want[0] &&
+		   v1_dir(m.memory, "memory", name, cg->v1_memory, sizeof(cg->v1_memory)) == 0) {
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory);
 		bad |= write_file(cg->v1_memory, "memory.limit_in_bytes", v) < 0;
-		write_file(cg->v1_memory, "memory.memsw.limit_in_bytes", v); /* absent without swap accounting */
+		write_file(cg->v1_memory, "memory.memsw.limit_in_bytes",
+			   v); /* absent without swap accounting */
 		cg->memory = true;
 	}
 	if (want[1] && !v2want[1]) {
@@ -297,15 +302,18 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 		al_cgroup__destroy(cg);
 		return al_fail(err, AL_EIO, e, "sandbox: cannot set the run's cgroup limits");
 	}
-	const char *missing = want[0] && !cg->memory ? "memory" : want[1] && !cg->pids ? "pids"
-						: want[2] && !cg->cpu ? "cpu" : NULL;
+	const char *missing = want[0] && !cg->memory ? "memory"
+			      : want[1] && !cg->pids ? "pids"
+			      : want[2] && !cg->cpu  ? "cpu"
+						     : NULL;
 	if (missing && !best_effort) {
 		al_cgroup__destroy(cg);
-		return al_fail(err, AL_EINVAL, 0,
-			       "sandbox: cannot enforce the %s limit: no %s cgroup controller airlock may write (see 'airlock "
-			       "doctor'; or the operator accepts it: airlock admin policy set --deployment "
-			       "--best-effort-limits on)",
-			       missing, missing);
+		return al_fail(
+			err, AL_EINVAL, 0,
+			"sandbox: cannot enforce the %s limit: no %s cgroup controller airlock may write (see 'airlock "
+			"doctor'; or the operator accepts it: airlock admin policy set --deployment "
+			"--best-effort-limits on)",
+			missing, missing);
 	}
 	return 0;
 }

@@ -60,31 +60,38 @@ static void i386_segv(int sig)
 static _Noreturn void child(enum probe p, const struct sock_fprog *prog)
 {
 	switch (p) {
-	case P_USERNS:
-		_exit(enter_userns(0) == 0 ? 0 : 1);
+	case P_USERNS: _exit(enter_userns(0) == 0 ? 0 : 1);
 	case P_OVERLAY: {
-		if (enter_userns(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		if (enter_userns(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
 			_exit(1);
-		if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/u", 0755) < 0 || mkdir("/tmp/w", 0755) < 0 ||
-		    mkdir("/tmp/m", 0755) < 0)
+		if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/u", 0755) < 0 ||
+		    mkdir("/tmp/w", 0755) < 0 || mkdir("/tmp/m", 0755) < 0)
 			_exit(1);
-		_exit(mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") == 0
-			      ? 0 : 2);
+		_exit(mount("overlay", "/tmp/m", "overlay", 0,
+			    "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") == 0
+			      ? 0
+			      : 2);
 	}
 	case P_PROC: {
-		if (enter_userns(CLONE_NEWNS | CLONE_NEWPID) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		if (enter_userns(CLONE_NEWNS | CLONE_NEWPID) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0 || mkdir("/tmp/p", 0555) < 0)
 			_exit(1);
 		pid_t c = fork();
 		if (c == 0)
-			_exit(mount("proc", "/tmp/p", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 ? 0 : 2);
+			_exit(mount("proc", "/tmp/p", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				    NULL) == 0
+				      ? 0
+				      : 2);
 		int st = 0;
 		waitpid(c, &st, 0);
 		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 	}
 	case P_SECCOMP:
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
 			_exit(1);
 		/* the filter is in force: a denied call fails, an allowed one works */
 		_exit(syscall(SYS_keyctl, 0, 0, 0) < 0 && errno == EPERM && getpid() > 0 ? 0 : 2);
@@ -118,8 +125,8 @@ static int probe(enum probe p, const struct sock_fprog *prog)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static struct al_doctor_item *add(struct al_doctor_item *items, int *n, const char *check, bool ok, bool required,
-				  const char *detail, const char *fix)
+static struct al_doctor_item *add(struct al_doctor_item *items, int *n, const char *check, bool ok,
+				  bool required, const char *detail, const char *fix)
 {
 	struct al_doctor_item *it = &items[(*n)++];
 	it->check = check;
@@ -135,16 +142,19 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	int n = 0;
 	bool userns = probe(P_USERNS, NULL) == 0;
 	add(items, &n, "user namespaces", userns, true,
-	    userns ? "a process can create a user namespace and map its ids" : "unshare(CLONE_NEWUSER) is refused",
+	    userns ? "a process can create a user namespace and map its ids"
+		   : "unshare(CLONE_NEWUSER) is refused",
 	    "enable them: sysctl kernel.unprivileged_userns_clone=1 (Debian), user.max_user_namespaces > 0; in a "
 	    "container, allow unshare (e.g. a seccomp profile that permits it)");
 	int ov = userns ? probe(P_OVERLAY, NULL) : -1;
 	add(items, &n, "overlayfs with userxattr", ov == 0, true,
-	    ov == 0 ? "overlay mounts in a user namespace with userxattr" : "overlay with userxattr cannot be mounted",
+	    ov == 0 ? "overlay mounts in a user namespace with userxattr"
+		    : "overlay with userxattr cannot be mounted",
 	    "Linux 5.11 or later with overlayfs (modprobe overlay); tmpfs user xattrs need 6.6+");
 	int pr = userns ? probe(P_PROC, NULL) : -1;
 	add(items, &n, "/proc in a new PID namespace", pr == 0, true,
-	    pr == 0 ? "a fresh /proc mounts" : "mounting /proc failed (a masked or read-only /proc above us?)",
+	    pr == 0 ? "a fresh /proc mounts"
+		    : "mounting /proc failed (a masked or read-only /proc above us?)",
 	    "in a container, give airlock an unmasked /proc (Docker: --security-opt systempaths=unconfined) or run it "
 	    "on the host");
 	struct sock_fprog prog = { 0 };
@@ -152,7 +162,8 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	int sc = al_seccomp__build(&prog, &err) == 0 ? probe(P_SECCOMP, &prog) : -1;
 	free(prog.filter);
 	add(items, &n, "seccomp filter", sc == 0, true,
-	    sc == 0 ? "the sandbox's filter loads and denies what it must" : "the seccomp filter cannot be loaded",
+	    sc == 0 ? "the sandbox's filter loads and denies what it must"
+		    : "the seccomp filter cannot be loaded",
 	    "a kernel with CONFIG_SECCOMP_FILTER and libseccomp 2.5+");
 
 	/* the cgroup controllers, as a run would create them */
@@ -168,10 +179,13 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	for (int i = 0; i < 3; i++) {
 		char d[160];
 		if (have[i])
-			snprintf(d, sizeof(d), "the %s limit is enforced (cgroup %s)", ctl[i], dirs[i][0] ? "v1" : "v2");
+			snprintf(d, sizeof(d), "the %s limit is enforced (cgroup %s)", ctl[i],
+				 dirs[i][0] ? "v1" : "v2");
 		else
-			snprintf(d, sizeof(d), "no %s controller airlock may write: the %s limit cannot be enforced", ctl[i],
-				 ctl[i]);
+			snprintf(
+				d, sizeof(d),
+				"no %s controller airlock may write: the %s limit cannot be enforced",
+				ctl[i], ctl[i]);
 		add(items, &n, checks[i], have[i], false, d,
 		    "run airlock as root, or delegate its cgroup (systemd: Delegate=yes; airlock must be the only process "
 		    "of it); else runs are refused unless the operator sets --best-effort-limits on");

@@ -46,22 +46,58 @@
 #include "util.h"
 
 enum stage {
-	ST_SYNC, ST_IDS, ST_SESSION, ST_CGROUPNS, ST_PRIVATE, ST_TMPFS, ST_SEND, ST_DIRS, ST_ROOT, ST_WORKSPACE, ST_PROC,
-	ST_PROC_MASK, ST_DEV, ST_TMP, ST_HOSTNAME, ST_LO, ST_PIVOT, ST_SECRETS, ST_CHDIR, ST_RLIMIT, ST_STDIO, ST_NNP, ST_CAPS,
-	ST_SECCOMP, ST_EXEC, ST_N
+	ST_SYNC,
+	ST_IDS,
+	ST_SESSION,
+	ST_CGROUPNS,
+	ST_PRIVATE,
+	ST_TMPFS,
+	ST_SEND,
+	ST_DIRS,
+	ST_ROOT,
+	ST_WORKSPACE,
+	ST_PROC,
+	ST_PROC_MASK,
+	ST_DEV,
+	ST_TMP,
+	ST_HOSTNAME,
+	ST_LO,
+	ST_PIVOT,
+	ST_SECRETS,
+	ST_CHDIR,
+	ST_RLIMIT,
+	ST_STDIO,
+	ST_NNP,
+	ST_CAPS,
+	ST_SECCOMP,
+	ST_EXEC,
+	ST_N
 };
 static const char *const stage_names[ST_N] = {
-	[ST_SYNC] = "waiting for the parent", [ST_IDS] = "setting the sandbox's ids",
+	[ST_SYNC] = "waiting for the parent",
+	[ST_IDS] = "setting the sandbox's ids",
 	[ST_SESSION] = "starting a new session",
-	[ST_CGROUPNS] = "cgroup namespace", [ST_PRIVATE] = "making mounts private",
-	[ST_TMPFS] = "mounting the run's tmpfs", [ST_SEND] = "handing the upper layer to the parent",
-	[ST_DIRS] = "creating the layer directories", [ST_ROOT] = "mounting the root overlay",
-	[ST_WORKSPACE] = "mounting the /workspace overlay", [ST_PROC] = "mounting /proc",
+	[ST_CGROUPNS] = "cgroup namespace",
+	[ST_PRIVATE] = "making mounts private",
+	[ST_TMPFS] = "mounting the run's tmpfs",
+	[ST_SEND] = "handing the upper layer to the parent",
+	[ST_DIRS] = "creating the layer directories",
+	[ST_ROOT] = "mounting the root overlay",
+	[ST_WORKSPACE] = "mounting the /workspace overlay",
+	[ST_PROC] = "mounting /proc",
 	[ST_PROC_MASK] = "masking /proc",
-	[ST_DEV] = "populating /dev", [ST_TMP] = "mounting /tmp", [ST_HOSTNAME] = "setting the hostname",
-	[ST_LO] = "bringing up loopback", [ST_PIVOT] = "pivot_root", [ST_SECRETS] = "writing /run/airlock/secrets", [ST_CHDIR] = "entering /workspace",
-	[ST_RLIMIT] = "setting rlimits", [ST_STDIO] = "setting up stdio", [ST_NNP] = "no_new_privs",
-	[ST_CAPS] = "dropping capabilities", [ST_SECCOMP] = "loading the seccomp filter",
+	[ST_DEV] = "populating /dev",
+	[ST_TMP] = "mounting /tmp",
+	[ST_HOSTNAME] = "setting the hostname",
+	[ST_LO] = "bringing up loopback",
+	[ST_PIVOT] = "pivot_root",
+	[ST_SECRETS] = "writing /run/airlock/secrets",
+	[ST_CHDIR] = "entering /workspace",
+	[ST_RLIMIT] = "setting rlimits",
+	[ST_STDIO] = "setting up stdio",
+	[ST_NNP] = "no_new_privs",
+	[ST_CAPS] = "dropping capabilities",
+	[ST_SECCOMP] = "loading the seccomp filter",
 	[ST_EXEC] = "starting airlock-init",
 };
 
@@ -72,7 +108,7 @@ struct report {
 /* Everything the child needs, prepared by the parent. */
 struct child {
 	int sock, status_w, out_w, err_w, devnull, init_fd;
-	int parent_sock;          /* the parent's end: closed first, so its death is our EOF */
+	int parent_sock; /* the parent's end: closed first, so its death is our EOF */
 	char tmpfs_opts[96], root_opts[160], ws_opts[160], secrets_opts[96];
 	const struct al_sandbox_file *secrets;
 	size_t nsecrets;
@@ -119,12 +155,15 @@ static bool mkdir_ok(const char *path, mode_t mode)
 static void child_secrets(const struct child *c)
 {
 	static const char dir[] = "/run/airlock/secrets";
-	TRY(mkdir_ok("/run", 0755) && mkdir_ok("/run/airlock", 0755) && mkdir_ok(dir, 0700), ST_SECRETS);
-	TRY(mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, c->secrets_opts) == 0, ST_SECRETS);
+	TRY(mkdir_ok("/run", 0755) && mkdir_ok("/run/airlock", 0755) && mkdir_ok(dir, 0700),
+	    ST_SECRETS);
+	TRY(mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, c->secrets_opts) == 0,
+	    ST_SECRETS);
 	int d = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	TRY(d >= 0, ST_SECRETS);
 	for (size_t i = 0; i < c->nsecrets; i++) {
-		int fd = openat(d, c->secrets[i].name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+		int fd = openat(d, c->secrets[i].name,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
 		TRY(fd >= 0, ST_SECRETS);
 		const char *p = c->secrets[i].data;
 		size_t left = c->secrets[i].len;
@@ -139,7 +178,8 @@ static void child_secrets(const struct child *c)
 		close(fd);
 	}
 	close(d);
-	TRY(mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+	TRY(mount(NULL, dir, NULL,
+		  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
 	    ST_SECRETS);
 }
 
@@ -150,7 +190,8 @@ static void child_dev(const struct child *c)
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
 	char src[64], dst[64];
 	TRY(mkdir_ok("/tmp/new/dev", 0755), ST_DEV);
-	TRY(mount("tmpfs", "/tmp/new/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") == 0,
+	TRY(mount("tmpfs", "/tmp/new/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=64k,nr_inodes=64") == 0,
 	    ST_DEV);
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
 		join(src, sizeof(src), "/dev/", nodes[i]);
@@ -161,8 +202,8 @@ static void child_dev(const struct child *c)
 		TRY(mount(src, dst, NULL, MS_BIND, NULL) == 0, ST_DEV);
 	}
 	TRY(mkdir("/tmp/new/dev/pts", 0755) == 0, ST_DEV);
-	TRY(mount("devpts", "/tmp/new/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") ==
-		    0,
+	TRY(mount("devpts", "/tmp/new/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=620") == 0,
 	    ST_DEV);
 	TRY(symlink("pts/ptmx", "/tmp/new/dev/ptmx") == 0, ST_DEV);
 	TRY(symlink("/proc/self/fd", "/tmp/new/dev/fd") == 0, ST_DEV);
@@ -178,12 +219,15 @@ static void child_dev(const struct child *c)
  * are read-only.  An entry this kernel does not have is skipped. */
 static void child_proc_masks(const struct child *c)
 {
-	static const char *const files[] = { "kcore", "keys", "kallsyms", "timer_list", "timer_stats", "sched_debug",
-					     "latency_stats", "cmdline", "sysrq-trigger", "interrupts", "kmsg",
-					     "config.gz", "modules", "vmallocinfo", "slabinfo", "buddyinfo",
-					     "pagetypeinfo", "zoneinfo", "iomem", "ioports", "softirqs", "consoles",
-					     "devices", "partitions", "diskstats", };
-	static const char *const dirs[] = { "acpi", "asound", "scsi", "driver", "tty", "dynamic_debug" };
+	static const char *const files[] = {
+		"kcore",       "keys",          "kallsyms", "timer_list",    "timer_stats",
+		"sched_debug", "latency_stats", "cmdline",  "sysrq-trigger", "interrupts",
+		"kmsg",        "config.gz",     "modules",  "vmallocinfo",   "slabinfo",
+		"buddyinfo",   "pagetypeinfo",  "zoneinfo", "iomem",         "ioports",
+		"softirqs",    "consoles",      "devices",  "partitions",    "diskstats",
+	};
+	static const char *const dirs[] = { "acpi",   "asound", "scsi",
+					    "driver", "tty",    "dynamic_debug" };
 	static const char *const readonly[] = { "sys", "bus", "fs", "irq" };
 	char p[96];
 	struct stat s;
@@ -197,7 +241,8 @@ static void child_proc_masks(const struct child *c)
 		join(p, sizeof(p), "/tmp/new/proc/", dirs[i]);
 		if (lstat(p, &s) < 0 || !S_ISDIR(s.st_mode))
 			continue;
-		TRY(mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1") == 0,
+		TRY(mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=0,nr_inodes=1") == 0,
 		    ST_PROC_MASK);
 	}
 	for (size_t i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++) {
@@ -205,7 +250,9 @@ static void child_proc_masks(const struct child *c)
 		if (lstat(p, &s) < 0)
 			continue;
 		TRY(mount(p, p, NULL, MS_BIND | MS_REC, NULL) == 0, ST_PROC_MASK);
-		TRY(mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+		TRY(mount(NULL, p, NULL,
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) == 0,
 		    ST_PROC_MASK);
 	}
 }
@@ -219,7 +266,10 @@ static int send_fd(int sock, int fd)
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -236,7 +286,10 @@ static int recv_fd(int sock)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
 	ssize_t n;
 	do
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
@@ -291,11 +344,15 @@ static _Noreturn void child_main(const struct child *c)
 	    ST_DIRS);
 	close(t);
 
-	TRY(mount("overlay", "/tmp/new", "overlay", MS_NOSUID | MS_NODEV, c->root_opts) == 0, ST_ROOT);
+	TRY(mount("overlay", "/tmp/new", "overlay", MS_NOSUID | MS_NODEV, c->root_opts) == 0,
+	    ST_ROOT);
 	TRY(mkdir_ok("/tmp/new/workspace", 0755), ST_WORKSPACE);
-	TRY(mount("overlay", "/tmp/new/workspace", "overlay", MS_NOSUID | MS_NODEV, c->ws_opts) == 0, ST_WORKSPACE);
+	TRY(mount("overlay", "/tmp/new/workspace", "overlay", MS_NOSUID | MS_NODEV, c->ws_opts) ==
+		    0,
+	    ST_WORKSPACE);
 	TRY(mkdir_ok("/tmp/new/proc", 0555), ST_PROC);
-	TRY(mount("proc", "/tmp/new/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0, ST_PROC);
+	TRY(mount("proc", "/tmp/new/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+	    ST_PROC);
 	child_proc_masks(c);
 	child_dev(c);
 	TRY(mkdir_ok("/tmp/new/tmp", 01777), ST_TMP);
@@ -322,7 +379,8 @@ static _Noreturn void child_main(const struct child *c)
 	umask(022);
 
 	struct rlimit core = { 0, 0 }, nofile = { 1024, 1024 };
-	TRY(setrlimit(RLIMIT_CORE, &core) == 0 && setrlimit(RLIMIT_NOFILE, &nofile) == 0, ST_RLIMIT);
+	TRY(setrlimit(RLIMIT_CORE, &core) == 0 && setrlimit(RLIMIT_NOFILE, &nofile) == 0,
+	    ST_RLIMIT);
 	if (c->fsize) {
 		struct rlimit fs = { c->fsize, c->fsize };
 		TRY(setrlimit(RLIMIT_FSIZE, &fs) == 0, ST_RLIMIT);
@@ -363,7 +421,8 @@ static int sealed_init(int src, struct al_error *err)
 {
 	struct stat s;
 	if (fstat(src, &s) < 0 || !S_ISREG(s.st_mode))
-		return al_fail(err, AL_EINVAL, errno, "sandbox: airlock-init is not a regular file");
+		return al_fail(err, AL_EINVAL, errno,
+			       "sandbox: airlock-init is not a regular file");
 	int m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m < 0)
 		return al_fail(err, AL_EIO, errno, "sandbox: memfd");
@@ -372,7 +431,8 @@ static int sealed_init(int src, struct al_error *err)
 		ssize_t n = sendfile(m, src, &off, s.st_size - off);
 		if (n <= 0) {
 			close(m);
-			return al_fail(err, AL_EIO, n < 0 ? errno : EIO, "sandbox: copy airlock-init");
+			return al_fail(err, AL_EIO, n < 0 ? errno : EIO,
+				       "sandbox: copy airlock-init");
 		}
 	}
 	if (fchmod(m, 0555) < 0 ||
@@ -478,32 +538,43 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	s->argv[1] = "--";
 	memcpy(s->argv + 2, spec->argv, argc * sizeof(char *));
 
-	struct child c = { .argv = s->argv, .envp = spec->envp, .prog = &s->prog, .last_cap = last_cap(),
+	struct child c = { .argv = s->argv,
+			   .envp = spec->envp,
+			   .prog = &s->prog,
+			   .last_cap = last_cap(),
 			   .drop_groups = geteuid() == 0 };
 	const struct al_limits *l = &spec->limits;
 	snprintf(c.tmpfs_opts, sizeof(c.tmpfs_opts), "mode=0700,size=%llu,nr_inodes=%llu",
 		 (unsigned long long)(l->disk ? l->disk : 1ull << 40),
 		 (unsigned long long)(l->files ? l->files + 16 : 1ull << 24));
 	snprintf(c.root_opts, sizeof(c.root_opts),
-		 "lowerdir=%s,upperdir=/tmp/root/upper,workdir=/tmp/root/work,userxattr", spec->image_dir);
+		 "lowerdir=%s,upperdir=/tmp/root/upper,workdir=/tmp/root/work,userxattr",
+		 spec->image_dir);
 	snprintf(c.ws_opts, sizeof(c.ws_opts),
-		 "lowerdir=%s,upperdir=/tmp/ws/upper,workdir=/tmp/ws/work,userxattr", spec->workspace_dir);
+		 "lowerdir=%s,upperdir=/tmp/ws/upper,workdir=/tmp/ws/work,userxattr",
+		 spec->workspace_dir);
 	c.fsize = l->disk;
 	c.nproc = s->cg.pids ? 0 : l->pids;
 	if (spec->nsecret_files) {
 		size_t total = 0;
 		if (spec->nsecret_files > AL_SECRET_FILES_MAX)
-			return al_fail(err, AL_ELIMIT, 0, "sandbox: more than %d secret files", AL_SECRET_FILES_MAX);
+			return al_fail(err, AL_ELIMIT, 0, "sandbox: more than %d secret files",
+				       AL_SECRET_FILES_MAX);
 		for (size_t i = 0; i < spec->nsecret_files; i++) {
 			const char *n = spec->secret_files[i].name;
 			bool ok = n && *n && strlen(n) <= 64 && !(n[0] >= '0' && n[0] <= '9');
 			for (const char *q = n; ok && *q; q++)
-				ok = *q == '_' || (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9');
+				ok = *q == '_' || (*q >= 'A' && *q <= 'Z') ||
+				     (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9');
 			if (!ok)
-				return al_fail(err, AL_EINVAL, 0, "sandbox: bad secret file name (expected [A-Za-z_][A-Za-z0-9_]*)");
+				return al_fail(
+					err, AL_EINVAL, 0,
+					"sandbox: bad secret file name (expected [A-Za-z_][A-Za-z0-9_]*)");
 			total += spec->secret_files[i].len;
 			if (total > AL_SECRET_BYTES_MAX)
-				return al_fail(err, AL_ELIMIT, 0, "sandbox: secret files larger than %u bytes", AL_SECRET_BYTES_MAX);
+				return al_fail(err, AL_ELIMIT, 0,
+					       "sandbox: secret files larger than %u bytes",
+					       AL_SECRET_BYTES_MAX);
 		}
 		/* a page per file at least: tmpfs rounds each up */
 		snprintf(c.secrets_opts, sizeof(c.secrets_opts), "mode=0700,size=%zu,nr_inodes=%zu",
@@ -512,7 +583,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		c.nsecrets = spec->nsecret_files;
 	}
 
-	if (pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->errp, O_CLOEXEC) < 0 || pipe2(s->status, O_CLOEXEC) < 0 ||
+	if (pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->errp, O_CLOEXEC) < 0 ||
+	    pipe2(s->status, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->sock) < 0 ||
 	    (s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
 		return al_fail(err, AL_EIO, errno, "sandbox: pipes");
@@ -533,17 +605,21 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	 * first, so other threads never see it move. */
 	_cleanup_close_ int saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (saved < 0 || unshare(CLONE_FS) < 0 || fchdir(spec->lowers_fd) < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: enter the lower layers' directory");
+		return al_fail(err, AL_ESANDBOX, errno,
+			       "sandbox: enter the lower layers' directory");
 	fflush(NULL);
-	pid_t pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-					       CLONE_NEWUTS | SIGCHLD,
+	pid_t pid = syscall(SYS_clone,
+			    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+				    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
 			    NULL, NULL, NULL, NULL);
 	int clone_errno = errno;
 	if (pid != 0 && fchdir(saved) < 0)
 		abort(); /* cannot happen: saved is an open directory */
 	errno = clone_errno;
 	if (pid < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: cannot create namespaces (are unprivileged user namespaces enabled? see 'airlock doctor')");
+		return al_fail(
+			err, AL_ESANDBOX, errno,
+			"sandbox: cannot create namespaces (are unprivileged user namespaces enabled? see 'airlock doctor')");
 	if (pid == 0)
 		child_main(&c);
 	s->pid = pid;
@@ -558,7 +634,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	char map[64];
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_uid);
 	if (write_proc(pid, "uid_map", map) < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write uid_map (host uid %u)", spec->host_uid);
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write uid_map (host uid %u)",
+			       spec->host_uid);
 	/* As root the child drops every supplementary group itself (setgroups
 	 * needs the gid map, and is not denied); anyone else cannot drop them
 	 * and must deny setgroups before mapping (user_namespaces(7)). */
@@ -566,7 +643,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write setgroups");
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_gid);
 	if (write_proc(pid, "gid_map", map) < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write gid_map (host gid %u)", spec->host_gid);
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write gid_map (host gid %u)",
+			       spec->host_gid);
 	if ((r = al_cgroup__attach(&s->cg, pid, err)) < 0)
 		return r;
 	if (write(s->sock[0], "g", 1) != 1)
@@ -578,17 +656,21 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		n = read(s->status[0], &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_ESANDBOX, rep.err, "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
+		return al_fail(err, AL_ESANDBOX, rep.err,
+			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
 	if (n != 0 || s->tmpfs < 0)
 		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
 	return 0;
 }
 
-static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, struct al_sandbox_result *res)
+static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s,
+		    struct al_sandbox_result *res)
 {
 	uint64_t start = al_now_ns();
-	uint64_t deadline = spec->limits.timeout_ms ? start + spec->limits.timeout_ms * 1000000ull : 0;
-	struct pump pumps[2] = { { s->out[0], 1, &res->stdout_bytes }, { s->errp[0], 2, &res->stderr_bytes } };
+	uint64_t deadline =
+		spec->limits.timeout_ms ? start + spec->limits.timeout_ms * 1000000ull : 0;
+	struct pump pumps[2] = { { s->out[0], 1, &res->stdout_bytes },
+				 { s->errp[0], 2, &res->stderr_bytes } };
 	s->out[0] = s->errp[0] = -1; /* owned by the pumps now */
 	bool exited = false;
 	int status = 0;
@@ -605,9 +687,12 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 				tmo = (int)((deadline - now + 999999) / 1000000);
 			}
 		}
-		int cancel = spec->cancel_fd > 0 && !exited && !res->cancelled ? spec->cancel_fd : -1;
-		struct pollfd p[4] = { { pumps[0].fd, POLLIN, 0 }, { pumps[1].fd, POLLIN, 0 },
-				       { exited ? -1 : s->pidfd, POLLIN, 0 }, { cancel, POLLIN, 0 } };
+		int cancel =
+			spec->cancel_fd > 0 && !exited && !res->cancelled ? spec->cancel_fd : -1;
+		struct pollfd p[4] = { { pumps[0].fd, POLLIN, 0 },
+				       { pumps[1].fd, POLLIN, 0 },
+				       { exited ? -1 : s->pidfd, POLLIN, 0 },
+				       { cancel, POLLIN, 0 } };
 		int k = poll(p, 4, tmo);
 		if (p[3].fd >= 0 && p[3].revents) {
 			kill(s->pid, SIGKILL); /* PID 1: the kernel kills the rest */
@@ -641,10 +726,17 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	res->cpu_enforced = s->cg.cpu;
 }
 
-static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
+static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
+		  struct al_error *err)
 {
-	struct ns_state s = { .out = { -1, -1 }, .errp = { -1, -1 }, .status = { -1, -1 }, .sock = { -1, -1 },
-			      .devnull = -1, .init = -1, .pidfd = -1, .tmpfs = -1 };
+	struct ns_state s = { .out = { -1, -1 },
+			      .errp = { -1, -1 },
+			      .status = { -1, -1 },
+			      .sock = { -1, -1 },
+			      .devnull = -1,
+			      .init = -1,
+			      .pidfd = -1,
+			      .tmpfs = -1 };
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);
@@ -654,9 +746,11 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			res->disk_full = fs.f_bavail <= 4;
 			res->files_full = fs.f_ffree == 0;
 		}
-		res->upper_fd = openat(s.tmpfs, "ws/upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		res->upper_fd =
+			openat(s.tmpfs, "ws/upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (res->upper_fd < 0)
-			r = al_fail(err, AL_EIO, errno, "sandbox: open the workspace's upper layer");
+			r = al_fail(err, AL_EIO, errno,
+				    "sandbox: open the workspace's upper layer");
 	}
 	ns_release(&s);
 	return r;
@@ -665,8 +759,9 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 static int ns_check(enum al_network network, struct al_error *err)
 {
 	if (network == AL_NET_EGRESS)
-		return al_fail(err, AL_EINVAL, 0, "sandbox: namespace backend does not support network access yet "
-						  "(use --network none)");
+		return al_fail(err, AL_EINVAL, 0,
+			       "sandbox: namespace backend does not support network access yet "
+			       "(use --network none)");
 	return 0;
 }
 

@@ -57,23 +57,26 @@ int al_sandbox_check(const char *backend, enum al_network network, struct al_err
 		char names[128] = "";
 		size_t n = 0;
 		for (size_t i = 0; i < NBACKENDS && n < sizeof(names); i++)
-			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "", backends[i]->name);
-		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (%s)", backend, names);
+			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+					      backends[i]->name);
+		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown backend '%s' (%s)", backend,
+			       names);
 	}
 	if (network != AL_NET_NONE && network != AL_NET_EGRESS)
 		return al_fail(err, AL_EINVAL, 0, "sandbox: unknown network policy %d", network);
 	return b->check(network, err);
 }
 
-int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err)
+int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
+		   struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
 	res->upper_fd = -1;
 	res->cgroup = "none";
 	const char *layers[2] = { spec->image_dir, spec->workspace_dir };
 	for (int i = 0; i < 2; i++)
-		if (!layers[i] || !layers[i][0] || strpbrk(layers[i], "/,:\\") || !strcmp(layers[i], ".") ||
-		    !strcmp(layers[i], ".."))
+		if (!layers[i] || !layers[i][0] || strpbrk(layers[i], "/,:\\") ||
+		    !strcmp(layers[i], ".") || !strcmp(layers[i], ".."))
 			return al_fail(err, AL_EINVAL, 0, "sandbox: bad lower layer name");
 	int r = al_sandbox_check(spec->backend, spec->network, err);
 	return r < 0 ? r : backend_find(spec->backend)->run(spec, res, err);

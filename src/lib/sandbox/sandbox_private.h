@@ -12,10 +12,11 @@
  * shares (the spec's layer names, a known network policy) and cleared res
  * (upper_fd -1, cgroup "none"). */
 struct al_sandbox_backend {
-	const char *name;   /* al_sandbox_spec.backend */
+	const char *name; /* al_sandbox_spec.backend */
 	/* Can it enforce this network policy?  AL_EINVAL with the reason. */
 	int (*check)(enum al_network network, struct al_error *err);
-	int (*run)(const struct al_sandbox_spec *spec, struct al_sandbox_result *res, struct al_error *err);
+	int (*run)(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
+		   struct al_error *err);
 };
 extern const struct al_sandbox_backend al_sandbox__ns; /* ns.c: Linux namespaces */
 
@@ -28,8 +29,8 @@ struct al_cgroup {
 };
 /* Create the run's cgroup with the limits (0 = unlimited).  A limit no
  * controller can enforce is an error, unless best_effort. */
-int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort, struct al_cgroup *cg,
-		      struct al_error *err);
+int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort,
+		      struct al_cgroup *cg, struct al_error *err);
 int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err);
 /* After every process is dead: was one killed for memory, and the peak. */
 void al_cgroup__stats(const struct al_cgroup *cg, bool *oom, uint64_t *peak);

@@ -31,20 +31,64 @@ static void ctx_release(scmp_filter_ctx *c)
 
 static const char *const denied[] = {
 	/* mounts and namespaces */
-	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
-	"fsmount", "fspick", "mount_setattr", "unshare", "setns",
+	"mount",
+	"umount",
+	"umount2",
+	"pivot_root",
+	"chroot",
+	"move_mount",
+	"open_tree",
+	"fsopen",
+	"fsconfig",
+	"fsmount",
+	"fspick",
+	"mount_setattr",
+	"unshare",
+	"setns",
 	/* kernel keyrings, BPF, perf, tracing other processes */
-	"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "ptrace", "process_vm_readv",
-	"process_vm_writev", "pidfd_getfd", "kcmp",
+	"keyctl",
+	"add_key",
+	"request_key",
+	"bpf",
+	"perf_event_open",
+	"ptrace",
+	"process_vm_readv",
+	"process_vm_writev",
+	"pidfd_getfd",
+	"kcmp",
 	/* attack surface without a use inside */
-	"userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load",
-	"init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-	"quotactl_fd", "name_to_handle_at", "open_by_handle_at", "lookup_dcookie", "syslog", "uselib", "vhangup",
-	"iopl", "ioperm", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "fanotify_init",
+	"userfaultfd",
+	"io_uring_setup",
+	"io_uring_enter",
+	"io_uring_register",
+	"kexec_load",
+	"kexec_file_load",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"reboot",
+	"swapon",
+	"swapoff",
+	"acct",
+	"quotactl",
+	"quotactl_fd",
+	"name_to_handle_at",
+	"open_by_handle_at",
+	"lookup_dcookie",
+	"syslog",
+	"uselib",
+	"vhangup",
+	"iopl",
+	"ioperm",
+	"settimeofday",
+	"clock_settime",
+	"clock_adjtime",
+	"adjtimex",
+	"fanotify_init",
 };
 
-static int deny_errno(scmp_filter_ctx ctx, int e, int nr, unsigned n, const struct scmp_arg_cmp *cmp,
-		      struct al_error *err)
+static int deny_errno(scmp_filter_ctx ctx, int e, int nr, unsigned n,
+		      const struct scmp_arg_cmp *cmp, struct al_error *err)
 {
 	int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(e), nr, n, cmp);
 	if (rc < 0)
@@ -52,7 +96,8 @@ static int deny_errno(scmp_filter_ctx ctx, int e, int nr, unsigned n, const stru
 	return 0;
 }
 
-static int deny(scmp_filter_ctx ctx, int nr, unsigned n, const struct scmp_arg_cmp *cmp, struct al_error *err)
+static int deny(scmp_filter_ctx ctx, int nr, unsigned n, const struct scmp_arg_cmp *cmp,
+		struct al_error *err)
 {
 	return deny_errno(ctx, EPERM, nr, n, cmp, err);
 }
@@ -62,7 +107,8 @@ static int deny(scmp_filter_ctx ctx, int nr, unsigned n, const struct scmp_arg_c
  * ORs rules, so the complement is covered by aligned blocks, each one
  * masked comparison (as a CIDR list covers a range); a value with any of
  * the upper 32 bits set is refused whole. */
-static int allow_only(scmp_filter_ctx ctx, int nr, int e, const uint32_t *allowed, size_t n, struct al_error *err)
+static int allow_only(scmp_filter_ctx ctx, int nr, int e, const uint32_t *allowed, size_t n,
+		      struct al_error *err)
 {
 	struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, 1ull << 32);
 	int r = deny_errno(ctx, e, nr, 1, &high, err);
@@ -73,7 +119,8 @@ static int allow_only(scmp_filter_ctx ctx, int nr, int e, const uint32_t *allowe
 			int k = lo ? __builtin_ctzll(lo) : 32;
 			while (k > 0 && lo + (1ull << k) > hi)
 				k--;
-			struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, ~((1ull << k) - 1) & 0xffffffffu, lo);
+			struct scmp_arg_cmp c =
+				SCMP_A0(SCMP_CMP_MASKED_EQ, ~((1ull << k) - 1) & 0xffffffffu, lo);
 			r = deny_errno(ctx, e, nr, 1, &c, err);
 			lo += 1ull << k;
 		}
@@ -102,15 +149,17 @@ int al_seccomp__build(struct sock_fprog *out, struct al_error *err)
 	}
 	/* clone with any namespace flag; clone3 hides its flags in memory, so
 	 * it gets ENOSYS and the C library falls back to clone */
-	static const uint64_t nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
-					    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME };
+	static const uint64_t nsflags[] = { CLONE_NEWNS,     CLONE_NEWUTS, CLONE_NEWIPC,
+					    CLONE_NEWUSER,   CLONE_NEWPID, CLONE_NEWNET,
+					    CLONE_NEWCGROUP, CLONE_NEWTIME };
 	for (size_t i = 0; i < sizeof(nsflags) / sizeof(nsflags[0]); i++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, nsflags[i], nsflags[i]);
 		if ((r = deny(ctx, SCMP_SYS(clone), 1, &c, err)) < 0)
 			return r;
 	}
 	int clone3 = seccomp_syscall_resolve_name("clone3");
-	if (clone3 != __NR_SCMP_ERROR && (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), clone3, 0)) < 0)
+	if (clone3 != __NR_SCMP_ERROR &&
+	    (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), clone3, 0)) < 0)
 		return al_fail(err, AL_EIO, -rc, "seccomp: clone3");
 	/* pushing input into a terminal, the Linux console's ioctls, changing
 	 * a terminal's line discipline, redirecting the console */
@@ -129,7 +178,8 @@ int al_seccomp__build(struct sock_fprog *out, struct al_error *err)
 	for (int i = 0; i < 2; i++)
 		if ((r = allow_only(ctx, sockcalls[i], EAFNOSUPPORT, families, 4, err)) < 0)
 			return r;
-	struct scmp_arg_cmp nl[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE) };
+	struct scmp_arg_cmp nl[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE) };
 	if ((r = deny_errno(ctx, EAFNOSUPPORT, SCMP_SYS(socket), 2, nl, err)) < 0)
 		return r;
 	/* personality: the default persona and Docker's allowed few (UNAME26,
