@@ -13,21 +13,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/cas.h"
 #include "airlock/delta.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "util.h"
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -47,11 +39,8 @@ static void test_bundle(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-delta-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	struct al_cas *cas = al_store_cas(st);
 	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > %s/a/gone/x",
 	   home, home, home, home, home);
@@ -135,8 +124,7 @@ static void test_bundle(void **state)
 	assert_true(e3.msg[0]);
 	free(bytes);
 
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 int main(void)

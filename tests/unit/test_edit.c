@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
@@ -21,16 +23,6 @@ static unsigned rnd(unsigned n)
 {
 	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 	return (unsigned)(rng % n);
-}
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
 }
 
 static const char *names[] = { "a", "b", "c.txt", "d", "e.csv", "f" };
@@ -89,11 +81,8 @@ static void test_edit_roundtrip(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-edit-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	struct al_cas *cas = al_store_cas(st);
 	int changed = 0;
 	for (int round = 0; round < 60; round++) {
@@ -123,19 +112,15 @@ static void test_edit_roundtrip(void **state)
 		al_changes_release(&ch);
 	}
 	assert_true(changed > 40); /* the mutations really changed things */
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 static void test_edit_refusals(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-edit-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	struct al_cas *cas = al_store_cas(st);
 	char src[600];
 	snprintf(src, sizeof(src), "%s/src", home);
@@ -176,8 +161,7 @@ static void test_edit_refusals(void **state)
 	assert_int_equal(al_manifest_lookup(cas, &out, "new", &d, &err), 0);
 	assert_int_equal(d.mode, 0750);
 	assert_int_equal(d.size, 2);
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 int main(void)

@@ -10,30 +10,19 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/image.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "util.h"
 
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void test_image(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-image-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	sh("mkdir -p %s/root/bin %s/root/etc && echo hi > %s/root/etc/motd && ln -s ../etc/motd %s/root/bin/m",
 	   home, home, home, home);
 	char src[600];
@@ -64,8 +53,7 @@ static void test_image(void **state)
 	snprintf(src, sizeof(src), "%s/missing", home);
 	assert_true(al_image_import(st, src, "other", &res, &err) < 0);
 	assert_int_equal(al_image_resolve(st, "other", &id, &err), AL_ENOTFOUND);
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 int main(void)

@@ -13,30 +13,19 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/manifest.h"
 #include "airlock/overlay.h"
 #include "airlock/store.h"
 #include "util.h"
 
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void test_overlay(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-overlay-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > %s/base/d/gone",
 	   home, home, home, home);
 	/* the expected result, made by hand */
@@ -86,8 +75,7 @@ static void test_overlay(void **state)
 	assert_int_equal(al_overlay_apply(st, &base.id, dir, &got, &rep, &err), 0);
 	assert_memory_equal(got.b, base.id.b, AL_OID_LEN);
 	al_overlay_report_release(&rep);
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 int main(void)

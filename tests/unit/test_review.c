@@ -10,20 +10,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/manifest.h"
 #include "airlock/review.h"
 #include "airlock/store.h"
 #include "util.h"
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 struct seen {
 	char ops[128];
@@ -53,11 +45,8 @@ static void test_review(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-review-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	sh("mkdir -p %s/a && printf '1\\n2\\n3\\n4\\n5\\n' > %s/a/t.txt && echo bye > %s/a/old && "
 	   "printf 'x\\0y' > %s/a/bin",
 	   home, home, home, home);
@@ -92,8 +81,7 @@ static void test_review(void **state)
 	/* an unknown snapshot */
 	struct al_oid nosuch = { { 1 } };
 	assert_true(al_review(al_store_cas(st), &ra.id, &nosuch, true, on_file, &s, &err) < 0);
-	al_store_close(st);
-	sh("rm -rf '%s'", home);
+	home_remove(home, st);
 }
 
 int main(void)

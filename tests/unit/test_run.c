@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "airlock/run.h"
 #include "airlock/store.h"
 
@@ -31,11 +33,8 @@ static void test_run_get_unknown(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-run-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	struct al_run_info ri;
 	memset(&ri, 0, sizeof(ri));
 	assert_int_equal(al_run_get(st, "r0123456789abc", &ri, &err), AL_ENOTFOUND);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "view.c"
 
 static char *dump(json_t *j)
@@ -73,11 +75,8 @@ static void test_projects(void **state)
 {
 	(void)state;
 	char home[] = "/tmp/airlock-view-XXXXXX";
-	assert_non_null(mkdtemp(home));
 	struct al_error err = { 0 };
-	struct al_store *st = NULL;
-	assert_int_equal(al_home_init(home, &err), 0);
-	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_store *st = home_store(home);
 	json_t *arr = json_array();
 	assert_int_equal(view_projects(st, arr, &err), 0);
 	assert_int_equal(json_array_size(arr), 0);
