@@ -14,6 +14,9 @@ row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 H="$OUT/homeapi"; rm -rf "$H"; A() { "$AL" --home "$H" "$@"; }
 A init >/dev/null
+# 16 clients of one principal: the run policy's runs in flight (default 16
+# per tenant, 8 per principal) would refuse half of them with 503
+A admin policy set --deployment --runs-per-tenant 64 --runs-per-principal 64 >/dev/null
 mkdir -p "$OUT/small"; echo hi > "$OUT/small/a.txt"
 A project create p --from "$OUT/small" >/dev/null
 A admin principal create bench --role author,agent,reviewer >/dev/null
