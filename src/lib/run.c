@@ -750,6 +750,53 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	return 0;
 }
 
+/* A run record without a draft (an attempt that failed or was
+ * interrupted) and its `run` ledger entry, in one transaction; its group
+ * is the record's, else a new one.  rec is completed, not stolen. */
+static int record_draftless(struct al_store *st, const char *id, json_t *rec, struct al_error *err)
+{
+	char group[17];
+	const char *g = json_string_value(json_object_get(rec, "group"));
+	if (g && *g)
+		snprintf(group, sizeof(group), "%s", g);
+	else
+		al_ledger__new_group(group);
+	json_object_set_new(rec, "group", json_string(group));
+	json_object_set_new(rec, "draft", json_null());
+	json_int_t started = json_integer_value(json_object_get(rec, "started"));
+	const char *project = json_string_value(json_object_get(rec, "project"));
+	const char *actor = json_string_value(json_object_get(rec, "author"));
+	_cleanup_free_ char *text = json_dumps(rec, JSON_FLAGS);
+	sqlite3 *db;
+	int rc =
+		text ? al_store__meta(st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run record");
+	if (rc < 0 || (rc = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+		return rc;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	rc = al_sqlite_prepare(
+		db,
+		"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) "
+		"VALUES (?,?,?,NULL,?,?)",
+		&ins, err);
+	if (rc == 0) {
+		sqlite3_bind_text(ins, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, project ? project : "", -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 3, group, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 4, started ? started : al_wall_s());
+		sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = al_sqlite_fail(db, err, "record run");
+	}
+	struct al_ledger_rec lr = { .kind = "run",
+				    .group = group,
+				    .project = project,
+				    .actor = actor ? actor : "",
+				    .data = rec };
+	if (rc == 0)
+		rc = al_ledger__append(st, db, &lr, NULL, err);
+	return al_ledger__finish(st, db, rc, err);
+}
+
 /* An attempt that failed after it began (materialising, setting up the
  * sandbox, keeping its output, collecting its changes, recording): its
  * record says where, with the error and whatever output it produced, and
@@ -783,7 +830,6 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv,
 	json_object_set_new(
 		rec, "error",
 		json_pack("{s:s,s:s}", "code", al_code_name(why->code), "message", msg));
-	json_object_set_new(rec, "draft", json_null());
 	json_object_del(rec, "bundle");
 	json_object_del(rec, "result");
 	json_object_del(rec, "changes");
@@ -798,43 +844,9 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv,
 	}
 	if (!r->finished)
 		json_object_set_new(rec, "finished", json_integer(al_wall_s()));
-	char group[17];
 	if (r->o->group)
-		snprintf(group, sizeof(group), "%s", r->o->group);
-	else
-		al_ledger__new_group(group);
-	json_object_set_new(rec, "group", json_string(group));
-	char *text = json_dumps(rec, JSON_FLAGS);
-	sqlite3 *db;
-	int rc = text ? al_store__meta(r->st, &db, &e2) : -1;
-	if (rc == 0)
-		rc = al_sqlite_exec(db, "BEGIN IMMEDIATE", &e2);
-	if (rc == 0) {
-		_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-		rc = al_sqlite_prepare(
-			db,
-			"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,NULL,?,?)",
-			&ins, &e2);
-		if (rc == 0) {
-			sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
-			sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
-			sqlite3_bind_text(ins, 3, group, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(ins, 4, r->started ? r->started : al_wall_s());
-			sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
-			if (sqlite3_step(ins) != SQLITE_DONE)
-				rc = al_sqlite_fail(db, &e2, "record run");
-		}
-		struct al_ledger_rec lr = { .kind = "run",
-					    .group = group,
-					    .project = r->o->project,
-					    .actor = json_string_value(
-						    json_object_get(rec, "author")),
-					    .data = rec };
-		if (rc == 0)
-			rc = al_ledger__append(r->st, db, &lr, NULL, &e2);
-		rc = al_ledger__finish(r->st, db, rc, &e2);
-	}
-	free(text);
+		json_object_set_new(rec, "group", json_string(r->o->group));
+	int rc = record_draftless(r->st, r->id, rec, &e2);
 	json_decref(rec);
 	return rc;
 }
@@ -913,45 +925,12 @@ static void attempts_recover(struct al_store *st)
 			json_pack("{s:s,s:s}", "code", "IOError", "message",
 				  "airlock was killed during the run; its sandbox died with it "
 				  "and its output is lost"));
-		json_object_set_new(rec, "draft", json_null());
 		json_object_set_new(rec, "stdout", json_null());
 		json_object_set_new(rec, "stderr", json_null());
 		json_object_set_new(rec, "finished", json_null());
-		char group[17];
-		const char *g = json_string_value(json_object_get(rec, "group"));
-		if (g && *g)
-			snprintf(group, sizeof(group), "%s", g);
-		else
-			al_ledger__new_group(group);
-		json_object_set_new(rec, "group", json_string(group));
-		char *text = json_dumps(rec, JSON_FLAGS);
-		int rc = text ? al_sqlite_exec(db, "BEGIN IMMEDIATE", &e) : -1;
-		if (rc == 0) {
-			_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-			rc = al_sqlite_prepare(
-				db,
-				"UPDATE runs SET record = ?, grp = ? WHERE id = ? AND draft IS NULL",
-				&up, &e);
-			if (rc == 0) {
-				sqlite3_bind_text(up, 1, text, -1, SQLITE_STATIC);
-				sqlite3_bind_text(up, 2, group, -1, SQLITE_STATIC);
-				sqlite3_bind_text(up, 3, id, -1, SQLITE_STATIC);
-				if (sqlite3_step(up) != SQLITE_DONE)
-					rc = -1;
-			}
-			struct al_ledger_rec lr = { .kind = "run",
-						    .group = group,
-						    .project = json_string_value(
-							    json_object_get(rec, "project")),
-						    .actor = "",
-						    .data = rec };
-			if (rc == 0)
-				rc = al_ledger__append(st, db, &lr, NULL, &e);
-			rc = al_ledger__finish(st, db, rc, &e);
-		}
+		int rc = record_draftless(st, id, rec, &e);
 		if (rc == 0)
 			unlink(path);
-		free(text);
 		json_decref(rec);
 	}
 }
