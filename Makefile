@@ -13,7 +13,9 @@ BUILD ?= build-san
 endif
 
 CC ?= cc
-PKGS := libcrypto sqlite3 libzstd libgit2 libarchive libseccomp libcap
+PKGS := libcrypto sqlite3 libzstd libarchive libseccomp libcap
+# libgit2: headers only; dlopen'ed when a review first needs a text diff (src/lib/dl_git.h)
+GIT_CFLAGS = $(shell pkg-config --cflags libgit2)
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
@@ -22,7 +24,7 @@ JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 # the daemon (src/server) and the CLI's HTTP client: headers at build time;
-# the libraries are dlopen'ed when `serve` or `--server` needs them (src/front/dl.h)
+# the libraries are dlopen'ed when `serve` or `--server` needs them (include/airlock/dl.h)
 MHD_CFLAGS = $(shell pkg-config --cflags libmicrohttpd)
 CURL_CFLAGS = $(shell pkg-config --cflags libcurl)
 
@@ -45,7 +47,7 @@ LAYER_INC = $(LIB_INC)
 $(BUILD)/src/front/%.o: LAYER_INC = $(FRONT_INC)
 $(BUILD)/src/cli/%.o: LAYER_INC = $(CLI_INC)
 $(BUILD)/src/server/%.o: LAYER_INC = $(SERVER_INC)
-BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS)
+BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(GIT_CFLAGS)
 ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
 # banned.h (git's): the unsafe classics are a compile error in every airlock source
 BASE_CFLAGS += -include src/lib/banned.h

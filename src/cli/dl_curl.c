@@ -1,6 +1,6 @@
 /* dl_curl: libcurl's functions, loaded on first use (dl_curl.h). */
 #include "airlock/util.h"
-#include "dl.h"
+#include "airlock/dl.h"
 #include "dl_curl.h"
 
 struct dl_curl dl_curl;

@@ -1,4 +1,4 @@
-/* airlock CLI: libcurl, loaded on first use (src/front/dl.h).  Include this
+/* airlock CLI: libcurl, loaded on first use (include/airlock/dl.h).  Include this
  * instead of <curl/curl.h> and call the library through the table
  * (dl_curl.easy_perform(…)), filled by dl_load_curl(), which must succeed
  * before the first call.  Types and constants are the library's own. */

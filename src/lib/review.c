@@ -4,10 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <git2.h>
-
 #include "airlock/cas.h"
 #include "airlock/review.h"
+#include "dl_git.h"
 #include "util.h"
 
 static int load_small(struct al_cas *cas, const struct al_entry *e, uint8_t **out, size_t *len,
@@ -50,30 +49,30 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 	bool has_a = sa->has, has_b = sb->has;
 	git_buf *unified = &bd->unified;
 	git_diff_options opts;
-	git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+	dl_git.diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
 	opts.context_lines = 3;
 	opts.flags = GIT_DIFF_FORCE_TEXT;
 	git_patch *patch = NULL;
 	/* a missing side is shown as /dev/null, as git does */
-	if (git_patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL,
+	if (dl_git.patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL,
 				   has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
-		const git_error *ge = git_error_last();
+		const git_error *ge = dl_git.error_last();
 		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path,
 			       ge ? ge->message : "libgit2 error");
 	}
 	bd->patch = patch;
 	size_t ctx, adds, dels;
-	git_patch_line_stats(&ctx, &adds, &dels, patch);
+	dl_git.patch_line_stats(&ctx, &adds, &dels, patch);
 	f->additions = (int)adds;
 	f->deletions = (int)dels;
 	if (!with_text)
 		return 0;
-	if (git_patch_to_buf(unified, patch) < 0)
+	if (dl_git.patch_to_buf(unified, patch) < 0)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "diff");
 	f->unified = unified->ptr;
-	size_t nh = git_patch_num_hunks(patch), total = 0;
+	size_t nh = dl_git.patch_num_hunks(patch), total = 0;
 	for (size_t h = 0; h < nh; h++)
-		total += (size_t)git_patch_num_lines_in_hunk(patch, h);
+		total += (size_t)dl_git.patch_num_lines_in_hunk(patch, h);
 	bd->hunks = calloc(nh ? nh : 1, sizeof(*bd->hunks));
 	bd->lines = calloc(total ? total : 1, sizeof(*bd->lines));
 	if (!bd->hunks || !bd->lines)
@@ -81,7 +80,7 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 	for (size_t h = 0; h < nh; h++) {
 		const git_diff_hunk *gh;
 		size_t n;
-		git_patch_get_hunk(&gh, &n, patch, h);
+		dl_git.patch_get_hunk(&gh, &n, patch, h);
 		struct al_review_hunk *hk = &bd->hunks[bd->nh++];
 		hk->old_start = gh->old_start;
 		hk->old_lines = gh->old_lines;
@@ -91,7 +90,7 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 		hk->lines = &bd->lines[bd->nl];
 		for (size_t i = 0; i < n; i++) {
 			const git_diff_line *gl;
-			git_patch_get_line_in_hunk(&gl, patch, h, i);
+			dl_git.patch_get_line_in_hunk(&gl, patch, h, i);
 			if (gl->origin == GIT_DIFF_LINE_CONTEXT_EOFNL ||
 			    gl->origin == GIT_DIFF_LINE_ADD_EOFNL ||
 			    gl->origin == GIT_DIFF_LINE_DEL_EOFNL) {
@@ -169,8 +168,8 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 	}
 	if (r == 0)
 		r = rv->fn(rv->ctx, &f, err);
-	git_patch_free(bd.patch);
-	git_buf_dispose(&bd.unified);
+	dl_git.patch_free(bd.patch);
+	dl_git.buf_dispose(&bd.unified);
 	free(bd.hunks);
 	free(bd.lines);
 	free(a);
@@ -183,9 +182,9 @@ static int review_one(void *vctx, const struct al_change *c, struct al_error *er
 int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
 	      bool with_text, al_review_fn fn, void *ctx, struct al_error *err)
 {
-	git_libgit2_init();
+	int r = dl_load_git(err);
+	if (r < 0)
+		return r;
 	struct rev rv = { cas, with_text, fn, ctx };
-	int r = al_manifest_diff(cas, base, head, review_one, &rv, err);
-	git_libgit2_shutdown();
-	return r;
+	return al_manifest_diff(cas, base, head, review_one, &rv, err);
 }

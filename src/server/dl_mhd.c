@@ -1,6 +1,6 @@
 /* dl_mhd: libmicrohttpd's functions, loaded on first use (dl_mhd.h). */
 #include "airlock/util.h"
-#include "dl.h"
+#include "airlock/dl.h"
 #include "dl_mhd.h"
 
 struct dl_mhd dl_mhd;

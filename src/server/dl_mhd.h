@@ -1,4 +1,4 @@
-/* airlockd: libmicrohttpd, loaded on first use (src/front/dl.h).  Include
+/* airlockd: libmicrohttpd, loaded on first use (include/airlock/dl.h).  Include
  * this instead of <microhttpd.h> and call the library through the table
  * (dl_mhd.start_daemon(…)), filled by dl_load_mhd(), which must succeed
  * before the first call.  Types and constants are the library's own. */

@@ -12,7 +12,10 @@
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "store_private.h"
 #include "util.h"
+
+#include <openssl/pem.h>
 
 static int count_snapshots(void *ctx, const struct al_snapshot_info *info, struct al_error *err)
 {
@@ -75,10 +78,64 @@ static void test_tenants_are_separate(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The ledger key as its public half (raw), through a fresh store. */
+static void ledger_pub(const char *home, uint8_t pub[32], int want)
+{
+	struct al_error err = { 0 };
+	struct al_store *s = NULL;
+	assert_int_equal(al_store_open(home, "default", &s, &err), 0);
+	EVP_PKEY *k = NULL;
+	assert_int_equal(al_store__ledger_key(s, &k, &err), want);
+	if (want == 0) {
+		size_t n = 32;
+		assert_int_equal(EVP_PKEY_get_raw_public_key(k, pub, &n), 1);
+		assert_int_equal(n, 32);
+	}
+	al_store_close(s);
+}
+
+/* The ledger key is read without OpenSSL's decoders when it has the
+ * layout airlock writes, and through PEM_read_PrivateKey otherwise: both
+ * give the same key; a key of another type is refused. */
+static void test_ledger_key_layouts(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-store-XXXXXX", path[100], cmd[400];
+	assert_non_null(mkdtemp(home));
+	struct al_error err = { 0 };
+	assert_int_equal(al_home_init(home, &err), 0);
+	uint8_t a[32], b[32];
+	ledger_pub(home, a, 0); /* created, then read back (the fast path) */
+	snprintf(path, sizeof(path), "%s/ledger.key", home);
+	FILE *f = fopen(path, "r");
+	EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	size_t n = 32;
+	assert_int_equal(EVP_PKEY_get_raw_public_key(k, b, &n), 1);
+	assert_memory_equal(a, b, 32);
+	/* the same key with CRLF line ends: not the fast layout, still read */
+	snprintf(cmd, sizeof(cmd), "sed -i 's/$/\\r/' %s", path);
+	assert_int_equal(system(cmd), 0);
+	memset(b, 0, 32);
+	ledger_pub(home, b, 0);
+	assert_memory_equal(a, b, 32);
+	/* a key of another type (X25519, PKCS #8 as well): refused */
+	EVP_PKEY *x = EVP_PKEY_Q_keygen(NULL, NULL, "X25519");
+	f = fopen(path, "w");
+	assert_int_equal(PEM_write_PrivateKey(f, x, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(f);
+	ledger_pub(home, b, AL_ECORRUPT);
+	EVP_PKEY_free(x);
+	EVP_PKEY_free(k);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tenants_are_separate),
+		cmocka_unit_test(test_ledger_key_layouts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* dl: a shared library's functions, loaded on first use (dl.h). */
 #include <dlfcn.h>
 
-#include "dl.h"
+#include "airlock/dl.h"
 
 int dl_load(const char *lib, const char *package, const struct dl_sym *syms, size_t n,
 	    struct al_error *err)
