@@ -55,7 +55,7 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 	git_patch *patch = NULL;
 	/* a missing side is shown as /dev/null, as git does */
 	if (dl_git.patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL,
-				   has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
+				      has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
 		const git_error *ge = dl_git.error_last();
 		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path,
 			       ge ? ge->message : "libgit2 error");
