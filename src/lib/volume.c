@@ -106,11 +106,13 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-#define VOL_COLS                                                                                    \
-	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, "     \
-	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                           \
-	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'applied'), " \
-	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'discarded')"
+#define VOL_COLS                                                                                \
+	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, " \
+	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                       \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
+	"'applied'), "                                                                          \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
+	"'discarded')"
 #define VOL_NCOLS 13
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
@@ -308,10 +310,10 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 			   const struct from_parent *fp, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
-	int r = al_sqlite_prepare(
-		db,
-		"SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND (files > 0 OR bytes > 0)",
-		&q, err);
+	int r = al_sqlite_prepare(db,
+				  "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND "
+				  "(files > 0 OR bytes > 0)",
+				  &q, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
@@ -347,7 +349,8 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 	}
 	if ((r = al_sqlite_prepare(
 		     db,
-		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, ?) "
+		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, "
+		     "?) "
 		     "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
 		     &st, err)) < 0)
 		return r;
@@ -1191,11 +1194,11 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		return al_ledger__finish(st, db, r, err);
 	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
-		     "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
-		     &ins, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "INSERT INTO volumes(project, kind, head, base, public_id, "
+				   "created, grp, state) "
+				   "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
+				   &ins, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
