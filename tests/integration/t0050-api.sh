@@ -38,14 +38,7 @@ api GET /health ""
 is "$status" 200 "health needs no token"
 api GET /openapi.json ""
 is "$status" 200 "the OpenAPI document needs no token"
-echo "$out" > "$T/openapi.json"
-ok "every route the daemon serves is in the OpenAPI document, and nothing else" -- python3 - "$T/openapi.json" "$(dirname "$0")/../../src/server/server.c" <<'PY'
-import json, re, sys
-doc = json.load(open(sys.argv[1]))
-have = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-served = {(m, "/api/" + p) for m, p in re.findall(r'\{ "(GET|POST|PUT|DELETE)", "([^"]+)",', open(sys.argv[2]).read())}
-sys.exit(0 if have == served else print(have ^ served) or 1)
-PY
+ok "…and it is docs/openapi.json, byte for byte (make check-api validates it and checks its routes against the daemon's)" -- cmp "$T/.api" "$SRC_ROOT/docs/openapi.json"
 api GET /projects ""
 is "$status" 401 "no token: 401"
 NOTOKEN=$out
