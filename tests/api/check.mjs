@@ -248,7 +248,8 @@ function routeTable(serverC) {
 			return routes;
 		if (/^\s*(\/\*.*\*\/)?\s*$/.test(line))
 			continue;
-		const m = /^\s*\{\s*"([A-Z]+)",\s*"([^"]+)",.*\},\s*$/.exec(line);
+		// one route a line: { "METHOD", "pattern", ROLES, h_handler, upload },
+		const m = /^\s*\{\s*"([A-Z]+)",\s*"([^"]+)",\s*[A-Z_| ]+,\s*h_\w+,\s*(true|false)\s*\},\s*$/.exec(line);
 		if (!m)
 			die(`${serverC}: a line of the route table this check cannot read: ${line.trim()}`);
 		routes.push(`${m[1]} /api/${m[2]}`);
