@@ -110,8 +110,11 @@ curl() {
 
 # api_contract: one TAP test, if the test got any answer from a daemon:
 # every one obeys docs/openapi.json.
+# AIRLOCK_API_LOG_KEEP=DIR keeps each test's answers in DIR/TEST, for
+# check.mjs coverage.
 api_contract() {
 	[ -s "$API_LOG/index" ] || return 0
+	[ -n "${AIRLOCK_API_LOG_KEEP:-}" ] && cp -r "$API_LOG" "$AIRLOCK_API_LOG_KEEP/$(basename "$0" .sh)"
 	_n=$((_n + 1))
 	if node "$SRC_ROOT/tests/api/check.mjs" answers "$API_DOC" "$API_LOG" >"$T/.contract" 2>&1; then
 		echo "ok $_n - every answer the daemon gave obeys docs/openapi.json ($(head -1 "$T/.contract"))"

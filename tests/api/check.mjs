@@ -10,6 +10,9 @@
 //                                   curl wrapper) obeys DOC: route, status,
 //                                   content type, required headers, and the body
 //                                   against its schema (ajv)
+//   check.mjs coverage DOC LOGDIR...  which declared answers the recorded ones
+//                                   exercised (a report; AIRLOCK_API_LOG_KEEP
+//                                   keeps each test's LOGDIR)
 //
 // Each prints what is wrong, one line per problem, and exits 1 if anything
 // is; 2 on a usage error.
@@ -365,6 +368,7 @@ function answers(docPath, logDir) {
 	const index = join(logDir, "index");
 	const problems = [];
 	let checked = 0, unanswered = 0;
+	const seen = new Set(); /* "METHOD /path status" of each answer */
 	const lines = existsSync(index) ? readFileSync(index, "utf8").split("\n").filter(Boolean) : [];
 	for (const line of lines) {
 		const [id, method, url, rc] = line.split("\t");
@@ -396,6 +400,7 @@ function answers(docPath, logDir) {
 		if (hit) {
 			const op = hit.item[method.toLowerCase()];
 			where = `${method} ${hit.path}`;
+			seen.add(`${where} ${status}`);
 			response = op.responses?.[String(status)];
 			if (!response) {
 				problems.push(`${what}: status ${status} is not declared for ${where} (declared: ${Object.keys(op.responses ?? {}).join(", ")})`);
@@ -455,7 +460,27 @@ function answers(docPath, logDir) {
 		for (const e of validateBody(ajv, compiled, doc, content[key].schema, value))
 			problems.push(`${what}: ${e} (${where} ${status} ${key})`);
 	}
-	return { problems, checked, unanswered };
+	return { problems, checked, unanswered, seen };
+}
+
+// Which declared answers the recorded ones exercised (a report, not a check:
+// some statuses, such as 503 out of memory, no test provokes).
+function coverage(docPath, logDirs) {
+	const doc = load(docPath);
+	const seen = new Set();
+	for (const d of logDirs)
+		for (const s of answers(docPath, d).seen)
+			seen.add(s);
+	let declared = 0, hit = 0;
+	for (const [path, m, o] of operations(doc)) {
+		const where = `${m.toUpperCase()} ${path}`;
+		const sts = Object.keys(o.responses ?? {});
+		const got = sts.filter((s) => seen.has(`${where} ${s}`));
+		declared += sts.length;
+		hit += got.length;
+		console.log(`${where}: ${got.join(" ") || "-"}${got.length < sts.length ? `  (not seen: ${sts.filter((s) => !got.includes(s)).join(" ")})` : ""}`);
+	}
+	console.log(`${hit} of ${declared} declared answers seen`);
 }
 
 // ---- main -------------------------------------------------------------------------
@@ -470,8 +495,11 @@ if (cmd === "lint" && args.length === 1) {
 	const r = answers(args[0], args[1]);
 	problems = r.problems;
 	console.log(`${r.checked} answers checked${r.unanswered ? `; ${r.unanswered} requests got no answer` : ""}`);
+} else if (cmd === "coverage" && args.length >= 2) {
+	coverage(args[0], args.slice(1));
+	problems = [];
 } else {
-	die("usage: check.mjs lint DOC | routes DOC SERVER_C | answers DOC LOGDIR");
+	die("usage: check.mjs lint DOC | routes DOC SERVER_C | answers DOC LOGDIR | coverage DOC LOGDIR...");
 }
 // once each, with how many times; a client's bytes (a method, a path) never
 // reach the terminal raw
