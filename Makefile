@@ -75,7 +75,7 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers check-format unit demo bench fuzz clean
+.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -159,7 +159,23 @@ check-layers: $(CLI_OBJ)
 check-format: | deps
 	@scripts/format.sh --check
 
-check: all check-layers check-format $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
+# The API contract (docs/api.md): docs/openapi.json is a valid OpenAPI
+# document (a standard validator, @apidevtools/swagger-parser) that keeps the
+# project's rules, and its routes are the daemon's route table, both ways.
+# The API tests check every answer against it (tests/lib.sh, curl).  The
+# tools come from npm at the versions tests/api/package-lock.json pins,
+# installed again only when it changes.
+API_NPM := tests/api/node_modules/.installed
+$(API_NPM): tests/api/package.json tests/api/package-lock.json | deps
+	cd tests/api && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+check-api: $(API_NPM)
+	@node tests/api/check.mjs lint docs/openapi.json
+	@node tests/api/check.mjs routes docs/openapi.json src/server/server.c
+	@echo "docs/openapi.json: a valid OpenAPI document, with every route the daemon serves and no other"
+
+check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 
@@ -170,6 +186,6 @@ bench: $(BUILD)/airlock $(BENCH_BIN)
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) bench/run.sh
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz tests/api/node_modules
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
