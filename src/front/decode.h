@@ -22,6 +22,7 @@ struct run_request {
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;
+	struct al_contract *contract; /* owned; o.contract points to it */
 };
 int decode_run(json_t *body, struct run_request *out, struct al_error *err);
 void run_request_release(struct run_request *r);
