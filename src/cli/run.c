@@ -20,6 +20,7 @@
 #include "airlock/store.h"
 #include "cli.h"
 #include "ops.h"
+#include "view.h"
 #include "airlock/util.h"
 
 /* exit codes of airlock run beyond the command's own (docs/cli.md) */
@@ -224,6 +225,33 @@ static void summary(FILE *f, json_t *rec)
 		fprintf(f, "; draft %s closed: empty\n", jstr(rec, "draft"));
 }
 
+/* The contract's verdict, one line per violation. */
+static void contract_text(json_t *rec)
+{
+	json_t *ct = json_object_get(rec, "contract"), *v;
+	if (!json_is_object(ct))
+		return;
+	printf("contract %s (on violation: %s)\n", jstr(ct, "verdict"), jstr(ct, "on_violation"));
+	size_t i;
+	json_array_foreach(json_object_get(ct, "violations"), i, v) {
+		printf("  %s %s", jstr(v, "kind"), cli_esc(contract_where(v), ""));
+		if (!strcmp(jstr(v, "kind"), "exit"))
+			printf("expected %lld, got %lld", jint(v, "expected"), jint(v, "actual"));
+		json_t *e = json_array_get(json_object_get(v, "errors"), 0);
+		if (e)
+			printf(" at %s: %s", cli_esc(jstr(e, "at"), ""),
+			       cli_esc(jstr(e, "message"), ""));
+		if (json_is_string(json_object_get(v, "message")))
+			printf(": %s", cli_esc(jstr(v, "message"), ""));
+		printf(" (%s)\n", jstr(v, "source"));
+	}
+	if (jint(ct, "more"))
+		printf("  … and %lld more\n", jint(ct, "more"));
+	size_t nd = json_array_size(json_object_get(ct, "dropped"));
+	if (nd)
+		printf("  %zu change%s outside writable not kept\n", nd, nd == 1 ? "" : "s");
+}
+
 /* What the record says beyond the summary: truncation, neutralised entries. */
 static void notes(FILE *f, json_t *rec)
 {
@@ -305,6 +333,7 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	       jtrue(rec, "cancelled") ? " (cancelled)" : "",
 	       jint(json_object_get(rec, "usage"), "wall_ms"));
 	free(argvs);
+	contract_text(rec);
 	summary(stdout, rec);
 	notes(stdout, rec);
 	print_output(rec);

@@ -89,7 +89,7 @@ static int check_one(const struct al_contract *c, const char *source,
 		return r;
 	size_t i;
 	json_t *x;
-	json_array_foreach (json_object_get(v, "violations"), i, x) {
+	json_array_foreach(json_object_get(v, "violations"), i, x) {
 		json_object_set_new(x, "source", json_string(source));
 		json_array_append(all, x);
 	}

@@ -11,9 +11,9 @@
 struct al_store;
 
 struct run_contracts {
-	struct al_contract *project;        /* the project's default (owned), or NULL */
-	const struct al_contract *request;  /* the run request's (borrowed), or NULL */
-	enum al_contract_action floor;      /* the policy's least action */
+	struct al_contract *project;       /* the project's default (owned), or NULL */
+	const struct al_contract *request; /* the run request's (borrowed), or NULL */
+	enum al_contract_action floor;     /* the policy's least action */
 };
 
 /* Load the project's default contract (before the sandbox starts: a
