@@ -92,7 +92,7 @@ is "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["
 	"drop: the record lists what was not kept"
 run "$AL" review "$R6" --stat
 like "$out" "out/a.txt" "  the draft keeps the writable change"
-is "$(echo "$out" | grep ' | ' | cut -d'|' -f1 | tr -s ' ' | tr '\n' ';')" "A out ;A out/a.txt ;" "  and nothing else"
+is "$(echo "$out" | grep ' | ' | cut -d'|' -f1 | tr -s ' ' | tr '\n' ';')" "A out/a.txt ;" "  and nothing else"
 like "$out" "not kept: config.yml, evil.txt" "  review warns what was not kept"
 run "$AL" apply "$R6" --accept-all
 is "$rc" 0 "  and applies"
