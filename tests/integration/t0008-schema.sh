@@ -8,8 +8,10 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" project create p --from "$S" >/dev/null
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
+# the version each database is at now (airlock.db 2: the web UI's sessions)
+want() { case $1 in *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
-	is "$(uv "$db")" 1 "${db#"$AIRLOCK_HOME"/} is made at schema version 1"
+	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
 HEAD=$("$AL" project head p)
 
@@ -22,10 +24,19 @@ for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/
 	*) run "$AL" project head p ;;
 	esac
 	is "$rc" 1 "$db at schema version 99: refused (exit 1)"
-	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to 1: upgrade airlock" "…saying so"
+	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to $(want "$db"): upgrade airlock" "…saying so"
 	is "$(uv "$AIRLOCK_HOME/$db"):$(sha256sum "$AIRLOCK_HOME/$db")" "99:$sum0" "…and leaving it untouched"
-	uv "$AIRLOCK_HOME/$db" 1
+	uv "$AIRLOCK_HOME/$db" "$(want "$db")"
 done
+
+# an airlock.db of version 1 (before sessions) is migrated: its principals
+# and tokens kept, the sessions table added
+"$AL" admin principal create rita --role reviewer >/dev/null
+sqlite3 "$AIRLOCK_HOME/airlock.db" "DROP TABLE sessions; DROP INDEX IF EXISTS sessions_expires"
+uv "$AIRLOCK_HOME/airlock.db" 1
+like "$("$AL" admin principal list)" "rita" "a version-1 airlock.db opens, its principals intact"
+is "$(uv "$AIRLOCK_HOME/airlock.db")" 2 "…and is at version 2 after"
+is "$(sqlite3 "$AIRLOCK_HOME/airlock.db" "SELECT count(*) FROM sessions")" 0 "…with an empty sessions table"
 
 # a database made before versions (user_version 0) is brought to version 1
 uv "$D/meta.db" 0
