@@ -3,7 +3,8 @@
  * script routes on the client), never cached; assets have content-hashed
  * names and are cached for a year.  Every answer carries a strict
  * Content-Security-Policy: scripts and styles from this origin only, no
- * inline script, no framing, no plugins, and Trusted Types, so no script of
+ * inline script, no framing, no plugins, and Trusted Types (one policy: the
+ * worker script of the page's own origin), so no script of
  * the page can hand a string to an HTML sink.  The files are built into the
  * binary (web_assets.h), so nothing is read from disk or fetched. */
 #include <stdio.h>
@@ -30,11 +31,11 @@ static const struct page pages[] = {
 	{ "GET", "/assets/{file}" },
 };
 
-#define CSP                                                                                        \
-	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "             \
-	"connect-src 'self'; worker-src 'self'; font-src 'self'; base-uri 'none'; "             \
-	"form-action 'self'; frame-ancestors 'none'; object-src 'none'; "                        \
-	"require-trusted-types-for 'script'; trusted-types 'none'"
+#define CSP                                                                         \
+	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " \
+	"connect-src 'self'; worker-src 'self'; font-src 'self'; base-uri 'none'; " \
+	"form-action 'self'; frame-ancestors 'none'; object-src 'none'; "           \
+	"require-trusted-types-for 'script'; trusted-types airlock-worker"
 
 static const char *type_of(const char *path)
 {

@@ -116,7 +116,7 @@ for p in / /login /projects/p /drafts/d0123456789abc /runs/r0123456789abc "/audi
 	h=$(tr -d '\r' < "$T/.h")
 	is "$status:$(echo "$h" | sed -n 's/^Cache-Control: //Ip')" "200:no-cache" "page $p: 200, no-cache"
 done
-like "$(echo "$h" | sed -n 's/^Content-Security-Policy: //Ip')" "^default-src 'none'; script-src 'self'; style-src 'self'.*frame-ancestors 'none'; object-src 'none'; require-trusted-types-for 'script'; trusted-types 'none'$" "…under the strict CSP (no inline script, no framing, no plugins, Trusted Types)"
+like "$(echo "$h" | sed -n 's/^Content-Security-Policy: //Ip')" "^default-src 'none'; script-src 'self'; style-src 'self'.*frame-ancestors 'none'; object-src 'none'; require-trusted-types-for 'script'; trusted-types airlock-worker$" "…under the strict CSP (no inline script, no framing, no plugins, Trusted Types)"
 like "$(echo "$h" | sed -n 's/^X-Content-Type-Options: //Ip')" '^nosniff$' "…nosniff"
 ok "index.html has no inline script" -- bash -c "! grep -Eiq '<script(>| [^>]*>[^<])' '$T/.page' && ! grep -qi ' on[a-z]*=' '$T/.page'"
 ASSET=$(grep -o '/assets/index-[A-Za-z0-9_-]*\.js' "$T/.page" | head -1)

@@ -15,6 +15,21 @@ import { html } from "@codemirror/lang-html";
 import { cpp } from "@codemirror/lang-cpp";
 import { yaml } from "@codemirror/lang-yaml";
 import type { DiffAnswer, DiffRequest } from "./diff.worker";
+import workerUrl from "./diff.worker.ts?worker&url";
+
+// The page's CSP requires Trusted Types: the one script URL this page ever
+// makes is its own worker's, under /assets/ on this origin (policy
+// "airlock-worker", the only one the CSP allows).
+type TrustedTypesLike = { createPolicy(name: string, rules: { createScriptURL(u: string): string }): { createScriptURL(u: string): unknown } };
+const tt = (globalThis as { trustedTypes?: TrustedTypesLike }).trustedTypes;
+const workerPolicy = tt?.createPolicy("airlock-worker", {
+	createScriptURL(u: string): string {
+		const url = new URL(u, location.href);
+		if (url.origin !== location.origin || !url.pathname.startsWith("/assets/") || url.search || url.hash)
+			throw new TypeError("airlock-worker: only this page's own worker script");
+		return url.href;
+	},
+});
 
 export type Mode = "split" | "inline";
 
@@ -37,7 +52,7 @@ function language(path: string): Extension {
 }
 
 const theme = EditorView.theme({
-	"&": { fontSize: "13px" },
+	"&": { fontSize: "13px", maxHeight: "75vh" },
 	".cm-scroller": { fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" },
 });
 
@@ -60,7 +75,8 @@ const waiting = new Map<number, (a: DiffAnswer) => void>();
 
 export function diffInWorker(req: Omit<DiffRequest, "id">): Promise<DiffAnswer> {
 	if (!worker) {
-		worker = new Worker(new URL("./diff.worker.ts", import.meta.url), { type: "module" });
+		const url = workerPolicy ? workerPolicy.createScriptURL(workerUrl) : workerUrl;
+		worker = new Worker(url as string | URL, { type: "module" });
 		worker.onmessage = (e: MessageEvent<DiffAnswer>) => {
 			waiting.get(e.data.id)?.(e.data);
 			waiting.delete(e.data.id);
@@ -75,7 +91,20 @@ export function diffInWorker(req: Omit<DiffRequest, "id">): Promise<DiffAnswer> 
 
 export type Shown = { destroy(): void };
 
-export function showDiff(parent: HTMLElement, path: string, mode: Mode, d: Extract<DiffAnswer, { ok: true }>): Shown {
+// The editor lives in a shadow root: CodeMirror then adds its styles as
+// constructed style sheets (adoptedStyleSheets), which the page's CSP
+// (style-src 'self', no inline style element) lets through; on a document
+// it would insert a <style> element, which that CSP blocks.
+function shadowOf(host: HTMLElement): { root: ShadowRoot; parent: HTMLElement } {
+	const root = host.shadowRoot ?? host.attachShadow({ mode: "open" });
+	root.replaceChildren();
+	const parent = document.createElement("div");
+	root.append(parent);
+	return { root, parent };
+}
+
+export function showDiff(host: HTMLElement, path: string, mode: Mode, d: Extract<DiffAnswer, { ok: true }>): Shown {
+	const { root, parent } = shadowOf(host);
 	const changes: Change[] = [];
 	for (let i = 0; i + 3 < d.changes.length; i += 4)
 		changes.push(new Change(d.changes[i]!, d.changes[i + 1]!, d.changes[i + 2]!, d.changes[i + 3]!));
@@ -83,6 +112,7 @@ export function showDiff(parent: HTMLElement, path: string, mode: Mode, d: Extra
 	const collapseUnchanged = { margin: 3, minSize: 6 };
 	if (mode === "split") {
 		const v = new MergeView({
+			root,
 			a: { doc: d.a, extensions: base(path, `${path}, before`) },
 			b: { doc: d.b, extensions: base(path, `${path}, after`) },
 			parent,
@@ -95,6 +125,7 @@ export function showDiff(parent: HTMLElement, path: string, mode: Mode, d: Extra
 	}
 	const v = new EditorView({
 		parent,
+		root,
 		state: EditorState.create({
 			doc: d.b,
 			extensions: [

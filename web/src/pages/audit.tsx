@@ -87,7 +87,8 @@ function Summary({ e, show }: { e: LedgerEntry; show: LedgerEntryShow | null }):
 				<Field name="When" value={time(e.time)} />
 				<Field name="Mode" value={d.mode} />
 				<Field name="Strategy" value={d.strategy} />
-				<Field name="Applied" value={d.applied ?? d.paths} />
+				<Field name="Paths" value={d.paths} />
+				<Field name="Applied" value={d.applied} />
 				<Field name="Discarded" value={d.discarded} />
 				<Field name="Hunks" value={d.hunks} />
 				<Field name="Draft" value={d.draft} />

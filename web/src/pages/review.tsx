@@ -82,7 +82,7 @@ function Tree({ dir, sel, setSel, current, choose, canSelect }: { dir: Dir; sel:
 		setSel({ whole, hunks });
 	};
 	return (
-		<ul role="group" class="tree">
+		<ul class="tree">
 			{[...dir.dirs.values()].map((d) => {
 				const under = filesUnder(d);
 				const n = under.filter((p) => state(sel, p) === "all").length;
@@ -202,7 +202,6 @@ function FileView({ draft, file, mode, sel, setSel, canSelect }: { draft: string
 				setStatus(`The diff could not be loaded: ${d.error}`);
 				return;
 			}
-			host.current.textContent = "";
 			shown = showDiff(host.current, file.path, mode, d);
 			setStatus("");
 			performance.mark("airlock:diff-painted");
