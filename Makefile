@@ -77,7 +77,7 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean
+.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean screenshots
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -199,6 +199,13 @@ check-api: $(API_NPM)
 check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
+
+# the README's pictures of the web UI (review in both modes, audit), taken by
+# the browser suite (tests/integration/t0101-web-browser.sh) as it runs
+screenshots: all
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) SCREENSHOTS=$(CURDIR)/docs/screenshots \
+	  bash tests/integration/t0101-web-browser.sh | tail -3
+	@ls docs/screenshots
 
 demo: all
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) scripts/demo.sh
