@@ -58,6 +58,7 @@ while IFS= read -r line; do
 	case $line in
 	"ok "*) _n=$((_n + 1)); echo "ok $_n ${line#ok [0-9]* }" ;;
 	"not ok "*) _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n ${line#not ok [0-9]* }" ;;
+	1..*) ;; # its plan: this test prints one plan, at its end
 	*) echo "$line" ;;
 	esac
 done <"$T/e2e.tap"
