@@ -107,7 +107,12 @@ static void on_cancel(int sig)
 	}
 }
 
-static int cancel_on_signals(struct sigaction old[3])
+int cli_cancel_signal(void)
+{
+	return cancel_signal;
+}
+
+int cli_cancel_on_signals(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -121,7 +126,7 @@ static int cancel_on_signals(struct sigaction old[3])
 	return cancel_pipe[0];
 }
 
-static void cancel_restore(struct sigaction old[3])
+void cli_cancel_restore(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	for (int i = 0; i < 3; i++)
@@ -654,9 +659,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		struct al_run_info info;
 		json_t *rec = NULL;
 		struct sigaction old[3];
-		o.cancel_fd = cancel_on_signals(old);
+		o.cancel_fd = cli_cancel_on_signals(old);
 		int ar = al_run(st, &o, &info, &err);
-		cancel_restore(old);
+		cli_cancel_restore(old);
 		if (ar < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
 		} else if (cancel_signal && json_is_true(json_object_get(rec, "cancelled"))) {

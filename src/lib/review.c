@@ -55,7 +55,7 @@ static int text_diff(struct al_review_file *f, const struct side *sa, const stru
 	git_patch *patch = NULL;
 	/* a missing side is shown as /dev/null, as git does */
 	if (dl_git.patch_from_buffers(&patch, has_a ? a : NULL, alen, has_a ? f->path : NULL,
-				   has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
+				      has_b ? b : NULL, blen, has_b ? f->path : NULL, &opts) < 0) {
 		const git_error *ge = dl_git.error_last();
 		return al_fail(err, AL_EIO, 0, "diff %s: %s", f->path,
 			       ge ? ge->message : "libgit2 error");
@@ -187,4 +187,16 @@ int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid
 		return r;
 	struct rev rv = { cas, with_text, fn, ctx };
 	return al_manifest_diff(cas, base, head, review_one, &rv, err);
+}
+
+int al_review_pair(struct al_cas *cas, const char *path, const struct al_entry *a,
+		   const struct al_entry *b, bool with_text, al_review_fn fn, void *ctx,
+		   struct al_error *err)
+{
+	int r = dl_load_git(err);
+	if (r < 0)
+		return r;
+	struct rev rv = { cas, with_text, fn, ctx };
+	struct al_change c = { a && b ? 'M' : a ? 'D' : 'A', path, a, b };
+	return review_one(&rv, &c, err);
 }
