@@ -56,8 +56,8 @@ static void side_text(json_t *s, char *out, size_t n)
 		 json_object_get(s, "mode") ? " " : "", jstr(s, "mode"));
 	size_t used = strlen(out);
 	if (json_is_integer(size))
-		snprintf(out + used, n - used, " %lld bytes %s", (long long)json_integer_value(size),
-			 jstr(s, "sha256"));
+		snprintf(out + used, n - used, " %lld bytes %s",
+			 (long long)json_integer_value(size), jstr(s, "sha256"));
 }
 
 static void print_hint(json_t *d)
@@ -104,7 +104,7 @@ static void print_path_diff(json_t *d)
 			/* the side that changed it has the change's op */
 			printf("changed by the %s only",
 			       json_object_get(json_object_get(d, "original"), "op") ? "original"
-										    : "replay");
+										     : "replay");
 		else if (!strcmp(s, "kind"))
 			printf("a different kind of change");
 		else
@@ -159,7 +159,8 @@ static int print_verdict(json_t *rec)
 		} else if (!strcmp(what, "stdout") || !strcmp(what, "stderr")) {
 			print_output_diff(d);
 		} else if (!strcmp(what, "exit_code")) {
-			json_t *a = json_object_get(d, "original"), *b = json_object_get(d, "replay");
+			json_t *a = json_object_get(d, "original"),
+			       *b = json_object_get(d, "replay");
 			printf("  exit status: %s%lld -> %s%lld\n", json_is_null(a) ? "none " : "",
 			       (long long)json_integer_value(a), json_is_null(b) ? "none " : "",
 			       (long long)json_integer_value(b));
@@ -181,8 +182,8 @@ static int print_verdict(json_t *rec)
 	return !strcmp(result, "identical") ? 0 : AL_REPLAY_EXIT_DIVERGENT;
 }
 
-static int replay_remote(struct cli *cli, const char *run, bool on_head,
-			 const char *const *secrets, json_t **rec, struct al_error *err)
+static int replay_remote(struct cli *cli, const char *run, bool on_head, const char *const *secrets,
+			 json_t **rec, struct al_error *err)
 {
 	json_t *body = json_pack("{s:b,s:b}", "on_head", on_head, "wait", true);
 	json_t *sec = json_array();
@@ -239,7 +240,8 @@ int cmd_replay(struct cli *cli, int argc, char **argv)
 			size_t nl = eq ? (size_t)(eq - optarg) : strlen(optarg);
 			if (!secret_name_ok(optarg, nl)) {
 				char name[65]; /* never the value: it may be the secret */
-				snprintf(name, sizeof(name), "%.*s", (int)(nl < 64 ? nl : 64), optarg);
+				snprintf(name, sizeof(name), "%.*s", (int)(nl < 64 ? nl : 64),
+					 optarg);
 				rc = cli_usage(cli,
 					       "--secret: bad name '%s' (NAME[=VALUE], NAME "
 					       "[A-Za-z_][A-Za-z0-9_]*)",
@@ -253,8 +255,10 @@ int cmd_replay(struct cli *cli, int argc, char **argv)
 			const char *v = getenv(optarg);
 			char *b;
 			if (!v)
-				rc = cli_usage(cli, "--secret %s: no such variable in airlock's environment",
-					       optarg);
+				rc = cli_usage(
+					cli,
+					"--secret %s: no such variable in airlock's environment",
+					optarg);
 			else if (asprintf(&b, "%s=%s", optarg, v) < 0)
 				rc = 1;
 			else
@@ -269,8 +273,9 @@ int cmd_replay(struct cli *cli, int argc, char **argv)
 		}
 	}
 	if (rc < 0 && argc - optind != 1)
-		rc = cli_usage(cli, argc - optind < 1 ? "expected a run id"
-						      : "expected one run id, not '%s' too",
+		rc = cli_usage(cli,
+			       argc - optind < 1 ? "expected a run id"
+						 : "expected one run id, not '%s' too",
 			       argc - optind > 1 ? argv[optind + 1] : "");
 	json_t *rec = NULL;
 	struct al_error err = { 0 };
@@ -284,7 +289,9 @@ int cmd_replay(struct cli *cli, int argc, char **argv)
 		char ibuf[4200];
 		struct al_run_opts o = { .author = cli_author(NULL),
 					 .init_path = ops_init_path(ibuf, sizeof(ibuf)) };
-		struct al_replay_opts ro = { .of = argv[optind], .on_head = on_head, .secrets = secrets };
+		struct al_replay_opts ro = { .of = argv[optind],
+					     .on_head = on_head,
+					     .secrets = secrets };
 		struct al_run_info info = { 0 };
 		struct sigaction old[3];
 		if (cli_open(cli, &st, &err) < 0) {

@@ -73,10 +73,11 @@ int al_run__source_date(struct al_store *st, const char *project, const struct a
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	/* the newest first: the commit that made head the head (UNIQUE(volume, seq)) */
-	if ((r = al_sqlite_prepare(db,
-				   "SELECT c.time FROM commits c JOIN projects p ON c.volume = p.volume "
-				   "WHERE p.name = ? AND c.result = ? ORDER BY c.seq DESC LIMIT 1",
-				   &q, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "SELECT c.time FROM commits c JOIN projects p ON c.volume = p.volume "
+		     "WHERE p.name = ? AND c.result = ? ORDER BY c.seq DESC LIMIT 1",
+		     &q, err)) < 0)
 		return r;
 	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(q, 2, head->b, AL_OID_LEN, SQLITE_STATIC);
@@ -165,8 +166,8 @@ size_t al_replay__times(const char *s, size_t n, int64_t *out, size_t max)
 					v = v * 10 + (s[i + j] - '0');
 				out[k++] = v;
 			} else if (run == 4 && n - i >= 19 && s[i + 4] == '-' &&
-				   digits(s + i + 5, 2) && s[i + 7] == '-' && digits(s + i + 8, 2) &&
-				   (s[i + 10] == 'T' || s[i + 10] == ' ') &&
+				   digits(s + i + 5, 2) && s[i + 7] == '-' &&
+				   digits(s + i + 8, 2) && (s[i + 10] == 'T' || s[i + 10] == ' ') &&
 				   hms(s + i + 11, n - i - 11, &h, &mi, &sec) &&
 				   civil(num(s + i, 4), num(s + i + 5, 2), num(s + i + 8, 2), h, mi,
 					 sec, &out[k])) { /* ISO 8601 */
@@ -507,12 +508,13 @@ static int detail_fn(void *ctx, const struct al_review_file *f, struct al_error 
 				    f->symlink_new ? jbytes(f->symlink_new, strlen(f->symlink_new))
 						   : json_null());
 	}
-	bool files = (f->has_old && f->old.type == AL_T_FILE) || (f->has_new && f->new.type == AL_T_FILE);
+	bool files = (f->has_old && f->old.type == AL_T_FILE) ||
+		     (f->has_new && f->new.type == AL_T_FILE);
 	if (!files || !f->content_changed)
 		return 0;
 	/* text that is not UTF-8 is shown as binary is: sizes and digests */
-	bool binary = f->binary ||
-		      (f->unified && !al_utf8_valid((const uint8_t *)f->unified, strlen(f->unified)));
+	bool binary = f->binary || (f->unified && !al_utf8_valid((const uint8_t *)f->unified,
+								 strlen(f->unified)));
 	json_object_set_new(d, "binary", json_boolean(binary));
 	if (binary) {
 		bool random;
@@ -647,10 +649,10 @@ static int compare_paths(struct al_cas *cas, const struct hints *h, json_t *v, j
 	if (!a_ok || !b_ok) {
 		if (a_ok != b_ok)
 			json_array_append_new(
-				diffs,
-				json_pack("{s:s,s:s,s:s}", "what", "changes", "original",
-					  a_ok ? "collected" : "none (the attempt failed)", "replay",
-					  b_ok ? "collected" : "none (the attempt failed)"));
+				diffs, json_pack("{s:s,s:s,s:s}", "what", "changes", "original",
+						 a_ok ? "collected" : "none (the attempt failed)",
+						 "replay",
+						 b_ok ? "collected" : "none (the attempt failed)"));
 		json_object_set_new(v, "paths_differing", json_integer(0));
 		return 0;
 	}
@@ -698,8 +700,8 @@ int al_replay__verdict(struct al_store *st, json_t *orig, json_t *rep, bool on_h
 	struct hints h = { .orig = orig, .rep = rep, .on_head = on_head };
 	size_t i;
 	json_t *s;
-	json_array_foreach(secrets, i, s) h.secrets_differ =
-		h.secrets_differ || !json_is_true(json_object_get(s, "same"));
+	json_array_foreach(secrets, i, s)
+		h.secrets_differ = h.secrets_differ || !json_is_true(json_object_get(s, "same"));
 	json_t *v = json_pack("{s:s,s:b}", "original", jstr(orig, "id") ? jstr(orig, "id") : "",
 			      "on_head", on_head);
 	json_t *diffs = json_array();
@@ -711,8 +713,8 @@ int al_replay__verdict(struct al_store *st, json_t *orig, json_t *rep, bool on_h
 	/* what became of the run, then its exit status, outputs and changes */
 	const char *oa = jstr(orig, "outcome"), *ob = jstr(rep, "outcome");
 	if (strcmp(oa ? oa : "ok", ob ? ob : "ok")) {
-		json_t *d = json_pack("{s:s,s:s,s:s}", "what", "outcome", "original", oa ? oa : "ok",
-				      "replay", ob ? ob : "ok");
+		json_t *d = json_pack("{s:s,s:s,s:s}", "what", "outcome", "original",
+				      oa ? oa : "ok", "replay", ob ? ob : "ok");
 		hint_inputs(d, &h);
 		json_array_append_new(diffs, d);
 	}
@@ -840,9 +842,8 @@ static int check_secrets(struct al_store *st, const struct al_replay_opts *ro, j
 		char hex[65], tagged[80];
 		bool same = false;
 		/* the record's keyed digest (hmac); a plain sha256 in older records */
-		if (jstr(s, "hmac") &&
-		    HMAC(EVP_sha256(), key, AL_SECRET_KEY_LEN, (const unsigned char *)val,
-			 strlen(val), d, &dl)) {
+		if (jstr(s, "hmac") && HMAC(EVP_sha256(), key, AL_SECRET_KEY_LEN,
+					    (const unsigned char *)val, strlen(val), d, &dl)) {
 			al_hex(d, sizeof(d), hex);
 			snprintf(tagged, sizeof(tagged), "hmac-sha256:%s", hex);
 			same = !strcmp(tagged, jstr(s, "hmac"));
@@ -914,13 +915,14 @@ static int record_not_replayable(struct al_store *st, const struct al_replay_opt
 	json_t *rec = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:I,s:I,s:n,s:n}", "id", id, "project",
 				jstr(orig, "project") ? jstr(orig, "project") : "", "group",
 				jstr(orig, "group") ? jstr(orig, "group") : "", "author",
-				o->author ? o->author : "", "outcome", "not_replayable",
-				"verdict", v, "started", (json_int_t)now, "finished",
-				(json_int_t)now, "stdout", "stderr");
+				o->author ? o->author : "", "outcome", "not_replayable", "verdict",
+				v, "started", (json_int_t)now, "finished", (json_int_t)now,
+				"stdout", "stderr");
 	if (!rec)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "replay record");
 	json_object_set_new(rec, "replay_of", json_string(ro->of));
-	json_object_set_new(rec, "principal", o->principal ? json_string(o->principal) : json_null());
+	json_object_set_new(rec, "principal",
+			    o->principal ? json_string(o->principal) : json_null());
 	/* what it would have run, as the original recorded it */
 	static const char *const inputs[] = { "base", "image", "argv", "env", "network", "limits" };
 	for (size_t i = 0; i < ARRAY_SIZE(inputs); i++)
@@ -949,8 +951,8 @@ static int kv_strings(json_t *obj, const char ***out, char ***bufs, size_t *nbuf
 	json_object_foreach(obj, key, val) {
 		if (!json_is_string(val)) {
 			free(v);
-			return al_fail(err, AL_ECORRUPT, 0, "replay: the record's env.%.64s is not text",
-				       key);
+			return al_fail(err, AL_ECORRUPT, 0,
+				       "replay: the record's env.%.64s is not text", key);
 		}
 		char *b;
 		if (asprintf(&b, "%s=%s", key, json_string_value(val)) < 0) {
@@ -998,8 +1000,9 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 		json_decref(orig);
 		return r;
 	}
-	struct replay rp = { .of = ro->of, .on_head = ro->on_head, .orig = orig,
-			     .secrets = secrets };
+	struct replay rp = {
+		.of = ro->of, .on_head = ro->on_head, .orig = orig, .secrets = secrets
+	};
 	const char *project = jstr(orig, "project");
 	json_t *argv = json_object_get(orig, "argv"), *env = json_object_get(orig, "env");
 	json_t *lim = json_object_get(orig, "limits");
@@ -1010,8 +1013,8 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	    !json_is_object(lim) || !jstr(orig, "network"))
 		snprintf(why, sizeof(why), "its record does not hold its inputs (outcome: %s)",
 			 jstr(orig, "outcome") ? jstr(orig, "outcome") : "?");
-	else if (json_unpack(lim, "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", &limits.memory,
-			     "pids", &limits.pids, "cpus_milli", &limits.cpus_milli, "timeout_ms",
+	else if (json_unpack(lim, "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", &limits.memory, "pids",
+			     &limits.pids, "cpus_milli", &limits.cpus_milli, "timeout_ms",
 			     &limits.timeout_ms, "output", &limits.output, "disk", &limits.disk,
 			     "files", &limits.files) < 0)
 		snprintf(why, sizeof(why), "its record's limits are not readable");
@@ -1075,7 +1078,8 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 		/* the pinned default follows the base; a value the command set stays */
 		const char *cur = jstr(env2, "SOURCE_DATE_EPOCH");
 		char pinned_s[32];
-		snprintf(pinned_s, sizeof(pinned_s), "%lld", (long long)json_integer_value(pinned_sde));
+		snprintf(pinned_s, sizeof(pinned_s), "%lld",
+			 (long long)json_integer_value(pinned_sde));
 		if (r == 0 && json_is_integer(pinned_sde) && cur && !strcmp(cur, pinned_s) &&
 		    (r = al_run__source_date(st, project, &base, &sde, err)) == 0) {
 			char now[32];
