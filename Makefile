@@ -61,7 +61,8 @@ endif
 LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
 CLI_SRC := $(wildcard src/cli/*.c src/front/*.c src/server/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# + the seccomp filter, compiled by libseccomp at build time (tools/seccomp_gen.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/seccomp_bpf.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
@@ -96,6 +97,17 @@ $(BUILD)/tests/probe: tests/helpers/probe.c | deps
 # the OpenAPI document is built into the daemon (.incbin)
 $(BUILD)/src/server/server.o: docs/openapi.json
 
+# the sandbox's seccomp filter as BPF: compiling it at each run cost ~5 M
+# instructions (src/lib/sandbox/sandbox_private.h); test_seccomp checks it
+$(BUILD)/tools/seccomp-gen: tools/seccomp_gen.c $(BUILD)/src/lib/sandbox/seccomp.o $(BUILD)/src/lib/util.o | deps
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(LIB_INC) -o $@ $^ $(ALL_LDFLAGS) $(PKG_LIBS) $(LDLIBS_EXTRA)
+$(BUILD)/gen/seccomp_bpf.c: $(BUILD)/tools/seccomp-gen
+	@mkdir -p $(@D)
+	$< >$@.tmp && mv $@.tmp $@
+$(BUILD)/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/libairlock.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -119,11 +131,11 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
 
-fuzz: | deps
+fuzz: $(BUILD)/gen/seccomp_bpf.c | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
 	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude $(INTERNAL_INC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm || exit 1; \
+	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(BUILD)/gen/seccomp_bpf.c $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
 

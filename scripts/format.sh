@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	files=$(git ls-files '*.c' '*.h')
 else
-	files=$(find src include tests fuzz bench -name '*.[ch]')
+	files=$(find src include tests fuzz bench tools -name '*.[ch]')
 fi
 if [ "${1:-}" = "--check" ]; then
 	bad=""

@@ -12,12 +12,23 @@ static int load_rc;
 
 static void load(void)
 {
-#define S(f) { "git_" #f, DL_SLOT(dl_git, f) }
+#define S(f)                                  \
+	{                                     \
+		"git_" #f, DL_SLOT(dl_git, f) \
+	}
 	static const struct dl_sym syms[] = {
-		S(libgit2_init),	    S(libgit2_shutdown),	S(diff_options_init),
-		S(patch_from_buffers),	    S(error_last),		S(patch_line_stats),
-		S(patch_to_buf),	    S(patch_num_hunks),		S(patch_num_lines_in_hunk),
-		S(patch_get_hunk),	    S(patch_get_line_in_hunk),	S(patch_free),
+		S(libgit2_init),
+		S(libgit2_shutdown),
+		S(diff_options_init),
+		S(patch_from_buffers),
+		S(error_last),
+		S(patch_line_stats),
+		S(patch_to_buf),
+		S(patch_num_hunks),
+		S(patch_num_lines_in_hunk),
+		S(patch_get_hunk),
+		S(patch_get_line_in_hunk),
+		S(patch_free),
 		S(buf_dispose),
 	};
 #undef S

@@ -37,8 +37,16 @@ void al_cgroup__stats(const struct al_cgroup *cg, bool *oom, uint64_t *peak);
 void al_cgroup__destroy(struct al_cgroup *cg);
 const char *al_cgroup__kind(const struct al_cgroup *cg);
 
-/* The seccomp filter every sandbox loads (docs/threat-model.md), as BPF
- * built by libseccomp; out->filter is malloc'ed. */
+/* The seccomp filter every sandbox loads (docs/threat-model.md), as BPF;
+ * out->filter is malloc'ed.  The program is compiled by libseccomp at
+ * build time (al_seccomp__compile, run by tools/seccomp_gen.c), since
+ * compiling it costs ~5 M instructions, a quarter of a whole `airlock
+ * run`; tests/unit/test_seccomp.c checks it equals a fresh compile. */
 int al_seccomp__build(struct sock_fprog *out, struct al_error *err);
+/* The same program compiled now by libseccomp from the rules in seccomp.c. */
+int al_seccomp__compile(struct sock_fprog *out, struct al_error *err);
+/* The program compiled at build time ($(BUILD)/gen/seccomp_bpf.c). */
+extern const struct sock_filter al_seccomp__bpf[];
+extern const unsigned short al_seccomp__bpf_len;
 
 #endif

@@ -1,5 +1,6 @@
-/* The sandbox's seccomp filter, built with libseccomp in the parent and
- * exported as BPF, so the child between clone and exec only loads it.
+/* The sandbox's seccomp filter's rules, compiled by libseccomp into BPF at
+ * build time (tools/seccomp_gen.c), so a run only copies the program and
+ * the child between clone and exec only loads it.
  *
  * Default allow, with a deny list of what a sandboxed command has no use
  * for and what widens the kernel's attack surface: denied calls fail with
@@ -129,7 +130,7 @@ static int allow_only(scmp_filter_ctx ctx, int nr, int e, const uint32_t *allowe
 	return r;
 }
 
-int al_seccomp__build(struct sock_fprog *out, struct al_error *err)
+int al_seccomp__compile(struct sock_fprog *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	_cleanup_seccomp_ scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
