@@ -175,6 +175,11 @@ static void print_output(json_t *rec)
 
 static void summary(FILE *f, json_t *rec)
 {
+	if (!strcmp(jstr(rec, "outcome"), "not_replayable")) { /* a replay that never ran */
+		fprintf(f, "run %s: not_replayable: %s\n", jstr(rec, "id"),
+			jstr(json_object_get(rec, "verdict"), "reason"));
+		return;
+	}
 	if (!strncmp(jstr(rec, "outcome"), "failed", 6)) {
 		fprintf(f, "run %s: %s: %s\n", jstr(rec, "id"), jstr(rec, "outcome"),
 			cli_esc(json_string_value(
@@ -292,6 +297,9 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	       jtrue(rec, "cancelled") ? " (cancelled)" : "",
 	       jint(json_object_get(rec, "usage"), "wall_ms"));
 	free(argvs);
+	if (json_is_string(json_object_get(rec, "replay_of")))
+		printf("replay   of %s: %s\n", jstr(rec, "replay_of"),
+		       jstr(json_object_get(rec, "verdict"), "result"));
 	summary(stdout, rec);
 	notes(stdout, rec);
 	print_output(rec);
@@ -702,6 +710,7 @@ static void run_text(json_t *rec)
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	json_t *c = json_object_get(rec, "changes");
 	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) ||
+		      !strcmp(jstr(rec, "outcome"), "not_replayable") ||
 		      !strcmp(jstr(rec, "outcome"), "running");
 	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
 	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",

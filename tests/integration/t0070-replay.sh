@@ -40,6 +40,8 @@ like "$(echo "$out" | field stdout.text)" "
 [0-9]+$" "nproc is 1 with the default --cpus 1"
 is "$("$AL" run p --cpus 2 --json -- nproc | field stdout.text)" 2 "--cpus 2: nproc says 2"
 is "$("$AL" run p --cpus 1.5 --json -- nproc | field pinned.cpus)" 2 "--cpus 1.5 rounds up to 2 CPUs"
+run "$AL" run show "$REP"
+like "$out" "replay   of $ORIG: identical" "run show says what a replay replayed, and its verdict"
 run "$AL" review "$REP" --stat
 like "$out" "sorted.txt" "the replay has its own draft, reviewable by its run id"
 run "$AL" audit --group "$GROUP" --json
@@ -112,6 +114,8 @@ is "$(echo "$out" | field outcome)" not_replayable "it is recorded, outcome not_
 is "$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["draft"], d["stdout"], "exit_code" in d, "pinned" in d)')" \
    "None None False False" "…with no draft, no output, no exit status: it never ran"
 is "$(nruns)" $((BEFORE + 1)) "…as one more run of the project"
+like "$("$AL" runs p | tail -1)" "^$NR - exit 0 +not_replayable " "airlock runs lists it as not_replayable"
+like "$("$AL" run show "$NR")" "run $NR: not_replayable: the original had secrets" "run show gives its reason"
 is "$("$AL" audit --group "$("$AL" run show "$SEC" --json | field group)" --json | python3 -c 'import json,sys
 print([e["data"]["verdict"]["result"] for e in json.load(sys.stdin) if e["kind"] == "run" and "verdict" in e["data"]])')" \
    "['not_replayable']" "…and a ledger entry in the original's group"
@@ -210,6 +214,22 @@ run "$AL" replay "$OLDIMG"
 is "$rc" 21 "a run whose image was garbage-collected is not_replayable"
 like "$out" "its image sha256:[0-9a-f]{64} is no longer stored" "…naming the input that is gone"
 "$AL" gc retention forever >/dev/null
+
+# ---- SIGINT cancels a replay, as it cancels a run ----------------------------------
+run "$AL" run p -- sh -c 'sleep 2; echo slept > slept.txt'
+SLOW=$(runid "$err")
+BEFORE=$(nruns)
+"$AL" replay "$SLOW" >"$T/cancel.out" 2>&1 &
+RP=$!
+# the replay's attempt is recorded (outcome running) once its sandbox is being set up
+for _ in $(seq 200); do [ "$(nruns)" -gt "$BEFORE" ] && break; sleep 0.05; done
+kill -INT "$RP"; wait "$RP"; crc=$?
+is "$crc" 130 "SIGINT cancels a replay: exit 128+2"
+CREC=$("$AL" runs p --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[-1]))')
+is "$(echo "$CREC" | field cancelled)" True "…recorded as cancelled"
+is "$(echo "$CREC" | field verdict.result)" divergent "…its verdict says it did not do the same"
+is "$(echo "$CREC" | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"]["differences"][0])')" \
+   "{'original': 'ok', 'replay': 'cancelled', 'what': 'outcome'}" "…first of all in its outcome"
 
 run "$AL" fsck
 is "$rc" 0 "fsck is clean: every replay's record matches its ledger entry"
