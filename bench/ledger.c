@@ -30,10 +30,10 @@ int main(int argc, char **argv)
 	static char buf[BATCH][160];
 	const char *data[BATCH];
 	for (int i = 0; i < BATCH; i++) {
-		snprintf(
-			buf[i], sizeof(buf[i]),
-			"{\"project\":\"fin\",\"result\":\"sha256:%064d\",\"strategy\":\"rebase_if_disjoint\",\"i\":%d}",
-			i, i);
+		snprintf(buf[i], sizeof(buf[i]),
+			 "{\"project\":\"fin\",\"result\":\"sha256:%064d\",\"strategy\":\"rebase_"
+			 "if_disjoint\",\"i\":%d}",
+			 i, i);
 		data[i] = buf[i];
 	}
 	uint64_t t0 = al_now_ns();

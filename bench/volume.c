@@ -209,7 +209,8 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "w%d/%04d.txt", i, k);
 			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
 		}
-	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld of %d files in head\n",
+	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld "
+	       "of %d files in head\n",
 	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found,
 	       nw * nc);
 	al_store_close(st);

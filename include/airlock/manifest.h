@@ -54,8 +54,9 @@ int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **o
 typedef void (*al_progress_fn)(void *ctx, uint64_t files, uint64_t bytes);
 
 struct al_import_opts {
-	bool no_cache;     /* ignore and do not update the stat cache */
-	bool skip_special; /* skip device files, FIFOs, sockets (images: the sandbox provides /dev) */
+	bool no_cache; /* ignore and do not update the stat cache */
+	/* skip device files, FIFOs, sockets (images: the sandbox provides /dev) */
+	bool skip_special;
 	al_progress_fn progress;
 	void *progress_ctx;
 };

@@ -67,7 +67,8 @@ struct al_sandbox_spec {
 	const char *const *envp;   /* its whole environment */
 	enum al_network network;
 	struct al_limits limits;
-	bool best_effort_limits; /* the operator's opt-in: a limit no cgroup can enforce is skipped */
+	/* the operator's opt-in: a limit no cgroup can enforce is skipped */
+	bool best_effort_limits;
 	uint32_t host_uid, host_gid; /* who the sandbox's root is on the host */
 	al_sandbox_output_fn output;
 	void *output_ctx;

@@ -86,10 +86,13 @@ static int principal_create(struct cli *cli, int argc, char **argv)
 		case 'p': projects[np++] = optarg; break;
 		case 'j': cli->json = true; break;
 		case 'h':
-			printf("usage: airlock admin principal create NAME --role admin|author|reviewer|agent[,...]\n"
+			printf("usage: airlock admin principal create NAME --role "
+			       "admin|author|reviewer|agent[,...]\n"
 			       "                                     [--project P]... [--json]\n\n"
-			       "Create a principal (a user or an agent) of the tenant with its roles;\n"
-			       "--project grants a project (an agent starts runs only on granted ones).\n"
+			       "Create a principal (a user or an agent) of the tenant with its "
+			       "roles;\n"
+			       "--project grants a project (an agent starts runs only on granted "
+			       "ones).\n"
 			       "Then give it a token: airlock admin token create NAME.\n");
 			rc = 0;
 			break;
@@ -287,9 +290,12 @@ static int token_create(struct cli *cli, int argc, char **argv)
 			break;
 		case 'j': cli->json = true; break;
 		case 'h':
-			printf("usage: airlock admin token create PRINCIPAL [--ttl DURATION] [--json]\n\n"
-			       "A new bearer token for PRINCIPAL, printed once on stdout (only its hash is\n"
-			       "kept); its id (for revoke) goes to stderr. --ttl: it expires after\n"
+			printf("usage: airlock admin token create PRINCIPAL [--ttl DURATION] "
+			       "[--json]\n\n"
+			       "A new bearer token for PRINCIPAL, printed once on stdout (only its "
+			       "hash is\n"
+			       "kept); its id (for revoke) goes to stderr. --ttl: it expires "
+			       "after\n"
 			       "DURATION (seconds, or 30m, 12h, 90d; default: never). Use it as\n"
 			       "AIRLOCK_TOKEN with --server, or 'Authorization: Bearer TOKEN'.\n");
 			return 0;

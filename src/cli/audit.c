@@ -95,11 +95,16 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 					"--since takes unix seconds or YYYY-MM-DD[THH:MM:SSZ]");
 			break;
 		case 'h':
-			printf("usage: airlock audit [--group G] [--project P] [--kind K] [--since T] [--json]\n"
-			       "       airlock audit show ENTRY | checkpoint | export FILE | verify [FILE] | pubkey | prove ENTRY\n\n"
-			       "List the tenant's ledger entries, oldest first: seq time kind group project\n"
-			       "and the entry itself (its canonical JSON). Kinds: project_create, draft_create,\n"
-			       "commit, apply, reject, conflict. --since: unix seconds or an ISO date (UTC).\n");
+			printf("usage: airlock audit [--group G] [--project P] [--kind K] [--since "
+			       "T] [--json]\n"
+			       "       airlock audit show ENTRY | checkpoint | export FILE | "
+			       "verify [FILE] | pubkey | prove ENTRY\n\n"
+			       "List the tenant's ledger entries, oldest first: seq time kind "
+			       "group project\n"
+			       "and the entry itself (its canonical JSON). Kinds: project_create, "
+			       "draft_create,\n"
+			       "commit, apply, reject, conflict. --since: unix seconds or an ISO "
+			       "date (UTC).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
 		}
@@ -200,10 +205,14 @@ static int audit_export(struct cli *cli, int argc, char **argv)
 		case 's': since = optarg; break;
 		case 'j': cli->json = true; break;
 		case 'h':
-			printf("usage: airlock audit export FILE [--since-checkpoint C] [--json]\n\n"
-			       "Write the ledger for offline verification: every entry, every signed\n"
-			       "checkpoint, the public key and the content blobs entries name. With\n"
-			       "--since-checkpoint (a size, or a saved checkpoint line or file) only the\n"
+			printf("usage: airlock audit export FILE [--since-checkpoint C] "
+			       "[--json]\n\n"
+			       "Write the ledger for offline verification: every entry, every "
+			       "signed\n"
+			       "checkpoint, the public key and the content blobs entries name. "
+			       "With\n"
+			       "--since-checkpoint (a size, or a saved checkpoint line or file) "
+			       "only the\n"
 			       "entries after it, plus the hashes needed to continue the tree.\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
@@ -296,13 +305,20 @@ static int audit_verify(struct cli *cli, int argc, char **argv)
 		case 't': trusted = optarg; break;
 		case 'j': cli->json = true; break;
 		case 'h':
-			printf("usage: airlock audit verify [FILE] [--key PUBKEY] [--trusted-checkpoint C]\n\n"
-			       "Verify an export offline (or, without FILE, this tenant's live ledger):\n"
-			       "every entry in sequence with no gap, every checkpoint's root and Ed25519\n"
-			       "signature, references (apply -> draft, conflict -> commit), included content\n"
-			       "against its digest, and consistency with a checkpoint saved earlier.\n"
-			       "--key: the public key to trust (PEM from `airlock audit pubkey`, or hex);\n"
-			       "without it the key inside the export is used, and the report says so.\n"
+			printf("usage: airlock audit verify [FILE] [--key PUBKEY] "
+			       "[--trusted-checkpoint C]\n\n"
+			       "Verify an export offline (or, without FILE, this tenant's live "
+			       "ledger):\n"
+			       "every entry in sequence with no gap, every checkpoint's root and "
+			       "Ed25519\n"
+			       "signature, references (apply -> draft, conflict -> commit), "
+			       "included content\n"
+			       "against its digest, and consistency with a checkpoint saved "
+			       "earlier.\n"
+			       "--key: the public key to trust (PEM from `airlock audit pubkey`, "
+			       "or hex);\n"
+			       "without it the key inside the export is used, and the report says "
+			       "so.\n"
 			       "Exit 0 if all holds, 4 naming the first bad entry otherwise.\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
@@ -361,7 +377,8 @@ static int audit_verify(struct cli *cli, int argc, char **argv)
 	       (unsigned long long)rep.entries, (unsigned long long)rep.first_seq,
 	       (unsigned long long)rep.checkpoints, (unsigned long long)rep.blobs, root);
 	if (rep.key_from_export)
-		printf("warning: signatures checked with the key inside the export; pass --key to trust a key you hold\n");
+		printf("warning: signatures checked with the key inside the export; pass --key to "
+		       "trust a key you hold\n");
 	if (trusted)
 		printf("consistent with the trusted checkpoint of size %llu\n",
 		       (unsigned long long)tcp.size);

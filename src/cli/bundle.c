@@ -62,13 +62,14 @@ static int open_bundle(struct cli *cli, const char *path, int *fd)
 
 static int bundle_inspect(struct cli *cli, int argc, char **argv)
 {
-	int fd, rc = cli_simple_opts(
-			cli, argc, argv,
-			"usage: airlock bundle inspect FILE [--json]\n\n"
-			"Verify a bundle completely (index, members, sizes, digests, paths) without\n"
-			"storing anything, and list it: id, base, head, one line per entry A|M|D path.\n"
-			"A refused bundle exits 6 with the reason.\n",
-			1);
+	int fd, rc = cli_simple_opts(cli, argc, argv,
+				     "usage: airlock bundle inspect FILE [--json]\n\n"
+				     "Verify a bundle completely (index, members, sizes, digests, "
+				     "paths) without\n"
+				     "storing anything, and list it: id, base, head, one line per "
+				     "entry A|M|D path.\n"
+				     "A refused bundle exits 6 with the reason.\n",
+				     1);
 	if (rc >= 0)
 		return rc;
 	if ((rc = open_bundle(cli, argv[optind], &fd)))
@@ -113,7 +114,8 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 	struct cli_commit_flags f = { .strategy = AL_STRICT };
 	int rc = cli_commit_opts(
 		cli, argc, argv,
-		"usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] [--json]\n\n"
+		"usage: airlock bundle apply FILE NAME --base ID [--strategy S] [-m MSG] "
+		"[--json]\n\n"
 		"Verify the bundle, apply its changes to snapshot ID (every old version it\n"
 		"names must be what ID has) and commit the result to project NAME as the\n"
 		"change from ID, with --strategy (default strict). A refused bundle changes\n"

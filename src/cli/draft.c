@@ -142,16 +142,26 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 			break;
 		case 'h':
 			free(paths);
-			printf("usage: airlock apply DRAFT (--accept-all | --accept PATH... | --reject-all)\n"
-			       "                     [--strategy S] [-m MSG] [--author A] [--json]\n\n"
-			       "Apply a draft to its project's live head in one commit: every change\n"
-			       "(--accept-all), only the changes at or under the listed paths (--accept;\n"
-			       "a path the draft does not change is an error), or none (--reject-all\n"
-			       "discards the draft). The commit uses --strategy (default rebase_if_disjoint;\n"
-			       "strict, conflict_copy). Only an open draft can be decided: an applied,\n"
-			       "partially_applied, rejected or empty draft is refused (exit 9), and so is an\n"
-			       "accept that would change nothing in the head (\"nothing to apply\", exit 9).\n"
-			       "Prints the new head; on stderr \"applied 2 of 8 changes; 6 discarded\" and a\n"
+			printf("usage: airlock apply DRAFT (--accept-all | --accept PATH... | "
+			       "--reject-all)\n"
+			       "                     [--strategy S] [-m MSG] [--author A] "
+			       "[--json]\n\n"
+			       "Apply a draft to its project's live head in one commit: every "
+			       "change\n"
+			       "(--accept-all), only the changes at or under the listed paths "
+			       "(--accept;\n"
+			       "a path the draft does not change is an error), or none "
+			       "(--reject-all\n"
+			       "discards the draft). The commit uses --strategy (default "
+			       "rebase_if_disjoint;\n"
+			       "strict, conflict_copy). Only an open draft can be decided: an "
+			       "applied,\n"
+			       "partially_applied, rejected or empty draft is refused (exit 9), "
+			       "and so is an\n"
+			       "accept that would change nothing in the head (\"nothing to "
+			       "apply\", exit 9).\n"
+			       "Prints the new head; on stderr \"applied 2 of 8 changes; 6 "
+			       "discarded\" and a\n"
 			       "warning for a draft whose run was cancelled or hit a limit.\n");
 			return 0;
 		default: free(paths); return cli_usage(cli, "bad option");

@@ -35,10 +35,14 @@ int cmd_fsck(struct cli *cli, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: airlock fsck [--json]\n\n"
-			       "Re-hash every stored object and walk every snapshot; check that run records,\n"
-			       "commits, heads and drafts' states say what the ledger says. Print each\n"
-			       "missing or corrupt object and each difference (one line: problem id:\n"
-			       "detail; problem is corrupt, missing or ledger) and exit 4 if any.\n");
+			       "Re-hash every stored object and walk every snapshot; check that "
+			       "run records,\n"
+			       "commits, heads and drafts' states say what the ledger says. Print "
+			       "each\n"
+			       "missing or corrupt object and each difference (one line: problem "
+			       "id:\n"
+			       "detail; problem is corrupt, missing or ledger) and exit 4 if "
+			       "any.\n");
 			return 0;
 		}
 		if (c == 'j')
@@ -74,7 +78,8 @@ int cmd_fsck(struct cli *cli, int argc, char **argv)
 	} else {
 		fprintf(stderr,
 			"fsck: %llu objects (%llu packed, %llu loose, %llu bytes), %llu snapshots, "
-			"%llu tree nodes: %llu corrupt, %llu missing, %llu differ from the ledger\n",
+			"%llu tree nodes: %llu corrupt, %llu missing, %llu differ from the "
+			"ledger\n",
 			(unsigned long long)s.objects, (unsigned long long)s.packed,
 			(unsigned long long)s.loose, (unsigned long long)s.bytes,
 			(unsigned long long)s.snapshots, (unsigned long long)s.nodes,

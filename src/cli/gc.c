@@ -161,7 +161,8 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 	       (unsigned long long)p.orphan_files, (unsigned long long)p.orphan_bytes,
 	       (unsigned long long)p.layers, (unsigned long long)p.layer_bytes,
 	       (unsigned long long)p.staging);
-	printf("kept %llu lower layers (%llu bytes, %llu in use); %llu objects retained; retention %s\n",
+	printf("kept %llu lower layers (%llu bytes, %llu in use); %llu objects retained; retention "
+	       "%s\n",
 	       (unsigned long long)p.layers_kept, (unsigned long long)p.layer_bytes_kept,
 	       (unsigned long long)p.layers_in_use, (unsigned long long)p.retained, t);
 	if (p.objects_skipped)

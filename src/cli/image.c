@@ -26,9 +26,12 @@ static int image_import(struct cli *cli, int argc, char **argv)
 		case 'j': cli->json = true; break;
 		case 'h':
 			printf("usage: airlock image import DIR|TARBALL [--name N] [--json]\n\n"
-			       "Store a root filesystem (a directory, or a tar archive in any compression)\n"
-			       "as an image and print its id. Device files, FIFOs and sockets are skipped\n"
-			       "and counted (the sandbox provides /dev). --name gives it a name runs can use\n"
+			       "Store a root filesystem (a directory, or a tar archive in any "
+			       "compression)\n"
+			       "as an image and print its id. Device files, FIFOs and sockets are "
+			       "skipped\n"
+			       "and counted (the sandbox provides /dev). --name gives it a name "
+			       "runs can use\n"
 			       "(importing again under the same name moves the name).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");

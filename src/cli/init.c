@@ -14,7 +14,8 @@ int cmd_init(struct cli *cli, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: airlock [--home DIR] init\n\n"
-			       "Create the airlock home (AIRLOCK_HOME, default ~/.local/share/airlock)\n"
+			       "Create the airlock home (AIRLOCK_HOME, default "
+			       "~/.local/share/airlock)\n"
 			       "with the default tenant. Running it again changes nothing.\n");
 			return 0;
 		}

@@ -36,35 +36,35 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: airlock [--home DIR] [--tenant NAME] [--server URL] COMMAND [ARGS]\n"
-		"\n"
-		"Run untrusted automation against a project's files: isolated, reviewable,\n"
-		"recoverable.\n"
-		"\n"
-		"options:\n"
-		"  --home DIR      airlock home (env AIRLOCK_HOME; default ~/.local/share/airlock)\n"
-		"  --tenant NAME   tenant to act as (env AIRLOCK_TENANT; default \"default\")\n"
-		"  --server URL    be a client of airlock serve at URL (env AIRLOCK_URL), with\n"
-		"                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
-		"                  token's. project, commit, draft list, run, runs, review,\n"
-		"                  apply, bundle apply, image list, image import TARBALL,\n"
-		"                  audit (list, show, checkpoint, export) and admin principal,\n"
-		"                  grant and token work this way (docs/cli.md)\n"
-		"  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
-		"                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
-		"  --version       print the version\n"
-		"  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
-		"\n"
-		"commands:\n");
+	fprintf(f, "usage: airlock [--home DIR] [--tenant NAME] [--server URL] COMMAND [ARGS]\n"
+		   "\n"
+		   "Run untrusted automation against a project's files: isolated, reviewable,\n"
+		   "recoverable.\n"
+		   "\n"
+		   "options:\n"
+		   "  --home DIR      airlock home (env AIRLOCK_HOME; default "
+		   "~/.local/share/airlock)\n"
+		   "  --tenant NAME   tenant to act as (env AIRLOCK_TENANT; default \"default\")\n"
+		   "  --server URL    be a client of airlock serve at URL (env AIRLOCK_URL), with\n"
+		   "                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
+		   "                  token's. project, commit, draft list, run, runs, review,\n"
+		   "                  apply, bundle apply, image list, image import TARBALL,\n"
+		   "                  audit (list, show, checkpoint, export) and admin principal,\n"
+		   "                  grant and token work this way (docs/cli.md)\n"
+		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
+		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
+		   "  --version       print the version\n"
+		   "  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
+		   "\n"
+		   "commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f,
-		"\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
-		"5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
-		"10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock run: the command's status, 123 out of memory,\n"
-		"124 timeout\n"
-		"(docs/cli.md)\n");
+	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
+		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
+		   "10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock "
+		   "run: the command's status, 123 out of memory,\n"
+		   "124 timeout\n"
+		   "(docs/cli.md)\n");
 }
 
 int main(int argc, char **argv)

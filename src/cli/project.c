@@ -82,10 +82,10 @@ static int run_list(struct al_store *st, const char *arg, json_t *arr, struct al
 
 static int proj_list(struct cli *cli, int argc, char **argv)
 {
-	return cli_list(
-		cli, argc, argv,
-		"usage: airlock project list [--json]\n\nOne line per project: name head commits.\n",
-		0, "/projects", run_list, project_text);
+	return cli_list(cli, argc, argv,
+			"usage: airlock project list [--json]\n\nOne line per project: name head "
+			"commits.\n",
+			0, "/projects", run_list, project_text);
 }
 
 static int head_local(struct al_store *st, const void *name, json_t **out, struct al_error *err)
@@ -164,7 +164,8 @@ int cmd_commit(struct cli *cli, int argc, char **argv)
 	struct cli_commit_flags f = { .strategy = AL_STRICT, .message = "" };
 	int rc = cli_commit_opts(
 		cli, argc, argv,
-		"usage: airlock commit NAME DIR --base ID [--strategy strict|rebase_if_disjoint|conflict_copy]\n"
+		"usage: airlock commit NAME DIR --base ID [--strategy "
+		"strict|rebase_if_disjoint|conflict_copy]\n"
 		"                      [-m MSG] [--author A] [--json]\n\n"
 		"Import DIR and commit it to project NAME as the change from snapshot ID.\n"
 		"If the head is no longer ID: strict (default) fails with exit 5 naming the\n"

@@ -29,7 +29,8 @@ static const char run_help[] =
 	"usage: airlock run PROJECT [--image ID|NAME] [--network none|egress] [--timeout SEC]\n"
 	"                   [--memory BYTES] [--pids N] [--cpus N] [--output-limit BYTES]\n"
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
-	"                   [--secret-file K[=V]]... [--group G] [--author A] [--json] -- CMD [ARG...]\n"
+	"                   [--secret-file K[=V]]... [--group G] [--author A] [--json] -- CMD "
+	"[ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -234,7 +235,8 @@ static void notes(FILE *f, json_t *rec)
 		fprintf(f, "run %s: not kept as is: %s\n", jstr(rec, "id"), json_string_value(v));
 	if (jtrue(rec, "disk_limit_hit"))
 		fprintf(f,
-			"run %s: disk limit reached: %lld file%s not kept (--disk-limit counts apparent sizes)\n",
+			"run %s: disk limit reached: %lld file%s not kept (--disk-limit counts "
+			"apparent sizes)\n",
 			jstr(rec, "id"), jint(rec, "dropped"),
 			jint(rec, "dropped") == 1 ? "" : "s");
 }
@@ -285,7 +287,8 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	if (cli->json)
 		return cli_json_print(rec);
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
-	printf("run      %s\nproject  %s\noutcome  %s\ndraft    %s\ngroup    %s\nbase     %s\nimage    %s\n"
+	printf("run      %s\nproject  %s\noutcome  %s\ndraft    %s\ngroup    %s\nbase     "
+	       "%s\nimage    %s\n"
 	       "argv     %s\nnetwork  %s\nexit     %lld%s%s%s\nwall     %lld ms\n",
 	       jstr(rec, "id"), jstr(rec, "project"),
 	       json_object_get(rec, "outcome") ? jstr(rec, "outcome") : "ok",
@@ -547,23 +550,22 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 					      &err) < 0)
 				rc = cli_usage(cli, "bad --timeout: %s", err.msg);
 			if (rc < 0 && !o.limits.timeout_ms)
-				rc = cli_usage(
-					cli,
-					"--timeout must be positive (leave it out for the default)");
+				rc = cli_usage(cli, "--timeout must be positive (leave it out for "
+						    "the default)");
 			break;
 		case O_MEMORY:
 			if (parse_bytes(optarg, &o.limits.memory) < 0)
-				rc = cli_usage(
-					cli,
-					"bad --memory '%s' (a positive number; leave it out for the default)",
-					optarg);
+				rc = cli_usage(cli,
+					       "bad --memory '%s' (a positive number; leave it out "
+					       "for the default)",
+					       optarg);
 			break;
 		case O_PIDS:
 			if (parse_bytes(optarg, &o.limits.pids) < 0 || o.limits.pids > INT_MAX)
-				rc = cli_usage(
-					cli,
-					"bad --pids '%s' (a positive number; leave it out for the default)",
-					optarg);
+				rc = cli_usage(cli,
+					       "bad --pids '%s' (a positive number; leave it out "
+					       "for the default)",
+					       optarg);
 			break;
 		case O_CPUS:
 			if (al_parse_decimal(optarg, 4096, &d, &err) < 0)
@@ -576,24 +578,24 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			break;
 		case O_OUTPUT:
 			if (parse_bytes(optarg, &o.limits.output) < 0)
-				rc = cli_usage(
-					cli,
-					"bad --output-limit '%s' (a positive number; leave it out for the default)",
-					optarg);
+				rc = cli_usage(cli,
+					       "bad --output-limit '%s' (a positive number; leave "
+					       "it out for the default)",
+					       optarg);
 			break;
 		case O_DISK:
 			if (parse_bytes(optarg, &o.limits.disk) < 0)
-				rc = cli_usage(
-					cli,
-					"bad --disk-limit '%s' (a positive number; leave it out for the default)",
-					optarg);
+				rc = cli_usage(cli,
+					       "bad --disk-limit '%s' (a positive number; leave it "
+					       "out for the default)",
+					       optarg);
 			break;
 		case O_FILES:
 			if (parse_bytes(optarg, &o.limits.files) < 0)
-				rc = cli_usage(
-					cli,
-					"bad --files '%s' (a positive number; leave it out for the default)",
-					optarg);
+				rc = cli_usage(cli,
+					       "bad --files '%s' (a positive number; leave it out "
+					       "for the default)",
+					       optarg);
 			break;
 		case O_ENV:
 			if (!strchr(optarg, '='))
@@ -607,10 +609,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			if (!strchr(optarg, '=')) {
 				const char *v = getenv(optarg);
 				if (!v) {
-					rc = cli_usage(
-						cli,
-						"--%s %s: no such variable in airlock's environment",
-						c == O_SECRET ? "secret" : "secret-file", optarg);
+					rc = cli_usage(cli,
+						       "--%s %s: no such variable in airlock's "
+						       "environment",
+						       c == O_SECRET ? "secret" : "secret-file",
+						       optarg);
 					break;
 				}
 				char *b;
@@ -677,7 +680,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = 1;
 			else
 				fprintf(stderr,
-					"run %s: cancelled (%s); recorded with its output: airlock run show %s\n",
+					"run %s: cancelled (%s); recorded with its output: airlock "
+					"run show %s\n",
 					info.id, strsignal(cancel_signal), info.id);
 			rc = 128 + cancel_signal; /* as a shell reports the signal */
 			al_run_info_release(&info);

@@ -10,7 +10,8 @@
 #include "airlockd.h"
 
 static const char serve_help[] =
-	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max BYTES]\n"
+	"usage: airlock serve [--listen HOST:PORT] [--threads N] [--max-runs N] [--body-max "
+	"BYTES]\n"
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
 	"                     [--tls-cert PEM --tls-key PEM] [--insecure] [--refusal-window SEC]\n"

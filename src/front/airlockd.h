@@ -18,13 +18,13 @@ struct srv_config {
 	unsigned grace_s;          /* SIGTERM: wait this long for runs, then cancel them */
 	unsigned conn_timeout_s;   /* idle or slow connections are closed */
 	unsigned header_timeout_s; /* a request's headers must be complete within this (absolute) */
-	uint64_t
-		body_rate; /* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
+	/* bytes/s: a body must be complete within header_timeout_s + size / body_rate */
+	uint64_t body_rate;
 	const char *tls_cert; /* PEM files: HTTPS (TLS 1.2+); NULL: plain HTTP */
 	const char *tls_key;
 	bool insecure; /* plain HTTP on an address other than loopback */
-	unsigned
-		refusal_window_s; /* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
+	/* refusals recorded: at most AL_REFUSALS_PER_MIN per tenant per window */
+	unsigned refusal_window_s;
 	unsigned gc_interval_s; /* the collector's period (gc.c); 0: off */
 	uint64_t lower_budget;  /* its lower-layer budget (0: gc.h's default) */
 };

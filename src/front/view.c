@@ -165,18 +165,18 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 	}
 	if (json_is_true(json_object_get(rec, "timed_out"))) {
 		json_array_append_new(marks, json_string("timed_out"));
-		snprintf(
-			w, sizeof(w),
-			"run %s hit its time limit (%lld ms): the draft holds only what it had written by then",
-			run, (long long)json_integer_value(json_object_get(limits, "timeout_ms")));
+		snprintf(w, sizeof(w),
+			 "run %s hit its time limit (%lld ms): the draft holds only what it had "
+			 "written by then",
+			 run, (long long)json_integer_value(json_object_get(limits, "timeout_ms")));
 		json_array_append_new(warnings, json_string(w));
 	}
 	if (json_is_true(json_object_get(rec, "oom"))) {
 		json_array_append_new(marks, json_string("oom"));
-		snprintf(
-			w, sizeof(w),
-			"run %s hit its memory limit (%lld bytes) and was killed: its changes may be incomplete",
-			run, (long long)json_integer_value(json_object_get(limits, "memory")));
+		snprintf(w, sizeof(w),
+			 "run %s hit its memory limit (%lld bytes) and was killed: its changes may "
+			 "be incomplete",
+			 run, (long long)json_integer_value(json_object_get(limits, "memory")));
 		json_array_append_new(warnings, json_string(w));
 	}
 	if (json_is_true(json_object_get(rec, "disk_limit_hit"))) {

@@ -310,7 +310,8 @@ bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const cha
 	const char *p[] = { pr->tenant, pr->name, project };
 	struct al_error err;
 	return query(a,
-		     "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = ?",
+		     "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = "
+		     "?",
 		     p, 3, count_row, &n, &err) == 0 &&
 	       n > 0;
 }
@@ -355,10 +356,10 @@ struct token_act {
 static int token_insert(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(
-		c->a,
-		"INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
-		c->p, 6, NULL, NULL, err);
+	return query(c->a,
+		     "INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, "
+		     "?, ?, ?, ?, ?)",
+		     c->p, 6, NULL, NULL, err);
 }
 
 static int token_revoke(void *ctx, struct al_error *err)

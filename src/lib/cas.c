@@ -911,7 +911,8 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 		al_cas_reader_close(r);
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	}
-	/* what the store writes uses a 512 KiB window; a forged frame cannot ask for more than 8 MiB */
+	/* what the store writes uses a 512 KiB window; a forged frame cannot
+	 * ask for more than 8 MiB */
 	if (r->dctx)
 		ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 23);
 	*out = r;

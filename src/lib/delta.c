@@ -445,10 +445,10 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 		la_int64_t in = archive_filter_bytes(a, -1);
 		if (outsider && *total > AL_BUNDLE_RATIO_GRACE &&
 		    *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
-			r = al_fail(
-				err, AL_ELIMIT, 0,
-				"bundle refused: it expands more than %u times (%llu bytes from %lld)",
-				AL_BUNDLE_MAX_RATIO, (unsigned long long)*total, (long long)in);
+			r = al_fail(err, AL_ELIMIT, 0,
+				    "bundle refused: it expands more than %u times (%llu bytes "
+				    "from %lld)",
+				    AL_BUNDLE_MAX_RATIO, (unsigned long long)*total, (long long)in);
 			break;
 		}
 		al_sha_update(sha, buf, (size_t)n);

@@ -15,7 +15,8 @@
 
 struct truth {
 	json_t *runs; /* run id -> the data of its (last) run entry */
-	json_t *commits; /* "<volume>:<seq>" -> {parent, base, result} ("live:<project>" for a live volume) */
+	/* "<volume>:<seq>" -> {parent, base, result} ("live:<project>" for a live volume) */
+	json_t *commits;
 	json_t *initial;    /* "live:<project>" -> head at creation; "<draft id>" -> base */
 	json_t *decided;    /* draft id -> "apply" | "reject" */
 	json_t *run_drafts; /* draft id -> run id (a run closes its own empty draft) */
@@ -161,7 +162,8 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 	int r = al_sqlite_prepare(
 		db,
 		"SELECT v.kind, v.public_id, p.name, c.seq, c.parent, c.base, c.result, c.kind "
-		"FROM commits c JOIN volumes v ON v.id = c.volume JOIN projects p ON p.id = v.project "
+		"FROM commits c JOIN volumes v ON v.id = c.volume JOIN projects p ON p.id = "
+		"v.project "
 		"ORDER BY c.id",
 		&q, err);
 	if (r < 0)
@@ -234,7 +236,8 @@ static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem,
 	int r = al_sqlite_prepare(
 		db,
 		"SELECT v.kind, v.public_id, p.name, v.head, v.state, "
-		"(SELECT c.result FROM commits c WHERE c.volume = v.id ORDER BY c.seq DESC LIMIT 1) "
+		"(SELECT c.result FROM commits c WHERE c.volume = v.id ORDER BY c.seq DESC LIMIT "
+		"1) "
 		"FROM volumes v JOIN projects p ON p.id = v.project ORDER BY v.id",
 		&q, err);
 	if (r < 0)
@@ -270,7 +273,8 @@ static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem,
 					"draft %s: open, but the ledger has its %s", pub, d);
 			else if (strcmp(state, "open") && !d && !by_run)
 				problem(ctx, "ledger", hb,
-					"draft %s: %s, but no apply or reject in the ledger decided it",
+					"draft %s: %s, but no apply or reject in the ledger "
+					"decided it",
 					pub, state);
 		}
 	}

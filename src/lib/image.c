@@ -77,10 +77,11 @@ static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
 	la_int64_t in = archive_filter_bytes(b->a, -1);
 	uint64_t packed = in > 0 ? (uint64_t)in : 0;
 	if (bytes > AL_TAR_RATIO_GRACE && bytes / AL_TAR_MAX_RATIO > packed)
-		return al_fail(
-			err, AL_ELIMIT, 0,
-			"archive refused: it expands more than %u times (%llu bytes unpacked from %llu read)",
-			AL_TAR_MAX_RATIO, (unsigned long long)bytes, (unsigned long long)packed);
+		return al_fail(err, AL_ELIMIT, 0,
+			       "archive refused: it expands more than %u times (%llu bytes "
+			       "unpacked from %llu read)",
+			       AL_TAR_MAX_RATIO, (unsigned long long)bytes,
+			       (unsigned long long)packed);
 	return 0;
 }
 
@@ -343,7 +344,8 @@ static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_f
 		return al_sqlite_fail(db, err, "image");
 	if ((r = al_sqlite_prepare(
 		     db,
-		     "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head = ?1 "
+		     "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head "
+		     "= ?1 "
 		     "UNION SELECT p.name FROM projects p JOIN commits c ON c.volume = p.volume "
 		     "WHERE c.parent = ?1 OR c.result = ?1",
 		     &proj, err)) < 0)
@@ -374,10 +376,10 @@ int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn
 		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
 			return r;
 		if (!ok)
-			return al_fail(
-				err, AL_ENOTFOUND, 0,
-				"no such image: an image is a registered image's name or id, or a snapshot of a "
-				"project you may read");
+			return al_fail(err, AL_ENOTFOUND, 0,
+				       "no such image: an image is a registered image's name or "
+				       "id, or a snapshot of a "
+				       "project you may read");
 		return al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
 	}
 	if ((r = al_store__meta(st, &db, err)) < 0)

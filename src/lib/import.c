@@ -390,10 +390,10 @@ static int import_symlink(struct imp *im, int dfd, struct ient *it, struct al_er
 	for (ssize_t i = 0; ok && i < n; i++)
 		ok = (uint8_t)target[i] >= 0x20 && target[i] != 0x7f;
 	if (!ok)
-		return al_fail(
-			err, AL_EINVAL, 0,
-			"cannot import %s: symlink target is not UTF-8 text without control characters",
-			child_show(im, it, q, sizeof(q)));
+		return al_fail(err, AL_EINVAL, 0,
+			       "cannot import %s: symlink target is not UTF-8 text without control "
+			       "characters",
+			       child_show(im, it, q, sizeof(q)));
 	it->e.type = AL_T_SYMLINK;
 	it->e.mode = 0777;
 	it->e.size = (uint64_t)n;

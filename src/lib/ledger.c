@@ -126,10 +126,10 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 	uint8_t leaf[AL_DIGEST_LEN];
 	al_merkle_leaf(enc, strlen(enc), leaf);
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	r = al_sqlite_prepare(
-		db,
-		"INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) VALUES (?,?,?,?,?,?,?)",
-		&ins, err);
+	r = al_sqlite_prepare(db,
+			      "INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) "
+			      "VALUES (?,?,?,?,?,?,?)",
+			      &ins, err);
 	if (r == 0) {
 		sqlite3_bind_int64(ins, 1, (int64_t)seq);
 		sqlite3_bind_text(ins, 2, rec->kind, -1, SQLITE_STATIC);
@@ -229,10 +229,10 @@ int al_ledger_checkpoint(struct al_store *st, struct al_checkpoint *out, struct 
 	if (r < 0)
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "SELECT size, root, time, origin, signature FROM checkpoints ORDER BY size DESC LIMIT 1",
-		     &q, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "SELECT size, root, time, origin, signature FROM checkpoints "
+				   "ORDER BY size DESC LIMIT 1",
+				   &q, err)) < 0)
 		return r;
 	if (sqlite3_step(q) != SQLITE_ROW)
 		return al_fail(err, AL_ENOTFOUND, 0, "the ledger is empty: no checkpoint yet");
@@ -543,15 +543,15 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	struct exp_ctx x = { .f = f, .db = db, .cas = al_store_cas(st) };
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if (r == 0)
-		r = al_sqlite_prepare(
-			db,
-			"SELECT size, root, time, origin, signature FROM checkpoints WHERE size = ?",
-			&x.cp, err);
+		r = al_sqlite_prepare(db,
+				      "SELECT size, root, time, origin, signature FROM checkpoints "
+				      "WHERE size = ?",
+				      &x.cp, err);
 	if (r == 0)
-		r = al_sqlite_prepare(
-			db,
-			"SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq >= ? ORDER BY seq",
-			&q, err);
+		r = al_sqlite_prepare(db,
+				      "SELECT seq, kind, grp, project, time, entry FROM ledger "
+				      "WHERE seq >= ? ORDER BY seq",
+				      &q, err);
 	if (r == 0) {
 		sqlite3_bind_int64(q, 1, (int64_t)from);
 		r = run_query(db, q, export_one, &x, err);

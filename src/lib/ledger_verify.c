@@ -126,10 +126,10 @@ static int check_trusted(struct verifier *v, struct al_error *err)
 	al_merkle__range_root(&v->g, root);
 	v->trusted_checked = true;
 	if (memcmp(root, v->trusted->root, AL_DIGEST_LEN) != 0)
-		return al_fail(
-			err, AL_ECORRUPT, 0,
-			"not consistent with the trusted checkpoint: the first %llu entries have another root",
-			(unsigned long long)v->trusted->size);
+		return al_fail(err, AL_ECORRUPT, 0,
+			       "not consistent with the trusted checkpoint: the first %llu entries "
+			       "have another root",
+			       (unsigned long long)v->trusted->size);
 	return 0;
 }
 
@@ -373,10 +373,10 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 			    (unsigned long long)(v->last_cp > v->first ? v->last_cp : v->first),
 			    (unsigned long long)(v->g.size - 1));
 	if (r == 0 && trusted && !v->trusted_checked)
-		r = al_fail(
-			err, AL_ECORRUPT, 0,
-			"the export does not reach the trusted checkpoint's size %llu (it ends at %llu)",
-			(unsigned long long)trusted->size, (unsigned long long)v->g.size);
+		r = al_fail(err, AL_ECORRUPT, 0,
+			    "the export does not reach the trusted checkpoint's size %llu (it ends "
+			    "at %llu)",
+			    (unsigned long long)trusted->size, (unsigned long long)v->g.size);
 	if (r == 0)
 		rep->entries = v->count;
 	free(line);

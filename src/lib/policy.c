@@ -265,10 +265,10 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 		if (above && m > cfield(&above->max, i)) {
 			human(m, fields[i].scale, a, sizeof(a));
 			human(cfield(&above->max, i), fields[i].scale, b, sizeof(b));
-			return al_fail(
-				err, AL_ELIMIT, 0,
-				"policy: the tenant's ceiling for %s (%s) is above the deployment's (%s)",
-				fields[i].name, a, b);
+			return al_fail(err, AL_ELIMIT, 0,
+				       "policy: the tenant's ceiling for %s (%s) is above the "
+				       "deployment's (%s)",
+				       fields[i].name, a, b);
 		}
 		if (d > m) {
 			human(d, fields[i].scale, a, sizeof(a));
@@ -467,11 +467,11 @@ int al_policy_limits(const struct al_policy *p, const struct al_limits *req, str
 		if (*v > m) {
 			human(*v, fields[i].scale, a, sizeof(a));
 			human(m, fields[i].scale, b, sizeof(b));
-			return al_fail(
-				err, AL_ELIMIT, 0,
-				"%s %s is above the ceiling %s (the tenant's or deployment's policy: "
-				"airlock admin policy show)",
-				fields[i].name, a, b);
+			return al_fail(err, AL_ELIMIT, 0,
+				       "%s %s is above the ceiling %s (the tenant's or "
+				       "deployment's policy: "
+				       "airlock admin policy show)",
+				       fields[i].name, a, b);
 		}
 	}
 	*out = l;

@@ -437,10 +437,10 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 	if (!(c->text = json_dumps(c->record, JSON_FLAGS)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(
-		db,
-		"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) VALUES (?,?,?,?,?,?)",
-		&ins, err);
+	int r = al_sqlite_prepare(db,
+				  "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, "
+				  "record) VALUES (?,?,?,?,?,?)",
+				  &ins, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(ins, 1, c->id, -1, SQLITE_STATIC);
@@ -934,10 +934,10 @@ static void attempts_recover(struct al_store *st)
 	if (al_store__meta(st, &db, &e) < 0)
 		return;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if (al_sqlite_prepare(
-		    db,
-		    "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'",
-		    &q, &e) < 0)
+	if (al_sqlite_prepare(db,
+			      "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
+			      "'%\"outcome\":\"running\"%'",
+			      &q, &e) < 0)
 		return;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		char id[AL_RUN_ID_LEN + 1], path[4300];

@@ -113,11 +113,11 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	char pragmas[320];
 	/* page_size only takes effect when the database is created; large pages
 	 * suit the object pack (rows of KiBs) and cost nothing elsewhere */
-	snprintf(
-		pragmas, sizeof(pragmas),
-		"PRAGMA page_size=%d; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;"
-		"PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
-		65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA page_size=%d; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA "
+		 "foreign_keys=ON;"
+		 "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
+		 65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
 	int r = al_sqlite_exec(db, pragmas, err);
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);

@@ -48,7 +48,8 @@ static const char *const global_migrations[] = {
 	"  principal TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL,"
 	"  revoked INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);"
-	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);",
+	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT "
+	"NULL);",
 };
 static const struct al_sqlite_schema global_schema = AL_SQLITE_SCHEMA(global_migrations);
 
@@ -56,7 +57,8 @@ static const struct al_sqlite_schema global_schema = AL_SQLITE_SCHEMA(global_mig
 static const char *const meta_migrations[] = {
 	/* 1 */
 	"CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT "
+	"NULL);"
 	"CREATE TABLE IF NOT EXISTS snapshots("
 	"  id BLOB PRIMARY KEY, created INTEGER NOT NULL,"
 	"  files INTEGER NOT NULL, bytes INTEGER NOT NULL, source TEXT);"

@@ -106,11 +106,13 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-#define VOL_COLS                                                                                    \
-	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, "     \
-	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                           \
-	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'applied'), " \
-	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = 'discarded')"
+#define VOL_COLS                                                                                \
+	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, " \
+	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                       \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
+	"'applied'), "                                                                          \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
+	"'discarded')"
 #define VOL_NCOLS 13
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
@@ -180,6 +182,11 @@ struct commit_req {
 	const char *draft;                 /* the draft's public id, or NULL */
 	const char *group;
 	json_t *extra; /* more fields of the ledger entry, or NULL; borrowed */
+	/* base→incoming as the caller computed it (an apply), or NULL; with
+	 * keep, only the changes keep[i] marks.  Counts the result's files
+	 * without another diff (record_snapshot). */
+	const struct al_changes *changes;
+	const bool *keep;
 };
 
 static const char *group_of(const struct al_commit_opts *o, char buf[17])
@@ -287,18 +294,26 @@ static int count_change(void *ctx, const struct al_change *ch, struct al_error *
 	return 0;
 }
 
+/* The changes parent→result a commit already has (or none), for counting. */
+struct from_parent {
+	const struct al_changes *changes; /* NULL: diff parent and result */
+	const bool *keep;                 /* NULL: all of them */
+};
+
 /* A commit's result in the snapshots table with its regular files and their
  * bytes, as an import records them: its parent's counts plus the change
- * (only differing subtrees are read) when the parent's row has them, else a
- * walk.  A row an earlier version left at 0 files 0 bytes is filled in. */
+ * when the parent's row has them (from fp's list when the commit has it,
+ * else a diff, which reads only differing subtrees), else a walk.  A row an
+ * earlier version left at 0 files 0 bytes is filled in. */
 static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid *parent,
-			   const struct al_oid *id, const char *source, struct al_error *err)
+			   const struct al_oid *id, const char *source,
+			   const struct from_parent *fp, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
-	int r = al_sqlite_prepare(
-		db,
-		"SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND (files > 0 OR bytes > 0)",
-		&q, err);
+	int r = al_sqlite_prepare(db,
+				  "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND "
+				  "(files > 0 OR bytes > 0)",
+				  &q, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
@@ -315,7 +330,17 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 	}
 	if (rc != SQLITE_DONE)
 		return al_sqlite_fail(db, err, "record snapshot");
-	if (have_parent)
+	if (have_parent && fp->changes) {
+		for (size_t i = 0; i < fp->changes->n; i++) {
+			const struct al_change_rec *x = &fp->changes->v[i];
+			if (!fp->keep || fp->keep[i])
+				count_change(
+					c,
+					&(struct al_change){ .old = x->has_old ? &x->old : NULL,
+							     .new = x->has_new ? &x->new : NULL },
+					err);
+		}
+	} else if (have_parent)
 		r = al_manifest_diff(cas, parent, id, count_change, c, err);
 	if (!have_parent || r < 0 || c[0] < 0 || c[1] < 0) {
 		c[0] = c[1] = 0;
@@ -324,7 +349,8 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 	}
 	if ((r = al_sqlite_prepare(
 		     db,
-		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, ?) "
+		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, "
+		     "?) "
 		     "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
 		     &st, err)) < 0)
 		return r;
@@ -352,8 +378,8 @@ static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entr
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
 static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const struct commit_req *q,
-			 const struct al_oid *result, struct al_commit_result *res,
-			 struct al_error *err)
+			 const struct al_oid *result, const struct from_parent *fp,
+			 struct al_commit_result *res, struct al_error *err)
 {
 	const struct al_oid *base = q->base;
 	const struct al_commit_opts *o = q->opts;
@@ -422,7 +448,7 @@ static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const s
 	parent = v->head;
 	v->head = *result;
 	v->seq = *seq;
-	return record_snapshot(db, cas, &parent, result, kind, err);
+	return record_snapshot(db, cas, &parent, result, kind, fp, err);
 }
 
 /* ---- overlaps ------------------------------------------------------------ */
@@ -765,6 +791,12 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 	enum al_strategy strategy = o ? o->strategy : AL_STRICT;
 	struct al_oid result;
 	int r = 0;
+	/* the changes parent→result when the commit has them (record_snapshot):
+	 * the caller's when the head is the base; the incoming side's when a
+	 * disjoint merge put them on the head (the paths the head changed are
+	 * not among them, so their old entries are the head's too) */
+	struct from_parent fp = { 0 };
+	struct merge m = { .cas = cas, .base = base, .incoming = incoming };
 	/* bad input is refused as such before anything is judged (the ledger
 	 * would refuse this author later) */
 	if (o && o->author && *o->author && (r = al_text_check("author", o->author, 255, err)) < 0)
@@ -775,8 +807,8 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 		return r;
 	if (al_oid_eq(&v->head, base)) {
 		result = *incoming;
+		fp = (struct from_parent){ q->changes, q->keep };
 	} else {
-		struct merge m = { .cas = cas, .base = base, .incoming = incoming };
 		m.head = v->head;
 		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
 		    (r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
@@ -794,9 +826,12 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 			res->rebased = r == 0;
 		}
-		merge_release(&m);
-		if (r < 0)
+		if (r < 0) {
+			merge_release(&m);
 			return r;
+		}
+		if (m.roots.n == 0)
+			fp.changes = &m.theirs;
 	}
 	if (al_oid_eq(&result, &v->head) && res->nconflicts == 0) {
 		/* an empty commit would say something happened when nothing did;
@@ -805,13 +840,16 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 		char hid[AL_OID_STRLEN + 1];
 		al_oid_fmt(&v->head, hid);
 		res->head = v->head;
+		merge_release(&m);
 		return al_fail(
 			err, AL_ESTATE, 0, "nothing to apply: the head %s already has %s", hid,
 			al_oid_eq(base, incoming) ? "this (empty) change" : "every change of it");
 	}
 	struct al_oid parent;
 	parent = v->head;
-	if ((r = record_commit(db, cas, v, q, &result, res, err)) < 0)
+	r = record_commit(db, cas, v, q, &result, &fp, res, err);
+	merge_release(&m);
+	if (r < 0)
 		return r;
 	res->head = result;
 	json_t *d =
@@ -943,7 +981,8 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	char gbuf[17];
 	al_ledger__new_group(gbuf);
 	struct commit_req q = { .base = &empty, .incoming = &head, .opts = &o, .kind = "create" };
-	if ((r = record_commit(db, al_store_cas(st), &v, &q, &head, &res, err)) < 0 ||
+	if ((r = record_commit(db, al_store_cas(st), &v, &q, &head, &(struct from_parent){ 0 },
+			       &res, err)) < 0 ||
 	    (r = log_action(
 		     st, db,
 		     &(struct al_ledger_rec){ .kind = "project_create",
@@ -1155,11 +1194,11 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		return al_ledger__finish(st, db, r, err);
 	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "INSERT INTO volumes(project, kind, head, base, public_id, created, grp, state) "
-		     "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
-		     &ins, err)) < 0)
+	if ((r = al_sqlite_prepare(db,
+				   "INSERT INTO volumes(project, kind, head, base, public_id, "
+				   "created, grp, state) "
+				   "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
+				   &ins, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
@@ -1470,7 +1509,9 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 				.opts = opts,
 				.kind = "apply",
 				.draft = id,
-				.group = d.group };
+				.group = d.group,
+				.changes = &ch,
+				.keep = keep };
 	if (r == 0) {
 		json_t *jp = json_array();
 		for (size_t i = 0; i < npaths; i++)

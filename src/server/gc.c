@@ -33,7 +33,8 @@ static void done(void *ctx, const char *tenant, int r, const struct al_gc_report
 		fprintf(stderr, "airlock serve: gc %s: %s\n", tenant, err->msg);
 	else
 		fprintf(stderr,
-			"airlock serve: gc %s: %llu objects (%llu bytes), %llu snapshots, %llu orphan files, "
+			"airlock serve: gc %s: %llu objects (%llu bytes), %llu snapshots, %llu "
+			"orphan files, "
 			"%llu lower layers (%llu bytes) reclaimed%s; ledger entry %llu\n",
 			tenant, (unsigned long long)p->objects, (unsigned long long)p->bytes,
 			(unsigned long long)p->snapshots, (unsigned long long)p->orphan_files,

@@ -88,9 +88,9 @@ int h_project_create_tree(struct req *rq)
 	const char *type = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 							  MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!type || strncmp(type, "application/x-tar", 17) != 0)
-		return srv_fail(
-			rq, AL_EINVAL,
-			"the body is the project's tree as a tar archive (Content-Type application/x-tar)");
+		return srv_fail(rq, AL_EINVAL,
+				"the body is the project's tree as a tar archive (Content-Type "
+				"application/x-tar)");
 	if (al_project_name_check(rq->seg[1], &err) < 0)
 		return srv_error(rq, &err);
 	struct al_store *st = NULL;

@@ -261,10 +261,10 @@ static const struct route *first_call(struct req *rq)
 	if (!rt || !(rt->roles & PUBLIC)) {
 		unsigned wait = auth_penalty(rq, false);
 		if (wait) {
-			srv_fail(
-				rq, AL_EAUTH,
-				"too many failed authentications from this address: retry after %u s",
-				wait);
+			srv_fail(rq, AL_EAUTH,
+				 "too many failed authentications from this address: retry after "
+				 "%u s",
+				 wait);
 			rq->status = 429;
 			char ra[16];
 			snprintf(ra, sizeof(ra), "%u", wait);
@@ -443,7 +443,8 @@ static void *watchdog(void *arg)
 				shutdown(w->fd, SHUT_RDWR);
 				w->deadline_ns = 0;
 				fprintf(stderr,
-					"airlock serve: closed a connection whose %s took too long\n",
+					"airlock serve: closed a connection whose %s took too "
+					"long\n",
 					w->body ? "request body" : "request headers");
 			} else if (w->deadline_ns < next) {
 				next = w->deadline_ns;
@@ -687,7 +688,8 @@ static int check_tenant(void *ctx, const char *tenant, struct al_error *err)
 			tenant, e.msg);
 	else if (n > 0)
 		fprintf(stderr,
-			"airlock serve: tenant %s: %d difference%s from its ledger (airlock fsck)\n",
+			"airlock serve: tenant %s: %d difference%s from its ledger (airlock "
+			"fsck)\n",
 			tenant, n, n == 1 ? "" : "s");
 	return 0;
 }
@@ -716,8 +718,10 @@ int srv_main(const struct srv_config *cfg)
 	bool tls = cfg->tls_cert != NULL;
 	if (!tls && !cfg->insecure && (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
 		fprintf(stderr,
-			"airlock serve: %s is not a loopback address: bearer tokens and secrets would cross the "
-			"network in clear; give --tls-cert and --tls-key (or --insecure, behind a TLS proxy)\n",
+			"airlock serve: %s is not a loopback address: bearer tokens and secrets "
+			"would cross the "
+			"network in clear; give --tls-cert and --tls-key (or --insecure, behind a "
+			"TLS proxy)\n",
 			cfg->listen);
 		return 2;
 	}
@@ -797,7 +801,8 @@ int srv_main(const struct srv_config *cfg)
 	if (!s.mhd) {
 		if (tls)
 			fprintf(stderr,
-				"airlock serve: cannot listen on %s with TLS: %s (is %s the certificate of the key "
+				"airlock serve: cannot listen on %s with TLS: %s (is %s the "
+				"certificate of the key "
 				"%s, both PEM?)\n",
 				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
 		else

@@ -58,9 +58,12 @@ static int report(long rc)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fputs("usage: probe mount|unshare|userns|setns|keyctl|bpf|perf|ptrace|uffd|io_uring|tiocsti|"
-		      "i386|x32|kexec|module|reboot|clone-ns|vsock|packet|netlink-audit|netlink-route|unix|inet6|"
-		      "tiocsetd|tioccons|tty|tty-attack|personality-rie|personality-query|proc1-mem|groups\n",
+		fputs("usage: probe "
+		      "mount|unshare|userns|setns|keyctl|bpf|perf|ptrace|uffd|io_uring|tiocsti|"
+		      "i386|x32|kexec|module|reboot|clone-ns|vsock|packet|netlink-audit|netlink-"
+		      "route|unix|inet6|"
+		      "tiocsetd|tioccons|tty|tty-attack|personality-rie|personality-query|proc1-"
+		      "mem|groups\n",
 		      stderr);
 		return 2;
 	}

@@ -100,6 +100,19 @@ D3=$("$AL" draft create m2 --from "$W3")
 A3=$("$AL" apply "$D3" --accept-all)
 "$AL" snapshot export "$A3" "$T/ma3" >/dev/null
 is "$(listed "$A3")" "$(counts "$T/ma3")" "  and an apply merged onto a moved head: $(counts "$T/ma3")"
+# accept_selected: counted from the draft's changes it keeps (no second diff),
+# on the head it was drafted from and merged onto a moved one
+W5="$T/w5"; rm -rf "$W5"; "$AL" snapshot export "$("$AL" project head m2)" "$W5" >/dev/null
+echo 1 > "$W5/k1"; mkdir -p "$W5/kd"; echo 22 > "$W5/kd/k2"; echo dropped > "$W5/n1"; rm "$W5/x"
+D5=$("$AL" draft create m2 --from "$W5")
+D6=$("$AL" draft create m2 --from "$W5")
+A5=$("$AL" apply "$D5" --accept k1 --accept kd --accept x)
+"$AL" snapshot export "$A5" "$T/ma5" >/dev/null
+is "$(listed "$A5")" "$(counts "$T/ma5")" "  and an accept_selected's result: $(counts "$T/ma5")"
+echo moved > "$T/ma5/m"; "$AL" commit m2 "$T/ma5" --base "$A5" >/dev/null
+A6=$("$AL" apply "$D6" --accept n1 --strategy conflict_copy)
+"$AL" snapshot export "$A6" "$T/ma6" >/dev/null
+is "$(listed "$A6")" "$(counts "$T/ma6")" "  and one merged onto a moved head: $(counts "$T/ma6")"
 
 # ---- item 10: apply --json with a run id; reject_all's answer -----------------------
 "$AL" run m -- sh -c 'echo r > r.txt' 2>"$T/r.err" >/dev/null

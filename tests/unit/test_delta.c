@@ -42,9 +42,11 @@ static void test_bundle(void **state)
 	struct al_error err = { 0 };
 	struct al_store *st = home_store(home);
 	struct al_cas *cas = al_store_cas(st);
-	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > %s/a/gone/x",
+	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > "
+	   "%s/a/gone/x",
 	   home, home, home, home, home);
-	sh("cp -a %s/a %s/b && echo two > %s/b/f && rm -r %s/b/gone && echo new > %s/b/d/n && ln -s f %s/b/l",
+	sh("cp -a %s/a %s/b && echo two > %s/b/f && rm -r %s/b/gone && echo new > %s/b/d/n && ln "
+	   "-s f %s/b/l",
 	   home, home, home, home, home, home);
 	struct al_import_opts o = { .no_cache = true };
 	struct al_import_result ra, rb;
@@ -113,9 +115,12 @@ static void test_bundle(void **state)
 	free(bytes);
 
 	/* a hostile bundle: an index naming a path that climbs out */
-	sh("mkdir -p %s/evil/.airlock && cd %s/evil && printf '%%s' '{\"base\":\"sha256:%064d\",\"entries\":[{\"op\":\"add\","
-	   "\"path\":\"../x\",\"new\":{\"type\":\"file\",\"mode\":420,\"size\":1,\"sha256\":\"sha256:%064d\"}}],"
-	   "\"head\":\"sha256:%064d\",\"version\":1}' > .airlock/bundle.json && tar --zstd -cf ../evil.tar.zst .airlock",
+	sh("mkdir -p %s/evil/.airlock && cd %s/evil && printf '%%s' "
+	   "'{\"base\":\"sha256:%064d\",\"entries\":[{\"op\":\"add\","
+	   "\"path\":\"../"
+	   "x\",\"new\":{\"type\":\"file\",\"mode\":420,\"size\":1,\"sha256\":\"sha256:%064d\"}}],"
+	   "\"head\":\"sha256:%064d\",\"version\":1}' > .airlock/bundle.json && tar --zstd -cf "
+	   "../evil.tar.zst .airlock",
 	   home, home, 0, 0, 0);
 	snprintf(path, sizeof(path), "%s/evil.tar.zst", home);
 	bytes = slurp(path, &len);

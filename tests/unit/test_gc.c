@@ -35,13 +35,13 @@ static void insert_run(const char *home, const char *id, const char *base, const
 	snprintf(path, sizeof(path), "%s/tenants/default/meta.db", home);
 	sqlite3 *db = NULL;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_true(
-		asprintf(
-			&rec,
-			"{\"id\":\"%s\",\"draft\":\"d0000000000000\",\"group\":\"g000000000000000\",\"project\":\"p\","
-			"\"exit_code\":0,\"timed_out\":false,\"oom\":false,\"changes\":{\"added\":0,\"modified\":0,"
-			"\"deleted\":0},\"started\":%lld,\"base\":\"%s\",\"image\":\"%s\"}",
-			id, (long long)started, base, image) > 0);
+	assert_true(asprintf(&rec,
+			     "{\"id\":\"%s\",\"draft\":\"d0000000000000\",\"group\":"
+			     "\"g000000000000000\",\"project\":\"p\","
+			     "\"exit_code\":0,\"timed_out\":false,\"oom\":false,\"changes\":{"
+			     "\"added\":0,\"modified\":0,"
+			     "\"deleted\":0},\"started\":%lld,\"base\":\"%s\",\"image\":\"%s\"}",
+			     id, (long long)started, base, image) > 0);
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(
 		sqlite3_prepare_v2(db,

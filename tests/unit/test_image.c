@@ -23,7 +23,8 @@ static void test_image(void **state)
 	char home[] = "/tmp/airlock-image-XXXXXX";
 	struct al_error err = { 0 };
 	struct al_store *st = home_store(home);
-	sh("mkdir -p %s/root/bin %s/root/etc && echo hi > %s/root/etc/motd && ln -s ../etc/motd %s/root/bin/m",
+	sh("mkdir -p %s/root/bin %s/root/etc && echo hi > %s/root/etc/motd && ln -s ../etc/motd "
+	   "%s/root/bin/m",
 	   home, home, home, home);
 	char src[600];
 	snprintf(src, sizeof(src), "%s/root", home);

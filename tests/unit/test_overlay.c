@@ -26,14 +26,17 @@ static void test_overlay(void **state)
 	char home[] = "/tmp/airlock-overlay-XXXXXX";
 	struct al_error err = { 0 };
 	struct al_store *st = home_store(home);
-	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > %s/base/d/gone",
+	sh("mkdir -p %s/base/d && echo one > %s/base/a && echo same > %s/base/s && echo x > "
+	   "%s/base/d/gone",
 	   home, home, home, home);
 	/* the expected result, made by hand */
-	sh("cp -a %s/base %s/want && echo two > %s/want/a && rm %s/want/d/gone && echo new > %s/want/n && "
+	sh("cp -a %s/base %s/want && echo two > %s/want/a && rm %s/want/d/gone && echo new > "
+	   "%s/want/n && "
 	   "echo run > %s/want/suid && chmod 0755 %s/want/suid",
 	   home, home, home, home, home, home, home);
 	/* the upper layer a run would leave */
-	sh("mkdir -p %s/up/d && echo two > %s/up/a && cp -a %s/base/s %s/up/s && echo new > %s/up/n && "
+	sh("mkdir -p %s/up/d && echo two > %s/up/a && cp -a %s/base/s %s/up/s && echo new > "
+	   "%s/up/n && "
 	   "echo run > %s/up/suid && chmod 4755 %s/up/suid && mkfifo %s/up/fifo",
 	   home, home, home, home, home, home, home, home);
 	char p[600];

@@ -50,7 +50,8 @@ static void test_review(void **state)
 	sh("mkdir -p %s/a && printf '1\\n2\\n3\\n4\\n5\\n' > %s/a/t.txt && echo bye > %s/a/old && "
 	   "printf 'x\\0y' > %s/a/bin",
 	   home, home, home, home);
-	sh("cp -a %s/a %s/b && printf '1\\n2\\nthree\\n4\\n5\\n6\\n' > %s/b/t.txt && rm %s/b/old && echo hi > %s/b/new && "
+	sh("cp -a %s/a %s/b && printf '1\\n2\\nthree\\n4\\n5\\n6\\n' > %s/b/t.txt && rm %s/b/old "
+	   "&& echo hi > %s/b/new && "
 	   "printf 'x\\0z' > %s/b/bin",
 	   home, home, home, home, home, home);
 	struct al_import_opts o = { .no_cache = true };

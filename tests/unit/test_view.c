@@ -58,7 +58,8 @@ static void test_values(void **state)
 	e.size = 3;
 	e.digest = id;
 	expect(view_entry(&e, NULL),
-	       "{\"mode\":\"0644\",\"sha256\":\"sha256:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\","
+	       "{\"mode\":\"0644\",\"sha256\":\"sha256:"
+	       "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\","
 	       "\"size\":3,\"type\":\"file\"}");
 	expect(view_entry(NULL, NULL), "null");
 

@@ -308,12 +308,13 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 						     : NULL;
 	if (missing && !best_effort) {
 		al_cgroup__destroy(cg);
-		return al_fail(
-			err, AL_EINVAL, 0,
-			"sandbox: cannot enforce the %s limit: no %s cgroup controller airlock may write (see 'airlock "
-			"doctor'; or the operator accepts it: airlock admin policy set --deployment "
-			"--best-effort-limits on)",
-			missing, missing);
+		return al_fail(err, AL_EINVAL, 0,
+			       "sandbox: cannot enforce the %s limit: no %s cgroup controller "
+			       "airlock may write (see 'airlock "
+			       "doctor'; or the operator accepts it: airlock admin policy set "
+			       "--deployment "
+			       "--best-effort-limits on)",
+			       missing, missing);
 	}
 	return 0;
 }

@@ -144,7 +144,8 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	add(items, &n, "user namespaces", userns, true,
 	    userns ? "a process can create a user namespace and map its ids"
 		   : "unshare(CLONE_NEWUSER) is refused",
-	    "enable them: sysctl kernel.unprivileged_userns_clone=1 (Debian), user.max_user_namespaces > 0; in a "
+	    "enable them: sysctl kernel.unprivileged_userns_clone=1 (Debian), "
+	    "user.max_user_namespaces > 0; in a "
 	    "container, allow unshare (e.g. a seccomp profile that permits it)");
 	int ov = userns ? probe(P_OVERLAY, NULL) : -1;
 	add(items, &n, "overlayfs with userxattr", ov == 0, true,
@@ -155,7 +156,8 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	add(items, &n, "/proc in a new PID namespace", pr == 0, true,
 	    pr == 0 ? "a fresh /proc mounts"
 		    : "mounting /proc failed (a masked or read-only /proc above us?)",
-	    "in a container, give airlock an unmasked /proc (Docker: --security-opt systempaths=unconfined) or run it "
+	    "in a container, give airlock an unmasked /proc (Docker: --security-opt "
+	    "systempaths=unconfined) or run it "
 	    "on the host");
 	struct sock_fprog prog = { 0 };
 	struct al_error err = { 0 };
@@ -182,13 +184,15 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 			snprintf(d, sizeof(d), "the %s limit is enforced (cgroup %s)", ctl[i],
 				 dirs[i][0] ? "v1" : "v2");
 		else
-			snprintf(
-				d, sizeof(d),
-				"no %s controller airlock may write: the %s limit cannot be enforced",
-				ctl[i], ctl[i]);
+			snprintf(d, sizeof(d),
+				 "no %s controller airlock may write: the %s limit cannot be "
+				 "enforced",
+				 ctl[i], ctl[i]);
 		add(items, &n, checks[i], have[i], false, d,
-		    "run airlock as root, or delegate its cgroup (systemd: Delegate=yes; airlock must be the only process "
-		    "of it); else runs are refused unless the operator sets --best-effort-limits on");
+		    "run airlock as root, or delegate its cgroup (systemd: Delegate=yes; airlock "
+		    "must be the only process "
+		    "of it); else runs are refused unless the operator sets --best-effort-limits "
+		    "on");
 	}
 	if (made)
 		al_cgroup__destroy(&cg);
@@ -204,7 +208,8 @@ int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX])
 	if (vs >= 0)
 		close(vs);
 	add(items, &n, "vsock", true, false,
-	    vsock ? "present (a VM host or guest): network namespaces do not isolate it; the filter refuses AF_VSOCK"
+	    vsock ? "present (a VM host or guest): network namespaces do not isolate it; the "
+		    "filter refuses AF_VSOCK"
 		  : "absent",
 	    "");
 	return n;

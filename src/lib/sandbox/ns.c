@@ -668,9 +668,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 				ok = *q == '_' || (*q >= 'A' && *q <= 'Z') ||
 				     (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9');
 			if (!ok)
-				return al_fail(
-					err, AL_EINVAL, 0,
-					"sandbox: bad secret file name (expected [A-Za-z_][A-Za-z0-9_]*)");
+				return al_fail(err, AL_EINVAL, 0,
+					       "sandbox: bad secret file name (expected "
+					       "[A-Za-z_][A-Za-z0-9_]*)");
 			total += spec->secret_files[i].len;
 			if (total > AL_SECRET_BYTES_MAX)
 				return al_fail(err, AL_ELIMIT, 0,
@@ -718,9 +718,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		abort(); /* cannot happen: saved is an open directory */
 	errno = clone_errno;
 	if (pid < 0)
-		return al_fail(
-			err, AL_ESANDBOX, errno,
-			"sandbox: cannot create namespaces (are unprivileged user namespaces enabled? see 'airlock doctor')");
+		return al_fail(err, AL_ESANDBOX, errno,
+			       "sandbox: cannot create namespaces (are unprivileged user "
+			       "namespaces enabled? see 'airlock doctor')");
 	if (pid == 0)
 		child_main(&c);
 	s->pid = pid;
