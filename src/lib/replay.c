@@ -262,7 +262,8 @@ static void hint_inputs(json_t *d, const struct hints *h)
 		return;
 	if (h->on_head)
 		hint(d, "head",
-		     "the replay ran on the project's head, whose files differ from the original's base");
+		     "the replay ran on the project's head, whose files differ from the original's "
+		     "base");
 	else if (h->secrets_differ)
 		hint(d, "secret", "a secret supplied to the replay differs from the original's");
 }

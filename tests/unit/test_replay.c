@@ -123,7 +123,8 @@ static char *differs(json_t *d)
 static void test_identical(void **state)
 {
 	(void)state;
-	sh("mkdir -p %s/i-base %s/i-res && echo keep > %s/i-base/k && cp -a %s/i-base/. %s/i-res/ && "
+	sh("mkdir -p %s/i-base %s/i-res && echo keep > %s/i-base/k && cp -a %s/i-base/. %s/i-res/ "
+	   "&& "
 	   "echo new > %s/i-res/n",
 	   home, home, home, home, home, home);
 	json_t *a = record("r0000000000001", "i-base", "i-res", 0, "out\n", "", T0);
@@ -223,7 +224,8 @@ static void test_outputs_and_exit(void **state)
 static void test_paths(void **state)
 {
 	(void)state;
-	sh("cd %s && mkdir -p p-base && echo one > p-base/f1 && echo m > p-base/f2 && echo m > p-base/f3 && "
+	sh("cd %s && mkdir -p p-base && echo one > p-base/f1 && echo m > p-base/f2 && echo m > "
+	   "p-base/f3 && "
 	   "cp -a p-base p-ra && cp -a p-base p-rb && "
 	   "echo two > p-ra/f1 && echo three > p-rb/f1 && "
 	   "chmod 755 p-ra/f2 && chmod 700 p-rb/f2 && "
@@ -287,12 +289,16 @@ static void test_hints(void **state)
 	(void)state;
 	/* the file holds each run's own time (ISO 8601, date(1), unix seconds) */
 	sh("cd %s && mkdir -p c-base c-ra c-rb && "
-	   "printf 'built 2026-11-30T00:53:21Z\\n' > c-ra/iso && printf 'built 2026-11-30T00:55:01Z\\n' > c-rb/iso && "
-	   "printf 'Mon Nov 30 00:53:22 UTC 2026\\n' > c-ra/date && printf 'Mon Nov 30 00:55:02 UTC 2026\\n' > c-rb/date && "
+	   "printf 'built 2026-11-30T00:53:21Z\\n' > c-ra/iso && printf 'built "
+	   "2026-11-30T00:55:01Z\\n' > c-rb/iso && "
+	   "printf 'Mon Nov 30 00:53:22 UTC 2026\\n' > c-ra/date && printf 'Mon Nov 30 00:55:02 "
+	   "UTC 2026\\n' > c-rb/date && "
 	   "printf 'at %d\\n' > c-ra/unix && printf 'at %d\\n' > c-rb/unix && "
-	   "printf 'built 2020-01-01T00:00:00Z\\n' > c-ra/old && printf 'built 2020-01-01T00:00:09Z\\n' > c-rb/old && "
+	   "printf 'built 2020-01-01T00:00:00Z\\n' > c-ra/old && printf 'built "
+	   "2020-01-01T00:00:09Z\\n' > c-rb/old && "
 	   "head -c 4096 /dev/urandom > c-ra/noise && head -c 4096 /dev/urandom > c-rb/noise && "
-	   "od -An -N32 -tx1 /dev/urandom | tr -d ' ' > c-ra/hex && od -An -N32 -tx1 /dev/urandom | tr -d ' ' > c-rb/hex",
+	   "od -An -N32 -tx1 /dev/urandom | tr -d ' ' > c-ra/hex && od -An -N32 -tx1 /dev/urandom "
+	   "| tr -d ' ' > c-rb/hex",
 	   home, T0 + 1, T1 + 1);
 	json_t *a = record("r0000000000001", "c-base", "c-ra", 0, "Mon Nov 30 00:53:20 UTC 2026\n",
 			   "", T0);
@@ -358,7 +364,8 @@ static void test_caps(void **state)
 	json_decref(a);
 	json_decref(b);
 	/* a long text diff is cut at a line's end, and says so */
-	sh("cd %s && mkdir -p u-base u-ra u-rb && seq 1 20000 > u-ra/long && seq 1 20000 | sed s/$/x/ > u-rb/long",
+	sh("cd %s && mkdir -p u-base u-ra u-rb && seq 1 20000 > u-ra/long && seq 1 20000 | sed "
+	   "s/$/x/ > u-rb/long",
 	   home);
 	a = record("r0000000000001", "u-base", "u-ra", 0, "", "", T0);
 	b = record("r0000000000002", "u-base", "u-rb", 0, "", "", T1);
