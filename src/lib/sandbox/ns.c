@@ -391,7 +391,6 @@ static _Noreturn void child_main(const struct child *c)
 	 * become its foreground process group */
 	TRY(setsid() >= 0, ST_SESSION);
 	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
-	TRY(sched_setaffinity(0, sizeof(c->cpu), &c->cpu) == 0, ST_CPUS);
 	umask(0);
 	TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, ST_PRIVATE);
 
@@ -456,6 +455,9 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(dup2(c->devnull, 0) == 0 && dup2(c->out_w, 1) == 1 && dup2(c->err_w, 2) == 2, ST_STDIO);
 	TRY(syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) == 0, ST_STDIO);
 
+	/* last: the setup above may use every CPU (pinned, a busy CPU would
+	 * hold it back); airlock-init and the command run on the pinned ones */
+	TRY(sched_setaffinity(0, sizeof(c->cpu), &c->cpu) == 0, ST_CPUS);
 	TRY(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, ST_NNP);
 	for (int cap = 0; cap <= c->last_cap; cap++)
 		TRY(prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 || errno == EINVAL, ST_CAPS);
@@ -508,8 +510,9 @@ static int sealed_init(int src, struct al_error *err)
 }
 
 /* The CPUs a sandbox runs on: as many as its CPU limit rounds up to (1.5
- * CPUs: 2), at most those this thread may use, starting at a random one
- * of them so that concurrent sandboxes spread.  Returns their count. */
+ * CPUs: 2), at most those this thread may use, starting at the one this
+ * thread runs on (no migration; concurrent runs' threads are spread by the
+ * scheduler already).  Returns their count. */
 static unsigned pick_cpus(uint64_t cpus_milli, cpu_set_t *out)
 {
 	cpu_set_t allowed;
@@ -519,10 +522,10 @@ static unsigned pick_cpus(uint64_t cpus_milli, cpu_set_t *out)
 	unsigned have = (unsigned)CPU_COUNT(&allowed), want = have;
 	if (cpus_milli && (cpus_milli + 999) / 1000 < have)
 		want = (unsigned)((cpus_milli + 999) / 1000);
-	uint32_t rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-		rnd = (uint32_t)getpid();
-	unsigned skip = have ? rnd % have : 0, taken = 0;
+	int here = sched_getcpu();
+	unsigned skip = 0, taken = 0;
+	for (int cpu = 0; cpu < here && cpu < CPU_SETSIZE; cpu++)
+		skip += CPU_ISSET(cpu, &allowed) != 0;
 	/* twice round the allowed set: skip, then take want */
 	for (int pass = 0; pass < 2 && taken < want; pass++)
 		for (int cpu = 0; cpu < CPU_SETSIZE && taken < want; cpu++) {
