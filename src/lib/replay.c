@@ -1119,6 +1119,7 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 					 .image = &image,
 					 .env_exact = true,
 					 .source_date = sde,
+					 .policy = &pol,
 					 .record = verdict_hook,
 					 .ctx = &rp };
 		r = al_run__exec(st, &o2, &x, out, err);

@@ -1056,8 +1056,11 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	uint8_t rnd[7];
 	char hex[15];
 	struct al_policy pol;
-	if ((r = al_policy_effective(st, &pol, err)) < 0 ||
-	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
+	if (x && x->policy)
+		pol = *x->policy; /* the replay looked it up already */
+	else if ((r = al_policy_effective(st, &pol, err)) < 0)
+		goto out;
+	if ((r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0))
 		goto out;

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "airlock/policy.h"
 #include "airlock/run.h"
 
 struct al_run__ext {
@@ -16,6 +17,7 @@ struct al_run__ext {
 				     * o->image) */
 	bool env_exact;             /* o->env is the whole environment: no default is added */
 	int64_t source_date;        /* with env_exact: the SOURCE_DATE_EPOCH it sets (0: none) */
+	const struct al_policy *policy; /* the tenant's effective policy (NULL: look it up) */
 	/* Called with the run's record before it is written, a failed
 	 * attempt's too (then without "result"): it may add fields.  An error
 	 * fails the attempt at its "record" stage. */
