@@ -52,8 +52,4 @@ struct al_replay_opts {
 int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct al_run_opts *o,
 	      struct al_run_info *out, struct al_error *err);
 
-/* The verdict's name in a run record ("identical", "divergent",
- * "not_replayable"), or NULL if the record is no replay's. */
-const char *al_replay_verdict(const char *record);
-
 #endif

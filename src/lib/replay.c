@@ -1136,16 +1136,3 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	json_decref(orig);
 	return r;
 }
-
-const char *al_replay_verdict(const char *record)
-{
-	static const char *const names[] = { "identical", "divergent", "not_replayable" };
-	json_t *j = record ? json_loads(record, 0, NULL) : NULL;
-	const char *v = json_string_value(json_object_get(json_object_get(j, "verdict"), "result"));
-	const char *r = NULL;
-	for (size_t i = 0; v && i < ARRAY_SIZE(names); i++)
-		if (!strcmp(v, names[i]))
-			r = names[i];
-	json_decref(j);
-	return r;
-}
