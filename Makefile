@@ -52,24 +52,30 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
 # banned.h (git's): the unsafe classics are a compile error in every airlock source
 BASE_CFLAGS += -include src/lib/banned.h
 ALL_LDFLAGS = -pthread $(LDFLAGS)
-LDLIBS_EXTRA = -lm
+LDLIBS_EXTRA = -lm -lstdc++
+CXX ?= g++
+CXXFLAGS ?= -O2 -g
+ALL_CXXFLAGS = -pthread -std=c++17 -D_GNU_SOURCE -Iinclude $(LIB_INC) -Wall -Wextra -Werror $(CXXFLAGS) $(JANSSON_CFLAGS)
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
+# C++ only where the maintained library is C++: JSON Schema (valijson), jsonschema.h
+LIB_CXX_SRC := $(wildcard src/lib/*.cc)
 CLI_SRC := $(wildcard src/cli/*.c src/front/*.c src/server/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # + the seccomp filter, compiled by libseccomp at build time (tools/seccomp_gen.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/seccomp_bpf.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/seccomp_bpf.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers check-format unit demo bench fuzz clean
+.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -83,6 +89,10 @@ deps:
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cc | deps
+	@mkdir -p $(@D)
+	$(CXX) $(ALL_CXXFLAGS) -MMD -MP -c $< -o $@
 
 # the in-sandbox init: static, without sanitizers (it runs inside images)
 $(BUILD)/airlock-init: src/agent/init.c | deps
@@ -131,11 +141,11 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
 
-fuzz: $(BUILD)/gen/seccomp_bpf.c | deps
+fuzz: $(BUILD)/gen/seccomp_bpf.c $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) | deps
 	@mkdir -p build-fuzz
 	for t in $(FUZZ_TARGETS); do \
 	  clang -std=gnu11 -D_GNU_SOURCE -Iinclude $(INTERNAL_INC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(BUILD)/gen/seccomp_bpf.c $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm || exit 1; \
+	    -o build-fuzz/fuzz_$$t fuzz/fuzz_$$t.c $(LIB_SRC) $(BUILD)/gen/seccomp_bpf.c $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) $(FUZZ_EXTRA) $(PKG_CFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) -lm -lstdc++ || exit 1; \
 	done
 	@echo "run e.g.: build-fuzz/fuzz_node fuzz/corpus/node -max_total_time=60"
 
@@ -149,7 +159,23 @@ check-layers: $(CLI_OBJ)
 check-format: | deps
 	@scripts/format.sh --check
 
-check: all check-layers check-format $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
+# The API contract (docs/api.md): docs/openapi.json is a valid OpenAPI
+# document (a standard validator, @apidevtools/swagger-parser) that keeps the
+# project's rules, and its routes are the daemon's route table, both ways.
+# The API tests check every answer against it (tests/lib.sh, curl).  The
+# tools come from npm at the versions tests/api/package-lock.json pins,
+# installed again only when it changes.
+API_NPM := tests/api/node_modules/.installed
+$(API_NPM): tests/api/package.json tests/api/package-lock.json | deps
+	cd tests/api && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+check-api: $(API_NPM)
+	@node tests/api/check.mjs lint docs/openapi.json
+	@node tests/api/check.mjs routes docs/openapi.json src/server/server.c
+	@echo "docs/openapi.json: a valid OpenAPI document, with every route the daemon serves and no other"
+
+check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 
@@ -160,6 +186,6 @@ bench: $(BUILD)/airlock $(BENCH_BIN)
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) bench/run.sh
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz tests/api/node_modules
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

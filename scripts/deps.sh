@@ -8,10 +8,13 @@ set -eu
 PKGS="build-essential pkg-config libssl-dev libzstd-dev libsqlite3-dev
 libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl libgit2-dev
 busybox-static bubblewrap libseccomp-dev libcap-dev util-linux sqlite3 clang-format
-libmicrohttpd-dev libcurl4-openssl-dev curl wrk"
+libmicrohttpd-dev libcurl4-openssl-dev curl wrk libvalijson-dev nlohmann-json3-dev nodejs npm"
 
 missing=""
 for p in $PKGS; do
+	# npm: Debian's, or the one another build of nodejs bundles (NodeSource's
+	# nodejs provides npm and conflicts with Debian's package)
+	[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
 		missing="$missing $p"
 	fi

@@ -5,9 +5,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	files=$(git ls-files '*.c' '*.h')
+	files=$(git ls-files '*.c' '*.h' '*.cc')
 else
-	files=$(find src include tests fuzz bench tools -name '*.[ch]')
+	files=$(find src include tests fuzz bench tools -name '*.[ch]' -o -name '*.cc')
 fi
 if [ "${1:-}" = "--check" ]; then
 	bad=""

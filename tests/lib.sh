@@ -51,8 +51,78 @@ store_state() {
 }
 
 done_testing() {
+	api_contract
 	echo "1..$_n"
 	[ "$_failed" -eq 0 ]
+}
+
+# ---- the API contract (docs/api.md) ------------------------------------------------
+# Every answer a test gets from the daemon through curl (api() included) is
+# recorded in $API_LOG: curl is this wrapper, which has curl dump the
+# headers to a file of its own (copied to the caller's -D file), keeps a
+# copy of a JSON body, leaves stdout, the caller's -o file and the exit
+# status as curl makes them, and appends "ID METHOD URL EXIT" to
+# $API_LOG/index.  done_testing then checks every
+# answer against docs/openapi.json (tests/api/check.mjs answers): a route,
+# status, content type, header or field the document does not declare is a
+# failed test.
+SRC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+API_LOG="$T/.api-log"
+API_DOC="$SRC_ROOT/docs/openapi.json"
+curl() {
+	mkdir -p "$API_LOG"
+	local rec
+	rec=$(mktemp "$API_LOG/XXXXXXXX") || { command curl "$@"; return; }
+	local args=() out="" hdr="" method="" url="" data="" a rc
+	while [ $# -gt 0 ]; do
+		a=$1; shift
+		case $a in
+		-o | --output) out=${1-}; shift; continue ;;
+		-D | --dump-header) hdr=${1-}; shift; continue ;;
+		-X | --request) method=${1-}; args+=("$a" "${1-}"); shift; continue ;;
+		-X*) method=${a#-X} ;;
+		-d | --data | --data-binary | --data-raw | --data-urlencode | -F | --form) data=POST; args+=("$a" "${1-}"); shift; continue ;;
+		-T | --upload-file) data=PUT; args+=("$a" "${1-}"); shift; continue ;;
+		-I | --head) data=HEAD ;;
+		-H | --header | -w | --write-out | --cacert | -u | --user | -m | --max-time | --connect-timeout | -r | --range)
+			args+=("$a" "${1-}"); shift; continue ;;
+		http://* | https://*) url=$a ;;
+		esac
+		args+=("$a")
+	done
+	method=${method:-${data:-GET}}
+	local body="$rec.b"
+	[ -n "$out" ] && [ "$out" != /dev/null ] && body=$out
+	command curl "${args[@]}" -D "$rec.h" -o "$body" >"$rec.w"
+	rc=$?
+	[ -n "$hdr" ] && cp "$rec.h" "$hdr"
+	[ -z "$out" ] && [ -f "$rec.b" ] && cat "$rec.b"
+	cat "$rec.w"
+	# the checker reads JSON bodies only (the others can be large)
+	if grep -qi '^content-type:[[:space:]]*application/json' "$rec.h" 2>/dev/null; then
+		[ "$body" != "$rec.b" ] && [ -f "$body" ] && cp "$body" "$rec.b"
+	else
+		rm -f "$rec.b"
+	fi
+	printf '%s\t%s\t%s\t%s\n' "${rec##*/}" "$method" "$url" "$rc" >>"$API_LOG/index"
+	return $rc
+}
+
+# api_contract: one TAP test, if the test got any answer from a daemon:
+# every one obeys docs/openapi.json.
+# AIRLOCK_API_LOG_KEEP=DIR keeps each test's answers in DIR/TEST, for
+# check.mjs coverage.
+api_contract() {
+	[ -s "$API_LOG/index" ] || return 0
+	[ -n "${AIRLOCK_API_LOG_KEEP:-}" ] && cp -r "$API_LOG" "$AIRLOCK_API_LOG_KEEP/$(basename "$0" .sh)"
+	_n=$((_n + 1))
+	if node "$SRC_ROOT/tests/api/check.mjs" answers "$API_DOC" "$API_LOG" >"$T/.contract" 2>&1; then
+		echo "ok $_n - every answer the daemon gave obeys docs/openapi.json ($(head -1 "$T/.contract"))"
+	else
+		echo "not ok $_n - every answer the daemon gave obeys docs/openapi.json"
+		_failed=$((_failed + 1))
+		sed 's/^/# /' "$T/.contract" | head -60
+	fi
 }
 
 # serve_start [OPTIONS...]: start 'airlock serve' on 127.0.0.1, any port;

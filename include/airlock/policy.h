@@ -30,6 +30,10 @@ struct al_policy {
 	uint32_t runs_per_tenant; /* runs in flight at once (the daemon) */
 	uint32_t runs_per_principal;
 	bool best_effort; /* the deployment's only: skip a limit no cgroup can enforce */
+	/* the least a contract's violation does: 1 + enum al_contract_action
+	 * (0: not set, i.e. record); a run's contract may ask for more, never
+	 * less, and a tenant's may only be stricter than the deployment's */
+	uint8_t contract_floor;
 };
 /* In a stored policy a field of 0 is "not set here": the level above
  * (the tenant's falls back to the deployment's, the deployment's to the
@@ -63,7 +67,8 @@ int al_policy_limits(const struct al_policy *p, const struct al_limits *req, str
 		     struct al_error *err);
 
 /* JSON (docs/api.md "Policy"): {"defaults":{...},"ceilings":{...},
- * "runs_per_tenant":N,"runs_per_principal":N,"best_effort_limits":B}, the
+ * "runs_per_tenant":N,"runs_per_principal":N,"best_effort_limits":B,
+ * "contract_on_violation":"record"|"drop"|"block_apply"}, the
  * limits named as in a run request (memory, pids, cpus, timeout in
  * seconds, output_limit, disk_limit, files).  format: malloc'ed text. */
 char *al_policy_format(const struct al_policy *p);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "airlock/contract.h"
 #include "airlock/policy.h"
 #include "airlock/store.h"
 #include "cli.h"
@@ -23,14 +24,18 @@ static const char show_help[] =
 static const char set_help[] =
 	"usage: airlock admin policy set [--deployment] [--default-LIMIT V]... [--max-LIMIT V]...\n"
 	"                                [--runs-per-tenant N] [--runs-per-principal N]\n"
-	"                                [--best-effort-limits on|off] [--json]\n\n"
+	"                                [--best-effort-limits on|off]\n"
+	"                                [--contract-on-violation record|drop|block_apply] "
+	"[--json]\n\n"
 	"Change the run policy of the tenant (its admin; recorded in its ledger) or,\n"
 	"with --deployment, of the deployment (the operator, local home only).  LIMIT\n"
 	"is memory, pids, cpus, timeout (seconds), output-limit, disk-limit or files;\n"
 	"sizes take K, M, G, T.  A tenant's ceilings may not exceed the deployment's,\n"
 	"a default may not exceed its ceiling (exit 8, nothing changed).  Best effort\n"
 	"(run even where a limit cannot be enforced; the record says which were) is\n"
-	"the deployment's only.\n";
+	"the deployment's only.  --contract-on-violation is the least a run contract's\n"
+	"violation does (record < drop < block_apply; a contract may ask for more); a\n"
+	"tenant's may only be stricter than the deployment's.\n";
 
 /* V as the JSON number of a limit: sizes with K/M/G/T, timeout a duration
  * (seconds, or 30s, 5m, 2h), the rest decimal; positive */
@@ -89,6 +94,9 @@ static void policy_text(const char *label, json_t *p)
 		printf("runs in flight per principal: %lld\n", (long long)json_integer_value(pr));
 	printf("best-effort limits: %s\n",
 	       json_is_true(json_object_get(p, "best_effort_limits")) ? "on" : "off");
+	json_t *cv = json_object_get(p, "contract_on_violation");
+	if (cv)
+		printf("contract violations at least: %s\n", json_string_value(cv));
 }
 
 static json_t *policy_json(const struct al_policy *p)
@@ -132,8 +140,9 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 					   json_object_get(o, "ceilings"));
 			json_object_set(b, "best_effort_limits",
 					json_object_get(o, "best_effort_limits"));
-			const char *k[] = { "runs_per_tenant", "runs_per_principal" };
-			for (int i = 0; i < 2; i++)
+			const char *k[] = { "runs_per_tenant", "runs_per_principal",
+					    "contract_on_violation" };
+			for (int i = 0; i < 3; i++)
 				if (json_object_get(o, k[i]))
 					json_object_set(b, k[i], json_object_get(o, k[i]));
 		}
@@ -194,8 +203,8 @@ static const char *const limit_names[] = { "memory",       "pids",       "cpus",
 
 static int policy_set(struct cli *cli, int argc, char **argv)
 {
-	enum { O_DEP = 256, O_RPT, O_RPP, O_BE, O_JSON, O_DEF = 300, O_MAX = 400 };
-	struct option opts[2 * NLIMITS + 7];
+	enum { O_DEP = 256, O_RPT, O_RPP, O_BE, O_CV, O_JSON, O_DEF = 300, O_MAX = 400 };
+	struct option opts[2 * NLIMITS + 8];
 	char names[2 * NLIMITS][32];
 	size_t n = 0;
 	for (int i = 0; i < NLIMITS; i++)
@@ -210,6 +219,7 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 	opts[n++] = (struct option){ "runs-per-tenant", required_argument, NULL, O_RPT };
 	opts[n++] = (struct option){ "runs-per-principal", required_argument, NULL, O_RPP };
 	opts[n++] = (struct option){ "best-effort-limits", required_argument, NULL, O_BE };
+	opts[n++] = (struct option){ "contract-on-violation", required_argument, NULL, O_CV };
 	opts[n++] = (struct option){ "json", no_argument, NULL, O_JSON };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
@@ -261,6 +271,15 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 					    json_boolean(!strcmp(optarg, "on")));
 			changed = true;
 			break;
+		case O_CV: {
+			enum al_contract_action a;
+			if (al_contract_action_parse(optarg, &a))
+				rc = cli_usage(cli, "--contract-on-violation takes record, drop or "
+						    "block_apply");
+			json_object_set_new(doc, "contract_on_violation", json_string(optarg));
+			changed = true;
+			break;
+		}
 		case O_JSON: cli->json = true; break;
 		case 'h':
 			printf("%s", set_help);

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "airlock/contract.h"
 #include "airlock/policy.h"
 #include "airlock/store.h"
 #include "ledger_private.h"
@@ -95,6 +96,9 @@ char *al_policy_format(const struct al_policy *p)
 		json_object_set_new(o, "runs_per_tenant", json_integer(p->runs_per_tenant));
 	if (p->runs_per_principal)
 		json_object_set_new(o, "runs_per_principal", json_integer(p->runs_per_principal));
+	if (p->contract_floor)
+		json_object_set_new(o, "contract_on_violation",
+				    json_string(al_contract_action_name(p->contract_floor - 1)));
 	char *s = json_dumps(o, JSON_FLAGS);
 	json_decref(o);
 	return s;
@@ -164,6 +168,15 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 				*(!strcmp(k, "runs_per_tenant") ? &out->runs_per_tenant
 								: &out->runs_per_principal) =
 					(uint32_t)u;
+		} else if (!strcmp(k, "contract_on_violation")) {
+			enum al_contract_action a;
+			if (!json_is_string(v) ||
+			    al_contract_action_parse(json_string_value(v), &a))
+				r = al_fail(err, AL_EINVAL, 0,
+					    "policy: 'contract_on_violation' is record, drop or "
+					    "block_apply");
+			else
+				out->contract_floor = (uint8_t)(a + 1);
 		} else if (!strcmp(k, "best_effort_limits")) {
 			if (!json_is_boolean(v))
 				r = al_fail(err, AL_EINVAL, 0,
@@ -234,6 +247,8 @@ static void overlay(struct al_policy *base, const struct al_policy *over)
 		base->runs_per_tenant = over->runs_per_tenant;
 	if (over->runs_per_principal)
 		base->runs_per_principal = over->runs_per_principal;
+	if (over->contract_floor)
+		base->contract_floor = over->contract_floor;
 }
 
 static void human(uint64_t v, double scale, char *buf, size_t n)
@@ -286,6 +301,12 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 			"deployment's (%u, %u)",
 			p->runs_per_tenant, p->runs_per_principal, above->runs_per_tenant,
 			above->runs_per_principal);
+	if (above && p->contract_floor && p->contract_floor < above->contract_floor)
+		return al_fail(err, AL_ELIMIT, 0,
+			       "policy: the tenant's contract_on_violation (%s) is weaker than the "
+			       "deployment's (%s)",
+			       al_contract_action_name(p->contract_floor - 1),
+			       al_contract_action_name(above->contract_floor - 1));
 	if (p->runs_per_principal > p->runs_per_tenant)
 		return al_fail(err, AL_ELIMIT, 0,
 			       "policy: runs per principal (%u) above runs per tenant (%u)",
@@ -335,6 +356,9 @@ int al_policy_effective(struct al_store *tenant, struct al_policy *out, struct a
 		out->runs_per_tenant = dep.runs_per_tenant;
 	if (out->runs_per_principal > out->runs_per_tenant)
 		out->runs_per_principal = out->runs_per_tenant;
+	/* and a floor the operator raised since holds for the tenant too */
+	if (out->contract_floor < dep.contract_floor)
+		out->contract_floor = dep.contract_floor;
 	return 0;
 }
 
