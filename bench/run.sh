@@ -104,6 +104,7 @@ row "peak RSS, import of 100k tree (KiB)" "$rss_import" "-" "-" "streams"
 
 if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/sandbox.sh" "$TREE" "$OUT")
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/contract.sh" "$OUT")
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2
 fi

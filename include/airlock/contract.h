@@ -64,4 +64,16 @@ struct al_contract_input {
 int al_contract_check(const struct al_contract *c, const struct al_contract_input *in,
 		      json_t **verdict, struct al_error *err);
 
+/* A project's default contract: every run on the project is checked
+ * against it as well as against its own (a request cannot weaken it).
+ * get: *out NULL when the project has none.  set: contract NULL removes
+ * it; a bad contract is AL_EINVAL and changes nothing; the change is a
+ * `project_contract` ledger entry (actor, before, after) in its
+ * transaction.  Authors and admins set it (the front-ends check). */
+struct al_store;
+int al_project_contract_get(struct al_store *st, const char *project, json_t **out,
+			    struct al_error *err);
+int al_project_contract_set(struct al_store *st, const char *project, const json_t *contract,
+			    const char *actor, struct al_error *err);
+
 #endif

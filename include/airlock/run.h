@@ -22,6 +22,7 @@
 #include "airlock/volume.h"
 
 struct al_store;
+struct al_contract;
 
 #define AL_RUN_ID_LEN 14 /* "r" + 13 hex */
 #define AL_SANDBOX_UID \
@@ -53,6 +54,9 @@ struct al_run_opts {
 	 * (cores, memory); the sandbox itself runs outside.  May be NULL. */
 	void (*throttle)(void *ctx, bool enter);
 	void *throttle_ctx;
+	/* the request's contract (contract.h), or NULL; the project's default
+	 * contract applies as well, and the policy's least action */
+	const struct al_contract *contract;
 };
 
 struct al_run_info {

@@ -106,12 +106,15 @@ struct al_draft_info {
 /* Draft states: open (undecided); applied (every change taken);
  * partially_applied (accept_selected left some: per path applied or
  * discarded); rejected (every change discarded); empty (a run that changed
- * nothing: closed when it was made).  Only an open draft can be decided. */
+ * nothing: closed when it was made); blocked (its run's contract was
+ * violated with block_apply: it can only be rejected).  Only an open
+ * draft can be applied. */
 #define AL_DRAFT_OPEN "open"
 #define AL_DRAFT_APPLIED "applied"
 #define AL_DRAFT_PARTIAL "partially_applied"
 #define AL_DRAFT_REJECTED "rejected"
 #define AL_DRAFT_EMPTY "empty"
+#define AL_DRAFT_BLOCKED "blocked"
 /* Fork a draft from the project's head; with content, the draft's head is
  * that snapshot (one commit on the draft). */
 int al_draft_create(struct al_store *st, const char *project, const struct al_oid *content,
@@ -122,6 +125,7 @@ struct al_draft_opts {
 	const char *author;
 	const char *group; /* its unit of work (NULL: a new one) */
 	bool close_empty;  /* content == base: the draft is made closed, "empty" */
+	bool blocked;      /* made "blocked" (a contract's block_apply), unless empty */
 };
 int al_draft_create_opts(struct al_store *st, const char *project, const struct al_draft_opts *o,
 			 struct al_draft_info *out, struct al_error *err);

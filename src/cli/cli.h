@@ -52,6 +52,9 @@ int cli_json_print(json_t *v);
  * characters, else \xNN-escaped (al_quote); NULL gives dflt.  The result
  * lives until 16 more calls of this thread. */
 const char *cli_esc(const char *s, const char *dflt);
+/* A small file's bytes (at most max: AL_ELIMIT past it), NUL-terminated;
+ * errors name the path.  *out malloc'ed. */
+int cli_read_small(const char *path, size_t max, char **out, size_t *n, struct al_error *err);
 /* A run's output (stream 1 or 2) to f: on a terminal, only text, tabs, line
  * ends and colour pass, other controls are shown as \xNN. */
 void cli_write_output(FILE *f, int stream, const void *p, size_t n);

@@ -1,5 +1,8 @@
 /* Helpers shared by the subcommands: errors, JSON, progress, options,
  * dispatch.  The bottom of the CLI: calls no other file of src/cli. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <getopt.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -387,4 +390,26 @@ const char *cli_path_escape(const char *s, char *out, size_t n)
 	}
 	out[j] = 0;
 	return out;
+}
+
+int cli_read_small(const char *path, size_t max, char **out, size_t *n, struct al_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return al_fail(err, errno == ENOENT ? AL_ENOTFOUND : AL_EIO, errno, "%s", path);
+	char *buf = malloc(max + 2);
+	if (!buf)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "%s", path);
+	ssize_t got = al_read_full(fd, buf, max + 1);
+	if (got < 0 || (size_t)got > max) {
+		free(buf);
+		return got < 0 ? al_fail(err, AL_EIO, errno, "%s", path)
+			       : al_fail(err, AL_ELIMIT, 0, "%s: larger than %zu bytes", path, max);
+	}
+	buf[got] = 0;
+	*out = buf;
+	*n = (size_t)got;
+	return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "airlock/contract.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
@@ -147,6 +148,111 @@ static int proj_log(struct cli *cli, int argc, char **argv)
 			1, "/projects/%s/log", log_list, log_text);
 }
 
+static const char contract_help[] =
+	"usage: airlock project contract NAME [--set FILE | --unset] [--author A] [--json]\n\n"
+	"Show the project's default run contract (docs/formats.md, \"Contracts\"), or\n"
+	"replace it with FILE (--set), or remove it (--unset).  Every run on the\n"
+	"project is checked against it as well as against its own --contract; a\n"
+	"run's contract cannot weaken it.  A bad contract is refused (exit 6,\n"
+	"nothing changed).  Authors and admins change it; each change is recorded\n"
+	"in the ledger (project_contract: before, after).\n"
+	"--json: {\"project\", \"contract\": {…} or null}.\n";
+
+static int contract_doc(struct al_store *st, const char *project, json_t **out,
+			struct al_error *err)
+{
+	json_t *c = NULL;
+	int r = al_project_contract_get(st, project, &c, err);
+	if (r == 0 &&
+	    !(*out = json_pack("{s:s,s:o}", "project", project, "contract", c ? c : json_null())))
+		r = al_fail(err, AL_ENOMEM, 0, "contract");
+	return r;
+}
+
+static int proj_contract(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "set", required_argument, NULL, 's' },    { "unset", no_argument, NULL, 'u' },
+		{ "author", required_argument, NULL, 'a' }, { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
+	};
+	const char *set = NULL, *author = NULL;
+	bool unset = false;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': set = optarg; break;
+		case 'u': unset = true; break;
+		case 'a': author = optarg; break;
+		case 'j': cli->json = true; break;
+		case 'h': printf("%s", contract_help); return 0;
+		default: return cli_usage(cli, "bad option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage(cli, optind < argc ? "unexpected argument"
+						    : "expected the project name");
+	if (set && unset)
+		return cli_usage(cli, "--set and --unset exclude each other");
+	const char *name = argv[optind];
+	struct al_error err = { 0 };
+	json_t *contract = NULL, *doc = NULL;
+	if (set) {
+		_cleanup_free_ char *text = NULL;
+		size_t n = 0;
+		struct al_contract *parsed = NULL;
+		int r = cli_read_small(set, AL_CONTRACT_MAX, &text, &n, &err);
+		if (r == 0)
+			r = al_contract_parse_text(text, n, &parsed, &err);
+		if (r == 0)
+			contract = json_incref((json_t *)al_contract_json(parsed));
+		al_contract_free(parsed);
+		if (r < 0)
+			return cli_error(cli, &err);
+	}
+	int r;
+	if (cli->server) {
+		char path[256], esc[200];
+		snprintf(path, sizeof(path), "/projects/%s/contract",
+			 cli_path_escape(name, esc, sizeof(esc)));
+		r = cli_http(cli,
+			     set     ? "PUT"
+			     : unset ? "DELETE"
+				     : "GET",
+			     path, contract, NULL, NULL, &doc, &err);
+		json_decref(contract);
+		if (r < 0)
+			return cli_remote_error(cli, &err, doc);
+	} else {
+		struct al_store *st = NULL;
+		r = cli_open(cli, &st, &err);
+		if (r == 0 && (set || unset))
+			r = al_project_contract_set(st, name, contract, cli_author(author), &err);
+		if (r == 0)
+			r = contract_doc(st, name, &doc, &err);
+		json_decref(contract);
+		al_store_close(st);
+		if (r < 0)
+			return cli_error(cli, &err);
+	}
+	if (cli->json)
+		return cli_json_print(doc);
+	json_t *ct = json_object_get(doc, "contract");
+	if (json_is_null(ct) || !ct)
+		printf("project %s has no contract\n", name);
+	else {
+		_cleanup_free_ char *t = json_dumps(ct, JSON_INDENT(2) | JSON_SORT_KEYS);
+		for (char *l = t, *e; l && *l; l = e ? e + 1 : NULL) {
+			if ((e = strchr(l, '\n')))
+				*e = 0;
+			printf("%s\n", cli_esc(l, ""));
+		}
+	}
+	json_decref(doc);
+	return 0;
+}
+
 int cmd_project(struct cli *cli, int argc, char **argv)
 {
 	static const struct cli_cmd cmds[] = {
@@ -154,6 +260,7 @@ int cmd_project(struct cli *cli, int argc, char **argv)
 		{ "list", proj_list, "list projects" },
 		{ "head", proj_head, "print a project's live head" },
 		{ "log", proj_log, "a project's commits, with conflicts" },
+		{ "contract", proj_contract, "show or change the project's run contract" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "project", cmds, argc - 1, argv + 1);

@@ -15,10 +15,12 @@
 
 #include "airlock/cas.h"
 #include "airlock/image.h"
+#include "airlock/contract.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
 #include "cli.h"
 #include "ops.h"
+#include "view.h"
 #include "airlock/util.h"
 
 /* exit codes of airlock run beyond the command's own (docs/cli.md) */
@@ -29,8 +31,8 @@ static const char run_help[] =
 	"usage: airlock run PROJECT [--image ID|NAME] [--network none|egress] [--timeout SEC]\n"
 	"                   [--memory BYTES] [--pids N] [--cpus N] [--output-limit BYTES]\n"
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
-	"                   [--secret-file K[=V]]... [--group G] [--author A] [--json] -- CMD "
-	"[ARG...]\n"
+	"                   [--secret-file K[=V]]... [--contract FILE] [--group G] [--author A]\n"
+	"                   [--json] -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -58,6 +60,11 @@ static const char run_help[] =
 	"                      and the value's sha256\n"
 	"  --secret-file K[=V] the same, as the file /run/airlock/secrets/K (mode 0400,\n"
 	"                      on a tmpfs of this run only) instead of a variable\n"
+	"  --contract FILE     a run contract (JSON, docs/formats.md \"Contracts\"): the\n"
+	"                      paths the run may change, must and must not change, what\n"
+	"                      its outputs must be, its exit status; checked after the\n"
+	"                      run (with the project's own contract, if it has one);\n"
+	"                      a bad contract is refused before anything runs\n"
 	"  --group G           the unit of work's id in the ledger (default: a new one)\n"
 	"  --author A          who ran it, in the record and the ledger (default: $USER)\n"
 	"  --json              no live output; one JSON object: the run record with the\n"
@@ -213,10 +220,46 @@ static void summary(FILE *f, json_t *rec)
 		fprintf(f, "; cancelled");
 	if (jint(rec, "exit_code"))
 		fprintf(f, "; exit status %lld", jint(rec, "exit_code"));
+	json_t *ct = json_object_get(rec, "contract");
+	if (ct) {
+		size_t nv = json_array_size(json_object_get(ct, "violations")) +
+			    (size_t)jint(ct, "more");
+		if (nv)
+			fprintf(f, "; contract violated (%zu), %s", nv, jstr(ct, "on_violation"));
+		else
+			fprintf(f, "; contract satisfied");
+	}
 	if (n)
 		fprintf(f, "; review: airlock review %s\n", jstr(rec, "id"));
 	else
 		fprintf(f, "; draft %s closed: empty\n", jstr(rec, "draft"));
+}
+
+/* The contract's verdict, one line per violation. */
+static void contract_text(json_t *rec)
+{
+	json_t *ct = json_object_get(rec, "contract"), *v;
+	if (!json_is_object(ct))
+		return;
+	printf("contract %s (on violation: %s)\n", jstr(ct, "verdict"), jstr(ct, "on_violation"));
+	size_t i;
+	json_array_foreach(json_object_get(ct, "violations"), i, v) {
+		printf("  %s %s", jstr(v, "kind"), cli_esc(contract_where(v), ""));
+		if (!strcmp(jstr(v, "kind"), "exit"))
+			printf("expected %lld, got %lld", jint(v, "expected"), jint(v, "actual"));
+		json_t *e = json_array_get(json_object_get(v, "errors"), 0);
+		if (e)
+			printf(" at %s: %s", cli_esc(jstr(e, "at"), ""),
+			       cli_esc(jstr(e, "message"), ""));
+		if (json_is_string(json_object_get(v, "message")))
+			printf(": %s", cli_esc(jstr(v, "message"), ""));
+		printf(" (%s)\n", jstr(v, "source"));
+	}
+	if (jint(ct, "more"))
+		printf("  … and %lld more\n", jint(ct, "more"));
+	size_t nd = json_array_size(json_object_get(ct, "dropped"));
+	if (nd)
+		printf("  %zu change%s outside writable not kept\n", nd, nd == 1 ? "" : "s");
 }
 
 /* What the record says beyond the summary: truncation, neutralised entries. */
@@ -303,6 +346,7 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	if (json_is_string(json_object_get(rec, "replay_of")))
 		printf("replay   of %s: %s\n", jstr(rec, "replay_of"),
 		       jstr(json_object_get(rec, "verdict"), "result"));
+	contract_text(rec);
 	summary(stdout, rec);
 	notes(stdout, rec);
 	print_output(rec);
@@ -383,6 +427,20 @@ static int follow(struct cli *cli, const char *id, json_t **rec, struct al_error
 }
 
 /* The run as a request to airlockd; prints what the embedded run prints. */
+/* A contract file, parsed (and so checked) before anything runs. */
+static int load_contract(const char *path, struct al_contract **out, struct al_error *err)
+{
+	*out = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t n;
+	int r = cli_read_small(path, AL_CONTRACT_MAX, &buf, &n, err);
+	if (r == 0)
+		r = al_contract_parse_text(buf, n, out, err);
+	if (r < 0)
+		al_error_prefix(err, "--contract: ");
+	return r;
+}
+
 static int run_remote(struct cli *cli, const struct al_run_opts *o)
 {
 	json_t *body = json_pack("{s:s}", "network", al_network_name(o->network));
@@ -412,6 +470,8 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "image", json_string(o->image));
 	if (o->group)
 		json_object_set_new(body, "group", json_string(o->group));
+	if (o->contract)
+		json_object_set(body, "contract", (json_t *)al_contract_json(o->contract));
 	/* only the limits given: the daemon's policy decides the rest */
 	const struct al_limits *l = &o->limits;
 	if (l->timeout_ms)
@@ -482,6 +542,7 @@ enum {
 	O_SECRET_FILE,
 	O_GROUP,
 	O_AUTHOR,
+	O_CONTRACT,
 	O_JSON
 };
 
@@ -526,10 +587,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 						O_SECRET_FILE },
 					      { "group", required_argument, NULL, O_GROUP },
 					      { "author", required_argument, NULL, O_AUTHOR },
+					      { "contract", required_argument, NULL, O_CONTRACT },
 					      { "json", no_argument, NULL, O_JSON },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
+	struct al_contract *contract = NULL;
 	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
@@ -629,6 +692,13 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		}
 		case O_GROUP: o.group = optarg; break;
 		case O_AUTHOR: o.author = optarg; break;
+		case O_CONTRACT:
+			al_contract_free(contract);
+			contract = NULL;
+			if (load_contract(optarg, &contract, &err) < 0)
+				rc = cli_error(cli, &err);
+			o.contract = contract;
+			break;
 		case O_JSON: cli->json = true; break;
 		case 'h':
 			printf("%s", run_help);
@@ -706,6 +776,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		free(secret_bufs[i]);
 	}
 	free(secret_bufs);
+	al_contract_free(contract);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 
 #include "airlock/auth.h"
 #include "airlock/volume.h"
+#include "airlock/contract.h"
 #include "decode.h"
 #include "airlock/util.h"
 
@@ -124,6 +125,7 @@ void run_request_release(struct run_request *r)
 	free(r->env);
 	free(r->secrets);
 	free(r->secret_files);
+	al_contract_free(r->contract);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -132,7 +134,7 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	static const char *const keys[] = { "argv",    "env",          "secrets",    "image",
 					    "network", "timeout",      "memory",     "pids",
 					    "cpus",    "output_limit", "disk_limit", "files",
-					    "group",   "wait",         NULL };
+					    "group",   "wait",         "contract",   NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
 	int rc = known_keys(body, keys, "run request", err);
@@ -235,6 +237,10 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 				     "field '%s': must be positive (leave it out for the default)",
 				     lims[i].key);
 	}
+	json_t *ct = json_object_get(body, "contract");
+	if (rc == 0 && ct && !json_is_null(ct) &&
+	    (rc = al_contract_parse(ct, &r->contract, err)) == 0)
+		r->o.contract = r->contract;
 	json_t *w = json_object_get(body, "wait");
 	if (rc == 0 && w && !json_is_boolean(w))
 		rc = al_fail(err, AL_EINVAL, 0, "field 'wait': expected true or false");

@@ -23,6 +23,7 @@ struct run_request {
 	size_t nbufs;
 	bool wait;
 	bool on_head; /* a replay's (decode_replay) */
+	struct al_contract *contract; /* owned; o.contract points to it */
 };
 int decode_run(json_t *body, struct run_request *out, struct al_error *err);
 /* A replay: {on_head, secrets: [{name, value}], wait}; the secrets as

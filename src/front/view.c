@@ -135,6 +135,16 @@ static void name_list(json_t *a, char *buf, size_t n)
 	}
 }
 
+/* Where a contract's violation is: its path, pattern or stream. */
+const char *contract_where(json_t *v)
+{
+	static const char *const keys[] = { "path", "pattern", "stream" };
+	for (size_t i = 0; i < 3; i++)
+		if (json_is_string(json_object_get(v, keys[i])))
+			return json_string_value(json_object_get(v, keys[i]));
+	return "";
+}
+
 /* What the run that made a draft says a reviewer must know before taking
  * its content: marks (machine) and warnings (sentences), and the disk
  * limit's cut files (docs/formats.md).  *disk (borrowed by o) is the
@@ -198,6 +208,41 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 		if (disk && json_is_object(d)) {
 			json_object_set(o, "disk_limit", d);
 			*disk = d;
+		}
+	}
+	json_t *ct = json_object_get(rec, "contract");
+	if (json_is_object(ct)) {
+		json_object_set(o, "contract", ct);
+		json_t *vs = json_object_get(ct, "violations"), *v;
+		size_t nv = json_array_size(vs) +
+			    (size_t)json_integer_value(json_object_get(ct, "more")),
+		       i;
+		if (nv) {
+			json_array_append_new(marks, json_string("contract_violated"));
+			int n = snprintf(w, sizeof(w),
+					 "run %s broke its contract (%zu violation%s, %s):", run,
+					 nv, nv == 1 ? "" : "s",
+					 json_string_value(json_object_get(ct, "on_violation")));
+			json_array_foreach(vs, i, v) {
+				if (n < 0 || (size_t)n >= sizeof(w) - 80) {
+					snprintf(w + n, sizeof(w) - (size_t)n, " …");
+					break;
+				}
+				n += snprintf(w + n, sizeof(w) - (size_t)n, "%s %s %s",
+					      i ? ";" : "",
+					      json_string_value(json_object_get(v, "kind")),
+					      contract_where(v));
+			}
+			json_array_append_new(warnings, json_string(w));
+		}
+		json_t *dropped = json_object_get(ct, "dropped");
+		if (json_array_size(dropped)) {
+			char names[600] = "";
+			name_list(dropped, names, sizeof(names));
+			snprintf(w, sizeof(w),
+				 "run %s's changes outside its contract were not kept: %s", run,
+				 names);
+			json_array_append_new(warnings, json_string(w));
 		}
 	}
 	static const char *const streams[] = { "stdout", "stderr" };

@@ -84,4 +84,8 @@ json_t *view_principal(struct al_auth *a, const struct al_principal *p);
 /* {id, principal, created, expires, revoked}: never the token */
 json_t *view_token(const struct al_token_info *t);
 
+/* Where a contract's violation (a record's contract.violations[i]) is:
+ * its path, pattern or stream ("" for the exit status). */
+const char *contract_where(json_t *v);
+
 #endif

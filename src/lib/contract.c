@@ -16,7 +16,12 @@
 #include <string.h>
 
 #include "airlock/contract.h"
+#include "airlock/store.h"
+#include "airlock/volume.h"
 #include "jsonschema.h"
+#include "ledger_private.h"
+#include "sqlite_util.h"
+#include "store_private.h"
 #include "util.h"
 
 #define PATTERNS_MAX 1000
@@ -642,4 +647,94 @@ int al_contract_check(const struct al_contract *c, const struct al_contract_inpu
 	if (*verdict && vd.more)
 		json_object_set_new(*verdict, "more", json_integer((json_int_t)vd.more));
 	return *verdict ? 0 : al_fail(err, AL_ENOMEM, ENOMEM, "contract");
+}
+
+/* ---- a project's default contract ------------------------------------------ */
+
+static int contract_load(sqlite3 *db, const char *project, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	int r = al_sqlite_prepare(db, "SELECT doc FROM project_contracts WHERE project = ?", &q,
+				  err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return al_sqlite_fail(db, err, "project contract");
+	json_error_t je;
+	*out = json_loads((const char *)sqlite3_column_text(q, 0), 0, &je);
+	return *out ? 0
+		    : al_fail(err, AL_ECORRUPT, 0, "project %s: stored contract: %s", project,
+			      je.text);
+}
+
+int al_project_contract_get(struct al_store *st, const char *project, json_t **out,
+			    struct al_error *err)
+{
+	*out = NULL;
+	struct al_project_info p;
+	sqlite3 *db;
+	int r = al_project_get(st, project, &p, err);
+	if (r == 0)
+		r = al_store__meta(st, &db, err);
+	return r < 0 ? r : contract_load(db, project, out, err);
+}
+
+int al_project_contract_set(struct al_store *st, const char *project, const json_t *contract,
+			    const char *actor, struct al_error *err)
+{
+	struct al_contract *c = NULL;
+	struct al_project_info p;
+	int r = al_project_get(st, project, &p, err);
+	if (r == 0 && contract)
+		r = al_contract_parse(contract, &c, err);
+	al_contract_free(c);
+	if (actor && *actor && r == 0)
+		r = al_text_check("author", actor, 255, err);
+	sqlite3 *db;
+	if (r < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
+	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+		return r;
+	json_t *before = NULL;
+	_cleanup_free_ char *doc =
+		contract ? json_dumps(contract, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st_ = NULL;
+	if ((r = contract_load(db, project, &before, err)) == 0 && contract && !doc)
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "contract");
+	if (r == 0)
+		r = al_sqlite_prepare(db,
+				      contract
+					      ? "INSERT OR REPLACE INTO project_contracts(project, "
+						"doc, set_by, time) VALUES (?, ?, ?, ?)"
+					      : "DELETE FROM project_contracts WHERE project = ?",
+				      &st_, err);
+	if (r == 0) {
+		sqlite3_bind_text(st_, 1, project, -1, SQLITE_STATIC);
+		if (contract) {
+			sqlite3_bind_text(st_, 2, doc, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st_, 3, actor ? actor : "", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st_, 4, al_wall_s());
+		}
+		if (sqlite3_step(st_) != SQLITE_DONE)
+			r = al_sqlite_fail(db, err, "project contract");
+	}
+	if (r == 0) {
+		char group[17];
+		al_ledger__new_group(group);
+		json_t *data = json_pack("{s:O?,s:O?}", "before", before, "after", contract);
+		struct al_ledger_rec lr = { .kind = "project_contract",
+					    .group = group,
+					    .project = project,
+					    .actor = actor ? actor : "",
+					    .data = data };
+		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "contract");
+		json_decref(data);
+	}
+	json_decref(before);
+	return al_ledger__finish(st, db, r, err);
 }

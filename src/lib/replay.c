@@ -11,6 +11,7 @@
 #include <openssl/hmac.h>
 
 #include "airlock/cas.h"
+#include "airlock/contract.h"
 #include "airlock/manifest.h"
 #include "airlock/policy.h"
 #include "airlock/replay.h"
@@ -1045,8 +1046,16 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	if (!why[0] && (al_network_parse(jstr(orig, "network"), &net, &e) < 0 ||
 			al_sandbox_check(NULL, net, &e) < 0))
 		snprintf(why, sizeof(why), "its network policy cannot be had now: %s", e.msg);
+	/* the request's contract is an input too (the project's default is
+	 * the project's now, as the policy is the tenant's now) */
+	struct al_contract *contract = NULL;
+	json_t *req_contract = json_object_get(
+		json_object_get(json_object_get(orig, "contract"), "contracts"), "request");
+	if (!why[0] && req_contract && al_contract_parse(req_contract, &contract, &e) < 0)
+		snprintf(why, sizeof(why), "its contract is refused now: %s", e.msg);
 	if (why[0]) {
 		r = record_not_replayable(st, ro, o, orig, secrets, why, out, err);
+		al_contract_free(contract);
 		json_decref(secrets);
 		json_decref(orig);
 		return r;
@@ -1115,6 +1124,7 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 		o2.network = net;
 		o2.limits = limits;
 		o2.group = jstr(orig, "group") && *jstr(orig, "group") ? jstr(orig, "group") : NULL;
+		o2.contract = contract;
 		struct al_run__ext x = { .base = &base,
 					 .image = &image,
 					 .env_exact = true,
@@ -1132,6 +1142,7 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	free(sv);
 	free(sf);
 	json_decref(env2);
+	al_contract_free(contract);
 	json_decref(secrets);
 	json_decref(orig);
 	return r;

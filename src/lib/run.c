@@ -23,6 +23,7 @@
 #include "airlock/overlay.h"
 #include "airlock/policy.h"
 #include "airlock/run.h"
+#include "run_contract.h"
 #include "airlock/store.h"
 #include "delta_private.h"
 #include "gc_private.h"
@@ -517,6 +518,10 @@ struct run {
 	bool ran;          /* the sandbox ran (its output is there to keep) */
 	int lock;          /* runs/<id>.lock, held while the attempt lasts */
 	bool disk_full;    /* the run's disk tmpfs had no block left */
+	struct run_contracts contracts;
+	json_t *verdict; /* the record's "contract", or NULL */
+	bool blocked;    /* its draft is made blocked */
+	uint64_t contract_ms;
 };
 
 static void throttle(struct run *r, bool enter)
@@ -542,6 +547,8 @@ static void run_release(struct run *r)
 	if (r->sres.upper_fd >= 0)
 		close(r->sres.upper_fd);
 	masker_release(&r->cap.mask);
+	al_run__contracts_release(&r->contracts);
+	json_decref(r->verdict);
 	if (r->lock >= 0) {
 		char p[4200];
 		snprintf(p, sizeof(p), "%s/runs/%s.lock", al_store_dir(r->st), r->id);
@@ -1062,7 +1069,9 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	if ((r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
-	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0))
+	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
+	    (r = al_run__contracts_load(st, o->project, o->contract, pol.contract_floor,
+					&run.contracts, err)) < 0)
 		goto out;
 	if (x && x->image)
 		run.image = *x->image;
@@ -1180,10 +1189,22 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.phase = "collect";
 	throttle(&run, true);
 	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result,
-					 &run.rep, err)) < 0 ||
-	    (r = bundle_changes(&run, err)) < 0)
+					 &run.rep, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
+	/* the contracts see what was collected; drop may narrow the result */
+	uint64_t tc = al_now_ns();
+	run.phase = "contract";
+	if ((r = al_run__contracts_check(st, &run.contracts, &run.base, &run.result,
+					 run.sres.exit_code, run.cap.fd[1], run.cap.fd[2],
+					 &run.verdict, &run.blocked, err)) < 0)
+		goto out;
+	run.contract_ms = (al_now_ns() - tc) / 1000000;
+	t0 = al_now_ns();
+	run.phase = "collect";
+	if ((r = bundle_changes(&run, err)) < 0)
+		goto out;
+	run.delta_ms += (al_now_ns() - t0) / 1000000;
 
 	run.phase = "record";
 	uint8_t skey[AL_SECRET_KEY_LEN];
@@ -1191,6 +1212,11 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	json_t *rec = record_json(&run, env->v, env->n, skey);
 	explicit_bzero(skey, sizeof(skey));
+	if (rec && run.verdict) {
+		json_object_set(rec, "contract", run.verdict);
+		json_object_set_new(json_object_get(rec, "usage"), "contract_ms",
+				    json_integer((json_int_t)run.contract_ms));
+	}
 	if (!rec) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 		goto out;
@@ -1205,7 +1231,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 				       .content = &run.result,
 				       .author = o->author,
 				       .group = o->group,
-				       .close_empty = true };
+				       .close_empty = true,
+				       .blocked = run.blocked };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
 	if (r == 0)

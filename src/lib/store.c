@@ -105,6 +105,9 @@ static const char *const meta_migrations[] = {
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  origin TEXT NOT NULL, signature BLOB NOT NULL);",
+	/* 2: a project's default run contract (contract.h) */
+	"CREATE TABLE IF NOT EXISTS project_contracts("
+	"  project TEXT PRIMARY KEY, doc TEXT NOT NULL, set_by TEXT, time INTEGER NOT NULL);",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

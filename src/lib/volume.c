@@ -1193,7 +1193,9 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	bool empty = !content || al_oid_eq(content, base);
-	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY : AL_DRAFT_OPEN;
+	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY
+			    : o->blocked            ? AL_DRAFT_BLOCKED
+						    : AL_DRAFT_OPEN;
 	if ((r = al_sqlite_prepare(db,
 				   "INSERT INTO volumes(project, kind, head, base, public_id, "
 				   "created, grp, state) "
@@ -1454,6 +1456,48 @@ int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, voi
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
 }
 
+/* A blocked draft's refusal, naming its run's first violations. */
+static int blocked_error(sqlite3 *db, const char *id, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	char what[200] = "";
+	size_t n = 0, shown = 0;
+	const char *run = "?";
+	json_t *rec = NULL;
+	if (al_sqlite_prepare(db, "SELECT id, record FROM runs WHERE draft = ?", &q, NULL) == 0) {
+		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			json_error_t je;
+			run = (const char *)sqlite3_column_text(q, 0);
+			rec = json_loads((const char *)sqlite3_column_text(q, 1), 0, &je);
+		}
+	}
+	json_t *vs = json_object_get(json_object_get(rec, "contract"), "violations"), *x;
+	size_t i, len = 0;
+	json_array_foreach(vs, i, x) {
+		n++;
+		const char *k = json_string_value(json_object_get(x, "kind"));
+		const char *p = json_string_value(json_object_get(x, "path"));
+		if (!p)
+			p = json_string_value(json_object_get(x, "pattern"));
+		if (!p)
+			p = json_string_value(json_object_get(x, "stream"));
+		if (shown < 3 && len < sizeof(what) - 1) {
+			len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s%s%s",
+						shown ? "; " : "", k ? k : "?", p ? " " : "",
+						p ? p : "");
+			shown++;
+		}
+	}
+	n += (size_t)json_integer_value(json_object_get(json_object_get(rec, "contract"), "more"));
+	int r = al_fail(err, AL_ESTATE, 0,
+			"draft %s is blocked: run %s broke its contract (%zu violation%s: %s%s); "
+			"it can only be rejected",
+			id, run, n, n == 1 ? "" : "s", what, n > shown ? "; …" : "");
+	json_decref(rec);
+	return r;
+}
+
 int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		   const char *const *paths, size_t npaths, const struct al_commit_opts *opts,
 		   struct al_commit_result *res, struct al_error *err)
@@ -1478,7 +1522,9 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 						 "nothing to apply",
 						 id),
 					 err);
-	if (strcmp(d.state, AL_DRAFT_OPEN) != 0)
+	if (strcmp(d.state, AL_DRAFT_BLOCKED) == 0 && mode != AL_REJECT_ALL)
+		return al_ledger__finish(st, db, blocked_error(db, id, err), err);
+	if (strcmp(d.state, AL_DRAFT_OPEN) != 0 && strcmp(d.state, AL_DRAFT_BLOCKED) != 0)
 		return al_ledger__finish(
 			st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state),
 			err);
@@ -1549,9 +1595,11 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		return r;
 	}
 	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if ((r = al_sqlite_prepare(db,
-				   "UPDATE volumes SET state = ? WHERE id = ? AND state = 'open'",
-				   &up, err)) < 0)
+	if ((r = al_sqlite_prepare(
+		     db,
+		     "UPDATE volumes SET state = ? WHERE id = ? AND state IN ('open', "
+		     "'blocked')",
+		     &up, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 2, d.id);

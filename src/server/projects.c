@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "airlock/cas.h"
+#include "airlock/contract.h"
 #include "airlock/image.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
@@ -367,4 +368,54 @@ int h_image_import(struct req *rq)
 		rc = al_image_import_as(st, src, name, "upload", rq->who.name, &res, &err);
 	srv_store_done(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, view_image_import(&res, name));
+}
+
+/* ---- a project's default contract (contract.h) ------------------------------- */
+
+static int contract_doc(struct al_store *st, const char *project, json_t **out,
+			struct al_error *err)
+{
+	json_t *c = NULL;
+	int rc = al_project_contract_get(st, project, &c, err);
+	if (rc == 0 && !(*out = json_pack("{s:s,s:o?}", "project", project, "contract", c)))
+		rc = al_fail(err, AL_ENOMEM, 0, "contract");
+	if (rc == 0 && !json_object_get(*out, "contract"))
+		json_object_set_new(*out, "contract", json_null());
+	return rc;
+}
+
+static int get_contract(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	return contract_doc(st, rq->seg[1], out, err);
+}
+
+static int put_contract(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	json_t *body = NULL;
+	int rc = decode_body(rq->body, rq->len, &body, err);
+	if (rc == 0)
+		rc = al_project_contract_set(st, rq->seg[1], body, rq->who.name, err);
+	json_decref(body);
+	return rc < 0 ? rc : contract_doc(st, rq->seg[1], out, err);
+}
+
+static int delete_contract(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
+{
+	int rc = al_project_contract_set(st, rq->seg[1], NULL, rq->who.name, err);
+	return rc < 0 ? rc : contract_doc(st, rq->seg[1], out, err);
+}
+
+int h_project_contract(struct req *rq)
+{
+	if (!srv_project_visible(rq, rq->seg[1]))
+		return srv_no_project(rq, rq->seg[1]);
+	return srv_serve(rq, 200, get_contract);
+}
+
+int h_project_contract_set(struct req *rq)
+{
+	if (!srv_project_visible(rq, rq->seg[1]))
+		return srv_no_project(rq, rq->seg[1]);
+	return srv_serve(rq, 200,
+			 strcmp(rq->method, "DELETE") == 0 ? delete_contract : put_contract);
 }

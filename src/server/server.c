@@ -39,6 +39,7 @@ __asm__(".section .rodata\n"
 #define PUBLIC 0x100u /* no token needed */
 #define ANY 0x0fu     /* every role */
 #define READ (AL_ROLE_ADMIN | AL_ROLE_AUTHOR | AL_ROLE_REVIEWER)
+#define AUTHORS (AL_ROLE_ADMIN | AL_ROLE_AUTHOR)
 
 static int h_health(struct req *rq)
 {
@@ -69,6 +70,9 @@ static const struct route routes[] = {
 	{ "POST", "projects", AL_ROLE_AUTHOR, h_project_create, false },
 	{ "GET", "projects/{name}", ANY, h_project, false },
 	{ "POST", "projects/{name}", AL_ROLE_AUTHOR, h_project_create_tree, true },
+	{ "GET", "projects/{name}/contract", ANY, h_project_contract, false },
+	{ "PUT", "projects/{name}/contract", AUTHORS, h_project_contract_set, false },
+	{ "DELETE", "projects/{name}/contract", AUTHORS, h_project_contract_set, false },
 	{ "GET", "projects/{name}/log", READ, h_project_log, false },
 	{ "GET", "projects/{name}/drafts", READ, h_project_drafts, false },
 	{ "GET", "projects/{name}/runs", ANY, h_runs, false },

@@ -125,6 +125,8 @@ bool srv_project_visible(struct req *rq, const char *project);
 int h_projects(struct req *rq);
 int h_project_create(struct req *rq);
 int h_project_create_tree(struct req *rq);
+int h_project_contract(struct req *rq);
+int h_project_contract_set(struct req *rq);
 int h_project(struct req *rq);
 int h_project_log(struct req *rq);
 int h_project_drafts(struct req *rq);

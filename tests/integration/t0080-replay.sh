@@ -191,6 +191,17 @@ is "$(echo "$out" | field env.SOURCE_DATE_EPOCH)" "$("$AL" project log p --json 
    "…and its SOURCE_DATE_EPOCH the head's commit time"
 is "$(vfield "$out" on_head)" True "the verdict says on_head"
 
+# ---- the request's contract is an input: the replay is held to it too -------------
+echo '{"writable": ["out/**"], "on_violation": "drop"}' > "$T/contract.json"
+run "$AL" run p --contract "$T/contract.json" -- sh -c 'mkdir -p out; echo kept > out/r.txt; echo stray > stray.txt'
+CON=$(runid "$err")
+is "$("$AL" run show "$CON" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["contract"]["verdict"], d["changes"]["added"])')" \
+   "violated 2" "the original wrote outside its contract, and stray.txt was dropped"
+run "$AL" replay "$CON" --json
+is "$rc" 0 "its replay, held to the same contract, is identical"
+is "$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["contract"]["verdict"], json.dumps(d["contract"]["contracts"]["request"], sort_keys=True))')" \
+   'violated {"on_violation": "drop", "writable": ["out/**"]}' "…the replay's record names the request's contract again"
+
 # ---- hostile output and names ------------------------------------------------------
 run "$AL" run p -- sh -c 'printf "line\033]0;pwned\007 %s\n" "$(od -An -N6 -tx1 /dev/urandom | tr -d " ")"; head -c 16 /dev/urandom | od -An -tx1 > "résumé ☃.txt"'
 HOST=$(runid "$err")
