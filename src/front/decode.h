@@ -22,7 +22,7 @@ struct run_request {
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;
-	bool on_head; /* a replay's (decode_replay) */
+	bool on_head;                 /* a replay's (decode_replay) */
 	struct al_contract *contract; /* owned; o.contract points to it */
 };
 int decode_run(json_t *body, struct run_request *out, struct al_error *err);
