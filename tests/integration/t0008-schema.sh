@@ -8,8 +8,10 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" project create p --from "$S" >/dev/null
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
+# the newest version of each (meta.db 2: project_contracts)
+want() { case $1 in *meta.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
-	is "$(uv "$db")" 1 "${db#"$AIRLOCK_HOME"/} is made at schema version 1"
+	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
 HEAD=$("$AL" project head p)
 
@@ -22,14 +24,20 @@ for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/
 	*) run "$AL" project head p ;;
 	esac
 	is "$rc" 1 "$db at schema version 99: refused (exit 1)"
-	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to 1: upgrade airlock" "…saying so"
+	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to $(want "$db"): upgrade airlock" "…saying so"
 	is "$(uv "$AIRLOCK_HOME/$db"):$(sha256sum "$AIRLOCK_HOME/$db")" "99:$sum0" "…and leaving it untouched"
-	uv "$AIRLOCK_HOME/$db" 1
+	uv "$AIRLOCK_HOME/$db" "$(want "$db")"
 done
 
-# a database made before versions (user_version 0) is brought to version 1
+# a database made before versions (user_version 0) is brought to the newest
 uv "$D/meta.db" 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
-is "$(uv "$D/meta.db")" 1 "…and is at version 1 after"
+is "$(uv "$D/meta.db")" 2 "…and is at version 2 after"
+# a version-1 meta.db (before project contracts) gains the table, its data intact
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
+printf '{"writable": ["**"]}' > "$T/c.json"
+run "$AL" project contract p --set "$T/c.json"
+is "$rc:$(uv "$D/meta.db")" "0:2" "a version-1 meta.db is migrated to 2 (project contracts) on open"
+is "$("$AL" project head p)" "$HEAD" "…its data intact"
 ok "fsck is clean" -- "$AL" fsck
 done_testing
