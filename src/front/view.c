@@ -466,6 +466,7 @@ int view_run(struct al_store *st, const char *id, bool with_output, size_t text_
 
 struct review_ctx {
 	bool stat;
+	const char *only; /* one path (the web UI's file view), or NULL: every one */
 	json_t *files;
 	int nfiles, adds, dels;
 	json_t *outcomes;  /* path -> outcome, for a decided draft */
@@ -541,6 +542,8 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 {
 	(void)err;
 	struct review_ctx *r = ctx;
+	if (r->only && strcmp(f->path, r->only) != 0)
+		return 0;
 	r->nfiles++;
 	r->adds += f->additions;
 	r->dels += f->deletions;
@@ -566,8 +569,8 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 	return 0;
 }
 
-int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
-		struct al_error *err)
+static int review_of(struct al_store *st, const char *draft, bool stat, const char *only,
+		     json_t **out, struct al_error *err)
 {
 	*out = NULL;
 	struct al_draft_info d;
@@ -590,6 +593,7 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 	json_decref(paths);
 	run_marks(st, d.run, o, &disk);
 	struct review_ctx c = { .stat = stat,
+				.only = only,
 				.files = json_array(),
 				.outcomes = outcomes,
 				.truncated = json_object_get(disk, "truncated") };
@@ -599,6 +603,13 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		json_decref(c.files);
 		json_decref(o);
 		return r;
+	}
+	if (only && !c.nfiles) {
+		json_decref(c.files);
+		json_decref(o);
+		char q[300];
+		al_quote(only, strnlen(only, 256), q, sizeof(q));
+		return al_fail(err, AL_ENOTFOUND, 0, "draft %s changes no path '%s'", d.id, q);
 	}
 	json_object_set_new(o, "files", c.files);
 	json_object_set_new(o, "applied", json_integer((json_int_t)d.applied));
@@ -610,6 +621,18 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 				      "deletions", c.dels));
 	*out = o;
 	return 0;
+}
+
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
+		struct al_error *err)
+{
+	return review_of(st, draft, stat, NULL, out, err);
+}
+
+int view_review_path(struct al_store *st, const char *draft, const char *path, json_t **out,
+		     struct al_error *err)
+{
+	return review_of(st, draft, false, path, out, err);
 }
 
 /* ---- the ledger ---------------------------------------------------------------- */
@@ -630,6 +653,7 @@ int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *ar
 
 struct show_ctx {
 	json_t *entry;
+	json_t *text; /* the entry's exact bytes, the leaf's */
 	uint8_t leaf[AL_DIGEST_LEN];
 };
 
@@ -638,6 +662,7 @@ static int keep_entry(void *ctx, const struct al_ledger_entry *e, struct al_erro
 	(void)err;
 	struct show_ctx *s = ctx;
 	s->entry = json_loadb(e->json, e->len, 0, NULL);
+	s->text = json_stringn(e->json, e->len);
 	al_merkle_leaf(e->json, e->len, s->leaf);
 	return 0;
 }
@@ -670,7 +695,7 @@ json_t *view_proof(uint8_t (*p)[AL_DIGEST_LEN], size_t n)
 
 /* An entry and its inclusion proof in the latest checkpoint, checked. */
 struct inclusion {
-	json_t *entry;
+	json_t *entry, *text;
 	uint8_t leaf[AL_DIGEST_LEN];
 	struct al_checkpoint cp;
 	uint8_t (*proof)[AL_DIGEST_LEN];
@@ -682,6 +707,7 @@ struct inclusion {
 static void inclusion_release(struct inclusion *in)
 {
 	json_decref(in->entry);
+	json_decref(in->text);
 	free(in->proof);
 }
 
@@ -691,6 +717,7 @@ static int inclusion(struct al_store *st, uint64_t seq, struct inclusion *in, st
 	struct show_ctx s = { 0 };
 	int r = al_ledger_get(st, seq, keep_entry, &s, err);
 	in->entry = s.entry;
+	in->text = s.text;
 	memcpy(in->leaf, s.leaf, AL_DIGEST_LEN);
 	if (r == 0)
 		r = al_ledger_checkpoint(st, &in->cp, err);
@@ -725,10 +752,25 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 	struct inclusion in;
 	int r = inclusion(st, seq, &in, err);
 	if (r == 0) {
-		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", in.entry, "leaf",
-				      in.leaf_hex, "checkpoint", "size", (json_int_t)in.cp.size,
-				      "root", in.root_hex, "inclusion_proof",
-				      view_proof(in.proof, in.n), "included", in.valid);
+		/* what a verifier needs besides the entry: its exact bytes, and the
+		 * checkpoint's signed note, signature and public key (the web UI
+		 * checks all of it in the browser) */
+		char note[512], sig[2 * AL_ED25519_SIG_LEN + 1], key[2 * AL_ED25519_KEY_LEN + 1];
+		uint8_t raw[AL_ED25519_KEY_LEN];
+		int nl = al_checkpoint_note(&in.cp, note, sizeof(note));
+		al_hex(in.cp.sig, AL_ED25519_SIG_LEN, sig);
+		if (al_ledger_pubkey(st, raw, NULL, 0, err) < 0) {
+			inclusion_release(&in);
+			return -1;
+		}
+		al_hex(raw, AL_ED25519_KEY_LEN, key);
+		json_t *o = json_pack(
+			"{s:O,s:O,s:s,s:{s:I,s:s,s:s,s:I,s:s%,s:s,s:s},s:o,s:b}", "entry", in.entry,
+			"entry_text", in.text, "leaf", in.leaf_hex, "checkpoint", "size",
+			(json_int_t)in.cp.size, "root", in.root_hex, "origin", in.cp.origin, "time",
+			(json_int_t)in.cp.time, "note", note, (size_t)(nl > 0 ? nl : 0),
+			"signature", sig, "key", key, "inclusion_proof", view_proof(in.proof, in.n),
+			"included", in.valid);
 		json_t *data = json_object_get(in.entry, "data");
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));

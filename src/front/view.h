@@ -65,6 +65,10 @@ int view_run(struct al_store *st, const char *id, bool with_output, size_t text_
 	     struct al_error *err);
 int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		struct al_error *err);
+/* The review of one path of the draft (its diff and hunks); AL_ENOTFOUND if
+ * the draft does not change it. */
+int view_review_path(struct al_store *st, const char *draft, const char *path, json_t **out,
+		     struct al_error *err);
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
 /* An entry's inclusion proof in the latest checkpoint, checked:

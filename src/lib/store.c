@@ -50,6 +50,12 @@ static const char *const global_migrations[] = {
 	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);"
 	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT "
 	"NULL);",
+	/* 2: the web UI's sessions (auth.c), each the sha256 of its text,
+	 * bound to the token it was exchanged for */
+	"CREATE TABLE IF NOT EXISTS sessions("
+	"  hash TEXT PRIMARY KEY, token TEXT NOT NULL, created INTEGER NOT NULL,"
+	"  expires INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS sessions_expires ON sessions(expires);",
 };
 static const struct al_sqlite_schema global_schema = AL_SQLITE_SCHEMA(global_migrations);
 

@@ -28,6 +28,7 @@ static int answer(struct req *rq, int status, struct MHD_Response *r, const char
 		dl_mhd.add_response_header(r, "Content-Type", type);
 	dl_mhd.add_response_header(r, "Cache-Control", "no-store");
 	dl_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+	dl_mhd.add_response_header(r, "Content-Security-Policy", SRV_API_CSP);
 	if (rq->resp)
 		dl_mhd.destroy_response(rq->resp);
 	rq->resp = r;

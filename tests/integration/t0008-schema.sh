@@ -8,8 +8,9 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" project create p --from "$S" >/dev/null
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
-# the newest version of each (meta.db 2: project_contracts)
-want() { case $1 in *meta.db) echo 2 ;; *) echo 1 ;; esac; }
+# the version each database is at now (meta.db 2: project_contracts;
+# airlock.db 2: the web UI's sessions)
+want() { case $1 in *meta.db | *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
 	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
@@ -28,6 +29,15 @@ for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/
 	is "$(uv "$AIRLOCK_HOME/$db"):$(sha256sum "$AIRLOCK_HOME/$db")" "99:$sum0" "…and leaving it untouched"
 	uv "$AIRLOCK_HOME/$db" "$(want "$db")"
 done
+
+# an airlock.db of version 1 (before sessions) is migrated: its principals
+# and tokens kept, the sessions table added
+"$AL" admin principal create rita --role reviewer >/dev/null
+sqlite3 "$AIRLOCK_HOME/airlock.db" "DROP TABLE sessions; DROP INDEX IF EXISTS sessions_expires"
+uv "$AIRLOCK_HOME/airlock.db" 1
+like "$("$AL" admin principal list)" "rita" "a version-1 airlock.db opens, its principals intact"
+is "$(uv "$AIRLOCK_HOME/airlock.db")" 2 "…and is at version 2 after"
+is "$(sqlite3 "$AIRLOCK_HOME/airlock.db" "SELECT count(*) FROM sessions")" 0 "…with an empty sessions table"
 
 # a database made before versions (user_version 0) is brought to the newest
 uv "$D/meta.db" 0
