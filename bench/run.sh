@@ -108,6 +108,11 @@ if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2
 fi
+if unshare -U true 2>/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/replay.sh" "$OUT")
+else
+	echo "== replay figures skipped (need user namespaces)" >&2
+fi
 if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/output.sh" "$OUT")

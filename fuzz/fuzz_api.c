@@ -3,7 +3,8 @@
  * the decoder; the rest is the body.  Whatever a decoder accepts must hold
  * its promises: a run request has a non-empty command and no variable
  * without '=', an apply request has paths exactly when it selects, a
- * principal has a valid name and at least one role. */
+ * principal has a valid name and at least one role; a replay request has
+ * well-formed secrets, each once. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (const char *const *v = r.o.secrets; v && *v; v++)
 				if (!strchr(*v, '='))
 					abort();
+			run_request_release(&r);
+		}
+		/* the same body as a replay request: each secret NAME=VALUE, NAME a
+		 * valid name, given once; nothing else of a run */
+		if (decode_replay(body, &r, &err) == 0) {
+			for (size_t i = 0; r.o.secrets && r.o.secrets[i]; i++) {
+				const char *eq = strchr(r.o.secrets[i], '=');
+				if (!eq || eq == r.o.secrets[i] ||
+				    (r.o.secrets[i][0] >= '0' && r.o.secrets[i][0] <= '9'))
+					abort();
+				for (size_t j = 0; j < i; j++)
+					if (!strncmp(r.o.secrets[j], r.o.secrets[i],
+						     (size_t)(eq - r.o.secrets[i]) + 1))
+						abort();
+			}
+			if (r.o.argv || r.o.env || r.o.image)
+				abort();
 			run_request_release(&r);
 		}
 		break;

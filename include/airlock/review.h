@@ -50,5 +50,9 @@ typedef int (*al_review_fn)(void *ctx, const struct al_review_file *f, struct al
 /* with_text false: no diff text or hunks (counts still computed). */
 int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
 	      bool with_text, al_review_fn fn, void *ctx, struct al_error *err);
+/* One path's two versions (a NULL entry: absent), reviewed as one change. */
+int al_review_pair(struct al_cas *cas, const char *path, const struct al_entry *a,
+		   const struct al_entry *b, bool with_text, al_review_fn fn, void *ctx,
+		   struct al_error *err);
 
 #endif

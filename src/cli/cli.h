@@ -131,6 +131,15 @@ int cli_local_only(struct cli *cli);
 /* A path segment, percent-encoded. */
 const char *cli_path_escape(const char *s, char *out, size_t n);
 
+struct sigaction;
+/* run.c: SIGINT, SIGTERM and SIGHUP cancel a local run: the fd to give it
+ * as cancel_fd (-1 if none could be made); restore the handlers after;
+ * the signal that cancelled it (0: none). */
+
+int cli_cancel_on_signals(struct sigaction *old); /* old: 3 of them */
+void cli_cancel_restore(struct sigaction *old);
+int cli_cancel_signal(void);
+
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_admin_policy(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
@@ -147,6 +156,7 @@ int cmd_fsck(struct cli *cli, int argc, char **argv);
 int cmd_gc(struct cli *cli, int argc, char **argv);
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_runs(struct cli *cli, int argc, char **argv);
+int cmd_replay(struct cli *cli, int argc, char **argv);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_admin(struct cli *cli, int argc, char **argv);
 

@@ -22,6 +22,7 @@ static const struct cli_cmd commands[] = {
 	{ "draft", cmd_draft, "fork and list drafts of a project" },
 	{ "run", cmd_run, "run a command in a sandbox; its changes become a draft" },
 	{ "runs", cmd_runs, "list a project's runs" },
+	{ "replay", cmd_replay, "run a recorded run again; say whether it did the same" },
 	{ "review", cmd_review, "show a draft's changes with diffs" },
 	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },

@@ -115,7 +115,12 @@ static void on_cancel(int sig)
 	}
 }
 
-static int cancel_on_signals(struct sigaction old[3])
+int cli_cancel_signal(void)
+{
+	return cancel_signal;
+}
+
+int cli_cancel_on_signals(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -129,7 +134,7 @@ static int cancel_on_signals(struct sigaction old[3])
 	return cancel_pipe[0];
 }
 
-static void cancel_restore(struct sigaction old[3])
+void cli_cancel_restore(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	for (int i = 0; i < 3; i++)
@@ -178,6 +183,11 @@ static void print_output(json_t *rec)
 
 static void summary(FILE *f, json_t *rec)
 {
+	if (!strcmp(jstr(rec, "outcome"), "not_replayable")) { /* a replay that never ran */
+		fprintf(f, "run %s: not_replayable: %s\n", jstr(rec, "id"),
+			jstr(json_object_get(rec, "verdict"), "reason"));
+		return;
+	}
 	if (!strncmp(jstr(rec, "outcome"), "failed", 6)) {
 		fprintf(f, "run %s: %s: %s\n", jstr(rec, "id"), jstr(rec, "outcome"),
 			cli_esc(json_string_value(
@@ -333,6 +343,9 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	       jtrue(rec, "cancelled") ? " (cancelled)" : "",
 	       jint(json_object_get(rec, "usage"), "wall_ms"));
 	free(argvs);
+	if (json_is_string(json_object_get(rec, "replay_of")))
+		printf("replay   of %s: %s\n", jstr(rec, "replay_of"),
+		       jstr(json_object_get(rec, "verdict"), "result"));
 	contract_text(rec);
 	summary(stdout, rec);
 	notes(stdout, rec);
@@ -727,9 +740,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		struct al_run_info info;
 		json_t *rec = NULL;
 		struct sigaction old[3];
-		o.cancel_fd = cancel_on_signals(old);
+		o.cancel_fd = cli_cancel_on_signals(old);
 		int ar = al_run(st, &o, &info, &err);
-		cancel_restore(old);
+		cli_cancel_restore(old);
 		if (ar < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
 		} else if (cancel_signal && json_is_true(json_object_get(rec, "cancelled"))) {
@@ -772,6 +785,7 @@ static void run_text(json_t *rec)
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	json_t *c = json_object_get(rec, "changes");
 	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) ||
+		      !strcmp(jstr(rec, "outcome"), "not_replayable") ||
 		      !strcmp(jstr(rec, "outcome"), "running");
 	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
 	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",

@@ -256,6 +256,64 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	return 0;
 }
 
+int decode_replay(json_t *body, struct run_request *r, struct al_error *err)
+{
+	static const char *const keys[] = { "on_head", "secrets", "wait", NULL };
+	memset(r, 0, sizeof(*r));
+	int rc = known_keys(body, keys, "replay request", err);
+	json_t *secrets = json_object_get(body, "secrets");
+	if (rc == 0 && secrets && !json_is_array(secrets) && !json_is_null(secrets))
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'secrets': expected an array of {name, value}");
+	size_t nsec = json_is_array(secrets) ? json_array_size(secrets) : 0;
+	if (rc == 0 && nsec > 1024)
+		rc = al_fail(err, AL_ELIMIT, 0, "too many secrets");
+	if (rc == 0 && (!(r->bufs = calloc(nsec + 1, sizeof(char *))) ||
+			!(r->secrets = calloc(nsec + 1, sizeof(char *)))))
+		rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	for (size_t i = 0; rc == 0 && i < nsec; i++) {
+		json_t *s = json_array_get(secrets, i);
+		static const char *const skeys[] = { "name", "value", NULL };
+		const char *name = NULL, *value;
+		if (!json_is_object(s))
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'secrets': item %zu is not {name, value}", i);
+		if (rc == 0)
+			rc = known_keys(s, skeys, "secret", err);
+		if (rc == 0)
+			rc = get_string(s, "name", true, &name, err);
+		if (rc == 0)
+			rc = get_string(s, "value", true, &value, err);
+		bool ok = rc == 0 && *name && !(name[0] >= '0' && name[0] <= '9');
+		for (const char *q = name; ok && *q; q++)
+			ok = *q == '_' || (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+			     (*q >= '0' && *q <= '9');
+		if (rc == 0 && !ok)
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "secret: bad name '%.64s' (expected [A-Za-z_][A-Za-z0-9_]*)",
+				     name);
+		for (size_t j = 0; rc == 0 && j < i; j++)
+			if (!strncmp(r->secrets[j], name, strlen(name)) &&
+			    r->secrets[j][strlen(name)] == '=')
+				rc = al_fail(err, AL_EINVAL, 0, "secret %.64s is given twice",
+					     name);
+		if (rc == 0 && !(r->secrets[i] = kv(r, name, value)))
+			rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	}
+	json_t *w = json_object_get(body, "wait"), *h = json_object_get(body, "on_head");
+	if (rc == 0 && ((w && !json_is_boolean(w)) || (h && !json_is_boolean(h))))
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "fields 'wait' and 'on_head': expected true or false");
+	r->wait = json_is_true(w);
+	r->on_head = json_is_true(h);
+	if (rc < 0) {
+		run_request_release(r);
+		return rc;
+	}
+	r->o.secrets = r->secrets;
+	return 0;
+}
+
 void apply_request_release(struct apply_request *r)
 {
 	free(r->paths);

@@ -22,9 +22,14 @@ struct run_request {
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;
+	bool on_head;                 /* a replay's (decode_replay) */
 	struct al_contract *contract; /* owned; o.contract points to it */
 };
 int decode_run(json_t *body, struct run_request *out, struct al_error *err);
+/* A replay: {on_head, secrets: [{name, value}], wait}; the secrets as
+ * "K=V" in out->secrets (their delivery is the original's); the rest of
+ * out->o is the caller's. */
+int decode_replay(json_t *body, struct run_request *out, struct al_error *err);
 void run_request_release(struct run_request *r);
 
 struct apply_request {

@@ -188,3 +188,15 @@ int al_review(struct al_cas *cas, const struct al_oid *base, const struct al_oid
 	struct rev rv = { cas, with_text, fn, ctx };
 	return al_manifest_diff(cas, base, head, review_one, &rv, err);
 }
+
+int al_review_pair(struct al_cas *cas, const char *path, const struct al_entry *a,
+		   const struct al_entry *b, bool with_text, al_review_fn fn, void *ctx,
+		   struct al_error *err)
+{
+	int r = dl_load_git(err);
+	if (r < 0)
+		return r;
+	struct rev rv = { cas, with_text, fn, ctx };
+	struct al_change c = { a && b ? 'M' : a ? 'D' : 'A', path, a, b };
+	return review_one(&rv, &c, err);
+}

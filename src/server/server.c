@@ -89,6 +89,7 @@ static const struct route routes[] = {
 	{ "GET", "runs/{id}", ANY, h_run, false },
 	{ "GET", "runs/{id}/output", ANY, h_run_output, false },
 	{ "POST", "runs/{id}/cancel", ANY, h_run_cancel, false },
+	{ "POST", "runs/{id}/replay", AL_ROLE_AUTHOR | AL_ROLE_AGENT, h_run_replay, false },
 	{ "GET", "audit", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit, false },
 	{ "GET", "audit/checkpoint", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_checkpoint, false },
 	{ "GET", "audit/export", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_export, false },

@@ -150,6 +150,7 @@ int h_run_start(struct req *rq);
 int h_run(struct req *rq);
 int h_run_output(struct req *rq);
 int h_run_cancel(struct req *rq);
+int h_run_replay(struct req *rq);
 int h_audit(struct req *rq);
 int h_audit_entry(struct req *rq);
 int h_audit_checkpoint(struct req *rq);
