@@ -694,6 +694,45 @@ static int compare_paths(struct al_cas *cas, const struct hints *h, json_t *v, j
 	return r;
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A record's contract verdict as one line: "satisfied", or "violated: "
+ * and each violation ("kind where (source)"), sorted; NULL without one. */
+static char *contract_summary(json_t *rec)
+{
+	json_t *ct = json_object_get(rec, "contract"), *vs = json_object_get(ct, "violations"), *x;
+	if (!json_is_object(ct))
+		return NULL;
+	size_t n = json_array_size(vs), i;
+	char **items = calloc(n + 1, sizeof(char *));
+	struct al_buf b = { 0 };
+	if (!items)
+		return NULL;
+	json_array_foreach(vs, i, x) {
+		const char *where = jstr(x, "path")      ? jstr(x, "path")
+				    : jstr(x, "pattern") ? jstr(x, "pattern")
+							 : jstr(x, "stream");
+		if (asprintf(&items[i], "%s %s(%s)", jstr(x, "kind") ? jstr(x, "kind") : "?",
+			     where ? where : "", jstr(x, "source") ? jstr(x, "source") : "?") < 0)
+			items[i] = NULL;
+	}
+	qsort(items, n, sizeof(char *), str_cmp);
+	const char *verdict = jstr(ct, "verdict") ? jstr(ct, "verdict") : "?";
+	al_buf_put(&b, verdict, strlen(verdict));
+	for (i = 0; i < n; i++) {
+		al_buf_put(&b, i ? "; " : ": ", 2);
+		if (items[i])
+			al_buf_put(&b, items[i], strlen(items[i]));
+		free(items[i]);
+	}
+	free(items);
+	al_buf_put(&b, "", 1);
+	return (char *)b.p;
+}
+
 int al_replay__verdict(struct al_store *st, json_t *orig, json_t *rep, bool on_head,
 		       json_t *secrets, json_t **out, struct al_error *err)
 {
@@ -727,6 +766,17 @@ int al_replay__verdict(struct al_store *st, json_t *orig, json_t *rep, bool on_h
 		hint_inputs(d, &h);
 		json_array_append_new(diffs, d);
 	}
+	/* the contracts' verdicts: "satisfied", or each violation as kind
+	 * where (source), sorted; absent without a contract */
+	char *ca = contract_summary(orig), *cb = contract_summary(rep);
+	if ((ca || cb) && (!ca || !cb || strcmp(ca, cb))) {
+		json_t *d = json_pack("{s:s,s:s,s:s}", "what", "contract", "original",
+				      ca ? ca : "no contract", "replay", cb ? cb : "no contract");
+		hint_inputs(d, &h);
+		json_array_append_new(diffs, d);
+	}
+	free(ca);
+	free(cb);
 	int r = compare_output(cas, "stdout", &h, diffs, err);
 	if (r == 0)
 		r = compare_output(cas, "stderr", &h, diffs, err);
