@@ -116,6 +116,11 @@ fi
 if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/output.sh" "$OUT")
+	if [ -x /usr/bin/chromium ] && [ -f "$root/web/node_modules/playwright-core/package.json" ]; then
+		while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/web.sh" "$OUT")
+	else
+		echo "== web UI figures skipped (need Debian's chromium and web/node_modules: make)" >&2
+	fi
 else
 	echo "== daemon figures skipped (need wrk and user namespaces)" >&2
 fi
