@@ -68,6 +68,27 @@ static void query_add(char *q, size_t n, const char *name, const char *value)
 		 cli_path_escape(value, esc, sizeof(esc)));
 }
 
+/* every kind of ledger entry (docs/formats.md, "Ledger") */
+#define KINDS                                                                              \
+	"project_create, draft_create, commit, apply, reject, conflict, run,\n  gc, "        \
+	"gc_retention, project_contract, tenant_create, principal_create, grant,\n  "       \
+	"token_create, token_revoke, image_import, policy, refused"
+
+static bool known_kind(const char *k)
+{
+	static const char *const kinds[] = {
+		"project_create", "draft_create",     "commit",        "apply",
+		"reject",         "conflict",         "run",           "gc",
+		"gc_retention",   "project_contract", "tenant_create", "principal_create",
+		"grant",          "token_create",     "token_revoke",  "image_import",
+		"policy",         "refused",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(k, kinds[i]))
+			return true;
+	return false;
+}
+
 static int audit_list(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -86,7 +107,12 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 'g': q.group = optarg; break;
 		case 'p': q.project = optarg; break;
-		case 'k': q.kind = optarg; break;
+		case 'k':
+			if (!known_kind(optarg))
+				return cli_usage(cli, "unknown --kind '%s' (one of %s)",
+						 cli_esc(optarg, ""), KINDS);
+			q.kind = optarg;
+			break;
 		case 'j': cli->json = true; break;
 		case 's':
 			if (al_parse_time(optarg, &q.since, NULL) < 0)
@@ -101,10 +127,10 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 			       "verify [FILE] | pubkey | prove ENTRY\n\n"
 			       "List the tenant's ledger entries, oldest first: seq time kind "
 			       "group project\n"
-			       "and the entry itself (its canonical JSON). Kinds: project_create, "
-			       "draft_create,\n"
-			       "commit, apply, reject, conflict. --since: unix seconds or an ISO "
-			       "date (UTC).\n");
+			       "and the entry itself (its canonical JSON). --kind K, one of:\n"
+			       "  " KINDS "\n"
+			       "--since: unix seconds or an ISO date (UTC). On a terminal the list goes\n"
+			       "through the pager ($AIRLOCK_PAGER, $PAGER or less -FRX).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
 		}
@@ -120,6 +146,7 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 	snprintf(path, sizeof(path), "/audit%s", query);
 	json_t *arr;
 	int rc = cli_fetch(cli, path, ledger_local, &q, &arr);
+	cli->page = true;
 	return rc >= 0 ? rc : cli_print_list(cli, arr, entry_text);
 }
 

@@ -171,7 +171,13 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		free(paths);
 		return cli_usage(cli, "expected the draft id");
 	}
-	const char *draft = argv[optind];
+	char draft_id[64];
+	int idrc = cli_id(cli, CLI_ID_RUN | CLI_ID_DRAFT, argv[optind], draft_id, sizeof(draft_id));
+	if (idrc) {
+		free(paths);
+		return idrc;
+	}
+	const char *draft = draft_id;
 	for (int i = optind + 1; i < argc; i++) {
 		if (mode != AL_ACCEPT_SELECTED) {
 			free(paths);
