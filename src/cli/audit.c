@@ -69,9 +69,9 @@ static void query_add(char *q, size_t n, const char *name, const char *value)
 }
 
 /* every kind of ledger entry (docs/formats.md, "Ledger") */
-#define KINDS                                                                              \
-	"project_create, draft_create, commit, apply, reject, conflict, run,\n  gc, "        \
-	"gc_retention, project_contract, tenant_create, principal_create, grant,\n  "       \
+#define KINDS                                                                         \
+	"project_create, draft_create, commit, apply, reject, conflict, run,\n  gc, " \
+	"gc_retention, project_contract, tenant_create, principal_create, grant,\n  " \
 	"token_create, token_revoke, image_import, policy, refused"
 
 static bool known_kind(const char *k)
@@ -129,7 +129,8 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 			       "group project\n"
 			       "and the entry itself (its canonical JSON). --kind K, one of:\n"
 			       "  " KINDS "\n"
-			       "--since: unix seconds or an ISO date (UTC). On a terminal the list goes\n"
+			       "--since: unix seconds or an ISO date (UTC). On a terminal the list "
+			       "goes\n"
 			       "through the pager ($AIRLOCK_PAGER, $PAGER or less -FRX).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");

@@ -31,10 +31,11 @@ struct cli {
 	const char *tenant;
 	const char *prog; /* "airlock snapshot import" for messages */
 	bool json;
-	bool page; /* a long list: through the pager on a TTY (cli_print_list) */
-	const char *server;  /* --server URL / AIRLOCK_URL: a client of airlockd */
-	const char *token;   /* AIRLOCK_TOKEN */
-	const char *ca_cert; /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
+	bool page;            /* a long list: through the pager on a TTY (cli_print_list) */
+	char change_base[80]; /* a commit's declared base, for a conflict's advice */
+	const char *server;   /* --server URL / AIRLOCK_URL: a client of airlockd */
+	const char *token;    /* AIRLOCK_TOKEN */
+	const char *ca_cert;  /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
 };
 
 struct cli_cmd {
@@ -101,6 +102,9 @@ const char *cli_when(int64_t secs, int64_t now);
 #define CLI_ID_DRAFT 2u
 #define CLI_ID_SNAPSHOT 4u
 int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t outsz);
+/* A malformed run or draft id (after cli_id) is invalid input, as a
+ * malformed snapshot id is: 0, or exit 6 (reported). */
+int cli_id_check(struct cli *cli, unsigned kinds, const char *id);
 /* An id's short form for people: 12 hex characters (sha256: dropped) */
 const char *cli_short(const char *id);
 

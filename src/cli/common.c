@@ -282,7 +282,7 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 		case 'j': cli->json = true; break;
 		case 's':
 			if (al_strategy_parse(optarg, &f->strategy, &err) < 0)
-				return cli_error(cli, &err);
+				return cli_usage(cli, "%s", err.msg);
 			break;
 		case 'h': fputs(help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
@@ -298,6 +298,7 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	if (rc)
 		return rc;
 	f->base = base;
+	snprintf(cli->change_base, sizeof(cli->change_base), "%s", base);
 	if (al_oid_parse(f->base, &f->base_id, &err) < 0)
 		return cli_error(cli, &err);
 	f->author = cli_author(author);

@@ -196,8 +196,8 @@ int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t ou
 		return 0; /* the daemon takes full ids only */
 	size_t len = strlen(in);
 	bool at = !strcmp(in, "@");
-	bool run_prefix = (kinds & CLI_ID_RUN) && in[0] == 'r' && len >= 4 &&
-			  len < AL_RUN_ID_LEN && all_hex(in + 1);
+	bool run_prefix = (kinds & CLI_ID_RUN) && in[0] == 'r' && len >= 4 && len < AL_RUN_ID_LEN &&
+			  all_hex(in + 1);
 	bool draft_prefix = (kinds & CLI_ID_DRAFT) && in[0] == 'd' && len >= 4 &&
 			    len < AL_DRAFT_ID_LEN && all_hex(in + 1);
 	const char *hex = !strncmp(in, "sha256:", 7) ? in + 7 : in;
@@ -273,4 +273,31 @@ done:
 	free(f);
 	al_store_close(st);
 	return rc;
+}
+
+int cli_id_check(struct cli *cli, unsigned kinds, const char *id)
+{
+	size_t n = strlen(id);
+	if ((kinds & CLI_ID_RUN) && id[0] == 'r' && n == AL_RUN_ID_LEN && all_hex(id + 1))
+		return 0;
+	if ((kinds & CLI_ID_DRAFT) && id[0] == 'd' && n == AL_DRAFT_ID_LEN && all_hex(id + 1))
+		return 0;
+	char msg[300];
+	snprintf(msg, sizeof(msg),
+		 "not %s id: '%s' (expected %s, a unique prefix of one of at least 4 "
+		 "characters, or @)",
+		 kinds & CLI_ID_DRAFT ? "a draft or run" : "a run", cli_esc(id, ""),
+		 kinds & CLI_ID_DRAFT ? "d… or r… with 13 lowercase hex digits"
+				      : "r… with 13 lowercase hex digits");
+	fprintf(stderr, "%s: %s\n", cli->prog, msg);
+	if (cli->json) {
+		json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", al_code_name(AL_EINVAL),
+				      "message", msg);
+		char *text = e ? json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+		if (text)
+			puts(text);
+		free(text);
+		json_decref(e);
+	}
+	return al_code_exit(AL_EINVAL);
 }

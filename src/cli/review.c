@@ -35,8 +35,8 @@ static void unified_text(const char *u, size_t n)
 		const char *c = !strncmp(u, "+++ ", 4) || !strncmp(u, "--- ", 4) ||
 						!strncmp(u, "diff ", 5) || !strncmp(u, "index ", 6)
 					? CLI_BOLD
-				: u[0] == '+' ? CLI_GREEN
-				: u[0] == '-' ? CLI_RED
+				: u[0] == '+'          ? CLI_GREEN
+				: u[0] == '-'          ? CLI_RED
 				: !strncmp(u, "@@", 2) ? CLI_CYAN
 						       : "";
 		size_t body = nl ? len - 1 : len;
@@ -65,8 +65,8 @@ static void file_text(json_t *f, bool stat)
 				 : "");
 	if (stat) {
 		if (jtrue(f, "binary"))
-			printf("%s%s%s %s | binary %lld -> %lld bytes%s\n", opc, op, off, path, olds,
-			       news, tag);
+			printf("%s%s%s %s | binary %lld -> %lld bytes%s\n", opc, op, off, path,
+			       olds, news, tag);
 		else
 			printf("%s%s%s %s | +%lld -%lld%s\n", opc, op, off, path,
 			       (long long)json_integer_value(json_object_get(f, "additions")),
@@ -180,7 +180,8 @@ static void header(struct cli *cli, json_t *doc)
 		printf("%s hit\n", cli_color(CLI_RESET));
 	}
 	json_array_foreach(json_object_get(rec, "neutralised"), i, v)
-		printf("%s %s\n", i ? "         " : "neutralised", cli_esc(json_string_value(v), "?"));
+		printf("%s %s\n", i ? "         " : "neutralised",
+		       cli_esc(json_string_value(v), "?"));
 	json_t *ct = json_object_get(rec, "contract");
 	if (json_is_object(ct)) {
 		const char *verdict = jstr(ct, "verdict");
@@ -237,7 +238,7 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 	json_t *doc;
 	char path[256], esc[128], id[64];
 	int rc = cli_id(cli, CLI_ID_RUN | CLI_ID_DRAFT, argv[optind], id, sizeof(id));
-	if (rc)
+	if (rc || (rc = cli_id_check(cli, CLI_ID_RUN | CLI_ID_DRAFT, id)))
 		return rc;
 	snprintf(path, sizeof(path), "/drafts/%s/review%s", cli_path_escape(id, esc, sizeof(esc)),
 		 stat ? "?stat=1" : "");

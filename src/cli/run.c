@@ -302,7 +302,8 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	json_t *rec;
 	char path[256], esc[128];
 	char id[64];
-	if ((rc = cli_id(cli, CLI_ID_RUN, argv[optind], id, sizeof(id))))
+	if ((rc = cli_id(cli, CLI_ID_RUN, argv[optind], id, sizeof(id))) ||
+	    (rc = cli_id_check(cli, CLI_ID_RUN, id)))
 		return rc;
 	snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(id, esc, sizeof(esc)));
 	if ((rc = cli_fetch(cli, path, run_local, id, &rec)) >= 0)
@@ -559,9 +560,8 @@ static int missing_dashes(struct cli *cli, char **argv)
 		words += argv[i][0] != '-';
 	if (words < 2)
 		return cli_usage(cli, "bad option '%s'", cli_esc(argv[optind - 1], ""));
-	return cli_usage(cli,
-			 "an option of the command reached airlock run: put -- before the "
-			 "command (airlock run PROJECT [OPTIONS] -- COMMAND [ARGS])");
+	return cli_usage(cli, "an option of the command reached airlock run: put -- before the "
+			      "command (airlock run PROJECT [OPTIONS] -- COMMAND [ARGS])");
 }
 
 int cmd_run(struct cli *cli, int argc, char **argv)

@@ -151,8 +151,8 @@ const char *cli_when(int64_t secs, int64_t now)
 	}
 	if (d < 0)
 		snprintf(out, 80, "%s, in %lld%s", day, (long long)v, unit);
-	else if (d < 5)
-		snprintf(out, 80, "%s, just now", day);
+	else if (d < 60)
+		snprintf(out, 80, "%s, less than a minute ago", day);
 	else
 		snprintf(out, 80, "%s, %lld%s ago", day, (long long)v, unit);
 	return out;

@@ -14,7 +14,8 @@ int cmd_whoami(struct cli *cli, int argc, char **argv)
 		cli, argc, argv,
 		"usage: airlock whoami [--json]\n\n"
 		"Local: the user commits and runs are recorded as (AIRLOCK_AUTHOR, else the\n"
-		"OS user), the home and the tenant. --json: {\"user\",\"uid\",\"home\",\"tenant\"}.\n"
+		"OS user), the home and the tenant. --json: "
+		"{\"user\",\"uid\",\"home\",\"tenant\"}.\n"
 		"With --server: the token's principal, tenant, roles, project grants and\n"
 		"token id (GET /api/whoami; --json prints that answer as it is).\n",
 		0);

@@ -15,19 +15,27 @@ H2=$("$AL" project head p)
 like "$H2" '^sha256:[0-9a-f]{64}$' "--base takes a unique prefix of the snapshot id (bare hex)"
 isnt_h1=$([ "$H1" != "$H2" ] && echo yes); is "$isnt_h1" yes "  and the commit moved the head"
 
+echo three > "$P/f"
+run "$AL" commit p "$P" --base p -m third
+is "$rc" 0 "--base PROJECT: on the project's head"
+H3=$("$AL" project head p)
 run "$AL" snapshot show "p~1" --json
+like "$out" "\"id\":\"$H2\"" "  so p~1 is the head before it"
+run "$AL" snapshot show "p~2" --json
 like "$out" "\"id\":\"$H1\"" "PROJECT~1 names the snapshot one commit back"
+run "$AL" snapshot diff "p~2" p~1
+like "$out" 'M f' "PROJECT~N in diff: p~2 to p~1 shows the second commit's change"
 run "$AL" snapshot diff "p~1" p
-like "$out" 'M f' "PROJECT names its head; diff of p~1 and p shows the change"
-run "$AL" snapshot show "p~2"
+like "$out" 'M f' "snapshot diff p~1 p: the last commit's change"
+run "$AL" snapshot show "p~3"
 is "$rc" 2 "PROJECT~N before the first commit: exit 2"
-like "$err" 'p has 2 commits; p~2 is before its first' "  saying how many commits there are"
+like "$err" 'p has 3 commits; p~3 is before its first' "  saying how many commits there are"
 run "$AL" snapshot show "p~x"
 is "$rc" 2 "PROJECT~junk: exit 2"
-run "$AL" snapshot show "sha256:${H2:7:6}" --json
-like "$out" "\"id\":\"$H2\"" "sha256:PREFIX is accepted too"
+run "$AL" snapshot show "sha256:${H3:7:6}" --json
+like "$out" "\"id\":\"$H3\"" "sha256:PREFIX is accepted too"
 
-"$AL" run p -- sh -c 'echo three > f' >/dev/null 2>&1
+"$AL" run p -- sh -c 'echo four > f' >/dev/null 2>&1
 R=$("$AL" runs p --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
 D=$("$AL" runs p --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["draft"])')
 run "$AL" run show "${R:0:6}" --json
@@ -40,7 +48,7 @@ run env AIRLOCK_AUTHOR=bob "$AL" review @
 is "$rc" 3 "@ for a user with no run: not found (3)"
 like "$err" '@ \(the last run of bob\)' "  saying whose last run was looked for"
 run "$AL" review "${D:0:3}"
-is "$rc" 3 "a prefix under 4 characters is not looked up (not found, 3)"
+is "$rc" 6 "a prefix under 4 characters is not looked up (not an id, 6)"
 
 # an ambiguous prefix: drafts until two share their first 4 characters
 for i in $(seq 400); do
