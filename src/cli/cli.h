@@ -105,6 +105,10 @@ int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t ou
 /* A malformed run or draft id (after cli_id) is invalid input, as a
  * malformed snapshot id is: 0, or exit 6 (reported). */
 int cli_id_check(struct cli *cli, unsigned kinds, const char *id);
+/* A path inside a draft as a shell's completion gives it: "./a/b/" is
+ * "a/b" (leading "./" and trailing "/" dropped, in place); "." or "./"
+ * stay as they are (the library refuses them). */
+char *cli_draft_path(char *path);
 /* An id's short form for people: 12 hex characters (sha256: dropped) */
 const char *cli_short(const char *id);
 

@@ -129,7 +129,7 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 			if (mode != AL_ACCEPT_SELECTED)
 				nmodes++;
 			mode = AL_ACCEPT_SELECTED;
-			paths[npaths++] = optarg;
+			paths[npaths++] = cli_draft_path(optarg);
 			break;
 		case 'm': msg = optarg; break;
 		case 'a': author = optarg; break;
@@ -183,7 +183,7 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 			free(paths);
 			return cli_usage(cli, "unexpected argument '%s'", argv[i]);
 		}
-		paths[npaths++] = argv[i];
+		paths[npaths++] = cli_draft_path(argv[i]);
 	}
 	if (nmodes != 1) {
 		free(paths);

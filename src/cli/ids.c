@@ -301,3 +301,15 @@ int cli_id_check(struct cli *cli, unsigned kinds, const char *id)
 	}
 	return al_code_exit(AL_EINVAL);
 }
+
+char *cli_draft_path(char *path)
+{
+	char *p = path;
+	while (p[0] == '.' && p[1] == '/')
+		for (p += 2; *p == '/'; p++)
+			;
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = 0;
+	return *p ? p : path;
+}

@@ -1,6 +1,8 @@
-/* airlock review DRAFT [--json] [--stat] */
+/* airlock review DRAFT [--json] [--stat] [--side-by-side] */
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +45,84 @@ static void unified_text(const char *u, size_t n)
 		printf("%s%.*s%s%s", c, (int)body, u, *c ? CLI_RESET : "", nl ? "\n" : "");
 		u += len;
 		n -= len;
+	}
+}
+
+/* --side-by-side: the width of the terminal (or $COLUMNS, else 160) */
+static int sbs_width;
+
+static int terminal_width(void)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	int n = c ? atoi(c) : 0;
+	return n >= 40 && n <= 1000 ? n : 160;
+}
+
+/* text in exactly w columns: cut at a character boundary (">" marks a cut),
+ * padded with spaces; a character is taken as one column */
+static void cell(const char *text, int w, const char *colour, bool pad)
+{
+	const char *t = text ? text : "";
+	int cols = 0;
+	size_t i = 0, n = strlen(t);
+	while (i < n && cols < w) {
+		size_t next = i + 1;
+		while (next < n && ((unsigned char)t[next] & 0xc0) == 0x80)
+			next++;
+		if (cols == w - 1 && next < n)
+			break;
+		i = next;
+		cols++;
+	}
+	bool cut = i < n;
+	printf("%s%.*s%s%s%*s", colour, (int)i, t, cut ? ">" : "", *colour ? CLI_RESET : "",
+	       pad ? w - cols - (cut ? 1 : 0) : 0, "");
+}
+
+/* the hunks' side_by_side rows: old line | new line, each half of the width */
+static void side_by_side(json_t *hunks, int width)
+{
+	int half = (width - 3) / 2, text_w = half - 6;
+	if (text_w < 8)
+		text_w = 8;
+	size_t i, j;
+	json_t *h, *row;
+	json_array_foreach(hunks, i, h) {
+		const char *hdr = json_string_value(json_object_get(h, "header"));
+		printf("%s%.*s%s\n", cli_color(CLI_CYAN), hdr ? (int)strcspn(hdr, "\n") : 0,
+		       hdr ? cli_esc(hdr, "") : "", cli_color(CLI_RESET));
+		json_array_foreach(json_object_get(h, "side_by_side"), j, row) {
+			json_t *l = json_object_get(row, "left"),
+			       *r = json_object_get(row, "right");
+			const char *lt = json_string_value(json_object_get(l, "text")),
+				   *rt = json_string_value(json_object_get(r, "text"));
+			bool same = lt && rt && !strcmp(lt, rt);
+			char mark = !json_is_object(l)   ? '>'
+				    : !json_is_object(r) ? '<'
+				    : same               ? ' '
+							 : '|';
+			if (json_is_object(l))
+				printf("%5lld ",
+				       (long long)json_integer_value(json_object_get(l, "no")));
+			else
+				printf("      ");
+			cell(json_is_object(l) ? cli_esc(lt, "") : "", text_w,
+			     same ? "" : cli_color(CLI_RED), true);
+			printf(" %c ", mark);
+			if (json_is_object(r))
+				printf("%5lld ",
+				       (long long)json_integer_value(json_object_get(r, "no")));
+			else
+				printf("      ");
+			if (json_is_object(r))
+				cell(cli_esc(rt, ""),
+				     width - text_w - 15 < 8 ? 8 : width - text_w - 15,
+				     same ? "" : cli_color(CLI_GREEN), false);
+			printf("\n");
+		}
 	}
 }
 
@@ -93,7 +173,9 @@ static void file_text(json_t *f, bool stat)
 		       b ? b : "-");
 	}
 	json_t *u = json_object_get(f, "unified");
-	if (json_is_string(u))
+	if (sbs_width && json_array_size(json_object_get(f, "hunks")))
+		side_by_side(json_object_get(f, "hunks"), sbs_width);
+	else if (json_is_string(u))
 		unified_text(json_string_value(u), json_string_length(u));
 }
 
@@ -197,6 +279,7 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "stat", no_argument, NULL, 's' },
+		{ "side-by-side", no_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -207,8 +290,9 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 'j': cli->json = true; break;
 		case 's': stat = true; break;
+		case 'y': sbs_width = terminal_width(); break;
 		case 'h':
-			printf("usage: airlock review DRAFT [--json] [--stat]\n\n"
+			printf("usage: airlock review DRAFT [--json] [--stat] [--side-by-side]\n\n"
 			       "Every change of a draft against its base: one header line per "
 			       "path\n"
 			       "(A/M/D, type, mode), then a unified diff for text files; binary "
@@ -228,7 +312,16 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 			       "files:[{op,\n"
 			       "path, old, new, binary, additions, deletions, outcome[, cut], "
 			       "unified,\n"
-			       "hunks:[{header, lines, side_by_side:[{left, right}]}]}], stat}.\n");
+			       "hunks:[{header, lines, side_by_side:[{left, right}]}]}], stat}.\n"
+			       "--side-by-side: the text diffs as two columns, old | new, as wide "
+			       "as\n"
+			       "the terminal ($COLUMNS, else 160 when not a terminal); '<' a "
+			       "removed\n"
+			       "line, '>' an added one, '|' a changed one, a cut line ends in "
+			       "'>'.\n"
+			       "DRAFT may be a unique prefix of a draft or run id, or @ (your "
+			       "last\n"
+			       "run). On a terminal: colour and the pager (docs/cli.md).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
 		}
