@@ -257,6 +257,9 @@ int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t ou
 	}
 	if (run_prefix || draft_prefix)
 		al_project_foreach(st, on_project, f, &err);
+	if (!f->count && snap_prefix && hex == in && strlen(in) < 64 &&
+	    project_ref(cli, st, in, out, outsz) == 1)
+		goto done; /* a project whose name is hex */
 	if (f->count == 1) {
 		snprintf(out, outsz, "%s", f->match);
 	} else if (f->count > 1) {

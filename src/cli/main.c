@@ -49,6 +49,7 @@ static void usage(FILE *f)
 		   "                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
 		   "                  token's. project, commit, draft list, run, runs, review,\n"
 		   "                  apply, bundle apply, image list, image import TARBALL,\n"
+		   "                  whoami,\n"
 		   "                  audit (list, show, checkpoint, export) and admin principal,\n"
 		   "                  grant and token work this way (docs/cli.md)\n"
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"

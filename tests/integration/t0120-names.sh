@@ -68,6 +68,11 @@ run "$AL" apply "${D:0:6}" --accept-all --json
 is "$rc" 0 "apply takes a draft prefix"
 like "$out" '"head":"sha256:[0-9a-f]{64}"' "  --json keeps full ids"
 
+# a project whose name is hex: a prefix no snapshot has names the project
+"$AL" project create beef --from "$P" >/dev/null
+run "$AL" snapshot show beef --json
+like "$out" "\"id\":\"$("$AL" project head beef)\"" "a hex project name that is no snapshot's prefix: its head"
+
 # whoami, locally
 run "$AL" whoami
 like "$out" "user    alice" "whoami: the user runs and commits are recorded as"
