@@ -33,6 +33,8 @@ int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text)
 {
 	if (cli->json)
 		return cli_json_print(arr);
+	if (cli->page)
+		cli_pager(cli);
 	size_t i;
 	json_t *v;
 	json_array_foreach(arr, i, v)

@@ -129,7 +129,7 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 			if (mode != AL_ACCEPT_SELECTED)
 				nmodes++;
 			mode = AL_ACCEPT_SELECTED;
-			paths[npaths++] = optarg;
+			paths[npaths++] = cli_draft_path(optarg);
 			break;
 		case 'm': msg = optarg; break;
 		case 'a': author = optarg; break;
@@ -137,7 +137,7 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		case 's':
 			if (al_strategy_parse(optarg, &strategy, &err) < 0) {
 				free(paths);
-				return cli_error(cli, &err);
+				return cli_usage(cli, "%s", err.msg);
 			}
 			break;
 		case 'h':
@@ -171,13 +171,19 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 		free(paths);
 		return cli_usage(cli, "expected the draft id");
 	}
-	const char *draft = argv[optind];
+	char draft_id[64];
+	int idrc = cli_id(cli, CLI_ID_RUN | CLI_ID_DRAFT, argv[optind], draft_id, sizeof(draft_id));
+	if (idrc || (idrc = cli_id_check(cli, CLI_ID_RUN | CLI_ID_DRAFT, draft_id))) {
+		free(paths);
+		return idrc;
+	}
+	const char *draft = draft_id;
 	for (int i = optind + 1; i < argc; i++) {
 		if (mode != AL_ACCEPT_SELECTED) {
 			free(paths);
 			return cli_usage(cli, "unexpected argument '%s'", argv[i]);
 		}
-		paths[npaths++] = argv[i];
+		paths[npaths++] = cli_draft_path(argv[i]);
 	}
 	if (nmodes != 1) {
 		free(paths);
@@ -216,6 +222,8 @@ int cmd_apply(struct cli *cli, int argc, char **argv)
 	/* the draft's own id, also when it is named by its run's */
 	struct al_draft_info d;
 	int r = al_draft_get(st, draft, &d, &err);
+	if (r == 0)
+		al_oid_fmt(&d.base, cli->change_base);
 	char message[256];
 	snprintf(message, sizeof(message), "%s", msg ? msg : "");
 	if (!msg)

@@ -311,9 +311,12 @@ static int run_show(struct cli *cli, int argc, char **argv)
 		return rc;
 	json_t *rec;
 	char path[256], esc[128];
-	snprintf(path, sizeof(path), "/runs/%s?output=1",
-		 cli_path_escape(argv[optind], esc, sizeof(esc)));
-	if ((rc = cli_fetch(cli, path, run_local, argv[optind], &rec)) >= 0)
+	char id[64];
+	if ((rc = cli_id(cli, CLI_ID_RUN, argv[optind], id, sizeof(id))) ||
+	    (rc = cli_id_check(cli, CLI_ID_RUN, id)))
+		return rc;
+	snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(id, esc, sizeof(esc)));
+	if ((rc = cli_fetch(cli, path, run_local, id, &rec)) >= 0)
 		return rc;
 	if (cli->server) {
 		/* the daemon also knows runs in flight */
@@ -562,6 +565,18 @@ static int strv_push(struct strv *s, const char *x)
 	return 0;
 }
 
+/* "airlock run p sh -c true": the command's own options reached getopt */
+static int missing_dashes(struct cli *cli, char **argv)
+{
+	int words = 0;
+	for (int i = 1; argv[i]; i++)
+		words += argv[i][0] != '-';
+	if (words < 2)
+		return cli_usage(cli, "bad option '%s'", cli_esc(argv[optind - 1], ""));
+	return cli_usage(cli, "an option of the command reached airlock run: put -- before the "
+			      "command (airlock run PROJECT [OPTIONS] -- COMMAND [ARGS])");
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	int dd = 0; /* the "--" before the command: options may come before or after PROJECT */
@@ -600,6 +615,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	int c, rc = -1;
 	double d;
 	optind = 0;
+	opterr = 0; /* bad options are reported below, with what to do */
 	int oargc = dd ? dd : argc;
 	while (rc < 0 && (c = getopt_long(oargc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -704,9 +720,13 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			printf("%s", run_help);
 			rc = 0;
 			break;
-		default: rc = cli_usage(cli, "bad option"); break;
+		default:
+			rc = dd ? cli_usage(cli, "bad option '%s'", cli_esc(argv[optind - 1], ""))
+				: missing_dashes(cli, argv);
+			break;
 		}
 	}
+	opterr = 1;
 	if (rc < 0 && oargc - optind < 1)
 		rc = cli_usage(cli, "expected a project name");
 	if (rc < 0 && oargc - optind > 1)

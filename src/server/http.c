@@ -74,6 +74,18 @@ int srv_fail(struct req *rq, int code, const char *fmt, ...)
 	return srv_error(rq, &err);
 }
 
+int srv_method_not_allowed(struct req *rq, const char *allow)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", rq->method, allow);
+	int r = srv_json(
+		rq, 405,
+		json_pack("{s:{s:s,s:s}}", "error", "code", "MethodNotAllowed", "message", msg));
+	if (rq->resp)
+		dl_mhd.add_response_header(rq->resp, "Allow", allow);
+	return r;
+}
+
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)
 {
 	struct MHD_Response *r = dl_mhd.create_response_from_fd64(size, fd);

@@ -135,6 +135,21 @@ static const struct route *route_find(struct req *rq, bool *path_known)
 	return NULL;
 }
 
+/* "GET, POST": the methods of the routes that match rq's path */
+static void route_methods(struct req *rq, char *out, size_t n)
+{
+	size_t len = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		if (!match(&routes[i], rq) || strstr(out, routes[i].method))
+			continue;
+		int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", routes[i].method);
+		if (w < 0 || (size_t)w >= n - len)
+			break;
+		len += (size_t)w;
+	}
+}
+
 /* ---- the request's life --------------------------------------------------------- */
 
 /* The request's method as it may be logged or echoed: a method of RFC 9110
@@ -318,11 +333,14 @@ static const struct route *first_call(struct req *rq, const char *url)
 			return NULL;
 		}
 	}
+	if (!rt && known) {
+		char allow[64];
+		route_methods(rq, allow, sizeof(allow));
+		srv_method_not_allowed(rq, allow);
+		return NULL;
+	}
 	if (!rt) {
-		srv_fail(rq, AL_ENOTFOUND, known ? "method %s not allowed here" : "no route %s %s",
-			 rq->method, known ? "" : rq->path);
-		if (known)
-			rq->status = 405;
+		srv_fail(rq, AL_ENOTFOUND, "no route %s %s", rq->method, rq->path);
 		return NULL;
 	}
 	if (!(rt->roles & PUBLIC) && !csrf_ok(rq)) {

@@ -88,6 +88,8 @@ struct req {
 /* Answers. */
 int srv_json(struct req *rq, int status, json_t *body); /* steals body */
 int srv_error(struct req *rq, const struct al_error *err);
+/* 405 MethodNotAllowed with Allow: allow (RFC 9110 15.5.6) */
+int srv_method_not_allowed(struct req *rq, const char *allow);
 int srv_fail(struct req *rq, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n);
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size); /* takes fd */

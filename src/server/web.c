@@ -143,8 +143,17 @@ int srv_web(struct req *rq, const char *url)
 		rq->route = known ? "/(page)" : "/(none)";
 		if (!known)
 			return srv_fail(rq, AL_ENOTFOUND, "no page here");
-		srv_fail(rq, AL_ENOTFOUND, "method %s not allowed here", rq->method);
-		rq->status = 405;
+		char allow[64] = "";
+		size_t len = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(pages); i++)
+			if (page_match(pages[i].pattern, url) && !strstr(allow, pages[i].method)) {
+				int w = snprintf(allow + len, sizeof(allow) - len, "%s%s",
+						 len ? ", " : "", pages[i].method);
+				if (w < 0 || (size_t)w >= sizeof(allow) - len)
+					break;
+				len += (size_t)w;
+			}
+		srv_method_not_allowed(rq, allow);
 		return 0;
 	}
 	rq->route = pg->pattern;

@@ -102,7 +102,7 @@ answer "$T/good" GET /api/projects/p 404 $J "$ERR"
 answer "$T/good" GET /api/audit/checkpoint 200 $J "{\"origin\":\"airlock/default\",\"size\":3,\"root\":\"$(printf '%064d' 0)\",\"time\":1,\"signature\":\"$(printf '%0128d' 0)\",\"line\":\"x\"}"
 answer "$T/good" GET /api/nosuch 404 $J "$ERR"
 answer "$T/good" GET /api/nosuch 401 $J '{"error":{"code":"Unauthorized","message":"invalid, expired or revoked token"}}'
-answer "$T/good" DELETE /api/projects 405 $J "$ERR"
+answer "$T/good" DELETE /api/projects 405 $J '{"error":{"code":"MethodNotAllowed","message":"method DELETE not allowed here (allowed: GET, POST)"}}' "Allow: GET, POST"
 answer "$T/good" GET /api/projects 429 $J '{"error":{"code":"Unauthorized","message":"too many"}}' "Retry-After: 2"
 answer "$T/good" GET "/api/runs/r0000000000000/output" 200 "text/plain; charset=utf-8" "bytes" "Accept-Ranges: bytes" "X-Airlock-Run-State: ended"
 verdict good
