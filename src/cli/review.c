@@ -19,6 +19,29 @@ static bool jtrue(json_t *o, const char *k)
 	return json_is_true(json_object_get(o, k));
 }
 
+/* The unified diff with each hunk's number on its header line
+ * ("@@ -1,3 +1,4 @@ [hunk 1] context"): what apply --hunks PATH=N names.  A
+ * line that starts "@@ -" is a hunk header: a diff's content lines start
+ * with ' ', '+', '-' or '\\'. */
+static void print_unified(json_t *u)
+{
+	const char *p = json_string_value(u), *end = p + json_string_length(u);
+	unsigned n = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		const char *close =
+			len > 4 && !memcmp(p, "@@ -", 4) ? memmem(p + 4, len - 4, " @@", 3) : NULL;
+		if (close) {
+			fwrite(p, 1, (size_t)(close + 3 - p), stdout);
+			printf(" [hunk %u]", ++n);
+			fwrite(close + 3, 1, (size_t)(p + len - (close + 3)), stdout);
+		} else
+			fwrite(p, 1, len, stdout);
+		p += len;
+	}
+}
+
 /* One file of a review document as text (the embedded and the remote
  * review print the same). */
 static void file_text(json_t *f, bool stat)
@@ -27,10 +50,19 @@ static void file_text(json_t *f, bool stat)
 	long long olds = json_integer_value(json_object_get(old, "size")),
 		  news = json_integer_value(json_object_get(new, "size"));
 	const char *op = jstr(f, "op"), *path = jstr(f, "path");
-	char tag[80] = "";
+	char tag[160] = "", hunks[64] = "";
 	const char *oc = json_string_value(json_object_get(f, "outcome"));
+	size_t k, o = 0;
+	json_t *n;
+	json_array_foreach(json_object_get(f, "applied_hunks"), k, n)
+		if (o + 24 < sizeof(hunks))
+			o += (size_t)snprintf(hunks + o, sizeof(hunks) - o, "%s%lld",
+					      k ? "," : ": hunks ",
+					      (long long)json_integer_value(n));
+		else if (o + 5 < sizeof(hunks))
+			o += (size_t)snprintf(hunks + o, sizeof(hunks) - o, ",...");
 	if (oc || json_is_string(json_object_get(f, "cut")))
-		snprintf(tag, sizeof(tag), " [%s%s%s]", oc ? cli_esc(oc, "") : "",
+		snprintf(tag, sizeof(tag), " [%s%s%s%s]", oc ? cli_esc(oc, "") : "", hunks,
 			 oc && json_is_string(json_object_get(f, "cut")) ? ", " : "",
 			 json_is_string(json_object_get(f, "cut"))
 				 ? "possibly truncated by the disk limit"
@@ -65,7 +97,7 @@ static void file_text(json_t *f, bool stat)
 	}
 	json_t *u = json_object_get(f, "unified");
 	if (json_is_string(u))
-		fwrite(json_string_value(u), 1, json_string_length(u), stdout);
+		print_unified(u);
 }
 
 struct review_arg {
@@ -78,6 +110,22 @@ static int review_local(struct al_store *st, const void *arg, json_t **out, stru
 	const struct review_arg *a = arg;
 	return view_review(st, a->draft, a->stat, out, err);
 }
+
+static const char review_help[] =
+	"usage: airlock review DRAFT [--json] [--stat]\n\n"
+	"Every change of a draft against its base: one header line per path\n"
+	"(A/M/D, type, mode), then a unified diff for text files, each hunk numbered\n"
+	"on its header ([hunk N]: what apply --hunks PATH=N names); binary files (or\n"
+	"over 8 MiB) with sizes and digests. A decided draft first says its state\n"
+	"(applied, partially_applied, rejected, empty) and tags each path [applied],\n"
+	"[partially_applied: hunks 1,3] or [discarded]; a draft whose run was\n"
+	"cancelled, timed out, ran out of memory or hit its disk limit says so\n"
+	"(\"warning: ...\"), naming the files the disk limit cut. --stat: one line per\n"
+	"path with +added -removed lines and a total. --json: {draft, project, state,\n"
+	"base, head, applied, partial, discarded, run, marks, warnings[, disk_limit],\n"
+	"files:[{op, path, old, new, binary, additions, deletions, hunks_selectable,\n"
+	"outcome[, applied_hunks][, cut], unified, hunks:[{number, header, lines,\n"
+	"side_by_side:[{left, right}]}]}], stat}.\n";
 
 int cmd_review(struct cli *cli, int argc, char **argv)
 {
@@ -94,29 +142,7 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 'j': cli->json = true; break;
 		case 's': stat = true; break;
-		case 'h':
-			printf("usage: airlock review DRAFT [--json] [--stat]\n\n"
-			       "Every change of a draft against its base: one header line per "
-			       "path\n"
-			       "(A/M/D, type, mode), then a unified diff for text files; binary "
-			       "files\n"
-			       "(or over 8 MiB) with sizes and digests. A decided draft first says "
-			       "its state\n"
-			       "(applied, partially_applied, rejected, empty) and tags each path "
-			       "[applied]\n"
-			       "or [discarded]; a draft whose run was cancelled, timed out, ran "
-			       "out of memory\n"
-			       "or hit its disk limit says so (\"warning: ...\"), naming the files "
-			       "the disk\n"
-			       "limit cut. --stat: one line per path with\n"
-			       "+added -removed lines and a total. --json: {draft, project, state, "
-			       "base,\n"
-			       "head, applied, discarded, run, marks, warnings[, disk_limit], "
-			       "files:[{op,\n"
-			       "path, old, new, binary, additions, deletions, outcome[, cut], "
-			       "unified,\n"
-			       "hunks:[{header, lines, side_by_side:[{left, right}]}]}], stat}.\n");
-			return 0;
+		case 'h': fputs(review_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}
 	}
@@ -140,7 +166,10 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		  nd = json_integer_value(json_object_get(doc, "discarded"));
 	if (strcmp(state, AL_DRAFT_OPEN) != 0) {
 		printf("draft %s is %s", jstr(doc, "draft"), state);
-		if (na + nd)
+		long long np = json_integer_value(json_object_get(doc, "partial"));
+		if (na + nd && np)
+			printf(": %lld applied (%lld in part), %lld discarded", na, np, nd);
+		else if (na + nd)
 			printf(": %lld applied, %lld discarded", na, nd);
 		printf("\n");
 	}

@@ -105,6 +105,9 @@ static const char *const meta_migrations[] = {
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	"  size INTEGER PRIMARY KEY, root BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  origin TEXT NOT NULL, signature BLOB NOT NULL);",
+	/* 2: a path accepted by hunks keeps their numbers ("1,3"), and its
+	 * outcome may be 'partially_applied' */
+	"ALTER TABLE draft_paths ADD COLUMN hunks TEXT;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

@@ -8,10 +8,11 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" project create p --from "$S" >/dev/null
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
+# the version each database's schema is at (meta.db 2: draft_paths.hunks)
+want() { case $1 in *meta.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
-	is "$(uv "$db")" 1 "${db#"$AIRLOCK_HOME"/} is made at schema version 1"
+	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
-HEAD=$("$AL" project head p)
 
 for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/default/statcache.db; do
 	uv "$AIRLOCK_HOME/$db" 99
@@ -22,14 +23,36 @@ for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/
 	*) run "$AL" project head p ;;
 	esac
 	is "$rc" 1 "$db at schema version 99: refused (exit 1)"
-	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to 1: upgrade airlock" "…saying so"
+	like "$err" "database $AIRLOCK_HOME/$db has schema version 99, this airlock knows up to $(want "$db"): upgrade airlock" "…saying so"
 	is "$(uv "$AIRLOCK_HOME/$db"):$(sha256sum "$AIRLOCK_HOME/$db")" "99:$sum0" "…and leaving it untouched"
-	uv "$AIRLOCK_HOME/$db" 1
+	uv "$AIRLOCK_HOME/$db" "$(want "$db")"
 done
 
-# a database made before versions (user_version 0) is brought to version 1
-uv "$D/meta.db" 0
+# meta.db as version 1 made it (no draft_paths.hunks), with a decided draft:
+# migration 2 adds the column; the outcomes stay, and hunks can be taken
+W="$T/w"; cp -r "$S" "$W"; echo two > "$W/a.txt"; echo new > "$W/b.txt"
+DR=$("$AL" draft create p --from "$W")
+"$AL" apply "$DR" --accept b.txt >/dev/null 2>&1
+v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
+cols() { python3 -c 'import sqlite3,sys; print(",".join(r[1] for r in sqlite3.connect(sys.argv[1]).execute("PRAGMA table_info(draft_paths)")))' "$D/meta.db"; }
+v1 1
+is "$(cols)" "volume,path,op,outcome" "a version-1 meta.db: draft_paths without hunks"
+run "$AL" draft list p
+like "$out" "    applied   b.txt" "…it opens: the outcomes decided before are intact"
+is "$(uv "$D/meta.db"):$(cols)" "2:volume,path,op,outcome,hunks" "…brought to version 2: draft_paths.hunks"
+printf 'one\n1\n2\n3\n4\n5\n6\n7\n8\n9\nlast\n' > "$W/c.txt"; cp "$W/c.txt" "$S/c.txt"
+"$AL" commit p "$S" --base "$("$AL" project head p)" >/dev/null 2>&1
+"$AL" snapshot export "$("$AL" project head p)" "$T/w2" >/dev/null
+sed -i 's/^one$/ONE/; s/^last$/LAST/' "$T/w2/c.txt"
+DR2=$("$AL" draft create p --from "$T/w2")
+run "$AL" apply "$DR2" --hunks c.txt=2
+is "$rc" 0 "…and takes a hunk-level apply"
+like "$("$AL" draft list p)" "partially_applied c.txt \[hunks 2\]" "…recording its hunks"
+
+# a database made before versions (user_version 0) is brought to the latest
+HEAD=$("$AL" project head p)
+v1 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
-is "$(uv "$D/meta.db")" 1 "…and is at version 1 after"
+is "$(uv "$D/meta.db"):$(cols)" "2:volume,path,op,outcome,hunks" "…and is at version 2 after, with every migration applied"
 ok "fsck is clean" -- "$AL" fsck
 done_testing
