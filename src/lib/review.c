@@ -27,6 +27,8 @@ static bool looks_binary(const uint8_t *p, size_t n)
 
 bool al_review_is_text(const uint8_t *p, size_t n)
 {
+	if (!p) /* memchr's pointer must not be NULL, even for 0 bytes */
+		return n == 0;
 	return n <= AL_REVIEW_TEXT_MAX && !looks_binary(p, n);
 }
 
