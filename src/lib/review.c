@@ -225,7 +225,7 @@ struct lines {
 static int split_lines(const uint8_t *p, size_t len, struct lines *l, struct al_error *err)
 {
 	size_t n = 0;
-	for (const uint8_t *q = p; q && (q = memchr(q, '\n', len - (size_t)(q - p))); q++)
+	for (const uint8_t *q = p; (q = memchr(q, '\n', len - (size_t)(q - p))); q++)
 		n++;
 	if (len && p[len - 1] != '\n')
 		n++;
@@ -234,9 +234,8 @@ static int split_lines(const uint8_t *p, size_t len, struct lines *l, struct al_
 		return al_fail(err, AL_ENOMEM, ENOMEM, "hunks");
 	size_t k = 0;
 	l->at[k++] = 0;
-	for (size_t i = 0; i < len && k <= n; i++)
-		if (p[i] == '\n' && k < n)
-			l->at[k++] = i + 1;
+	for (const uint8_t *q = p; k < n && (q = memchr(q, '\n', len - (size_t)(q - p))); q++)
+		l->at[k++] = (size_t)(q - p) + 1;
 	l->at[n] = len;
 	return 0;
 }
