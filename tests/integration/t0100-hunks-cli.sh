@@ -139,5 +139,12 @@ like "$err" "Apply this change to q.txt" "…the questions went to stderr"
 run sh -c "printf 'y\n' | '$AL' apply '$D' --patch"
 is "$rc" 9 "--patch on a decided draft: exit 9"
 like "$err" "draft $D was already partially_applied" "…saying so, asking nothing"
+# the hunks --patch shows are the agent's bytes: on a terminal, only text,
+# tabs, line ends and colour pass (as a run's output); piped, as they are
+D7=$(draft_from 'printf "a\033]0;title\007b\033[2Jc\n" > esc.txt')
+script -qfc "printf 'n\n' | '$AL' apply '$D7' --patch" "$T/tty.out" >/dev/null 2>&1
+like "$(cat -v "$T/tty.out")" '\+a\\x1b\]0;title\\x07b\\x1b\[2Jc' "--patch on a terminal shows a hunk's title and clear-screen escapes as \\xNN"
+run sh -c "printf 'n\n' | '$AL' apply '$D7' --patch"
+like "$(printf '%s' "$out" | od -An -c | tr -s ' ' | tr -d '\n')" 'a 033 ] 0 ; t i t l e \\a b 033 \[ 2 J c' "…piped, the bytes as they are"
 ok "fsck is clean" -- "$AL" fsck
 done_testing
