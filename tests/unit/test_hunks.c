@@ -313,9 +313,13 @@ static struct al_oid tree(struct al_store *st, const struct file *f, size_t n)
 	free(enc);
 	for (size_t i = 0; i < n; i++) {
 		size_t len = f[i].len ? f[i].len : f[i].data ? strlen(f[i].data) : 0;
+		/* mode 0777: a symlink to data */
+		enum al_entry_type type = !f[i].data          ? AL_T_DIR
+					  : f[i].mode == 0777 ? AL_T_SYMLINK
+							      : AL_T_FILE;
 		ed[i] = (struct al_edit){ .path = f[i].path,
 					  .op = AL_EDIT_SET,
-					  .entry = { .type = f[i].data ? AL_T_FILE : AL_T_DIR,
+					  .entry = { .type = type,
 						     .mode = f[i].mode ? f[i].mode : 0644,
 						     .size = f[i].data ? len : 0 } };
 		if (f[i].data)
@@ -425,17 +429,20 @@ static void test_apply_hunks(void **state)
 	const char *rn[] = { "2", "TWO", "15", "FIFTEEN", "29", "TWENTY-NINE" };
 	char *n30b = numbered(30, rn, 6);
 	struct file base[] = {
-		{ "bin", "a\0b", 3, 0 },
-		{ "gone.txt", "bye\n", 0, 0 },
-		{ "mode.sh", "echo 1\n", 0, 0 },
+		{ "ln", "n.txt", 0, 0777 },    { "bin", "a\0b", 3, 0 },
+		{ "gone.txt", "bye\n", 0, 0 }, { "mode.sh", "echo 1\n", 0, 0 },
 		{ "n.txt", n30, 0, 0 },
 	};
 	struct file next[] = {
-		{ "bin", "a\0c", 3, 0 },  { "mode.sh", "echo 2\n", 0, 0755 },
-		{ "n.txt", n30b, 0, 0 },  { "new.txt", "hello\n", 0, 0 },
-		{ "sub", NULL, 0, 0755 }, { "sub/s.txt", "s\n", 0, 0 },
+		{ "bin", "a\0c", 3, 0 },
+		{ "ln", "x\n", 0, 0 },
+		{ "mode.sh", "echo 2\n", 0, 0755 },
+		{ "n.txt", n30b, 0, 0 },
+		{ "new.txt", "hello\n", 0, 0 },
+		{ "sub", NULL, 0, 0755 },
+		{ "sub/s.txt", "s\n", 0, 0 },
 	};
-	struct al_oid b0 = tree(st, base, 4), b1 = tree(st, next, 6);
+	struct al_oid b0 = tree(st, base, 5), b1 = tree(st, next, 7);
 	struct al_project_info p;
 	struct al_draft_info d;
 	assert_int_equal(al_project_create(st, "p", &b0, "t", &p, &err), 0);
@@ -462,6 +469,7 @@ static void test_apply_hunks(void **state)
 		{ { { "new.txt", h1, 1 } }, 1, "new.txt is added in draft" },
 		{ { { "gone.txt", h1, 1 } }, 1, "gone.txt is deleted in draft" },
 		{ { { "bin", h1, 1 } }, 1, "bin is binary" },
+		{ { { "ln", h1, 1 } }, 1, "ln is of another type than in the base in draft" },
 		{ { { "sub", h1, 1 } }, 1, "sub is added in draft" },
 		{ { { "nosuch", h1, 1 } }, 1, "nosuch is not changed by draft" },
 		{ { { "n.txt", h1, 0 } }, 1, "n.txt: an empty list of hunks" },
@@ -490,7 +498,7 @@ static void test_apply_hunks(void **state)
 		fail_msg("apply: %s", err.msg);
 	assert_int_equal(res.applied, 2);
 	assert_int_equal(res.partial, 2); /* n.txt: a hunk left; mode.sh: its mode change left */
-	assert_int_equal(res.discarded, 5);
+	assert_int_equal(res.discarded, 6);
 	struct al_project_info now;
 	assert_int_equal(al_project_get(st, "p", &now, &err), 0);
 	unsigned mode = 0;
@@ -511,7 +519,8 @@ static void test_apply_hunks(void **state)
 	assert_int_equal(dn.applied, 2);
 	struct outcomes oc = { "" };
 	assert_int_equal(al_draft_path_outcomes(st, d.id, on_outcome, &oc, &err), 0);
-	assert_string_equal(oc.text, "bin=discarded gone.txt=discarded mode.sh=partially_applied:1 "
+	assert_string_equal(oc.text, "bin=discarded gone.txt=discarded ln=discarded "
+				     "mode.sh=partially_applied:1 "
 				     "n.txt=partially_applied:1,3 new.txt=discarded sub=discarded "
 				     "sub/s.txt=discarded ");
 	char *last = NULL;
@@ -707,6 +716,51 @@ static void test_merge_lines_commit(void **state)
 	home_remove(home, st);
 }
 
+/* A file over 8 MiB is shown as binary: its hunks cannot be taken, and
+ * merge_lines does not merge it. */
+static void test_too_large(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-hunks-XXXXXX";
+	struct al_store *st = home_store(home);
+	struct al_error err = { 0 };
+	size_t n = AL_REVIEW_TEXT_MAX + 4096;
+	char *a = malloc(n + 1), *b = malloc(n + 1), *c = malloc(n + 1);
+	assert_true(a && b && c);
+	for (size_t i = 0; i < n; i++)
+		a[i] = i % 64 == 63 ? '\n' : 'a';
+	a[n] = 0;
+	memcpy(b, a, n + 1);
+	memcpy(c, a, n + 1);
+	b[0] = 'B';     /* the first line */
+	c[n - 2] = 'C'; /* the last: disjoint */
+	struct file f0[] = { { "big.txt", a, n, 0 } }, f1[] = { { "big.txt", b, n, 0 } },
+		    f2[] = { { "big.txt", c, n, 0 } };
+	struct al_oid t0 = tree(st, f0, 1), t1 = tree(st, f1, 1), t2 = tree(st, f2, 1);
+	struct al_project_info p;
+	struct al_draft_info d;
+	assert_int_equal(al_project_create(st, "p", &t0, "t", &p, &err), 0);
+	assert_int_equal(al_draft_create(st, "p", &t1, "t", &d, &err), 0);
+	uint64_t size0 = ledger(st, NULL);
+	unsigned h1[] = { 1 };
+	struct al_apply_path ap = { "big.txt", h1, 1 };
+	struct al_commit_result res = { 0 };
+	assert_int_equal(sel(st, d.id, &ap, 1, &res, &err), AL_EINVAL);
+	assert_non_null(strstr(err.msg, "big.txt is over 8 MiB (shown as binary)"));
+	assert_int_equal(ledger(st, NULL), size0);
+	al_commit_result_release(&res);
+	struct al_commit_opts o = { .strategy = AL_MERGE_LINES, .author = "t" };
+	assert_int_equal(al_project_commit(st, "p", &t0, &t1, &o, &res, &err), 0);
+	al_commit_result_release(&res);
+	assert_int_equal(al_project_commit(st, "p", &t0, &t2, &o, &res, &err), AL_ECONFLICT);
+	assert_int_equal(res.nmerged, 0);
+	al_commit_result_release(&res);
+	free(a);
+	free(b);
+	free(c);
+	home_remove(home, st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_apply_hunks),
 		cmocka_unit_test(test_hunks_on_moved_head),
 		cmocka_unit_test(test_merge_lines_commit),
+		cmocka_unit_test(test_too_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
