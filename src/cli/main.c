@@ -24,7 +24,7 @@ static const struct cli_cmd commands[] = {
 	{ "runs", cmd_runs, "list a project's runs" },
 	{ "replay", cmd_replay, "run a recorded run again; say whether it did the same" },
 	{ "review", cmd_review, "show a draft's changes with diffs" },
-	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
+	{ "apply", cmd_apply, "apply (all, some paths or hunks) or reject a draft" },
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
 	{ "audit", cmd_audit, "the tamper-evident ledger: list, show, export, verify" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },

@@ -23,26 +23,39 @@ static bool jtrue(json_t *o, const char *k)
 	return json_is_true(json_object_get(o, k));
 }
 
-/* A unified diff; coloured line by line when colour is on (the text is
- * the review's, already safe for a terminal) */
-static void unified_text(const char *u, size_t n)
+/* The unified diff with each hunk's number on its header line
+ * ("@@ -1,3 +1,4 @@ [hunk 1] context"): what apply --hunks PATH=N names;
+ * coloured line by line when colour is on (the text is the review's,
+ * already safe for a terminal).  A line that starts "@@ -" is a hunk
+ * header: a diff's content lines start with ' ', '+', '-' or '\\'. */
+static void print_unified(json_t *uj)
 {
-	if (!*cli_color(CLI_RESET)) {
-		fwrite(u, 1, n, stdout);
-		return;
-	}
+	const char *u = json_string_value(uj);
+	size_t n = json_string_length(uj);
+	bool colour = *cli_color(CLI_RESET);
+	unsigned hunk = 0;
 	while (n) {
 		const char *nl = memchr(u, '\n', n);
-		size_t len = nl ? (size_t)(nl - u) + 1 : n;
-		const char *c = !strncmp(u, "+++ ", 4) || !strncmp(u, "--- ", 4) ||
+		size_t len = nl ? (size_t)(nl - u) + 1 : n, body = nl ? len - 1 : len;
+		const char *c = !colour ? ""
+				: !strncmp(u, "+++ ", 4) || !strncmp(u, "--- ", 4) ||
 						!strncmp(u, "diff ", 5) || !strncmp(u, "index ", 6)
 					? CLI_BOLD
 				: u[0] == '+'          ? CLI_GREEN
 				: u[0] == '-'          ? CLI_RED
 				: !strncmp(u, "@@", 2) ? CLI_CYAN
 						       : "";
-		size_t body = nl ? len - 1 : len;
-		printf("%s%.*s%s%s", c, (int)body, u, *c ? CLI_RESET : "", nl ? "\n" : "");
+		const char *close = body > 4 && !memcmp(u, "@@ -", 4)
+					    ? memmem(u + 4, body - 4, " @@", 3)
+					    : NULL;
+		fputs(c, stdout);
+		if (close) {
+			fwrite(u, 1, (size_t)(close + 3 - u), stdout);
+			printf(" [hunk %u]", ++hunk);
+			fwrite(close + 3, 1, (size_t)(u + body - (close + 3)), stdout);
+		} else
+			fwrite(u, 1, body, stdout);
+		printf("%s%s", *c ? CLI_RESET : "", nl ? "\n" : "");
 		u += len;
 		n -= len;
 	}
@@ -135,10 +148,19 @@ static void file_text(json_t *f, bool stat)
 		  news = json_integer_value(json_object_get(new, "size"));
 	const char *op = jstr(f, "op"), *path = jstr(f, "path");
 	const char *opc = cli_state_color(op), *off = *opc ? CLI_RESET : "";
-	char tag[80] = "";
+	char tag[160] = "", hunks[64] = "";
 	const char *oc = json_string_value(json_object_get(f, "outcome"));
+	size_t k, o = 0;
+	json_t *n;
+	json_array_foreach(json_object_get(f, "applied_hunks"), k, n)
+		if (o + 24 < sizeof(hunks))
+			o += (size_t)snprintf(hunks + o, sizeof(hunks) - o, "%s%lld",
+					      k ? "," : ": hunks ",
+					      (long long)json_integer_value(n));
+		else if (o + 5 < sizeof(hunks))
+			o += (size_t)snprintf(hunks + o, sizeof(hunks) - o, ",...");
 	if (oc || json_is_string(json_object_get(f, "cut")))
-		snprintf(tag, sizeof(tag), " [%s%s%s]", oc ? cli_esc(oc, "") : "",
+		snprintf(tag, sizeof(tag), " [%s%s%s%s]", oc ? cli_esc(oc, "") : "", hunks,
 			 oc && json_is_string(json_object_get(f, "cut")) ? ", " : "",
 			 json_is_string(json_object_get(f, "cut"))
 				 ? "possibly truncated by the disk limit"
@@ -176,7 +198,7 @@ static void file_text(json_t *f, bool stat)
 	if (sbs_width && json_array_size(json_object_get(f, "hunks")))
 		side_by_side(json_object_get(f, "hunks"), sbs_width);
 	else if (json_is_string(u))
-		unified_text(json_string_value(u), json_string_length(u));
+		print_unified(u);
 }
 
 struct review_arg {
@@ -274,6 +296,27 @@ static void header(struct cli *cli, json_t *doc)
 	json_decref(rec);
 }
 
+static const char review_help[] =
+	"usage: airlock review DRAFT [--json] [--stat] [--side-by-side]\n\n"
+	"Every change of a draft against its base: one header line per path\n"
+	"(A/M/D, type, mode), then a unified diff for text files, each hunk numbered\n"
+	"on its header ([hunk N]: what apply --hunks PATH=N names); binary files (or\n"
+	"over 8 MiB) with sizes and digests. A decided draft first says its state\n"
+	"(applied, partially_applied, rejected, empty) and tags each path [applied],\n"
+	"[partially_applied: hunks 1,3] or [discarded]; a draft whose run was\n"
+	"cancelled, timed out, ran out of memory or hit its disk limit says so\n"
+	"(\"warning: ...\"), naming the files the disk limit cut. --stat: one line per\n"
+	"path with +added -removed lines and a total. --json: {draft, project, state,\n"
+	"base, head, applied, partial, discarded, run, marks, warnings[, disk_limit],\n"
+	"files:[{op, path, old, new, binary, additions, deletions, hunks_selectable,\n"
+	"outcome[, applied_hunks][, cut], unified, hunks:[{number, header, lines,\n"
+	"side_by_side:[{left, right}]}]}], stat}.\n"
+	"--side-by-side: the text diffs as two columns, old | new, as wide as\n"
+	"the terminal ($COLUMNS, else 160 when not a terminal); '<' a removed\n"
+	"line, '>' an added one, '|' a changed one, a cut line ends in '>'.\n"
+	"DRAFT may be a unique prefix of a draft or run id, or @ (your last\n"
+	"run). On a terminal: colour and the pager (docs/cli.md).\n";
+
 int cmd_review(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -291,38 +334,7 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		case 'j': cli->json = true; break;
 		case 's': stat = true; break;
 		case 'y': sbs_width = terminal_width(); break;
-		case 'h':
-			printf("usage: airlock review DRAFT [--json] [--stat] [--side-by-side]\n\n"
-			       "Every change of a draft against its base: one header line per "
-			       "path\n"
-			       "(A/M/D, type, mode), then a unified diff for text files; binary "
-			       "files\n"
-			       "(or over 8 MiB) with sizes and digests. A decided draft first says "
-			       "its state\n"
-			       "(applied, partially_applied, rejected, empty) and tags each path "
-			       "[applied]\n"
-			       "or [discarded]; a draft whose run was cancelled, timed out, ran "
-			       "out of memory\n"
-			       "or hit its disk limit says so (\"warning: ...\"), naming the files "
-			       "the disk\n"
-			       "limit cut. --stat: one line per path with\n"
-			       "+added -removed lines and a total. --json: {draft, project, state, "
-			       "base,\n"
-			       "head, applied, discarded, run, marks, warnings[, disk_limit], "
-			       "files:[{op,\n"
-			       "path, old, new, binary, additions, deletions, outcome[, cut], "
-			       "unified,\n"
-			       "hunks:[{header, lines, side_by_side:[{left, right}]}]}], stat}.\n"
-			       "--side-by-side: the text diffs as two columns, old | new, as wide "
-			       "as\n"
-			       "the terminal ($COLUMNS, else 160 when not a terminal); '<' a "
-			       "removed\n"
-			       "line, '>' an added one, '|' a changed one, a cut line ends in "
-			       "'>'.\n"
-			       "DRAFT may be a unique prefix of a draft or run id, or @ (your "
-			       "last\n"
-			       "run). On a terminal: colour and the pager (docs/cli.md).\n");
-			return 0;
+		case 'h': fputs(review_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}
 	}
@@ -351,7 +363,10 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		  nd = json_integer_value(json_object_get(doc, "discarded"));
 	if (strcmp(state, AL_DRAFT_OPEN) != 0) {
 		printf("draft %s is %s", jstr(doc, "draft"), state);
-		if (na + nd)
+		long long np = json_integer_value(json_object_get(doc, "partial"));
+		if (na + nd && np)
+			printf(": %lld applied (%lld in part), %lld discarded", na, np, nd);
+		else if (na + nd)
 			printf(": %lld applied, %lld discarded", na, nd);
 		printf("\n");
 	}

@@ -317,7 +317,83 @@ int decode_replay(json_t *body, struct run_request *r, struct al_error *err)
 void apply_request_release(struct apply_request *r)
 {
 	free(r->paths);
+	free(r->hunks);
 	memset(r, 0, sizeof(*r));
+}
+
+/* One hunk list: a non-empty array of integers from 1 (NULL *n = 0 when
+ * out is NULL: counting only). */
+static int hunk_list(json_t *h, size_t item, unsigned *out, size_t *n, struct al_error *err)
+{
+	if (!json_is_array(h) || json_array_size(h) == 0)
+		return al_fail(err, AL_EINVAL, 0,
+			       "field 'paths': item %zu: 'hunks' is a non-empty array of hunk "
+			       "numbers (leave it out for the whole change)",
+			       item);
+	size_t i;
+	json_t *v;
+	json_array_foreach(h, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > UINT32_MAX)
+			return al_fail(err, AL_EINVAL, 0,
+				       "field 'paths': item %zu: hunk %zu is not a hunk number (an "
+				       "integer from 1)",
+				       item, i);
+		if (out)
+			out[i] = (unsigned)json_integer_value(v);
+	}
+	*n = json_array_size(h);
+	return 0;
+}
+
+/* paths: strings, or {"path": P[, "hunks": [N, ...]]} */
+static int apply_paths(json_t *a, struct apply_request *r, struct al_error *err)
+{
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return al_fail(err, AL_EINVAL, 0,
+			       "field 'paths': expected an array of paths and {path, hunks}");
+	size_t len = json_array_size(a), total = 0, i;
+	if (len > DECODE_PATHS_MAX)
+		return al_fail(err, AL_ELIMIT, 0, "field 'paths': more than %d items",
+			       DECODE_PATHS_MAX);
+	static const char *const keys[] = { "path", "hunks", NULL };
+	json_t *v;
+	json_array_foreach(a, i, v) { /* checked and counted before anything is kept */
+		size_t n = 0;
+		json_t *s = json_is_object(v) ? json_object_get(v, "path") : v;
+		int rc = json_is_object(v) ? known_keys(v, keys, "field 'paths'", err) : 0;
+		if (rc == 0 &&
+		    (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)))
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'paths': item %zu is not a path (a string without NUL) "
+				     "or {path, hunks}",
+				     i);
+		json_t *h = json_is_object(v) ? json_object_get(v, "hunks") : NULL;
+		if (rc == 0 && h && (rc = hunk_list(h, i, NULL, &n, err)) == 0 &&
+		    (total += n) > DECODE_HUNKS_MAX)
+			rc = al_fail(err, AL_ELIMIT, 0, "field 'paths': more than %u hunk numbers",
+				     DECODE_HUNKS_MAX);
+		if (rc < 0)
+			return rc;
+	}
+	if (!(r->paths = calloc(len + 1, sizeof(*r->paths))) ||
+	    !(r->hunks = calloc(total + 1, sizeof(*r->hunks))))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	size_t at = 0;
+	json_array_foreach(a, i, v) {
+		struct al_apply_path *p = &r->paths[i];
+		json_t *h = json_is_object(v) ? json_object_get(v, "hunks") : NULL;
+		p->path = json_string_value(json_is_object(v) ? json_object_get(v, "path") : v);
+		if (h) {
+			p->hunks = r->hunks + at;
+			hunk_list(h, i, r->hunks + at, &p->nhunks, err);
+			at += p->nhunks;
+		}
+	}
+	r->npaths = len;
+	return 0;
 }
 
 int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
@@ -336,8 +412,7 @@ int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
 	if (rc == 0)
 		rc = get_string(body, "message", false, &r->message, err);
 	if (rc == 0)
-		rc = string_array(json_object_get(body, "paths"), "paths", DECODE_PATHS_MAX,
-				  &r->paths, &r->npaths, err);
+		rc = apply_paths(json_object_get(body, "paths"), r, err);
 	if (rc == 0) {
 		if (!strcmp(mode, "accept_all"))
 			r->mode = AL_ACCEPT_ALL;

@@ -69,6 +69,10 @@ json_t *view_commit_result(const struct al_commit_result *res)
 		json_object_set_new(o, "seq", json_null());
 	json_object_set_new(o, "head", view_id(&res->head));
 	json_object_set_new(o, "conflicts", view_conflicts(res->conflicts, res->nconflicts));
+	json_t *merged = json_array();
+	for (size_t i = 0; i < res->nmerged; i++)
+		json_array_append_new(merged, json_string(res->merged[i]));
+	json_object_set_new(o, "merged", merged);
 	return o;
 }
 
@@ -88,7 +92,7 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 }
 
 json_t *view_apply(const char *draft, const char *mode, const char *strategy,
-		   const char *const *paths, size_t n)
+		   const struct al_apply_path *paths, size_t n)
 {
 	json_t *o = json_pack("{s:s,s:s}", "draft", draft, "mode", mode);
 	/* reject_all commits nothing: no strategy was used */
@@ -96,8 +100,9 @@ json_t *view_apply(const char *draft, const char *mode, const char *strategy,
 			    strcmp(mode, "reject_all") ? json_string(strategy) : json_null());
 	json_t *pa = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(pa, json_string(paths[i]));
+		json_array_append_new(pa, json_string(paths[i].path));
 	json_object_set_new(o, "paths", pa);
+	json_object_set_new(o, "hunks", json_object()); /* view_apply_result: what was taken */
 	return o;
 }
 
@@ -259,10 +264,29 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 	json_decref(rec);
 }
 
-static int outcome_one(void *ctx, const char *path, const char *outcome, struct al_error *err)
+static json_t *hunk_numbers(const unsigned *h, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(h[i]));
+	return a;
+}
+
+static int outcome_one(void *ctx, const struct al_path_outcome *oc, struct al_error *err)
 {
 	(void)err;
-	json_array_append_new(ctx, json_pack("{s:s,s:s}", "path", path, "outcome", outcome));
+	json_t *o = json_pack("{s:s,s:s}", "path", oc->path, "outcome", oc->outcome);
+	if (oc->hunks)
+		json_object_set_new(o, "hunks", hunk_numbers(oc->hunks, oc->nhunks));
+	json_array_append_new(ctx, o);
+	return 0;
+}
+
+static int hunks_one(void *ctx, const struct al_path_outcome *oc, struct al_error *err)
+{
+	(void)err;
+	if (oc->hunks)
+		json_object_set_new(ctx, oc->path, hunk_numbers(oc->hunks, oc->nhunks));
 	return 0;
 }
 
@@ -276,9 +300,10 @@ json_t *view_draft(struct al_store *st, const struct al_draft_info *d)
 	json_object_set_new(o, "group", json_string(d->group));
 	json_object_set_new(o, "applied", json_integer((json_int_t)d->applied));
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d->discarded));
+	json_object_set_new(o, "partial", json_integer((json_int_t)d->partial));
 	json_t *paths = json_array();
 	if (st && d->applied + d->discarded)
-		al_draft_outcomes(st, d->id, outcome_one, paths, NULL);
+		al_draft_path_outcomes(st, d->id, outcome_one, paths, NULL);
 	json_object_set_new(o, "paths", paths);
 	if (st)
 		run_marks(st, d->run, o, NULL);
@@ -291,6 +316,10 @@ json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out,
 	struct al_draft_info d;
 	json_object_set_new(out, "applied", json_integer((json_int_t)res->applied));
 	json_object_set_new(out, "discarded", json_integer((json_int_t)res->discarded));
+	json_object_set_new(out, "partial", json_integer((json_int_t)res->partial));
+	json_t *hunks = json_object();
+	al_draft_path_outcomes(st, draft, hunks_one, hunks, NULL);
+	json_object_set_new(out, "hunks", hunks);
 	if (al_draft_get(st, draft, &d, NULL) == 0) {
 		json_object_set_new(out, "state", json_string(d.state));
 		run_marks(st, d.run, out, NULL);
@@ -469,7 +498,7 @@ struct review_ctx {
 	const char *only; /* one path (the web UI's file view), or NULL: every one */
 	json_t *files;
 	int nfiles, adds, dels;
-	json_t *outcomes;  /* path -> outcome, for a decided draft */
+	json_t *outcomes;  /* path -> {outcome, hunks?}, for a decided draft */
 	json_t *truncated; /* paths the run's disk limit may have cut */
 };
 
@@ -529,11 +558,12 @@ static json_t *hunks_json(const struct al_review_file *f)
 				json_object_set_new(lo, "no_newline", json_true());
 			json_array_append_new(lines, lo);
 		}
-		json_array_append_new(
-			hs, json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "header", hk->header,
-				      "old_start", hk->old_start, "old_lines", hk->old_lines,
-				      "new_start", hk->new_start, "new_lines", hk->new_lines,
-				      "lines", lines, "side_by_side", side_by_side(hk)));
+		json_array_append_new(hs, json_pack("{s:I,s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "number",
+						    (json_int_t)hk->number, "header", hk->header,
+						    "old_start", hk->old_start, "old_lines",
+						    hk->old_lines, "new_start", hk->new_start,
+						    "new_lines", hk->new_lines, "lines", lines,
+						    "side_by_side", side_by_side(hk)));
 	}
 	return hs;
 }
@@ -548,14 +578,18 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 	r->adds += f->additions;
 	r->dels += f->deletions;
 	char op[2] = { f->op, 0 };
-	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path,
+	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i,s:b}", "op", op, "path", f->path,
 			      "binary", f->binary, "content_changed", f->content_changed,
 			      "mode_changed", f->mode_changed, "type_changed", f->type_changed,
-			      "additions", f->additions, "deletions", f->deletions);
+			      "additions", f->additions, "deletions", f->deletions,
+			      "hunks_selectable", f->hunks_selectable);
 	json_object_set_new(o, "old", view_entry(f->has_old ? &f->old : NULL, f->symlink_old));
 	json_object_set_new(o, "new", view_entry(f->has_new ? &f->new : NULL, f->symlink_new));
 	json_t *oc = json_object_get(r->outcomes, f->path);
-	json_object_set_new(o, "outcome", oc ? json_incref(oc) : json_null());
+	json_t *ocv = json_object_get(oc, "outcome"), *och = json_object_get(oc, "hunks");
+	json_object_set_new(o, "outcome", ocv ? json_incref(ocv) : json_null());
+	if (och)
+		json_object_set(o, "applied_hunks", och);
 	size_t i;
 	json_t *t;
 	json_array_foreach(r->truncated, i, t)
@@ -581,15 +615,14 @@ static int review_of(struct al_store *st, const char *draft, bool stat, const ch
 		json_pack("{s:s,s:s,s:s}", "draft", d.id, "project", d.project, "state", d.state);
 	json_t *paths = json_array(), *outcomes = json_object(), *disk = NULL, *p;
 	size_t i;
-	if ((r = al_draft_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
+	if ((r = al_draft_path_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
 		json_decref(paths);
 		json_decref(outcomes);
 		json_decref(o);
 		return r;
 	}
 	json_array_foreach(paths, i, p)
-		json_object_set(outcomes, json_string_value(json_object_get(p, "path")),
-				json_object_get(p, "outcome"));
+		json_object_set(outcomes, json_string_value(json_object_get(p, "path")), p);
 	json_decref(paths);
 	run_marks(st, d.run, o, &disk);
 	struct review_ctx c = { .stat = stat,
@@ -614,6 +647,7 @@ static int review_of(struct al_store *st, const char *draft, bool stat, const ch
 	json_object_set_new(o, "files", c.files);
 	json_object_set_new(o, "applied", json_integer((json_int_t)d.applied));
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d.discarded));
+	json_object_set_new(o, "partial", json_integer((json_int_t)d.partial));
 	json_object_set_new(o, "base", view_id(&d.base));
 	json_object_set_new(o, "head", view_id(&d.head));
 	json_object_set_new(o, "stat",

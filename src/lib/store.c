@@ -114,6 +114,9 @@ static const char *const meta_migrations[] = {
 	/* 2: a project's default run contract (contract.h) */
 	"CREATE TABLE IF NOT EXISTS project_contracts("
 	"  project TEXT PRIMARY KEY, doc TEXT NOT NULL, set_by TEXT, time INTEGER NOT NULL);",
+	/* 3: a path accepted by hunks keeps their numbers ("1,3"), and its
+	 * outcome may be 'partially_applied' */
+	"ALTER TABLE draft_paths ADD COLUMN hunks TEXT;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

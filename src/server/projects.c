@@ -252,7 +252,7 @@ int h_draft_apply(struct req *rq)
 		struct al_commit_opts o = { .strategy = a.strategy,
 					    .author = rq->who.name,
 					    .message = a.message ? a.message : message };
-		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
+		rc = al_draft_apply_sel(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
 	}
 	json_t *out = NULL;
 	if (rc == 0) {
