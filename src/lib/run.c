@@ -500,6 +500,7 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
+	const char *backend; /* the sandbox's ("ns", "vm") */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -657,7 +658,7 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base",
 		jid(&r->base), "image", jid(&r->image), "argv", strings_json(o->argv), "env", env,
 		"secrets", secrets, "network", al_network_name(o->network), "limits",
-		limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup, "exit_code",
+		limits_json(&r->limits), "backend", r->backend, "cgroup", s->cgroup, "exit_code",
 		s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob",
 		jid(&r->out_blob), "bytes", (json_int_t)s->stdout_bytes, "kept",
 		(json_int_t)r->cap.kept[1], "truncated", r->cap.truncated[1], "stderr", "blob",
@@ -955,7 +956,10 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	int nuser = count_args(o->env, ENV_MAX, &bytes, "environment", err), nsec;
 	if (nuser < 0 || (nsec = count_args(o->secrets, ENV_MAX, &bytes, "secrets", err)) < 0)
 		return nuser < 0 ? nuser : nsec;
-	int r = al_sandbox_check(NULL, o->network, err);
+	int r = o->backend && !al_sandbox_backend_known(o->backend)
+			? al_fail(err, AL_EUSAGE, 0,
+				  "run: unknown sandbox backend '%.16s' (ns, vm)", o->backend)
+			: al_sandbox_check(o->backend, o->network, err);
 	if (r < 0)
 		return r;
 	static const char *const defaults[] = {
@@ -1032,6 +1036,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 					&run.contracts, err)) < 0)
 		goto out;
 	run.base = proj.head;
+	run.backend = o->backend ? o->backend : "ns";
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		r = al_fail(err, AL_EIO, errno, "run id");
 		goto out;
@@ -1109,6 +1114,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		.secret_files = files,
 		.nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
+		.backend = run.backend,
+		.guest_dir = o->guest_dir,
 	};
 	al_store_release_memory(st);
 	run.started = al_wall_s();
