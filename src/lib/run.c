@@ -959,7 +959,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	int r = o->backend && !al_sandbox_backend_known(o->backend)
 			? al_fail(err, AL_EUSAGE, 0,
 				  "run: unknown sandbox backend '%.16s' (ns, vm)", o->backend)
-			: al_sandbox_check(o->backend, o->network, err);
+			: 0;
 	if (r < 0)
 		return r;
 	static const char *const defaults[] = {
@@ -1029,6 +1029,8 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	char hex[15];
 	struct al_policy pol;
 	if ((r = al_policy_effective(st, &pol, err)) < 0 ||
+	    (r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
+	    (r = al_sandbox_check(run.backend, o->network, err)) < 0 ||
 	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (r = al_image_resolve(st, o->image, &run.image, err)) < 0 ||
@@ -1036,7 +1038,6 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 					&run.contracts, err)) < 0)
 		goto out;
 	run.base = proj.head;
-	run.backend = o->backend ? o->backend : "ns";
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		r = al_fail(err, AL_EIO, errno, "run id");
 		goto out;
