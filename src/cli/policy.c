@@ -107,7 +107,8 @@ static void policy_text(const char *label, json_t *p)
 		size_t i;
 		json_t *b;
 		printf("sandbox backends allowed:");
-		json_array_foreach(bs, i, b) printf("%s %s", i ? "," : "", json_string_value(b));
+		json_array_foreach(bs, i, b)
+			printf("%s %s", i ? "," : "", json_string_value(b));
 		printf("\n");
 	}
 }

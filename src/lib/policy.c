@@ -226,8 +226,8 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 			else
 				out->contract_floor = (uint8_t)(a + 1);
 		} else if (!strcmp(k, "backend")) {
-			unsigned b = json_is_string(v) ? al_policy_backend_bit(json_string_value(v))
-						       : 0;
+			unsigned b =
+				json_is_string(v) ? al_policy_backend_bit(json_string_value(v)) : 0;
 			if (!b)
 				r = al_fail(err, AL_EINVAL, 0, "policy: 'backend' is ns or vm");
 			out->backend = (uint8_t)b;

@@ -194,11 +194,16 @@ static int put_str(struct al_buf *b, const char *s)
 	return al_buf_put(b, s, strlen(s) + 1);
 }
 
-static int put_num(struct al_buf *b, const char *tag, uint64_t v)
+static int put_dec(struct al_buf *b, uint64_t v)
 {
 	char n[32];
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)v);
-	return put_str(b, tag) < 0 || put_str(b, n) < 0 ? -1 : 0;
+	return put_str(b, n);
+}
+
+static int put_num(struct al_buf *b, const char *tag, uint64_t v)
+{
+	return put_str(b, tag) < 0 || put_dec(b, v) < 0 ? -1 : 0;
 }
 
 static int control_disk(const struct al_sandbox_spec *spec, struct al_error *err)
@@ -212,8 +217,7 @@ static int control_disk(const struct al_sandbox_spec *spec, struct al_error *err
 	for (size_t i = 0; r == 0 && i < spec->nsecret_files; i++) {
 		const struct al_sandbox_file *f = &spec->secret_files[i];
 		r = put_str(&b, "file") < 0 || put_str(&b, f->name) < 0 ||
-				    put_num(&b, "", f->len) < 0 ||
-				    al_buf_put(&b, f->data, f->len) < 0
+				    put_dec(&b, f->len) < 0 || al_buf_put(&b, f->data, f->len) < 0
 			    ? -1
 			    : 0;
 	}
