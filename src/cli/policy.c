@@ -155,8 +155,8 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 			json_object_set(b, "best_effort_limits",
 					json_object_get(o, "best_effort_limits"));
 			const char *k[] = { "runs_per_tenant", "runs_per_principal",
-					    "contract_on_violation" };
-			for (int i = 0; i < 3; i++)
+					    "contract_on_violation", "backend", "backends" };
+			for (int i = 0; i < 5; i++)
 				if (json_object_get(o, k[i]))
 					json_object_set(b, k[i], json_object_get(o, k[i]));
 		}

@@ -29,11 +29,11 @@
 /* one member of a stream to write */
 struct m {
 	const char *path;
-	mode_t type; /* AE_IF* */
-	const char *data;     /* regular file content; symlink target; hardlink target */
-	unsigned rmaj, rmin;  /* devices */
-	const char *xattr;    /* name, value "y" */
-	long long size;       /* 0: strlen(data) */
+	mode_t type;         /* AE_IF* */
+	const char *data;    /* regular file content; symlink target; hardlink target */
+	unsigned rmaj, rmin; /* devices */
+	const char *xattr;   /* name, value "y" */
+	long long size;      /* 0: strlen(data) */
 };
 
 static int stream(const struct m *ms, size_t n)
@@ -52,7 +52,7 @@ static int stream(const struct m *ms, size_t n)
 		archive_entry_set_perm(e, 0644);
 		size_t len = ms[i].data && ms[i].type == AE_IFREG ? strlen(ms[i].data) : 0;
 		archive_entry_set_size(e, ms[i].size && ms[i].type == AE_IFREG ? ms[i].size
-										 : (la_int64_t)len);
+									       : (la_int64_t)len);
 		if (hard)
 			archive_entry_set_hardlink(e, ms[i].data);
 		if (ms[i].type == AE_IFLNK)
@@ -151,18 +151,31 @@ static void test_refused(void **state)
 {
 	(void)state;
 	const struct bad cases[] = {
-		{ "dot-dot", { M(.path = "../escape", .type = AE_IFREG, .data = "x") }, 1, AL_EINVAL },
+		{ "dot-dot",
+		  { M(.path = "../escape", .type = AE_IFREG, .data = "x") },
+		  1,
+		  AL_EINVAL },
 		{ "dot-dot inside",
 		  { M(.path = "d/", .type = AE_IFDIR),
 		    M(.path = "d/../../escape", .type = AE_IFREG, .data = "x") },
 		  2,
 		  AL_EINVAL },
-		{ "absolute", { M(.path = "/escape", .type = AE_IFREG, .data = "x") }, 1, AL_EINVAL },
+		{ "absolute",
+		  { M(.path = "/escape", .type = AE_IFREG, .data = "x") },
+		  1,
+		  AL_EINVAL },
 		{ "dot", { M(.path = "./x", .type = AE_IFREG, .data = "x") }, 1, AL_EINVAL },
-		{ "control character", { M(.path = "a\nb", .type = AE_IFREG, .data = "x") }, 1, AL_EINVAL },
-		{ "no parent", { M(.path = "nodir/f", .type = AE_IFREG, .data = "x") }, 1, AL_EINVAL },
+		{ "control character",
+		  { M(.path = "a\nb", .type = AE_IFREG, .data = "x") },
+		  1,
+		  AL_EINVAL },
+		{ "no parent",
+		  { M(.path = "nodir/f", .type = AE_IFREG, .data = "x") },
+		  1,
+		  AL_EINVAL },
 		{ "through a symlink",
-		  { M(.path = "d/", .type = AE_IFDIR), M(.path = "l", .type = AE_IFLNK, .data = "d"),
+		  { M(.path = "d/", .type = AE_IFDIR),
+		    M(.path = "l", .type = AE_IFLNK, .data = "d"),
 		    M(.path = "l/f", .type = AE_IFREG, .data = "x") },
 		  3,
 		  AL_EINVAL },
@@ -171,10 +184,19 @@ static void test_refused(void **state)
 		    M(.path = "f", .type = AE_IFREG, .data = "y") },
 		  2,
 		  AL_EINVAL },
-		{ "char device", { M(.path = "null", .type = AE_IFCHR, .rmaj = 1, .rmin = 3) }, 1, AL_EINVAL },
+		{ "char device",
+		  { M(.path = "null", .type = AE_IFCHR, .rmaj = 1, .rmin = 3) },
+		  1,
+		  AL_EINVAL },
 		{ "block device", { M(.path = "sda", .type = AE_IFBLK, .rmaj = 8) }, 1, AL_EINVAL },
-		{ "hardlink outside", { M(.path = "h", .type = 0, .data = "../etc/passwd") }, 1, AL_EINVAL },
-		{ "hardlink to nothing", { M(.path = "h", .type = 0, .data = "missing") }, 1, AL_EINVAL },
+		{ "hardlink outside",
+		  { M(.path = "h", .type = 0, .data = "../etc/passwd") },
+		  1,
+		  AL_EINVAL },
+		{ "hardlink to nothing",
+		  { M(.path = "h", .type = 0, .data = "missing") },
+		  1,
+		  AL_EINVAL },
 		{ "hardlink to a directory",
 		  { M(.path = "d/", .type = AE_IFDIR), M(.path = "h", .type = 0, .data = "d") },
 		  2,
@@ -184,7 +206,8 @@ static void test_refused(void **state)
 		  1,
 		  AL_EINVAL },
 		{ "opaque on a file",
-		  { M(.path = "f", .type = AE_IFREG, .data = "x", .xattr = "trusted.overlay.opaque") },
+		  { M(.path = "f", .type = AE_IFREG, .data = "x",
+		      .xattr = "trusted.overlay.opaque") },
 		  1,
 		  AL_EINVAL },
 		{ "over the bytes",
