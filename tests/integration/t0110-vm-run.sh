@@ -121,4 +121,19 @@ ok "no VMM is left" -- bash -c "! kill -0 $QEMU 2>/dev/null"
 # an unknown backend is a usage error, before anything runs
 run "$AL" run p --backend xen -- true
 is "$rc" 2 "--backend takes ns or vm"
+run "$AL" run p --backend vm --network egress -- true
+is "$rc" 6 "--network egress is refused: the VM has no network device"
+like "$err" "vm backend has no network device" "…saying so"
+
+# airlock doctor reports the vm backend: QEMU, the guest, KVM or TCG
+run "$AL" doctor --json
+is "$(echo "$out" | python3 -c 'import json,sys; print(" ".join(c["check"].split(": ")[1].split()[0] + "=" + str(c["ok"]) for c in json.load(sys.stdin)["vm"]["checks"][:2]))')" \
+   "QEMU=True guest=True" "doctor: QEMU and the guest are there"
+like "$(echo "$out" | field vm.checks.2.detail)" "^(KVM|TCG): " "doctor: it says whether runs get KVM or only TCG"
+AIRLOCK_GUEST_DIR="$T/nowhere" run "$AL" doctor
+like "$out" "FAIL  vm: guest kernel and initramfs" "doctor: a missing guest is a FAIL line"
+like "$out" "vm runs \(--backend vm\) cannot work on this host" "…and vm runs cannot work"
+AIRLOCK_GUEST_DIR="$T/nowhere" run "$AL" run p --backend vm -- true
+is "$rc" 125 "a vm run without a guest fails as a sandbox error"
+like "$err" "the guest's vmlinux" "…naming what is missing"
 done_testing
