@@ -90,6 +90,14 @@ struct al_sandbox_result {
 		cpu_enforced;       /* by a cgroup (the other limits always are) */
 	bool disk_full, files_full; /* the run's tmpfs had no byte or no inode left at the end */
 	int upper_fd;               /* the workspace's upper layer (O_PATH dir); caller closes */
+	/* "vm" only: the VM's size and acceleration, and the guest's own
+	 * times (from its kernel's start to its agent, the agent's setup
+	 * until the command, the result's writing after it) */
+	struct {
+		bool used, kvm;
+		unsigned vcpus;
+		uint64_t memory_mib, boot_ms, setup_ms, collect_ms;
+	} vm;
 };
 
 /* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL

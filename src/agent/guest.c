@@ -729,6 +729,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	unsigned long long t_boot = ms_now(); /* the clock started with the kernel */
 	mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755");
 	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
@@ -745,7 +746,6 @@ int main(int argc, char **argv)
 		die("control port");
 	static struct run r;
 	read_control(d.control, &r);
-	unsigned long long t_boot = ms_now();
 
 	mkdirs("/run/lower", 0755);
 	untar(d.image, "/run/lower/image");
@@ -845,7 +845,7 @@ int main(int argc, char **argv)
 	kill(-1, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
-	unsigned long long wall = ms_now() - start;
+	unsigned long long end = ms_now(), wall = end - start;
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
 	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -861,12 +861,13 @@ int main(int argc, char **argv)
 	uint64_t result = write_result(d.result);
 	status_line("airlock-status 1 exit=%d timed_out=%d cancelled=%d oom=%d peak=%llu "
 		    "disk_full=%d files_full=%d user_ms=%llu sys_ms=%llu max_rss_kb=%llu "
-		    "wall_ms=%llu boot_ms=%llu result=%llu\n",
+		    "wall_ms=%llu boot_ms=%llu setup_ms=%llu collect_ms=%llu result=%llu\n",
 		    code, timed_out, cancelled, oom > 0, peak, disk_full, files_full,
 		    (unsigned long long)ru.ru_utime.tv_sec * 1000 +
 			    (unsigned long long)ru.ru_utime.tv_usec / 1000,
 		    (unsigned long long)ru.ru_stime.tv_sec * 1000 +
 			    (unsigned long long)ru.ru_stime.tv_usec / 1000,
-		    (unsigned long long)ru.ru_maxrss, wall, t_boot, (unsigned long long)result);
+		    (unsigned long long)ru.ru_maxrss, wall, t_boot, start - t_boot, ms_now() - end,
+		    (unsigned long long)result);
 	power_off();
 }

@@ -713,6 +713,15 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 			json_decref(dropped);
 		}
 	}
+	/* a vm run: the VM's size and acceleration, the guest's own times */
+	if (rec && s->vm.used)
+		json_object_set_new(
+			rec, "vm",
+			json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "accel", s->vm.kvm ? "kvm" : "tcg",
+				  "vcpus", (json_int_t)s->vm.vcpus, "memory_mib",
+				  (json_int_t)s->vm.memory_mib, "boot_ms",
+				  (json_int_t)s->vm.boot_ms, "setup_ms", (json_int_t)s->vm.setup_ms,
+				  "collect_ms", (json_int_t)s->vm.collect_ms));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	if (rec)

@@ -287,7 +287,7 @@ static void test_status(void **state)
 	struct al_error err = { 0 };
 	const char ok[] = "airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1234 "
 			  "disk_full=0 files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 "
-			  "boot_ms=9 result=1024\n";
+			  "boot_ms=9 setup_ms=3 collect_ms=4 result=1024\n";
 	assert_int_equal(al_vm__status_parse(ok, strlen(ok), &st, &err), 0);
 	assert_int_equal(st.exit_code, 7);
 	assert_true(st.oom && st.files_full && !st.timed_out && !st.error);
@@ -302,20 +302,27 @@ static void test_status(void **state)
 		"",
 		"airlock-status 1 exit=7\n",
 		"airlock-status 2 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1\n",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1\n",
 		"airlock-status 1 exit=256 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1\n",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1\n",
 		"airlock-status 1 exit=7 timed_out=2 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1\n",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1\n",
 		"airlock-status 1 exit=07 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1\n",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1\n",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
-		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 result=1 x=1\n",
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1 x=1\n",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=99999999999999999999 "
 		"disk_full=0 files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 "
-		"result=1\n",
+		"setup_ms=3 "
+		"collect_ms=4 result=1\n",
 		"airlock-status 1 exit=7\nairlock-status 1 exit=8\n",
 		"airlock-status 1 error stage=Bad\x1b errno=1\n",
 		"airlock-status 1 error stage=x errno=99999\n",

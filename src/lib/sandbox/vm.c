@@ -403,6 +403,8 @@ static _Noreturn void jail_main(struct jail *j)
 /* ---- the run ------------------------------------------------------------------------ */
 
 struct vm_state {
+	unsigned vcpus;
+	uint64_t memory_mib;
 	int fds[FD_N];     /* ours: closed at the end */
 	int out, err, ctl; /* our ends of the ports */
 	int status[2], sock[2];
@@ -544,6 +546,8 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 		.ports = { { FD_OUT, "stdout" }, { FD_ERR, "stderr" }, { FD_CTL, "ctl" } },
 		.nports = 3
 	};
+	s->vcpus = vcpus;
+	s->memory_mib = mib;
 	if ((r = driver->argv(&vm, hp->binary, &s->argv, err)) < 0)
 		return r;
 
@@ -897,6 +901,10 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	size_t linelen = 0;
 	bool killed = false;
 	vm_wait(spec, &s, res, line, &linelen, &killed);
+	res->vm.used = true;
+	res->vm.kvm = hp.kvm;
+	res->vm.vcpus = s.vcpus;
+	res->vm.memory_mib = s.memory_mib;
 	res->cgroup = al_cgroup__kind(&s.cg);
 	struct al_vm_status st;
 	struct al_error e = { 0 };
@@ -940,6 +948,9 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		/* enforced by the guest's own cgroup (v2) and the VM's size */
 		res->cgroup = "vm";
 		res->memory_enforced = res->pids_enforced = res->cpu_enforced = true;
+		res->vm.boot_ms = st.boot_ms;
+		res->vm.setup_ms = st.setup_ms;
+		res->vm.collect_ms = st.collect_ms;
 		res->upper_fd =
 			openat(tmpfs, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (res->upper_fd < 0)

@@ -33,7 +33,8 @@ int al_vm__result_unpack(int fd, uint64_t max_stream, int dirfd, const struct al
 
 /* The guest's one status line (docs/formats.md): either
  *   airlock-status 1 exit=N timed_out=B cancelled=B oom=B peak=N disk_full=B
- *     files_full=B user_ms=N sys_ms=N max_rss_kb=N wall_ms=N boot_ms=N result=N
+ *     files_full=B user_ms=N sys_ms=N max_rss_kb=N wall_ms=N boot_ms=N setup_ms=N
+ *     collect_ms=N result=N
  * or
  *   airlock-status 1 error stage=WORD errno=N */
 struct al_vm_status {
@@ -42,7 +43,7 @@ struct al_vm_status {
 	int sys_errno;
 	int exit_code;
 	bool timed_out, cancelled, oom, disk_full, files_full;
-	uint64_t peak, user_ms, sys_ms, max_rss_kb, wall_ms, boot_ms, result;
+	uint64_t peak, user_ms, sys_ms, max_rss_kb, wall_ms, boot_ms, setup_ms, collect_ms, result;
 };
 /* AL_EINVAL unless the line is exactly one of those (fields in that order,
  * numbers in range, booleans 0 or 1, one '\n' at its end). */

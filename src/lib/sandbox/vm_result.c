@@ -356,6 +356,8 @@ int al_vm__status_parse(const char *line, size_t n, struct al_vm_status *st, str
 	    !num(&p, "max_rss_kb", UINT64_MAX, &st->max_rss_kb) ||
 	    !num(&p, "wall_ms", UINT64_MAX, &st->wall_ms) ||
 	    !num(&p, "boot_ms", UINT64_MAX, &st->boot_ms) ||
+	    !num(&p, "setup_ms", UINT64_MAX, &st->setup_ms) ||
+	    !num(&p, "collect_ms", UINT64_MAX, &st->collect_ms) ||
 	    !num(&p, "result", UINT64_MAX, &st->result) || *p != '\n')
 		goto bad;
 	return 0;
