@@ -70,12 +70,14 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # + the seccomp filter, compiled by libseccomp at build time (tools/seccomp_gen.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/seccomp_bpf.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# + the web UI's built files (web/dist), embedded (scripts/web-embed.sh)
+SERVE_OBJ := $(BUILD)/gen/web_assets.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean
+.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean screenshots
 all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox $(BUILD)/guest/vmlinux
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
@@ -136,8 +138,27 @@ $(BUILD)/libairlock.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/airlock: $(CLI_OBJ) $(BUILD)/libairlock.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
+$(BUILD)/airlock: $(CLI_OBJ) $(SERVE_OBJ) $(BUILD)/libairlock.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(SERVE_OBJ) $(BUILD)/libairlock.a $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
+
+# The web UI (web/, docs/architecture.md "The web UI"): its npm packages at
+# the versions web/package-lock.json pins, installed again only when it
+# changes; the build (types generated from docs/openapi.json, tsc --strict,
+# Vite) again only when one of its inputs changes; the result embedded.
+WEB_NPM := web/node_modules/.installed
+WEB_INPUTS := $(shell find web/src web/public -type f -not -path 'web/src/gen/*' 2>/dev/null) \
+	web/index.html web/tsconfig.json web/vite.config.ts docs/openapi.json
+$(WEB_NPM): web/package.json web/package-lock.json | deps
+	cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+web/.built: $(WEB_NPM) $(WEB_INPUTS)
+	cd web && npm run --silent build
+	@touch $@
+$(BUILD)/gen/web_assets.c: web/.built scripts/web-embed.sh
+	@mkdir -p $(@D)
+	scripts/web-embed.sh web/dist $(BUILD)/gen/web-gz $@
+$(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c src/server/web_assets.h
+	$(CC) $(BASE_CFLAGS) $(SERVER_INC) -c $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
@@ -186,12 +207,19 @@ $(API_NPM): tests/api/package.json tests/api/package-lock.json | deps
 
 check-api: $(API_NPM)
 	@node tests/api/check.mjs lint docs/openapi.json
-	@node tests/api/check.mjs routes docs/openapi.json src/server/server.c
+	@node tests/api/check.mjs routes docs/openapi.json src/server/server.c src/server/web.c
 	@echo "docs/openapi.json: a valid OpenAPI document, with every route the daemon serves and no other"
 
 check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
+
+# the README's pictures of the web UI (review in both modes, audit), taken by
+# the browser suite (tests/integration/t0101-web-browser.sh) as it runs
+screenshots: all
+	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) SCREENSHOTS=$(CURDIR)/docs/screenshots \
+	  bash tests/integration/t0101-web-browser.sh | tail -3
+	@ls docs/screenshots
 
 demo: all
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) scripts/demo.sh
@@ -200,6 +228,6 @@ bench: $(BUILD)/airlock $(BENCH_BIN)
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) bench/run.sh
 
 clean:
-	rm -rf build build-san build-fuzz tests/api/node_modules
+	rm -rf build build-san build-fuzz tests/api/node_modules web/node_modules web/dist web/.built web/src/gen
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

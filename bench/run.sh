@@ -78,6 +78,8 @@ row "commit 10 changed files on 1M (ms, head==base)" "$(v commit_10_of_1000000_m
 row "diff of those 10 changes on 1M (ms)" "$(v diff_10_of_1000000_ms)" "-" "-" "< 5 ms"
 row "commit 10 files on 1M, rebased (ms)" "$(v rebase_commit_10_of_1000000_ms)" "-" "-" "< 5 ms"
 row "accept_selected 10 of 1,000 changes, 100k (ms)" "$(v accept_selected_10_of_1000_changes_100k_ms)" "-" "-" "< 50 ms"
+row "accept 10 of 1,000 hunks, 100,000-line file (ms)" "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)" "$(ratio "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)")" "peer: its review (the same diff)"
+row "merge_lines, 1,000 hunks onto 10, 100,000 lines (ms)" "$(v merge_lines_1000_hunks_onto_10_100000_line_file_ms)" "-" "-" "git_merge_file of 5 MB"
 w=$(awk '$1 == "writers" {print $6}' "$OUT/volume.txt")
 row "8 writers, disjoint, rebase_if_disjoint (commits/s)" "$w" "-" "-" ">= 200/s, $(grep -o '[0-9]* of [0-9]* files in head' "$OUT/volume.txt")"
 
@@ -112,9 +114,19 @@ if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2
 fi
+if unshare -U true 2>/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/replay.sh" "$OUT")
+else
+	echo "== replay figures skipped (need user namespaces)" >&2
+fi
 if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/output.sh" "$OUT")
+	if [ -x /usr/bin/chromium ] && [ -f "$root/web/node_modules/playwright-core/package.json" ]; then
+		while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/web.sh" "$OUT")
+	else
+		echo "== web UI figures skipped (need Debian's chromium and web/node_modules: make)" >&2
+	fi
 else
 	echo "== daemon figures skipped (need wrk and user namespaces)" >&2
 fi

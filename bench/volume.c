@@ -2,6 +2,9 @@
  *  - commit of 10 changed files on a 1M-file snapshot (head == base, and a
  *    rebase of 10 other changes), and their diff;
  *  - accept_selected of 10 paths out of a 1,000-change draft, 100k files;
+ *  - a hunk-level accept: 10 of the 1,000 hunks of a 100,000-line file (and
+ *    its review, which diffs the same file), then merge_lines of another
+ *    draft's 1,000 hunks of it onto the head that accept moved;
  *  - 8 writer processes committing disjoint paths with rebase_if_disjoint:
  *    commits/s, then the log replayed to prove no update was lost. */
 #include <stdio.h>
@@ -12,6 +15,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
+#include "airlock/review.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "util.h"
@@ -111,6 +115,85 @@ static int writer(const char *home, int id, int n)
 	return failed;
 }
 
+/* A 100,000-line ledger (about 5 MB); variant v rewrites every 100th line
+ * from line v (1,000 hunks), 0 none. */
+static struct al_oid ledger_tree(struct al_cas *cas, int v)
+{
+	struct al_error err = { 0 };
+	size_t cap = 100000 * 64, len = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		die("ledger", &(struct al_error){ .msg = "out of memory" });
+	for (int i = 0; i < 100000; i++)
+		len += (size_t)snprintf(buf + len, cap - len,
+					"%06d,2026-11-%02d,ledger entry %06d,%s,%d.%02d\n", i,
+					1 + i % 28, i, v && i % 100 == v ? "REVISED" : "posted",
+					i * 7 % 1000, i % 100);
+	struct al_edit ed = { .path = "ledger.csv",
+			      .op = AL_EDIT_SET,
+			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = len } };
+	struct al_oid empty, out;
+	uint8_t *enc = NULL;
+	size_t enclen = 0;
+	if (al_node_encode(NULL, 0, &enc, &enclen, &err) < 0 || al_cas_begin(cas, &err) < 0 ||
+	    al_cas_put(cas, enc, enclen, &empty, &err) < 0 ||
+	    al_cas_put(cas, buf, len, &ed.entry.digest, &err) < 0 ||
+	    al_manifest_edit(cas, &empty, &ed, 1, &out, &err) < 0 || al_cas_commit(cas, &err) < 0)
+		die("ledger", &err);
+	free(enc);
+	free(buf);
+	return out;
+}
+
+static int count_hunks(void *ctx, const struct al_review_file *f, struct al_error *err)
+{
+	(void)err;
+	*(size_t *)ctx += f->nhunks;
+	return 0;
+}
+
+static void hunks_bench(struct al_store *st)
+{
+	struct al_error err = { 0 };
+	struct al_cas *cas = al_store_cas(st);
+	struct al_oid base = ledger_tree(cas, 0), mine = ledger_tree(cas, 10),
+		      other = ledger_tree(cas, 60);
+	struct al_draft_info d, d2;
+	if (al_project_create(st, "ledger", &base, "bench", NULL, &err) < 0 ||
+	    al_draft_create(st, "ledger", &mine, "bench", &d, &err) < 0 ||
+	    al_draft_create(st, "ledger", &other, "bench", &d2, &err) < 0)
+		die("ledger draft", &err);
+	size_t nh = 0;
+	uint64_t t0 = al_now_ns();
+	if (al_review(cas, &d.base, &d.head, true, count_hunks, &nh, &err) < 0)
+		die("review", &err);
+	double review_ms = ms_since(t0);
+	unsigned take[10];
+	for (unsigned i = 0; i < 10; i++)
+		take[i] = 1 + i * 100;
+	struct al_apply_path ap = { "ledger.csv", take, 10 };
+	struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT,
+				    .author = "bench",
+				    .message = "10 hunks" };
+	struct al_commit_result res = { 0 };
+	t0 = al_now_ns();
+	if (al_draft_apply_sel(st, d.id, AL_ACCEPT_SELECTED, &ap, 1, &o, &res, &err) < 0 ||
+	    res.partial != 1)
+		die("hunk accept", &err);
+	double hunk_ms = ms_since(t0);
+	al_commit_result_release(&res);
+	o.strategy = AL_MERGE_LINES;
+	t0 = al_now_ns();
+	if (al_draft_apply(st, d2.id, AL_ACCEPT_ALL, NULL, 0, &o, &res, &err) < 0 ||
+	    res.nmerged != 1)
+		die("merge_lines", &err);
+	double merge_ms = ms_since(t0);
+	al_commit_result_release(&res);
+	printf("review_100000_line_file_%zu_hunks_ms %.3f\n", nh, review_ms);
+	printf("accept_10_of_%zu_hunks_100000_line_file_ms %.3f\n", nh, hunk_ms);
+	printf("merge_lines_1000_hunks_onto_10_100000_line_file_ms %.3f\n", merge_ms);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -177,6 +260,7 @@ int main(int argc, char **argv)
 		die("accept_selected", &err);
 	double sel_ms = ms_since(t0);
 	printf("accept_selected_10_of_%ld_changes_100k_ms %.3f\n", dchanges, sel_ms);
+	hunks_bench(st);
 	al_store_close(st);
 
 	/* 3. concurrent writers */

@@ -2,8 +2,10 @@
  * bodies must never crash, leak or be half-accepted.  The first byte picks
  * the decoder; the rest is the body.  Whatever a decoder accepts must hold
  * its promises: a run request has a non-empty command and no variable
- * without '=', an apply request has paths exactly when it selects, a
- * principal has a valid name and at least one role. */
+ * without '=', an apply request has paths exactly when it selects (each a
+ * path, with a non-empty list of hunk numbers from 1 or none), a
+ * principal has a valid name and at least one role; a replay request has
+ * well-formed secrets, each once. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 			run_request_release(&r);
 		}
+		/* the same body as a replay request: each secret NAME=VALUE, NAME a
+		 * valid name, given once; nothing else of a run */
+		if (decode_replay(body, &r, &err) == 0) {
+			for (size_t i = 0; r.o.secrets && r.o.secrets[i]; i++) {
+				const char *eq = strchr(r.o.secrets[i], '=');
+				if (!eq || eq == r.o.secrets[i] ||
+				    (r.o.secrets[i][0] >= '0' && r.o.secrets[i][0] <= '9'))
+					abort();
+				for (size_t j = 0; j < i; j++)
+					if (!strncmp(r.o.secrets[j], r.o.secrets[i],
+						     (size_t)(eq - r.o.secrets[i]) + 1))
+						abort();
+			}
+			if (r.o.argv || r.o.env || r.o.image)
+				abort();
+			run_request_release(&r);
+		}
 		break;
 	}
 	case 1: {
@@ -44,6 +63,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if ((a.mode == AL_ACCEPT_SELECTED) != (a.npaths > 0) ||
 			    a.mode < AL_ACCEPT_ALL || a.mode > AL_REJECT_ALL)
 				abort();
+			/* a path each; a hunk list is never empty, its numbers from 1 */
+			for (size_t i = 0; i < a.npaths; i++) {
+				if (!a.paths[i].path || (a.paths[i].hunks && !a.paths[i].nhunks) ||
+				    (!a.paths[i].hunks && a.paths[i].nhunks))
+					abort();
+				for (size_t k = 0; k < a.paths[i].nhunks; k++)
+					if (a.paths[i].hunks[k] < 1)
+						abort();
+			}
 			apply_request_release(&a);
 		}
 		break;

@@ -128,6 +128,10 @@ api_contract() {
 # serve_start [OPTIONS...]: start 'airlock serve' on 127.0.0.1, any port;
 # sets $URL and $SERVE_PID; its stderr (the request log) goes to $T/serve.log
 serve_start() {
+	# emptied here, not only by the redirection: the background shell may
+	# not have truncated it yet when the loop below first reads it, and a
+	# previous daemon's "listening on" line would give its (closed) port
+	: >"$T/serve.out"
 	"$AL" serve --listen 127.0.0.1:0 "$@" >"$T/serve.out" 2>>"$T/serve.log" &
 	SERVE_PID=$!
 	local i

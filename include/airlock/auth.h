@@ -107,4 +107,28 @@ int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *pri
 int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out,
 		  struct al_error *err);
 
+/* Sessions (the web UI): a bearer token exchanged for a session, whose text
+ * travels in an HttpOnly cookie.  Like a token, only the sha256 of its text
+ * is stored.  A session stands for the principal of the token it was made
+ * from, and ends when it is ended, when it expires (ttl_s after it was made,
+ * never later than its token) or when that token is revoked or expires. */
+#define AL_SESSION_LEN 68 /* "als_" + 64 hex */
+#define AL_CSRF_LEN 64    /* hex */
+/* p: a principal al_auth_check authenticated (p->token_id names the token). */
+int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int64_t ttl_s,
+			   char session[AL_SESSION_LEN + 1], int64_t *expires,
+			   struct al_error *err);
+/* The principal a session stands for, now, and when the session ends;
+ * AL_EAUTH (one message for every failure) otherwise. */
+int al_auth_session_check(struct al_auth *a, const char *session, struct al_principal *out,
+			  int64_t *expires, struct al_error *err);
+/* End a session (AL_EAUTH if it is not a live one). */
+int al_auth_session_end(struct al_auth *a, const char *session, struct al_error *err);
+/* The anti-CSRF value of a session: a hash of its text under a label of its
+ * own (so it reveals neither the session nor the stored hash), which the
+ * page sends in a header with every state-changing request. */
+void al_auth_session_csrf(const char *session, char out[AL_CSRF_LEN + 1]);
+/* Does value equal the session's anti-CSRF value? (constant time) */
+bool al_auth_session_csrf_ok(const char *session, const char *value);
+
 #endif

@@ -46,7 +46,8 @@ bool al_contract_writable(const struct al_contract *c, const char *path);
 
 /* The bytes of an output: a file of the run's result (stream AL_OUT_FILE,
  * path) or its stdout / stderr.  AL_ENOTFOUND when the file is missing or
- * not a regular file; AL_ELIMIT past max bytes.  *buf is malloc'ed. */
+ * not a regular file; AL_ELIMIT past max bytes.  *buf is malloc'ed with
+ * one spare byte after *len (al_cas_get's allocation). */
 enum al_output_stream { AL_OUT_FILE, AL_OUT_STDOUT, AL_OUT_STDERR };
 typedef int (*al_contract_read_fn)(void *ctx, enum al_output_stream stream, const char *path,
 				   size_t max, char **buf, size_t *len, struct al_error *err);

@@ -50,6 +50,10 @@ struct al_sandbox_file {
 	size_t len;
 };
 #define AL_SECRET_FILES_MAX 64
+/* What CLOCK_MONOTONIC and CLOCK_BOOTTIME (and /proc/uptime) read when a
+ * sandbox starts, in seconds: each sandbox has a time namespace whose
+ * offsets make them start there (docs/determinism.md). */
+#define AL_SANDBOX_BOOT_S 1000
 #define AL_SECRET_BYTES_MAX (1u << 20)
 
 struct al_sandbox_spec {
@@ -89,6 +93,8 @@ struct al_sandbox_result {
 	bool memory_enforced, pids_enforced,
 		cpu_enforced;       /* by a cgroup (the other limits always are) */
 	bool disk_full, files_full; /* the run's tmpfs had no byte or no inode left at the end */
+	unsigned cpus;              /* CPUs the command could run on (its affinity: nproc) */
+	bool time_namespace;        /* its monotonic and boot clocks started at AL_SANDBOX_BOOT_S */
 	int upper_fd;               /* the workspace's upper layer (O_PATH dir); caller closes */
 	/* "vm" only: the VM's size and acceleration, and the guest's own
 	 * times (from its kernel's start to its agent, the agent's setup

@@ -6,7 +6,9 @@
  * snapshot is durable.  When the head is no longer the base, the strategy
  * decides: strict fails, rebase_if_disjoint replays the change when it
  * touches no path the head changed, conflict_copy commits what is disjoint
- * and lands the incoming version of each overlap beside ours.  A draft is a
+ * and lands the incoming version of each overlap beside ours, merge_lines
+ * is rebase_if_disjoint that also merges text files both sides changed
+ * when their hunks do not overlap (review.h, al_review_merge_lines).  A draft is a
  * volume forked from the live head; applying it commits into the live
  * volume; until then the live head does not move. */
 #ifndef AIRLOCK_VOLUME_H
@@ -22,7 +24,12 @@
 
 struct al_store;
 
-enum al_strategy { AL_STRICT = 1, AL_REBASE_IF_DISJOINT = 2, AL_CONFLICT_COPY = 3 };
+enum al_strategy {
+	AL_STRICT = 1,
+	AL_REBASE_IF_DISJOINT = 2,
+	AL_CONFLICT_COPY = 3,
+	AL_MERGE_LINES = 4,
+};
 const char *al_strategy_name(enum al_strategy s);
 int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err);
 
@@ -67,7 +74,10 @@ struct al_commit_result {
 	bool rebased;       /* the head had moved; the change was replayed */
 	struct al_conflict *conflicts;
 	size_t nconflicts;
+	char **merged; /* merge_lines: the files whose lines were merged, in path order */
+	size_t nmerged;
 	uint64_t applied, discarded; /* a draft's apply: its changes taken and left */
+	uint64_t partial;            /* of the applied, those taken in part (hunks) */
 };
 void al_commit_result_release(struct al_commit_result *r);
 
@@ -102,6 +112,7 @@ struct al_draft_info {
 	char group[17];              /* its unit of work in the ledger */
 	char run[16];                /* the run that made it ("": none) */
 	uint64_t applied, discarded; /* per-path outcomes of its decision */
+	uint64_t partial;            /* of the applied, those taken in part (hunks) */
 };
 /* Draft states: open (undecided); applied (every change taken);
  * partially_applied (accept_selected left some: per path applied or
@@ -138,12 +149,24 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *base,
 		    const struct al_oid *snapshot, const struct al_commit_opts *opts,
 		    struct al_commit_result *res, struct al_error *err);
-/* The per-path outcome ("applied", "discarded") of a decided draft's
- * changes, in path order; nothing for an open or empty draft. */
+/* The per-path outcome ("applied", "partially_applied", "discarded") of a
+ * decided draft's changes, in path order; nothing for an open or empty
+ * draft. */
 typedef int (*al_outcome_fn)(void *ctx, const char *path, const char *outcome,
 			     struct al_error *err);
 int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx,
 		      struct al_error *err);
+/* The same with the hunks taken of a path accepted by hunks. */
+struct al_path_outcome {
+	const char *path;
+	char op; /* A M D */
+	const char *outcome;
+	const unsigned *hunks; /* NULL: the path was decided whole */
+	size_t nhunks;
+};
+typedef int (*al_path_outcome_fn)(void *ctx, const struct al_path_outcome *o, struct al_error *err);
+int al_draft_path_outcomes(struct al_store *st, const char *id, al_path_outcome_fn fn, void *ctx,
+			   struct al_error *err);
 
 enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 3 };
 /* Apply a draft to its project (one commit into the live volume, with the
@@ -156,6 +179,27 @@ enum al_apply_mode { AL_ACCEPT_ALL = 1, AL_ACCEPT_SELECTED = 2, AL_REJECT_ALL = 
 int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		   const char *const *paths, size_t npaths, const struct al_commit_opts *opts,
 		   struct al_commit_result *res, struct al_error *err);
+
+/* What accept_selected takes of one path: its whole change (hunks NULL:
+ * everything at or under path, as al_draft_apply's paths), or only some
+ * hunks of a file's change, numbered as al_review numbers them (from 1; any
+ * order; repeats and the same path twice take the union).  Hunks can be
+ * taken only of a text file the draft modifies (op M, a regular file on
+ * both sides); the file that lands is the base's with those hunks applied,
+ * in the base's mode.  A number the file lacks, hunks of any other change,
+ * an empty list, or a path selected both whole and by hunks is AL_EINVAL.
+ * The outcome of such a path is "partially_applied" when what lands
+ * differs from the draft's version, else "applied"; either way its hunks
+ * are recorded (al_draft_path_outcomes) and the ledger entry has them. */
+struct al_apply_path {
+	const char *path;
+	const unsigned *hunks;
+	size_t nhunks;
+};
+int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		       const struct al_apply_path *paths, size_t npaths,
+		       const struct al_commit_opts *opts, struct al_commit_result *res,
+		       struct al_error *err);
 
 /* The conflict copy name for path (docs/formats.md), before uniqueness. */
 int al_conflict_name(const char *path, const struct al_oid *change_id, char *out, size_t outsz);

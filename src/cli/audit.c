@@ -68,6 +68,27 @@ static void query_add(char *q, size_t n, const char *name, const char *value)
 		 cli_path_escape(value, esc, sizeof(esc)));
 }
 
+/* every kind of ledger entry (docs/formats.md, "Ledger") */
+#define KINDS                                                                         \
+	"project_create, draft_create, commit, apply, reject, conflict, run,\n  gc, " \
+	"gc_retention, project_contract, tenant_create, principal_create, grant,\n  " \
+	"token_create, token_revoke, image_import, policy, refused"
+
+static bool known_kind(const char *k)
+{
+	static const char *const kinds[] = {
+		"project_create", "draft_create",     "commit",        "apply",
+		"reject",         "conflict",         "run",           "gc",
+		"gc_retention",   "project_contract", "tenant_create", "principal_create",
+		"grant",          "token_create",     "token_revoke",  "image_import",
+		"policy",         "refused",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(k, kinds[i]))
+			return true;
+	return false;
+}
+
 static int audit_list(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -86,7 +107,12 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 'g': q.group = optarg; break;
 		case 'p': q.project = optarg; break;
-		case 'k': q.kind = optarg; break;
+		case 'k':
+			if (!known_kind(optarg))
+				return cli_usage(cli, "unknown --kind '%s' (one of %s)",
+						 cli_esc(optarg, ""), KINDS);
+			q.kind = optarg;
+			break;
 		case 'j': cli->json = true; break;
 		case 's':
 			if (al_parse_time(optarg, &q.since, NULL) < 0)
@@ -101,10 +127,11 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 			       "verify [FILE] | pubkey | prove ENTRY\n\n"
 			       "List the tenant's ledger entries, oldest first: seq time kind "
 			       "group project\n"
-			       "and the entry itself (its canonical JSON). Kinds: project_create, "
-			       "draft_create,\n"
-			       "commit, apply, reject, conflict. --since: unix seconds or an ISO "
-			       "date (UTC).\n");
+			       "and the entry itself (its canonical JSON). --kind K, one of:\n"
+			       "  " KINDS "\n"
+			       "--since: unix seconds or an ISO date (UTC). On a terminal the list "
+			       "goes\n"
+			       "through the pager ($AIRLOCK_PAGER, $PAGER or less -FRX).\n");
 			return 0;
 		default: return cli_usage(cli, "bad option");
 		}
@@ -120,7 +147,80 @@ static int audit_list(struct cli *cli, int argc, char **argv)
 	snprintf(path, sizeof(path), "/audit%s", query);
 	json_t *arr;
 	int rc = cli_fetch(cli, path, ledger_local, &q, &arr);
+	cli->page = true;
 	return rc >= 0 ? rc : cli_print_list(cli, arr, entry_text);
+}
+
+/* A value of an entry's data on one line: strings as they are, the rest as
+ * compact JSON; long ones cut (--json has them whole) */
+static void value_text(json_t *v)
+{
+	char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	const char *t = cli_esc(json_is_string(v) ? json_string_value(v) : s, "?");
+	size_t n = strlen(t);
+	printf("%.*s%s\n", n > 160 ? 160 : (int)n, t, n > 160 ? "…" : "");
+	free(s);
+}
+
+/* audit show for people: who did what when, the data key by key, the
+ * delta, the proof's verdict, the content */
+static void show_text(json_t *out)
+{
+	json_t *e = json_object_get(out, "entry");
+	const char *project = json_string_value(json_object_get(e, "project"));
+	printf("entry     %lld %s by %s, %s\n",
+	       (long long)json_integer_value(json_object_get(e, "seq")),
+	       cli_esc(json_string_value(json_object_get(e, "kind")), "-"),
+	       cli_esc(json_string_value(json_object_get(e, "actor")), "-"),
+	       cli_when(json_integer_value(json_object_get(e, "time")), 0));
+	printf("tenant    %s\n", cli_esc(json_string_value(json_object_get(e, "tenant")), "-"));
+	if (project)
+		printf("project   %s\n", cli_esc(project, "-"));
+	printf("group     %s\n", cli_esc(json_string_value(json_object_get(e, "group")), "-"));
+	json_t *data = json_object_get(e, "data");
+	const char *k;
+	json_t *v;
+	size_t width = 4, i;
+	json_object_foreach(data, k, v)
+		if (strlen(k) > width)
+			width = strlen(k);
+	if (width > 24)
+		width = 24;
+	bool first = true;
+	/* jansson keeps insertion order; the ledger's is sorted */
+	json_object_foreach(data, k, v) {
+		printf("%s%-*s ", first ? "data      " : "          ", (int)width, cli_esc(k, "?"));
+		value_text(v);
+		first = false;
+	}
+	json_t *d = json_object_get(out, "delta");
+	if (json_is_object(d)) {
+		printf("delta     +%lld ~%lld -%lld\n",
+		       (long long)json_integer_value(json_object_get(d, "added")),
+		       (long long)json_integer_value(json_object_get(d, "modified")),
+		       (long long)json_integer_value(json_object_get(d, "deleted")));
+		json_array_foreach(json_object_get(d, "paths"), i, v)
+			printf("          %s\n", cli_esc(json_string_value(v), "?"));
+	}
+	printf("leaf      %s\n", cli_esc(json_string_value(json_object_get(out, "leaf")), "-"));
+	json_t *cp = json_object_get(out, "checkpoint");
+	if (json_is_object(cp))
+		printf("proof     %s in the checkpoint of size %lld (root %.12s…, %zu hashes)\n",
+		       json_is_true(json_object_get(out, "included")) ? "included" : "NOT included",
+		       (long long)json_integer_value(json_object_get(cp, "size")),
+		       cli_esc(json_string_value(json_object_get(cp, "root")), "-"),
+		       json_array_size(json_object_get(out, "inclusion_proof")));
+	json_object_foreach(json_object_get(out, "content"), k, v) {
+		const char *text = json_string_value(v);
+		size_t n = text ? strlen(text) : 0;
+		printf("--- %s (%zu bytes)\n", cli_esc(k, "?"), n);
+		if (n) {
+			fflush(stdout);
+			cli_write_output(stdout, 1, text, n);
+			if (text[n - 1] != '\n')
+				putchar('\n');
+		}
+	}
 }
 
 static int audit_show(struct cli *cli, int argc, char **argv)
@@ -130,7 +230,10 @@ static int audit_show(struct cli *cli, int argc, char **argv)
 		"usage: airlock audit show ENTRY [--json]\n\n"
 		"One ledger entry: the entry, its leaf hash, its inclusion proof in the latest\n"
 		"checkpoint, the delta summary of a commit or apply (added/modified/deleted,\n"
-		"first 50 paths) and the text of any content it names (stdout, stderr).\n",
+		"first 50 paths) and the text of any content it names (stdout, stderr).\n"
+		"Text: a line per field (the data's values cut at 160 characters; a run's\n"
+		"output shown as run show shows it). --json: the whole answer, as the API\n"
+		"gives it (GET /api/audit/SEQ).\n",
 		1);
 	if (rc >= 0)
 		return rc;
@@ -145,9 +248,7 @@ static int audit_show(struct cli *cli, int argc, char **argv)
 		return rc;
 	if (cli->json)
 		return cli_json_print(out);
-	char *pretty = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
-	puts(pretty);
-	free(pretty);
+	show_text(out);
 	json_decref(out);
 	return 0;
 }

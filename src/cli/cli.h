@@ -5,7 +5,9 @@
  *   <command>.c       one per command (a command may use another's helpers)
  *   doc.c             documents from the home or the server, and printing them
  *   remote.c          the client of airlockd (libcurl, dl_curl.c)
- *   common.c          errors, JSON, progress, options, dispatch, names
+ *   common.c          errors, JSON, progress, options, dispatch
+ *   ids.c             names: id prefixes, PROJECT, PROJECT~N, @, short forms
+ *   term.c            terminal: safe text, colour, the pager, times for people
  * and below them src/front (views, ops) and include/airlock. */
 #ifndef AL_CLI_H
 #define AL_CLI_H
@@ -29,9 +31,11 @@ struct cli {
 	const char *tenant;
 	const char *prog; /* "airlock snapshot import" for messages */
 	bool json;
-	const char *server;  /* --server URL / AIRLOCK_URL: a client of airlockd */
-	const char *token;   /* AIRLOCK_TOKEN */
-	const char *ca_cert; /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
+	bool page;            /* a long list: through the pager on a TTY (cli_print_list) */
+	char change_base[80]; /* a commit's declared base, for a conflict's advice */
+	const char *server;   /* --server URL / AIRLOCK_URL: a client of airlockd */
+	const char *token;    /* AIRLOCK_TOKEN */
+	const char *ca_cert;  /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
 };
 
 struct cli_cmd {
@@ -68,6 +72,45 @@ struct cli_progress {
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes);
 void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes);
 void cli_progress_done(struct cli_progress *p);
+
+/* term.c.  --color=WHEN (auto, always, never): 0, or -1 for another WHEN;
+ * auto is on a TTY without NO_COLOR (and TERM not dumb). */
+int cli_color_setup(const char *when);
+/* sgr when colour is on, else "" */
+const char *cli_color(const char *sgr);
+#define CLI_RED "\033[31m"
+#define CLI_GREEN "\033[32m"
+#define CLI_YELLOW "\033[33m"
+#define CLI_CYAN "\033[36m"
+#define CLI_BOLD "\033[1m"
+#define CLI_RESET "\033[m"
+/* The colour of a state, outcome or change kind (A/M/D), or "" */
+const char *cli_state_color(const char *state);
+/* Long output (not --json) on a TTY goes through $AIRLOCK_PAGER, $PAGER or
+ * "less -FRX" (empty or "cat": none); waited for at exit. */
+void cli_pager(struct cli *cli);
+/* "2026-11-30 12:04 UTC, 3 min ago" (now 0: the clock); lives for 4 calls */
+const char *cli_when(int64_t secs, int64_t now);
+
+/* ids.c.  What a person typed where an id of kinds is asked, resolved into
+ * out: a unique prefix (at least 4 characters) of a run, draft or snapshot
+ * id (bare hex too), PROJECT or PROJECT~N (a snapshot), @ (the current
+ * user's last run, or its draft).  Anything else, and everything with
+ * --server, is copied as it is (the verb reports it).  0, or the exit code
+ * (reported): 2 for an ambiguous prefix, listing the candidates. */
+#define CLI_ID_RUN 1u
+#define CLI_ID_DRAFT 2u
+#define CLI_ID_SNAPSHOT 4u
+int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t outsz);
+/* A malformed run or draft id (after cli_id) is invalid input, as a
+ * malformed snapshot id is: 0, or exit 6 (reported). */
+int cli_id_check(struct cli *cli, unsigned kinds, const char *id);
+/* A path inside a draft as a shell's completion gives it: "./a/b/" is
+ * "a/b" (leading "./" and trailing "/" dropped, in place); "." or "./"
+ * stay as they are (the library refuses them). */
+char *cli_draft_path(char *path);
+/* An id's short form for people: 12 hex characters (sha256: dropped) */
+const char *cli_short(const char *id);
 
 /* Dispatch argv[0] through a table of subcommands; prints help on --help. */
 int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc,
@@ -131,9 +174,19 @@ int cli_local_only(struct cli *cli);
 /* A path segment, percent-encoded. */
 const char *cli_path_escape(const char *s, char *out, size_t n);
 
+struct sigaction;
+/* run.c: SIGINT, SIGTERM and SIGHUP cancel a local run: the fd to give it
+ * as cancel_fd (-1 if none could be made); restore the handlers after;
+ * the signal that cancelled it (0: none). */
+
+int cli_cancel_on_signals(struct sigaction *old); /* old: 3 of them */
+void cli_cancel_restore(struct sigaction *old);
+int cli_cancel_signal(void);
+
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_admin_policy(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
+int cmd_whoami(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);
 int cmd_commit(struct cli *cli, int argc, char **argv);
 int cmd_draft(struct cli *cli, int argc, char **argv);
@@ -147,6 +200,7 @@ int cmd_fsck(struct cli *cli, int argc, char **argv);
 int cmd_gc(struct cli *cli, int argc, char **argv);
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_runs(struct cli *cli, int argc, char **argv);
+int cmd_replay(struct cli *cli, int argc, char **argv);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_admin(struct cli *cli, int argc, char **argv);
 

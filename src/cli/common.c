@@ -1,5 +1,5 @@
 /* Helpers shared by the subcommands: errors, JSON, progress, options,
- * dispatch.  The bottom of the CLI: calls no other file of src/cli. */
+ * dispatch.  Beneath it only term.c (terminal) and ids.c (names). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -58,25 +58,6 @@ int cli_json_print(json_t *v)
 	puts(s);
 	free(s);
 	return 0;
-}
-
-const char *cli_esc(const char *s, const char *dflt)
-{
-	static __thread char *ring[16];
-	static __thread unsigned next;
-	if (!s)
-		return dflt;
-	size_t n = strlen(s);
-	if (al_text_safe(s, n) && !strchr(s, '\\'))
-		return s;
-	char **slot = &ring[next++ % ARRAY_SIZE(ring)];
-	free(*slot);
-	size_t cap = n > (SIZE_MAX - 1) / 4 ? 0 : n * 4 + 1;
-	*slot = cap ? malloc(cap) : NULL;
-	if (!*slot)
-		return "?";
-	al_quote(s, n, *slot, cap);
-	return *slot;
 }
 
 /* A run's output on the operator's terminal: the command is hostile, so on
@@ -301,7 +282,7 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 		case 'j': cli->json = true; break;
 		case 's':
 			if (al_strategy_parse(optarg, &f->strategy, &err) < 0)
-				return cli_error(cli, &err);
+				return cli_usage(cli, "%s", err.msg);
 			break;
 		case 'h': fputs(help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
@@ -312,6 +293,12 @@ int cli_commit_opts(struct cli *cli, int argc, char **argv, const char *help, in
 	if (!f->base)
 		return cli_usage(cli,
 				 "--base ID is required (the snapshot the change was made from)");
+	static char base[AL_OID_STRLEN + 1];
+	int rc = cli_id(cli, CLI_ID_SNAPSHOT, f->base, base, sizeof(base));
+	if (rc)
+		return rc;
+	f->base = base;
+	snprintf(cli->change_base, sizeof(cli->change_base), "%s", base);
 	if (al_oid_parse(f->base, &f->base_id, &err) < 0)
 		return cli_error(cli, &err);
 	f->author = cli_author(author);
@@ -340,17 +327,6 @@ int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds,
 		}
 	}
 	return cli_usage(cli, "unknown %s subcommand '%s'", group, argv[0]);
-}
-
-const char *cli_author(const char *given)
-{
-	if (given && *given)
-		return given;
-	const char *e = getenv("AIRLOCK_AUTHOR");
-	if (e && *e)
-		return e;
-	struct passwd *pw = getpwuid(getuid());
-	return pw ? pw->pw_name : "unknown";
 }
 
 int cli_import(struct al_store *st, const char *dir, struct al_oid *id, struct al_error *err)

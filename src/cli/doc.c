@@ -33,6 +33,8 @@ int cli_print_list(struct cli *cli, json_t *arr, cli_text_fn text)
 {
 	if (cli->json)
 		return cli_json_print(arr);
+	if (cli->page)
+		cli_pager(cli);
 	size_t i;
 	json_t *v;
 	json_array_foreach(arr, i, v)
@@ -86,16 +88,32 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 	json_t *ap = json_object_get(doc, "applied");
 	if (json_is_integer(ap)) { /* a draft's apply: what it took and left */
 		long long a = json_integer_value(ap),
-			  d = json_integer_value(json_object_get(doc, "discarded"));
+			  d = json_integer_value(json_object_get(doc, "discarded")),
+			  p = json_integer_value(json_object_get(doc, "partial"));
+		char part[48] = "";
+		if (p)
+			snprintf(part, sizeof(part), " (%lld in part)", p);
 		if (!strcmp(cli_esc(json_string_value(json_object_get(doc, "state")), ""),
 			    AL_DRAFT_REJECTED))
 			fprintf(stderr, "rejected: %lld change%s discarded\n", d,
 				d == 1 ? "" : "s");
 		else if (d)
-			fprintf(stderr, "applied %lld of %lld changes; %lld discarded\n", a, a + d,
-				d);
+			fprintf(stderr, "applied %lld of %lld changes%s; %lld discarded\n", a,
+				a + d, part, d);
 		else
-			fprintf(stderr, "applied %lld of %lld changes\n", a, a);
+			fprintf(stderr, "applied %lld of %lld changes%s\n", a, a, part);
+		const char *hp;
+		json_t *hl;
+		json_object_foreach(json_object_get(doc, "hunks"), hp, hl) {
+			fprintf(stderr, "took %s hunk%s", cli_esc(hp, "?"),
+				json_array_size(hl) == 1 ? "" : "s");
+			size_t k;
+			json_t *n;
+			json_array_foreach(hl, k, n)
+				fprintf(stderr, "%s%lld", k ? "," : " ",
+					(long long)json_integer_value(n));
+			fprintf(stderr, "\n");
+		}
 	}
 	size_t k;
 	json_t *w;
@@ -103,6 +121,9 @@ int cli_commit_print(struct cli *cli, json_t *doc)
 		fprintf(stderr, "warning: %s\n", cli_esc(json_string_value(w), ""));
 	size_t i;
 	json_t *c;
+	json_array_foreach(json_object_get(doc, "merged"), i, c)
+		fprintf(stderr, "merged %s: both sides' lines (merge_lines)\n",
+			cli_esc(json_string_value(c), "?"));
 	json_array_foreach(json_object_get(doc, "conflicts"), i, c) {
 		const char *path = json_string_value(json_object_get(c, "path"));
 		const char *copy = json_string_value(json_object_get(c, "copy_path"));

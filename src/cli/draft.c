@@ -1,4 +1,4 @@
-/* airlock draft create|list, airlock apply */
+/* airlock draft create|list */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,17 +54,26 @@ static void draft_text(json_t *d)
 	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
 	long long a = json_integer_value(json_object_get(d, "applied")),
 		  x = json_integer_value(json_object_get(d, "discarded"));
-	if (a + x)
+	long long p = json_integer_value(json_object_get(d, "partial"));
+	if (a + x && p)
+		printf(" (%lld applied, %lld discarded; %lld in part)", a, x, p);
+	else if (a + x)
 		printf(" (%lld applied, %lld discarded)", a, x);
 	size_t i;
 	json_t *m;
 	json_array_foreach(json_object_get(d, "marks"), i, m)
 		printf("%s%s", i ? "," : " [", cli_esc(json_string_value(m), "?"));
 	printf("%s\n", json_array_size(json_object_get(d, "marks")) ? "]" : "");
-	json_array_foreach(json_object_get(d, "paths"), i, m)
-		printf("    %-9s %s\n",
+	json_array_foreach(json_object_get(d, "paths"), i, m) {
+		printf("    %-9s %s",
 		       cli_esc(json_string_value(json_object_get(m, "outcome")), "?"),
 		       cli_esc(json_string_value(json_object_get(m, "path")), "?"));
+		size_t k;
+		json_t *n;
+		json_array_foreach(json_object_get(m, "hunks"), k, n)
+			printf("%s%lld", k ? "," : " [hunks ", (long long)json_integer_value(n));
+		printf("%s\n", json_array_size(json_object_get(m, "hunks")) ? "]" : "");
+	}
 }
 
 static int run_list(struct al_store *st, const char *project, json_t *arr, struct al_error *err)
@@ -77,10 +86,11 @@ static int draft_list(struct cli *cli, int argc, char **argv)
 	return cli_list(cli, argc, argv,
 			"usage: airlock draft list NAME [--json]\n\n"
 			"The drafts of project NAME: id state base head, then for a decided draft\n"
-			"(applied 2, discarded 6) and one line per changed path, applied or\n"
-			"discarded; [marks] of the run that made it (cancelled, timed_out, oom,\n"
-			"disk_limit, stdout_truncated, stderr_truncated). States: open, applied,\n"
-			"partially_applied, rejected, empty (its run changed nothing).\n",
+			"(applied 2, discarded 6) and one line per changed path, applied,\n"
+			"partially_applied [hunks 1,3] or discarded; [marks] of the run that made\n"
+			"it (cancelled, timed_out, oom, disk_limit, stdout_truncated,\n"
+			"stderr_truncated). States: open, applied, partially_applied, rejected,\n"
+			"empty (its run changed nothing).\n",
 			1, "/projects/%s/drafts", run_list, draft_text);
 }
 
@@ -92,147 +102,4 @@ int cmd_draft(struct cli *cli, int argc, char **argv)
 		{ 0 },
 	};
 	return cli_dispatch(cli, "draft", cmds, argc - 1, argv + 1);
-}
-
-int cmd_apply(struct cli *cli, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "accept-all", no_argument, NULL, 'A' },
-		{ "accept", required_argument, NULL, 'p' },
-		{ "reject-all", no_argument, NULL, 'R' },
-		{ "strategy", required_argument, NULL, 's' },
-		{ "message", required_argument, NULL, 'm' },
-		{ "author", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	enum al_apply_mode mode = 0; /* none given yet */
-	enum al_strategy strategy = AL_REBASE_IF_DISJOINT;
-	int c, nmodes = 0;
-	const char *msg = NULL, *author = NULL;
-	const char **paths = calloc((size_t)argc + 1, sizeof(char *));
-	size_t npaths = 0;
-	struct al_error err = { 0 };
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'A':
-			mode = AL_ACCEPT_ALL;
-			nmodes++;
-			break;
-		case 'R':
-			mode = AL_REJECT_ALL;
-			nmodes++;
-			break;
-		case 'p':
-			if (mode != AL_ACCEPT_SELECTED)
-				nmodes++;
-			mode = AL_ACCEPT_SELECTED;
-			paths[npaths++] = optarg;
-			break;
-		case 'm': msg = optarg; break;
-		case 'a': author = optarg; break;
-		case 'j': cli->json = true; break;
-		case 's':
-			if (al_strategy_parse(optarg, &strategy, &err) < 0) {
-				free(paths);
-				return cli_error(cli, &err);
-			}
-			break;
-		case 'h':
-			free(paths);
-			printf("usage: airlock apply DRAFT (--accept-all | --accept PATH... | "
-			       "--reject-all)\n"
-			       "                     [--strategy S] [-m MSG] [--author A] "
-			       "[--json]\n\n"
-			       "Apply a draft to its project's live head in one commit: every "
-			       "change\n"
-			       "(--accept-all), only the changes at or under the listed paths "
-			       "(--accept;\n"
-			       "a path the draft does not change is an error), or none "
-			       "(--reject-all\n"
-			       "discards the draft). The commit uses --strategy (default "
-			       "rebase_if_disjoint;\n"
-			       "strict, conflict_copy). Only an open draft can be decided: an "
-			       "applied,\n"
-			       "partially_applied, rejected or empty draft is refused (exit 9), "
-			       "and so is an\n"
-			       "accept that would change nothing in the head (\"nothing to "
-			       "apply\", exit 9).\n"
-			       "Prints the new head; on stderr \"applied 2 of 8 changes; 6 "
-			       "discarded\" and a\n"
-			       "warning for a draft whose run was cancelled or hit a limit.\n");
-			return 0;
-		default: free(paths); return cli_usage(cli, "bad option");
-		}
-	}
-	if (argc - optind < 1) {
-		free(paths);
-		return cli_usage(cli, "expected the draft id");
-	}
-	const char *draft = argv[optind];
-	for (int i = optind + 1; i < argc; i++) {
-		if (mode != AL_ACCEPT_SELECTED) {
-			free(paths);
-			return cli_usage(cli, "unexpected argument '%s'", argv[i]);
-		}
-		paths[npaths++] = argv[i];
-	}
-	if (nmodes != 1) {
-		free(paths);
-		return cli_usage(
-			cli, "give exactly one of --accept-all, --accept PATH..., --reject-all");
-	}
-	const char *mode_name = mode == AL_ACCEPT_ALL   ? "accept_all"
-				: mode == AL_REJECT_ALL ? "reject_all"
-							: "accept_selected";
-	if (cli->server) {
-		json_t *body = json_pack("{s:s,s:s}", "mode", mode_name, "strategy",
-					 al_strategy_name(strategy)),
-		       *doc = NULL;
-		json_t *pa = json_array();
-		for (size_t i = 0; i < npaths; i++)
-			json_array_append_new(pa, json_string(paths[i]));
-		if (npaths)
-			json_object_set_new(body, "paths", pa);
-		else
-			json_decref(pa);
-		if (msg)
-			json_object_set_new(body, "message", json_string(msg));
-		char path[256], esc[128];
-		snprintf(path, sizeof(path), "/drafts/%s/apply",
-			 cli_path_escape(draft, esc, sizeof(esc)));
-		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
-		json_decref(body);
-		free(paths);
-		return r < 0 ? cli_remote_error(cli, &err, doc) : cli_commit_print(cli, doc);
-	}
-	struct al_store *st = NULL;
-	if (cli_open(cli, &st, &err) < 0) {
-		free(paths);
-		return cli_error(cli, &err);
-	}
-	/* the draft's own id, also when it is named by its run's */
-	struct al_draft_info d;
-	int r = al_draft_get(st, draft, &d, &err);
-	char message[256];
-	snprintf(message, sizeof(message), "%s", msg ? msg : "");
-	if (!msg)
-		snprintf(message, sizeof(message), "%s draft %s", mode_name, r == 0 ? d.id : draft);
-	struct al_commit_opts o = { .strategy = strategy,
-				    .author = cli_author(author),
-				    .message = message };
-	struct al_commit_result res = { 0 };
-	if (r == 0)
-		r = al_draft_apply(st, draft, mode, paths, npaths, &o, &res, &err);
-	json_t *extra = view_apply(r == 0 ? d.id : draft, mode_name, al_strategy_name(strategy),
-				   paths, npaths);
-	if (r == 0)
-		view_apply_result(st, d.id, extra, &res);
-	al_store_close(st);
-	free(paths);
-	int rc = cli_commit_report(cli, r, &res, &err, extra);
-	al_commit_result_release(&res);
-	return rc;
 }

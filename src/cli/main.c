@@ -22,8 +22,9 @@ static const struct cli_cmd commands[] = {
 	{ "draft", cmd_draft, "fork and list drafts of a project" },
 	{ "run", cmd_run, "run a command in a sandbox; its changes become a draft" },
 	{ "runs", cmd_runs, "list a project's runs" },
+	{ "replay", cmd_replay, "run a recorded run again; say whether it did the same" },
 	{ "review", cmd_review, "show a draft's changes with diffs" },
-	{ "apply", cmd_apply, "apply (all, some paths) or reject a draft" },
+	{ "apply", cmd_apply, "apply (all, some paths or hunks) or reject a draft" },
 	{ "bundle", cmd_bundle, "export, inspect and apply DeltaBundles" },
 	{ "audit", cmd_audit, "the tamper-evident ledger: list, show, export, verify" },
 	{ "fsck", cmd_fsck, "verify every stored object and every snapshot" },
@@ -31,6 +32,7 @@ static const struct cli_cmd commands[] = {
 	{ "serve", cmd_serve, "run the daemon: the HTTP API (docs/api.md)" },
 	{ "admin", cmd_admin, "tenants, principals, grants, tokens and the run policy" },
 	{ "doctor", cmd_doctor, "can the sandbox run here, and what it enforces" },
+	{ "whoami", cmd_whoami, "who you are: the OS user and home, or the server's principal" },
 };
 
 static void usage(FILE *f)
@@ -48,10 +50,13 @@ static void usage(FILE *f)
 		   "                  the bearer token in env AIRLOCK_TOKEN; the tenant is the\n"
 		   "                  token's. project, commit, draft list, run, runs, review,\n"
 		   "                  apply, bundle apply, image list, image import TARBALL,\n"
+		   "                  whoami,\n"
 		   "                  audit (list, show, checkpoint, export) and admin principal,\n"
 		   "                  grant and token work this way (docs/cli.md)\n"
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
 		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
+		   "  --color=WHEN    colour: auto (on a terminal, without NO_COLOR), always,\n"
+		   "                  never; also accepted after COMMAND (before --)\n"
 		   "  --version       print the version\n"
 		   "  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
 		   "\n"
@@ -75,6 +80,32 @@ int main(int argc, char **argv)
 	cli.server = getenv("AIRLOCK_URL");
 	cli.token = getenv("AIRLOCK_TOKEN");
 	cli.ca_cert = getenv("AIRLOCK_CA_CERT");
+	/* --color=WHEN anywhere before "--" (a command's own arguments follow it) */
+	const char *color = getenv("AIRLOCK_COLOR");
+	int kept = 1;
+	bool tenant_flag = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < argc)
+				argv[kept++] = argv[i++];
+			break;
+		}
+		if (!strncmp(argv[i], "--color=", 8))
+			color = argv[i] + 8;
+		else if (!strcmp(argv[i], "--color"))
+			color = "always";
+		else if (!strcmp(argv[i], "--no-color"))
+			color = "never";
+		else
+			argv[kept++] = argv[i];
+	}
+	argc = kept;
+	argv[argc] = NULL;
+	if (cli_color_setup(color) < 0) {
+		fprintf(stderr, "airlock: --color: expected auto, always or never, not '%s'\n",
+			cli_esc(color, ""));
+		return 2;
+	}
 	static const struct option opts[] = {
 		{ "ca-cert", required_argument, NULL, 'C' },
 		{ "home", required_argument, NULL, 'H' },
@@ -88,7 +119,10 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H': cli.home = optarg; break;
-		case 'T': cli.tenant = optarg; break;
+		case 'T':
+			cli.tenant = optarg;
+			tenant_flag = true;
+			break;
 		case 'S': cli.server = optarg; break;
 		case 'C': cli.ca_cert = optarg; break;
 		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
@@ -108,6 +142,11 @@ int main(int argc, char **argv)
 	}
 	if (cli.server && !*cli.server)
 		cli.server = NULL;
+	if (cli.server && tenant_flag) {
+		fprintf(stderr, "airlock: --tenant cannot be used with --server: the token decides "
+				"the tenant (drop --tenant, or use a token of that tenant)\n");
+		return 2;
+	}
 	if (!cli.tenant || !*cli.tenant)
 		cli.tenant = AL_DEFAULT_TENANT;
 	if (optind >= argc) {

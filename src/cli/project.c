@@ -141,11 +141,14 @@ static int log_list(struct al_store *st, const char *project, json_t *arr, struc
 
 static int proj_log(struct cli *cli, int argc, char **argv)
 {
-	return cli_list(cli, argc, argv,
-			"usage: airlock project log NAME [--json]\n\n"
-			"The live volume's commits, oldest first: seq result kind strategy author\n"
-			"[draft D]: message, then one line per conflict it recorded.\n",
-			1, "/projects/%s/log", log_list, log_text);
+	cli->page = true;
+	return cli_list(
+		cli, argc, argv,
+		"usage: airlock project log NAME [--json]\n\n"
+		"The live volume's commits, oldest first: seq result kind strategy author\n"
+		"[draft D]: message, then one line per conflict it recorded. On a terminal\n"
+		"the list goes through the pager ($AIRLOCK_PAGER, $PAGER or less -FRX).\n",
+		1, "/projects/%s/log", log_list, log_text);
 }
 
 static const char contract_help[] =

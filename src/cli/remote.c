@@ -345,9 +345,49 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 	return r;
 }
 
+/* A refused commit in words: what happened, what to do next */
+static void conflict_advice(struct cli *cli, json_t *e)
+{
+	const char *head = json_string_value(json_object_get(e, "head"));
+	json_t *paths = json_object_get(e, "paths");
+	if (*cli->change_base)
+		fprintf(stderr,
+			"\nThe project's head moved from %s (the base this change was made from)\n"
+			"to %s, and the strategy refused to combine them.\n",
+			cli_short(cli->change_base), cli_short(head));
+	else
+		fprintf(stderr,
+			"\nThe project's head moved to %s since the snapshot this change was made\n"
+			"from (its base), and the strategy refused to combine them.\n",
+			cli_short(head));
+	if (json_array_size(paths)) {
+		fprintf(stderr, "Both changed %zu path%s:\n", json_array_size(paths),
+			json_array_size(paths) == 1 ? "" : "s");
+		size_t i;
+		json_t *p;
+		json_array_foreach(paths, i, p) {
+			if (i == 20) {
+				fprintf(stderr, "  (and %zu more)\n", json_array_size(paths) - 20);
+				break;
+			}
+			fprintf(stderr, "  %s\n", cli_esc(json_string_value(p), "?"));
+		}
+	}
+	fprintf(stderr,
+		"What next: retry with --strategy conflict_copy (the head's version is kept and\n"
+		"yours is written beside it as a conflict copy), or --strategy rebase_if_disjoint\n"
+		"when no path overlaps; or make the change again on the new head (base %s).\n",
+		cli_short(head));
+}
+
 int cli_remote_error(struct cli *cli, const struct al_error *err, json_t *doc)
 {
 	fprintf(stderr, "%s: %s\n", cli->prog, err->msg);
+	if (err->code == AL_ECONFLICT && !cli->json) {
+		json_t *e = json_object_get(doc, "error");
+		if (json_is_object(e) && json_is_string(json_object_get(e, "head")))
+			conflict_advice(cli, e);
+	}
 	if (cli->json)
 		cli_json_print(doc && json_object_get(doc, "error") ? json_incref(doc)
 								    : view_error(err, NULL));

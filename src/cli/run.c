@@ -118,7 +118,12 @@ static void on_cancel(int sig)
 	}
 }
 
-static int cancel_on_signals(struct sigaction old[3])
+int cli_cancel_signal(void)
+{
+	return cancel_signal;
+}
+
+int cli_cancel_on_signals(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -132,7 +137,7 @@ static int cancel_on_signals(struct sigaction old[3])
 	return cancel_pipe[0];
 }
 
-static void cancel_restore(struct sigaction old[3])
+void cli_cancel_restore(struct sigaction *old)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	for (int i = 0; i < 3; i++)
@@ -181,6 +186,11 @@ static void print_output(json_t *rec)
 
 static void summary(FILE *f, json_t *rec)
 {
+	if (!strcmp(jstr(rec, "outcome"), "not_replayable")) { /* a replay that never ran */
+		fprintf(f, "run %s: not_replayable: %s\n", jstr(rec, "id"),
+			jstr(json_object_get(rec, "verdict"), "reason"));
+		return;
+	}
 	if (!strncmp(jstr(rec, "outcome"), "failed", 6)) {
 		fprintf(f, "run %s: %s: %s\n", jstr(rec, "id"), jstr(rec, "outcome"),
 			cli_esc(json_string_value(
@@ -304,9 +314,12 @@ static int run_show(struct cli *cli, int argc, char **argv)
 		return rc;
 	json_t *rec;
 	char path[256], esc[128];
-	snprintf(path, sizeof(path), "/runs/%s?output=1",
-		 cli_path_escape(argv[optind], esc, sizeof(esc)));
-	if ((rc = cli_fetch(cli, path, run_local, argv[optind], &rec)) >= 0)
+	char id[64];
+	if ((rc = cli_id(cli, CLI_ID_RUN, argv[optind], id, sizeof(id))) ||
+	    (rc = cli_id_check(cli, CLI_ID_RUN, id)))
+		return rc;
+	snprintf(path, sizeof(path), "/runs/%s?output=1", cli_path_escape(id, esc, sizeof(esc)));
+	if ((rc = cli_fetch(cli, path, run_local, id, &rec)) >= 0)
 		return rc;
 	if (cli->server) {
 		/* the daemon also knows runs in flight */
@@ -336,6 +349,9 @@ static int run_show(struct cli *cli, int argc, char **argv)
 	       jtrue(rec, "cancelled") ? " (cancelled)" : "",
 	       jint(json_object_get(rec, "usage"), "wall_ms"));
 	free(argvs);
+	if (json_is_string(json_object_get(rec, "replay_of")))
+		printf("replay   of %s: %s\n", jstr(rec, "replay_of"),
+		       jstr(json_object_get(rec, "verdict"), "result"));
 	contract_text(rec);
 	summary(stdout, rec);
 	notes(stdout, rec);
@@ -555,6 +571,18 @@ static int strv_push(struct strv *s, const char *x)
 	return 0;
 }
 
+/* "airlock run p sh -c true": the command's own options reached getopt */
+static int missing_dashes(struct cli *cli, char **argv)
+{
+	int words = 0;
+	for (int i = 1; argv[i]; i++)
+		words += argv[i][0] != '-';
+	if (words < 2)
+		return cli_usage(cli, "bad option '%s'", cli_esc(argv[optind - 1], ""));
+	return cli_usage(cli, "an option of the command reached airlock run: put -- before the "
+			      "command (airlock run PROJECT [OPTIONS] -- COMMAND [ARGS])");
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	int dd = 0; /* the "--" before the command: options may come before or after PROJECT */
@@ -594,6 +622,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	int c, rc = -1;
 	double d;
 	optind = 0;
+	opterr = 0; /* bad options are reported below, with what to do */
 	int oargc = dd ? dd : argc;
 	while (rc < 0 && (c = getopt_long(oargc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -703,9 +732,13 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			printf("%s", run_help);
 			rc = 0;
 			break;
-		default: rc = cli_usage(cli, "bad option"); break;
+		default:
+			rc = dd ? cli_usage(cli, "bad option '%s'", cli_esc(argv[optind - 1], ""))
+				: missing_dashes(cli, argv);
+			break;
 		}
 	}
+	opterr = 1;
 	if (rc < 0 && oargc - optind < 1)
 		rc = cli_usage(cli, "expected a project name");
 	if (rc < 0 && oargc - optind > 1)
@@ -740,9 +773,9 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		struct al_run_info info;
 		json_t *rec = NULL;
 		struct sigaction old[3];
-		o.cancel_fd = cancel_on_signals(old);
+		o.cancel_fd = cli_cancel_on_signals(old);
 		int ar = al_run(st, &o, &info, &err);
-		cancel_restore(old);
+		cli_cancel_restore(old);
 		if (ar < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);
 		} else if (cancel_signal && json_is_true(json_object_get(rec, "cancelled"))) {
@@ -785,6 +818,7 @@ static void run_text(json_t *rec)
 	char *argvs = json_dumps(json_object_get(rec, "argv"), JSON_COMPACT);
 	json_t *c = json_object_get(rec, "changes");
 	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) ||
+		      !strcmp(jstr(rec, "outcome"), "not_replayable") ||
 		      !strcmp(jstr(rec, "outcome"), "running");
 	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
 	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",

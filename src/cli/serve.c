@@ -15,10 +15,11 @@ static const char serve_help[] =
 	"                     [--upload-max BYTES] [--grace SEC] [--conn-timeout SEC]\n"
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
 	"                     [--tls-cert PEM --tls-key PEM] [--insecure] [--refusal-window SEC]\n"
-	"                     [--gc-interval SEC] [--lower-budget BYTES]\n"
+	"                     [--gc-interval SEC] [--lower-budget BYTES] [--session-ttl SEC]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
-	"/api/openapi.json). Every request but /api/health and /api/openapi.json needs\n"
+	"/api/openapi.json) and the web UI at /. Every request but /api/health and "
+	"/api/openapi.json needs\n"
 	"'Authorization: Bearer TOKEN' (airlock admin token create). Prints the URL it\n"
 	"listens on; logs one line per request on stderr (principal, route, status,\n"
 	"time; never a token, a body or a secret).\n"
@@ -49,6 +50,9 @@ static const char serve_help[] =
 	"                      the other, every SEC seconds (default 3600; 0: never)\n"
 	"  --lower-budget BYTES  the collector's budget of lower layers per tenant\n"
 	"                      (default 10G)\n"
+	"  --session-ttl SEC   the web UI's sessions (a token exchanged at\n"
+	"                      POST /api/session) end after SEC, or when their token\n"
+	"                      does if sooner (default 8h)\n"
 	"BYTES take K, M, G or T; SEC may also be 30s, 5m, 2h or 1d (docs/cli.md,\n"
 	"Numbers). SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
@@ -85,6 +89,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "refusal-window", required_argument, NULL, 'W' },
 		{ "gc-interval", required_argument, NULL, 'G' },
 		{ "lower-budget", required_argument, NULL, 'L' },
+		{ "session-ttl", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home,
@@ -98,7 +103,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 				  .header_timeout_s = 20,
 				  .body_rate = 64 << 10,
 				  .refusal_window_s = 60,
-				  .gc_interval_s = 3600 };
+				  .gc_interval_s = 3600,
+				  .session_ttl_s = 8 * 3600 };
 	uint64_t v = 0;
 	int c;
 	optind = 0;
@@ -129,6 +135,12 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		case 'I': cfg.insecure = true; break;
 		case 'W': cfg.refusal_window_s = (unsigned)(v ? v : 1); break;
 		case 'G': cfg.gc_interval_s = (unsigned)v; break;
+		case 'S':
+			if (!v || v > 366 * 86400)
+				return cli_usage(cli, "bad --session-ttl '%s' (1s to 366d)",
+						 optarg);
+			cfg.session_ttl_s = (unsigned)v;
+			break;
 		case 'L':
 			if (!v)
 				return cli_usage(cli, "bad --lower-budget '%s' (not 0)", optarg);

@@ -60,9 +60,14 @@ static int ids_and_store(struct cli *cli, char **argv, int n, struct al_oid *ids
 			 struct al_store **st)
 {
 	struct al_error err = { 0 };
-	for (int i = 0; i < n; i++)
-		if (al_oid_parse(argv[optind + i], &ids[i], &err) < 0)
+	for (int i = 0; i < n; i++) {
+		char id[AL_OID_STRLEN + 1];
+		int rc = cli_id(cli, CLI_ID_SNAPSHOT, argv[optind + i], id, sizeof(id));
+		if (rc)
+			return rc;
+		if (al_oid_parse(id, &ids[i], &err) < 0)
 			return cli_error(cli, &err);
+	}
 	if (cli_open(cli, st, &err) < 0)
 		return cli_error(cli, &err);
 	return 0;

@@ -27,6 +27,7 @@ struct srv_config {
 	unsigned refusal_window_s;
 	unsigned gc_interval_s; /* the collector's period (gc.c); 0: off */
 	uint64_t lower_budget;  /* its lower-layer budget (0: gc.h's default) */
+	unsigned session_ttl_s; /* the web UI's sessions (POST /api/session) */
 };
 
 /* Serve until SIGTERM or SIGINT: 0, else the exit code after a message on

@@ -261,10 +261,144 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	return 0;
 }
 
+int decode_replay(json_t *body, struct run_request *r, struct al_error *err)
+{
+	static const char *const keys[] = { "on_head", "secrets", "wait", NULL };
+	memset(r, 0, sizeof(*r));
+	int rc = known_keys(body, keys, "replay request", err);
+	json_t *secrets = json_object_get(body, "secrets");
+	if (rc == 0 && secrets && !json_is_array(secrets) && !json_is_null(secrets))
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "field 'secrets': expected an array of {name, value}");
+	size_t nsec = json_is_array(secrets) ? json_array_size(secrets) : 0;
+	if (rc == 0 && nsec > 1024)
+		rc = al_fail(err, AL_ELIMIT, 0, "too many secrets");
+	if (rc == 0 && (!(r->bufs = calloc(nsec + 1, sizeof(char *))) ||
+			!(r->secrets = calloc(nsec + 1, sizeof(char *)))))
+		rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	for (size_t i = 0; rc == 0 && i < nsec; i++) {
+		json_t *s = json_array_get(secrets, i);
+		static const char *const skeys[] = { "name", "value", NULL };
+		const char *name = NULL, *value;
+		if (!json_is_object(s))
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'secrets': item %zu is not {name, value}", i);
+		if (rc == 0)
+			rc = known_keys(s, skeys, "secret", err);
+		if (rc == 0)
+			rc = get_string(s, "name", true, &name, err);
+		if (rc == 0)
+			rc = get_string(s, "value", true, &value, err);
+		bool ok = rc == 0 && *name && !(name[0] >= '0' && name[0] <= '9');
+		for (const char *q = name; ok && *q; q++)
+			ok = *q == '_' || (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+			     (*q >= '0' && *q <= '9');
+		if (rc == 0 && !ok)
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "secret: bad name '%.64s' (expected [A-Za-z_][A-Za-z0-9_]*)",
+				     name);
+		for (size_t j = 0; rc == 0 && j < i; j++)
+			if (!strncmp(r->secrets[j], name, strlen(name)) &&
+			    r->secrets[j][strlen(name)] == '=')
+				rc = al_fail(err, AL_EINVAL, 0, "secret %.64s is given twice",
+					     name);
+		if (rc == 0 && !(r->secrets[i] = kv(r, name, value)))
+			rc = al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	}
+	json_t *w = json_object_get(body, "wait"), *h = json_object_get(body, "on_head");
+	if (rc == 0 && ((w && !json_is_boolean(w)) || (h && !json_is_boolean(h))))
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "fields 'wait' and 'on_head': expected true or false");
+	r->wait = json_is_true(w);
+	r->on_head = json_is_true(h);
+	if (rc < 0) {
+		run_request_release(r);
+		return rc;
+	}
+	r->o.secrets = r->secrets;
+	return 0;
+}
+
 void apply_request_release(struct apply_request *r)
 {
 	free(r->paths);
+	free(r->hunks);
 	memset(r, 0, sizeof(*r));
+}
+
+/* One hunk list: a non-empty array of integers from 1 (NULL *n = 0 when
+ * out is NULL: counting only). */
+static int hunk_list(json_t *h, size_t item, unsigned *out, size_t *n, struct al_error *err)
+{
+	if (!json_is_array(h) || json_array_size(h) == 0)
+		return al_fail(err, AL_EINVAL, 0,
+			       "field 'paths': item %zu: 'hunks' is a non-empty array of hunk "
+			       "numbers (leave it out for the whole change)",
+			       item);
+	size_t i;
+	json_t *v;
+	json_array_foreach(h, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > UINT32_MAX)
+			return al_fail(err, AL_EINVAL, 0,
+				       "field 'paths': item %zu: hunk %zu is not a hunk number (an "
+				       "integer from 1)",
+				       item, i);
+		if (out)
+			out[i] = (unsigned)json_integer_value(v);
+	}
+	*n = json_array_size(h);
+	return 0;
+}
+
+/* paths: strings, or {"path": P[, "hunks": [N, ...]]} */
+static int apply_paths(json_t *a, struct apply_request *r, struct al_error *err)
+{
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return al_fail(err, AL_EINVAL, 0,
+			       "field 'paths': expected an array of paths and {path, hunks}");
+	size_t len = json_array_size(a), total = 0, i;
+	if (len > DECODE_PATHS_MAX)
+		return al_fail(err, AL_ELIMIT, 0, "field 'paths': more than %d items",
+			       DECODE_PATHS_MAX);
+	static const char *const keys[] = { "path", "hunks", NULL };
+	json_t *v;
+	json_array_foreach(a, i, v) { /* checked and counted before anything is kept */
+		size_t n = 0;
+		json_t *s = json_is_object(v) ? json_object_get(v, "path") : v;
+		int rc = json_is_object(v) ? known_keys(v, keys, "field 'paths'", err) : 0;
+		if (rc == 0 &&
+		    (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)))
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'paths': item %zu is not a path (a string without NUL) "
+				     "or {path, hunks}",
+				     i);
+		json_t *h = json_is_object(v) ? json_object_get(v, "hunks") : NULL;
+		if (rc == 0 && h && (rc = hunk_list(h, i, NULL, &n, err)) == 0 &&
+		    (total += n) > DECODE_HUNKS_MAX)
+			rc = al_fail(err, AL_ELIMIT, 0, "field 'paths': more than %u hunk numbers",
+				     DECODE_HUNKS_MAX);
+		if (rc < 0)
+			return rc;
+	}
+	if (!(r->paths = calloc(len + 1, sizeof(*r->paths))) ||
+	    !(r->hunks = calloc(total + 1, sizeof(*r->hunks))))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "request");
+	size_t at = 0;
+	json_array_foreach(a, i, v) {
+		struct al_apply_path *p = &r->paths[i];
+		json_t *h = json_is_object(v) ? json_object_get(v, "hunks") : NULL;
+		p->path = json_string_value(json_is_object(v) ? json_object_get(v, "path") : v);
+		if (h) {
+			p->hunks = r->hunks + at;
+			hunk_list(h, i, r->hunks + at, &p->nhunks, err);
+			at += p->nhunks;
+		}
+	}
+	r->npaths = len;
+	return 0;
 }
 
 int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
@@ -283,8 +417,7 @@ int decode_apply(json_t *body, struct apply_request *r, struct al_error *err)
 	if (rc == 0)
 		rc = get_string(body, "message", false, &r->message, err);
 	if (rc == 0)
-		rc = string_array(json_object_get(body, "paths"), "paths", DECODE_PATHS_MAX,
-				  &r->paths, &r->npaths, err);
+		rc = apply_paths(json_object_get(body, "paths"), r, err);
 	if (rc == 0) {
 		if (!strcmp(mode, "accept_all"))
 			r->mode = AL_ACCEPT_ALL;

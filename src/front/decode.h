@@ -22,16 +22,25 @@ struct run_request {
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;
+	bool on_head;                 /* a replay's (decode_replay) */
 	struct al_contract *contract; /* owned; o.contract points to it */
 };
 int decode_run(json_t *body, struct run_request *out, struct al_error *err);
+/* A replay: {on_head, secrets: [{name, value}], wait}; the secrets as
+ * "K=V" in out->secrets (their delivery is the original's); the rest of
+ * out->o is the caller's. */
+int decode_replay(json_t *body, struct run_request *out, struct al_error *err);
 void run_request_release(struct run_request *r);
 
+/* An apply: paths[i] is a path (its whole change; hunks NULL) or one file's
+ * hunks ({"path": P, "hunks": [N, ...]}: nhunks >= 1, every N >= 1). */
+#define DECODE_HUNKS_MAX (1u << 20) /* hunk numbers in one request */
 struct apply_request {
 	enum al_apply_mode mode;
 	enum al_strategy strategy;
-	const char **paths; /* owned array, borrowed strings */
+	struct al_apply_path *paths; /* owned array; path strings borrowed */
 	size_t npaths;
+	unsigned *hunks; /* owned: the numbers paths[i].hunks point into */
 	const char *message;
 };
 int decode_apply(json_t *body, struct apply_request *out, struct al_error *err);

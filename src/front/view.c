@@ -69,6 +69,10 @@ json_t *view_commit_result(const struct al_commit_result *res)
 		json_object_set_new(o, "seq", json_null());
 	json_object_set_new(o, "head", view_id(&res->head));
 	json_object_set_new(o, "conflicts", view_conflicts(res->conflicts, res->nconflicts));
+	json_t *merged = json_array();
+	for (size_t i = 0; i < res->nmerged; i++)
+		json_array_append_new(merged, json_string(res->merged[i]));
+	json_object_set_new(o, "merged", merged);
 	return o;
 }
 
@@ -88,7 +92,7 @@ json_t *view_error(const struct al_error *err, const struct al_commit_result *co
 }
 
 json_t *view_apply(const char *draft, const char *mode, const char *strategy,
-		   const char *const *paths, size_t n)
+		   const struct al_apply_path *paths, size_t n)
 {
 	json_t *o = json_pack("{s:s,s:s}", "draft", draft, "mode", mode);
 	/* reject_all commits nothing: no strategy was used */
@@ -96,8 +100,9 @@ json_t *view_apply(const char *draft, const char *mode, const char *strategy,
 			    strcmp(mode, "reject_all") ? json_string(strategy) : json_null());
 	json_t *pa = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(pa, json_string(paths[i]));
+		json_array_append_new(pa, json_string(paths[i].path));
 	json_object_set_new(o, "paths", pa);
+	json_object_set_new(o, "hunks", json_object()); /* view_apply_result: what was taken */
 	return o;
 }
 
@@ -259,10 +264,29 @@ static void run_marks(struct al_store *st, const char *run, json_t *o, json_t **
 	json_decref(rec);
 }
 
-static int outcome_one(void *ctx, const char *path, const char *outcome, struct al_error *err)
+static json_t *hunk_numbers(const unsigned *h, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(h[i]));
+	return a;
+}
+
+static int outcome_one(void *ctx, const struct al_path_outcome *oc, struct al_error *err)
 {
 	(void)err;
-	json_array_append_new(ctx, json_pack("{s:s,s:s}", "path", path, "outcome", outcome));
+	json_t *o = json_pack("{s:s,s:s}", "path", oc->path, "outcome", oc->outcome);
+	if (oc->hunks)
+		json_object_set_new(o, "hunks", hunk_numbers(oc->hunks, oc->nhunks));
+	json_array_append_new(ctx, o);
+	return 0;
+}
+
+static int hunks_one(void *ctx, const struct al_path_outcome *oc, struct al_error *err)
+{
+	(void)err;
+	if (oc->hunks)
+		json_object_set_new(ctx, oc->path, hunk_numbers(oc->hunks, oc->nhunks));
 	return 0;
 }
 
@@ -276,9 +300,10 @@ json_t *view_draft(struct al_store *st, const struct al_draft_info *d)
 	json_object_set_new(o, "group", json_string(d->group));
 	json_object_set_new(o, "applied", json_integer((json_int_t)d->applied));
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d->discarded));
+	json_object_set_new(o, "partial", json_integer((json_int_t)d->partial));
 	json_t *paths = json_array();
 	if (st && d->applied + d->discarded)
-		al_draft_outcomes(st, d->id, outcome_one, paths, NULL);
+		al_draft_path_outcomes(st, d->id, outcome_one, paths, NULL);
 	json_object_set_new(o, "paths", paths);
 	if (st)
 		run_marks(st, d->run, o, NULL);
@@ -291,6 +316,10 @@ json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out,
 	struct al_draft_info d;
 	json_object_set_new(out, "applied", json_integer((json_int_t)res->applied));
 	json_object_set_new(out, "discarded", json_integer((json_int_t)res->discarded));
+	json_object_set_new(out, "partial", json_integer((json_int_t)res->partial));
+	json_t *hunks = json_object();
+	al_draft_path_outcomes(st, draft, hunks_one, hunks, NULL);
+	json_object_set_new(out, "hunks", hunks);
 	if (al_draft_get(st, draft, &d, NULL) == 0) {
 		json_object_set_new(out, "state", json_string(d.state));
 		run_marks(st, d.run, out, NULL);
@@ -466,9 +495,10 @@ int view_run(struct al_store *st, const char *id, bool with_output, size_t text_
 
 struct review_ctx {
 	bool stat;
+	const char *only; /* one path (the web UI's file view), or NULL: every one */
 	json_t *files;
 	int nfiles, adds, dels;
-	json_t *outcomes;  /* path -> outcome, for a decided draft */
+	json_t *outcomes;  /* path -> {outcome, hunks?}, for a decided draft */
 	json_t *truncated; /* paths the run's disk limit may have cut */
 };
 
@@ -528,11 +558,12 @@ static json_t *hunks_json(const struct al_review_file *f)
 				json_object_set_new(lo, "no_newline", json_true());
 			json_array_append_new(lines, lo);
 		}
-		json_array_append_new(
-			hs, json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "header", hk->header,
-				      "old_start", hk->old_start, "old_lines", hk->old_lines,
-				      "new_start", hk->new_start, "new_lines", hk->new_lines,
-				      "lines", lines, "side_by_side", side_by_side(hk)));
+		json_array_append_new(hs, json_pack("{s:I,s:s,s:i,s:i,s:i,s:i,s:o,s:o}", "number",
+						    (json_int_t)hk->number, "header", hk->header,
+						    "old_start", hk->old_start, "old_lines",
+						    hk->old_lines, "new_start", hk->new_start,
+						    "new_lines", hk->new_lines, "lines", lines,
+						    "side_by_side", side_by_side(hk)));
 	}
 	return hs;
 }
@@ -541,18 +572,24 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 {
 	(void)err;
 	struct review_ctx *r = ctx;
+	if (r->only && strcmp(f->path, r->only) != 0)
+		return 0;
 	r->nfiles++;
 	r->adds += f->additions;
 	r->dels += f->deletions;
 	char op[2] = { f->op, 0 };
-	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i}", "op", op, "path", f->path,
+	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:i,s:i,s:b}", "op", op, "path", f->path,
 			      "binary", f->binary, "content_changed", f->content_changed,
 			      "mode_changed", f->mode_changed, "type_changed", f->type_changed,
-			      "additions", f->additions, "deletions", f->deletions);
+			      "additions", f->additions, "deletions", f->deletions,
+			      "hunks_selectable", f->hunks_selectable);
 	json_object_set_new(o, "old", view_entry(f->has_old ? &f->old : NULL, f->symlink_old));
 	json_object_set_new(o, "new", view_entry(f->has_new ? &f->new : NULL, f->symlink_new));
 	json_t *oc = json_object_get(r->outcomes, f->path);
-	json_object_set_new(o, "outcome", oc ? json_incref(oc) : json_null());
+	json_t *ocv = json_object_get(oc, "outcome"), *och = json_object_get(oc, "hunks");
+	json_object_set_new(o, "outcome", ocv ? json_incref(ocv) : json_null());
+	if (och)
+		json_object_set(o, "applied_hunks", och);
 	size_t i;
 	json_t *t;
 	json_array_foreach(r->truncated, i, t)
@@ -566,8 +603,8 @@ static int review_one(void *ctx, const struct al_review_file *f, struct al_error
 	return 0;
 }
 
-int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
-		struct al_error *err)
+static int review_of(struct al_store *st, const char *draft, bool stat, const char *only,
+		     json_t **out, struct al_error *err)
 {
 	*out = NULL;
 	struct al_draft_info d;
@@ -578,18 +615,18 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		json_pack("{s:s,s:s,s:s}", "draft", d.id, "project", d.project, "state", d.state);
 	json_t *paths = json_array(), *outcomes = json_object(), *disk = NULL, *p;
 	size_t i;
-	if ((r = al_draft_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
+	if ((r = al_draft_path_outcomes(st, d.id, outcome_one, paths, err)) < 0) {
 		json_decref(paths);
 		json_decref(outcomes);
 		json_decref(o);
 		return r;
 	}
 	json_array_foreach(paths, i, p)
-		json_object_set(outcomes, json_string_value(json_object_get(p, "path")),
-				json_object_get(p, "outcome"));
+		json_object_set(outcomes, json_string_value(json_object_get(p, "path")), p);
 	json_decref(paths);
 	run_marks(st, d.run, o, &disk);
 	struct review_ctx c = { .stat = stat,
+				.only = only,
 				.files = json_array(),
 				.outcomes = outcomes,
 				.truncated = json_object_get(disk, "truncated") };
@@ -600,9 +637,17 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		json_decref(o);
 		return r;
 	}
+	if (only && !c.nfiles) {
+		json_decref(c.files);
+		json_decref(o);
+		char q[300];
+		al_quote(only, strnlen(only, 256), q, sizeof(q));
+		return al_fail(err, AL_ENOTFOUND, 0, "draft %s changes no path '%s'", d.id, q);
+	}
 	json_object_set_new(o, "files", c.files);
 	json_object_set_new(o, "applied", json_integer((json_int_t)d.applied));
 	json_object_set_new(o, "discarded", json_integer((json_int_t)d.discarded));
+	json_object_set_new(o, "partial", json_integer((json_int_t)d.partial));
 	json_object_set_new(o, "base", view_id(&d.base));
 	json_object_set_new(o, "head", view_id(&d.head));
 	json_object_set_new(o, "stat",
@@ -610,6 +655,18 @@ int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 				      "deletions", c.dels));
 	*out = o;
 	return 0;
+}
+
+int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
+		struct al_error *err)
+{
+	return review_of(st, draft, stat, NULL, out, err);
+}
+
+int view_review_path(struct al_store *st, const char *draft, const char *path, json_t **out,
+		     struct al_error *err)
+{
+	return review_of(st, draft, false, path, out, err);
 }
 
 /* ---- the ledger ---------------------------------------------------------------- */
@@ -630,6 +687,7 @@ int view_ledger(struct al_store *st, const struct al_ledger_query *q, json_t *ar
 
 struct show_ctx {
 	json_t *entry;
+	json_t *text; /* the entry's exact bytes, the leaf's */
 	uint8_t leaf[AL_DIGEST_LEN];
 };
 
@@ -638,6 +696,7 @@ static int keep_entry(void *ctx, const struct al_ledger_entry *e, struct al_erro
 	(void)err;
 	struct show_ctx *s = ctx;
 	s->entry = json_loadb(e->json, e->len, 0, NULL);
+	s->text = json_stringn(e->json, e->len);
 	al_merkle_leaf(e->json, e->len, s->leaf);
 	return 0;
 }
@@ -670,7 +729,7 @@ json_t *view_proof(uint8_t (*p)[AL_DIGEST_LEN], size_t n)
 
 /* An entry and its inclusion proof in the latest checkpoint, checked. */
 struct inclusion {
-	json_t *entry;
+	json_t *entry, *text;
 	uint8_t leaf[AL_DIGEST_LEN];
 	struct al_checkpoint cp;
 	uint8_t (*proof)[AL_DIGEST_LEN];
@@ -682,6 +741,7 @@ struct inclusion {
 static void inclusion_release(struct inclusion *in)
 {
 	json_decref(in->entry);
+	json_decref(in->text);
 	free(in->proof);
 }
 
@@ -691,6 +751,7 @@ static int inclusion(struct al_store *st, uint64_t seq, struct inclusion *in, st
 	struct show_ctx s = { 0 };
 	int r = al_ledger_get(st, seq, keep_entry, &s, err);
 	in->entry = s.entry;
+	in->text = s.text;
 	memcpy(in->leaf, s.leaf, AL_DIGEST_LEN);
 	if (r == 0)
 		r = al_ledger_checkpoint(st, &in->cp, err);
@@ -725,10 +786,25 @@ int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al
 	struct inclusion in;
 	int r = inclusion(st, seq, &in, err);
 	if (r == 0) {
-		json_t *o = json_pack("{s:O,s:s,s:{s:I,s:s},s:o,s:b}", "entry", in.entry, "leaf",
-				      in.leaf_hex, "checkpoint", "size", (json_int_t)in.cp.size,
-				      "root", in.root_hex, "inclusion_proof",
-				      view_proof(in.proof, in.n), "included", in.valid);
+		/* what a verifier needs besides the entry: its exact bytes, and the
+		 * checkpoint's signed note, signature and public key (the web UI
+		 * checks all of it in the browser) */
+		char note[512], sig[2 * AL_ED25519_SIG_LEN + 1], key[2 * AL_ED25519_KEY_LEN + 1];
+		uint8_t raw[AL_ED25519_KEY_LEN];
+		int nl = al_checkpoint_note(&in.cp, note, sizeof(note));
+		al_hex(in.cp.sig, AL_ED25519_SIG_LEN, sig);
+		if (al_ledger_pubkey(st, raw, NULL, 0, err) < 0) {
+			inclusion_release(&in);
+			return -1;
+		}
+		al_hex(raw, AL_ED25519_KEY_LEN, key);
+		json_t *o = json_pack(
+			"{s:O,s:O,s:s,s:{s:I,s:s,s:s,s:I,s:s%,s:s,s:s},s:o,s:b}", "entry", in.entry,
+			"entry_text", in.text, "leaf", in.leaf_hex, "checkpoint", "size",
+			(json_int_t)in.cp.size, "root", in.root_hex, "origin", in.cp.origin, "time",
+			(json_int_t)in.cp.time, "note", note, (size_t)(nl > 0 ? nl : 0),
+			"signature", sig, "key", key, "inclusion_proof", view_proof(in.proof, in.n),
+			"included", in.valid);
 		json_t *data = json_object_get(in.entry, "data");
 		const char *parent = json_string_value(json_object_get(data, "parent"));
 		const char *result = json_string_value(json_object_get(data, "result"));

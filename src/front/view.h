@@ -25,14 +25,16 @@ json_t *view_bytes(const char *s, size_t n);
 /* {type, mode, size[, sha256][, target]}; NULL -> null */
 json_t *view_entry(const struct al_entry *e, const char *target);
 json_t *view_conflicts(const struct al_conflict *c, size_t n);
-/* {head, seq, rebased, conflicts} */
+/* {head, seq, rebased, conflicts, merged} */
 json_t *view_commit_result(const struct al_commit_result *res);
 /* {"error": {code, message}}; a conflict adds head, paths and conflicts */
 json_t *view_error(const struct al_error *err, const struct al_commit_result *conflict);
 
-/* What an apply was asked: {draft, mode, strategy, paths} */
+struct al_apply_path;
+/* What an apply was asked: {draft, mode, strategy, paths, hunks} (hunks
+ * empty until view_apply_result) */
 json_t *view_apply(const char *draft, const char *mode, const char *strategy,
-		   const char *const *paths, size_t n);
+		   const struct al_apply_path *paths, size_t n);
 
 struct al_import_result;
 /* An image import: {files, bytes, skipped, id, name} */
@@ -40,11 +42,11 @@ json_t *view_image_import(const struct al_import_result *res, const char *name);
 
 json_t *view_project(const struct al_project_info *p);
 /* {id, state, base, head, created, project, group, applied, discarded,
- * paths:[{path, outcome}], run, marks, warnings}; st NULL: without the
- * outcomes and the run's marks */
+ * partial, paths:[{path, outcome, hunks?}], run, marks, warnings}; st NULL:
+ * without the outcomes and the run's marks */
 json_t *view_draft(struct al_store *st, const struct al_draft_info *d);
-/* An apply's answer completed: applied, discarded, state, run, marks,
- * warnings (out is returned) */
+/* An apply's answer completed: applied, discarded, partial, hunks (the
+ * numbers taken per path), state, run, marks, warnings (out is returned) */
 json_t *view_apply_result(struct al_store *st, const char *draft, json_t *out,
 			  const struct al_commit_result *res);
 
@@ -65,6 +67,10 @@ int view_run(struct al_store *st, const char *id, bool with_output, size_t text_
 	     struct al_error *err);
 int view_review(struct al_store *st, const char *draft, bool stat, json_t **out,
 		struct al_error *err);
+/* The review of one path of the draft (its diff and hunks); AL_ENOTFOUND if
+ * the draft does not change it. */
+int view_review_path(struct al_store *st, const char *draft, const char *path, json_t **out,
+		     struct al_error *err);
 int view_ledger_entry(struct al_store *st, uint64_t seq, json_t **out, struct al_error *err);
 int view_checkpoint(struct al_store *st, json_t **out, struct al_error *err);
 /* An entry's inclusion proof in the latest checkpoint, checked:

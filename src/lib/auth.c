@@ -579,3 +579,147 @@ int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out
 	}
 	return 0;
 }
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+#define SESSION_SECRET_LEN 32
+
+int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int64_t ttl_s,
+			   char session[AL_SESSION_LEN + 1], int64_t *expires, struct al_error *err)
+{
+	session[0] = 0;
+	if (!p->token_id[0])
+		return al_fail(err, AL_EAUTH, 0, "a session is made from a bearer token");
+	if (ttl_s <= 0 || ttl_s > 366LL * 86400)
+		return al_fail(err, AL_EINVAL, 0, "session lifetime out of range");
+	/* the token's own expiry bounds the session's */
+	int64_t token_expires = 0;
+	const char *tp[] = { p->token_id };
+	int r = query(a, "SELECT expires FROM tokens WHERE id = ?", tp, 1, count_row,
+		      &token_expires, err);
+	if (r < 0)
+		return r;
+	int64_t now = al_wall_s();
+	int64_t until = now + ttl_s;
+	if (token_expires && token_expires < until)
+		until = token_expires;
+	uint8_t rnd[SESSION_SECRET_LEN];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return al_fail(err, AL_EIO, errno, "session: getrandom");
+	char hex[65], hash[65];
+	al_hex(rnd, sizeof(rnd), hex);
+	OPENSSL_cleanse(rnd, sizeof(rnd));
+	snprintf(session, AL_SESSION_LEN + 1, "als_%s", hex);
+	OPENSSL_cleanse(hex, sizeof(hex));
+	token_hash(session, hash);
+	char created[24], exp[24], old[24];
+	snprintf(created, sizeof(created), "%lld", (long long)now);
+	snprintf(exp, sizeof(exp), "%lld", (long long)until);
+	snprintf(old, sizeof(old), "%lld", (long long)now);
+	/* ended sessions leave no row behind: expired ones go as new ones come */
+	const char *gp[] = { old };
+	r = query(a, "DELETE FROM sessions WHERE expires <= ?", gp, 1, NULL, NULL, err);
+	const char *ip[] = { hash, p->token_id, created, exp };
+	if (r == 0)
+		r = query(a,
+			  "INSERT INTO sessions(hash, token, created, expires) VALUES (?, ?, ?, ?)",
+			  ip, 4, NULL, NULL, err);
+	if (r < 0) {
+		OPENSSL_cleanse(session, AL_SESSION_LEN + 1);
+		return r;
+	}
+	*expires = until;
+	return 0;
+}
+
+struct session_ctx {
+	struct al_principal *p;
+	int64_t expires, token_expires;
+	int revoked;
+	bool found;
+};
+
+static int session_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+{
+	(void)err;
+	struct session_ctx *c = ctx;
+	c->found = true;
+	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s",
+		 (const char *)sqlite3_column_text(q, 0));
+	snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
+	snprintf(c->p->name, sizeof(c->p->name), "%s", (const char *)sqlite3_column_text(q, 2));
+	c->p->roles = (unsigned)sqlite3_column_int(q, 3);
+	c->p->created = sqlite3_column_int64(q, 4);
+	c->expires = sqlite3_column_int64(q, 5);
+	c->token_expires = sqlite3_column_int64(q, 6);
+	c->revoked = sqlite3_column_int(q, 7);
+	return 0;
+}
+
+int al_auth_session_check(struct al_auth *a, const char *session, struct al_principal *out,
+			  int64_t *expires, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	/* as al_auth_check: the same work for every text presented */
+	char hash[65];
+	token_hash(session ? session : "", hash);
+	struct session_ctx c = { .p = out };
+	const char *p[] = { hash };
+	struct al_error qerr;
+	int r = query(a,
+		      "SELECT t.id, t.tenant, p.name, p.roles, p.created, s.expires, t.expires, "
+		      "t.revoked FROM sessions s JOIN tokens t ON t.id = s.token "
+		      "JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
+		      "WHERE s.hash = ?",
+		      p, 1, session_row, &c, &qerr);
+	if (r < 0) {
+		memset(out, 0, sizeof(*out));
+		if (err)
+			*err = qerr;
+		return r;
+	}
+	int64_t now = al_wall_s();
+	bool ok = c.found && !c.revoked && c.expires > now &&
+		  (c.token_expires == 0 || c.token_expires > now) && session &&
+		  strlen(session) == AL_SESSION_LEN && strncmp(session, "als_", 4) == 0;
+	if (!ok) {
+		memset(out, 0, sizeof(*out));
+		return al_fail(err, AL_EAUTH, 0, "invalid, expired or revoked token");
+	}
+	if (expires)
+		*expires = c.expires;
+	return 0;
+}
+
+int al_auth_session_end(struct al_auth *a, const char *session, struct al_error *err)
+{
+	struct al_principal who;
+	int r = al_auth_session_check(a, session, &who, NULL, err);
+	if (r < 0)
+		return r;
+	char hash[65];
+	token_hash(session, hash);
+	const char *p[] = { hash };
+	return query(a, "DELETE FROM sessions WHERE hash = ?", p, 1, NULL, NULL, err);
+}
+
+void al_auth_session_csrf(const char *session, char out[AL_CSRF_LEN + 1])
+{
+	static const char label[] = "airlock csrf v1:";
+	char buf[sizeof(label) + AL_SESSION_LEN + 1];
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "%s%s", label, session ? session : "");
+	uint8_t d[AL_DIGEST_LEN];
+	al_sha256(buf, n < sizeof(buf) ? n : sizeof(buf) - 1, d);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	al_hex(d, sizeof(d), out);
+}
+
+bool al_auth_session_csrf_ok(const char *session, const char *value)
+{
+	char want[AL_CSRF_LEN + 1];
+	al_auth_session_csrf(session, want);
+	bool ok = value && strlen(value) == AL_CSRF_LEN &&
+		  CRYPTO_memcmp(want, value, AL_CSRF_LEN) == 0;
+	OPENSSL_cleanse(want, sizeof(want));
+	return ok;
+}

@@ -30,6 +30,10 @@ static void load(void)
 		S(patch_get_line_in_hunk),
 		S(patch_free),
 		S(buf_dispose),
+		S(merge_file_input_init),
+		S(merge_file_options_init),
+		S(merge_file),
+		S(merge_file_result_free),
 	};
 #undef S
 	load_rc = dl_load("libgit2.so.1.5", "libgit2-1.5", syms, ARRAY_SIZE(syms), &load_err);

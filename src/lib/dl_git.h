@@ -1,5 +1,6 @@
-/* libairlock: libgit2, loaded on first use (include/airlock/dl.h).  Only a
- * review's text diff (review.c) calls it; include this instead of <git2.h>
+/* libairlock: libgit2, loaded on first use (include/airlock/dl.h).  Only
+ * review.c calls it (a review's text diff, an apply's hunks, merge_lines'
+ * three-way file merge); include this instead of <git2.h>
  * and call the library through the table (dl_git.patch_free(…)), filled by
  * dl_load_git(), which must succeed before the first call.  Types and
  * constants are the library's own. */
@@ -29,6 +30,12 @@ struct dl_git {
 				      size_t line_of_hunk);
 	void (*patch_free)(git_patch *patch);
 	void (*buf_dispose)(git_buf *buffer);
+	int (*merge_file_input_init)(git_merge_file_input *opts, unsigned int version);
+	int (*merge_file_options_init)(git_merge_file_options *opts, unsigned int version);
+	int (*merge_file)(git_merge_file_result *out, const git_merge_file_input *ancestor,
+			  const git_merge_file_input *ours, const git_merge_file_input *theirs,
+			  const git_merge_file_options *opts);
+	void (*merge_file_result_free)(git_merge_file_result *result);
 };
 extern struct dl_git dl_git;
 /* Load libgit2 once per process (thread-safe) and initialise it; an error

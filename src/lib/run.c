@@ -28,6 +28,7 @@
 #include "delta_private.h"
 #include "gc_private.h"
 #include "ledger_private.h"
+#include "run_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -159,6 +160,25 @@ static int env_set(struct env *e, const char *kv, struct al_error *err)
 		return al_fail(err, AL_ELIMIT, 0, "more than %d environment variables", ENV_MAX);
 	e->v[e->n++] = kv;
 	return 0;
+}
+
+/* Variables in the order of their names (as the record lists them), so a
+ * replay, built from the record, gives the command the same environ. */
+static int env_cmp(const void *pa, const void *pb)
+{
+	const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+	size_t la = strcspn(a, "="), lb = strcspn(b, "=");
+	int c = memcmp(a, b, la < lb ? la : lb);
+	return c ? c : (la > lb) - (la < lb);
+}
+
+static bool env_has(const struct env *e, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < e->n; i++)
+		if (!strncmp(e->v[i], name, n) && e->v[i][n] == '=')
+			return true;
+	return false;
 }
 
 static int count_args(const char *const *v, size_t max, size_t *bytes, const char *what,
@@ -480,6 +500,8 @@ static json_t *strings_json(const char *const *v)
 struct run {
 	struct al_store *st;
 	const struct al_run_opts *o;
+	const struct al_run__ext *x; /* a replay's (may be NULL) */
+	int64_t source_date;         /* SOURCE_DATE_EPOCH (0: not set by airlock) */
 	char id[AL_RUN_ID_LEN + 1];
 	struct al_oid base, image, result, bundle_id, bundle_blob, out_blob, err_blob;
 	int lowers, init, lock_img, lock_ws;
@@ -724,6 +746,14 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 				  "collect_ms", (json_int_t)s->vm.collect_ms));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
+	/* what was held fixed for this run (docs/determinism.md) */
+	if (rec) {
+		json_t *pin = json_pack("{s:I,s:b}", "cpus", (json_int_t)s->cpus, "time_namespace",
+					s->time_namespace);
+		if (r->source_date)
+			json_object_set_new(pin, "source_date_epoch", json_integer(r->source_date));
+		json_object_set_new(rec, "pinned", pin);
+	}
 	if (rec)
 		json_object_set_new(rec, "outcome", json_string(outcome(r)));
 	return rec;
@@ -863,6 +893,8 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv,
 		json_object_set_new(rec, "finished", json_integer(al_wall_s()));
 	if (r->o->group)
 		json_object_set_new(rec, "group", json_string(r->o->group));
+	if (r->x && r->x->record)
+		r->x->record(r->x->ctx, r->st, rec, &e2); /* best effort, as this whole record */
 	int rc = record_draftless(r->st, r->id, rec, &e2);
 	json_decref(rec);
 	return rc;
@@ -955,6 +987,12 @@ static void attempts_recover(struct al_store *st)
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out,
 	   struct al_error *err)
 {
+	return al_run__exec(st, o, NULL, out, err);
+}
+
+int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct al_run__ext *x,
+		 struct al_run_info *out, struct al_error *err)
+{
 	memset(out, 0, sizeof(*out));
 	size_t bytes = 0;
 	int argc = count_args(o->argv, ARGV_MAX, &bytes, "command", err);
@@ -978,7 +1016,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	struct env *env = calloc(1, sizeof(*env));
 	if (!env)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run");
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < 4 && !(x && x->env_exact); i++)
 		env_set(env, defaults[i], err);
 	for (int i = 0; r == 0 && i < nuser; i++)
 		r = env_set(env, o->env[i], err);
@@ -1025,6 +1063,7 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 
 	struct run run = { .st = st,
 			   .o = o,
+			   .x = x,
 			   .lowers = -1,
 			   .init = -1,
 			   .lock_img = -1,
@@ -1037,16 +1076,35 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	uint8_t rnd[7];
 	char hex[15];
 	struct al_policy pol;
-	if ((r = al_policy_effective(st, &pol, err)) < 0 ||
-	    (r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
+	if (x && x->policy)
+		pol = *x->policy; /* the replay looked it up already */
+	else if ((r = al_policy_effective(st, &pol, err)) < 0)
+		goto out;
+	if ((r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
 	    (r = al_sandbox_check(run.backend, o->network, err)) < 0 ||
 	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
-	    (r = al_image_resolve(st, o->image, &run.image, err)) < 0 ||
+	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
 	    (r = al_run__contracts_load(st, o->project, o->contract, pol.contract_floor,
 					&run.contracts, err)) < 0)
 		goto out;
-	run.base = proj.head;
+	if (x && x->image)
+		run.image = *x->image;
+	run.base = x && x->base ? *x->base : proj.head;
+	/* pinned: the base's commit time (reproducible builds' convention),
+	 * unless the command's environment sets it */
+	char sde[48];
+	if (x && x->env_exact)
+		run.source_date = x->source_date;
+	else if (!env_has(env, "SOURCE_DATE_EPOCH")) {
+		if ((r = al_run__source_date(st, o->project, &run.base, &run.source_date, err)) < 0)
+			goto out;
+		snprintf(sde, sizeof(sde), "SOURCE_DATE_EPOCH=%lld", (long long)run.source_date);
+		if ((r = env_set(env, sde, err)) < 0)
+			goto out;
+		env->v[env->n] = NULL;
+	}
+	qsort(env->v, env->n, sizeof(env->v[0]), env_cmp);
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		r = al_fail(err, AL_EIO, errno, "run id");
 		goto out;
@@ -1180,6 +1238,10 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "run record");
 		goto out;
 	}
+	if (x && x->record && (r = x->record(x->ctx, st, rec, err)) < 0) {
+		json_decref(rec);
+		goto out;
+	}
 	struct rec_ctx rc = { .st = st, .id = run.id, .project = o->project, .record = rec };
 	/* a run that changed nothing leaves its draft closed, "empty" */
 	struct al_draft_opts dopts = { .base = &run.base,
@@ -1297,4 +1359,9 @@ int al_run_inputs_present(struct al_store *st, const char *id, struct al_error *
 	}
 	json_decref(j);
 	return r;
+}
+
+int al_run__record_draftless(struct al_store *st, const char *id, json_t *rec, struct al_error *err)
+{
+	return record_draftless(st, id, rec, err);
 }

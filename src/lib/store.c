@@ -50,6 +50,12 @@ static const char *const global_migrations[] = {
 	"CREATE INDEX IF NOT EXISTS tokens_principal ON tokens(tenant, principal);"
 	"CREATE TABLE IF NOT EXISTS policy(id INTEGER PRIMARY KEY CHECK(id = 1), doc TEXT NOT "
 	"NULL);",
+	/* 2: the web UI's sessions (auth.c), each the sha256 of its text,
+	 * bound to the token it was exchanged for */
+	"CREATE TABLE IF NOT EXISTS sessions("
+	"  hash TEXT PRIMARY KEY, token TEXT NOT NULL, created INTEGER NOT NULL,"
+	"  expires INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS sessions_expires ON sessions(expires);",
 };
 static const struct al_sqlite_schema global_schema = AL_SQLITE_SCHEMA(global_migrations);
 
@@ -108,6 +114,9 @@ static const char *const meta_migrations[] = {
 	/* 2: a project's default run contract (contract.h) */
 	"CREATE TABLE IF NOT EXISTS project_contracts("
 	"  project TEXT PRIMARY KEY, doc TEXT NOT NULL, set_by TEXT, time INTEGER NOT NULL);",
+	/* 3: a path accepted by hunks keeps their numbers ("1,3"), and its
+	 * outcome may be 'partially_applied' */
+	"ALTER TABLE draft_paths ADD COLUMN hunks TEXT;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

@@ -7,6 +7,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
+#include "airlock/review.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "sqlite_util.h"
@@ -15,22 +16,25 @@
 #include "util.h"
 #include "volume_private.h"
 
-static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy" };
+static const char *strategy_names[] = { NULL, "strict", "rebase_if_disjoint", "conflict_copy",
+					"merge_lines" };
 
 const char *al_strategy_name(enum al_strategy s)
 {
-	return s >= AL_STRICT && s <= AL_CONFLICT_COPY ? strategy_names[s] : "?";
+	return s >= AL_STRICT && s <= AL_MERGE_LINES ? strategy_names[s] : "?";
 }
 
 int al_strategy_parse(const char *s, enum al_strategy *out, struct al_error *err)
 {
-	for (int i = AL_STRICT; i <= AL_CONFLICT_COPY; i++)
+	for (int i = AL_STRICT; i <= AL_MERGE_LINES; i++)
 		if (strcmp(s, strategy_names[i]) == 0) {
 			*out = i;
 			return 0;
 		}
-	return al_fail(err, AL_EINVAL, 0,
-		       "unknown strategy '%.40s' (strict, rebase_if_disjoint, conflict_copy)", s);
+	return al_fail(
+		err, AL_EINVAL, 0,
+		"unknown strategy '%.40s' (strict, rebase_if_disjoint, conflict_copy, merge_lines)",
+		s);
 }
 
 int al_project_name_check(const char *name, struct al_error *err)
@@ -62,6 +66,11 @@ void al_commit_result_release(struct al_commit_result *r)
 	free(r->conflicts);
 	r->conflicts = NULL;
 	r->nconflicts = 0;
+	for (size_t i = 0; i < r->nmerged; i++)
+		free(r->merged[i]);
+	free(r->merged);
+	r->merged = NULL;
+	r->nmerged = 0;
 }
 
 /* ---- the empty tree ------------------------------------------------------- */
@@ -89,7 +98,7 @@ struct vol {
 	bool has_base;
 	char kind[8], state[24], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
 	char group[17], run[16];
-	int64_t applied, discarded;
+	int64_t applied, discarded, partial;
 };
 
 static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
@@ -109,11 +118,13 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 #define VOL_COLS                                                                                \
 	"v.id, v.project, v.seq, v.head, v.base, v.kind, v.state, v.public_id, p.name, v.grp, " \
 	"(SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1), "                       \
+	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome IN "        \
+	"('applied', 'partially_applied')), "                                                   \
 	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
-	"'applied'), "                                                                          \
+	"'discarded'), "                                                                        \
 	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
-	"'discarded')"
-#define VOL_NCOLS 13
+	"'partially_applied')"
+#define VOL_NCOLS 14
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
 {
@@ -138,6 +149,7 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	copy_text(v->run, sizeof(v->run), st, 10);
 	v->applied = sqlite3_column_int64(st, 11);
 	v->discarded = sqlite3_column_int64(st, 12);
+	v->partial = sqlite3_column_int64(st, 13);
 	return 0;
 }
 
@@ -665,12 +677,20 @@ static int lookup_opt(struct al_cas *cas, const struct al_oid *tree, const char 
 
 /* ---- commit --------------------------------------------------------------- */
 
+/* A file both sides changed whose lines merged (merge_lines). */
+struct merged_file {
+	char *path;
+	struct al_entry entry;
+};
+
 struct merge {
 	struct al_cas *cas;
 	const struct al_oid *base, *incoming;
 	struct al_oid head;
 	struct al_changes theirs, ours;
 	struct roots roots;
+	struct merged_file *merged; /* in path order */
+	size_t nmerged;
 };
 
 static void merge_release(struct merge *m)
@@ -678,6 +698,101 @@ static void merge_release(struct merge *m)
 	al_changes_release(&m->theirs);
 	al_changes_release(&m->ours);
 	roots_release(&m->roots);
+	for (size_t i = 0; i < m->nmerged; i++)
+		free(m->merged[i].path);
+	free(m->merged);
+	m->merged = NULL;
+	m->nmerged = 0;
+}
+
+static int load_text(struct al_cas *cas, const struct al_entry *e, uint8_t **out, size_t *len,
+		     struct al_error *err)
+{
+	*out = NULL;
+	*len = 0;
+	if (e->size > AL_REVIEW_TEXT_MAX)
+		return 1; /* not text: too large to diff */
+	return al_cas_get(cas, &e->digest, out, len, err);
+}
+
+/* One overlap as merge_lines takes it: 1 and the merged file's entry (its
+ * bytes stored in the caller's batch) when it is a regular file on the
+ * base and both sides, both modified it, the modes reconcile (one side
+ * kept the base's, or both agree) and the lines merge (al_review_merge_lines);
+ * 0 when it is an overlap after all. */
+static int merge_file(struct merge *m, const char *path, struct al_entry *out, struct al_error *err)
+{
+	const struct al_change_rec *t = find_change(&m->theirs, path),
+				   *o = find_change(&m->ours, path);
+	if (!t || !o || t->op != 'M' || o->op != 'M' || !t->has_old || !t->has_new || !o->has_new ||
+	    t->old.type != AL_T_FILE || t->new.type != AL_T_FILE || o->new.type != AL_T_FILE)
+		return 0;
+	unsigned bm = t->old.mode, om = o->new.mode, tm = t->new.mode;
+	if (om != tm && om != bm && tm != bm)
+		return 0;
+	uint8_t *p[3] = { NULL, NULL, NULL }, *merged = NULL;
+	size_t len[3] = { 0, 0, 0 }, mlen = 0;
+	const struct al_entry *e[3] = { &t->old, &o->new, &t->new };
+	int r = 0;
+	for (int i = 0; i < 3 && r == 0; i++)
+		r = load_text(m->cas, e[i], &p[i], &len[i], err);
+	if (r == 1) /* too large to be merged as text: an overlap */
+		r = 0;
+	else if (r == 0)
+		r = al_review_merge_lines(p[0], len[0], p[1], len[1], p[2], len[2], &merged, &mlen,
+					  err);
+	if (r == 1) {
+		*out = (struct al_entry){ .type = AL_T_FILE,
+					  .mode = tm == bm ? om : tm,
+					  .size = mlen };
+		if (al_cas_put(m->cas, merged ? merged : (const uint8_t *)"", mlen, &out->digest,
+			       err) < 0)
+			r = err->code;
+	}
+	free(merged);
+	for (int i = 0; i < 3; i++)
+		free(p[i]);
+	return r;
+}
+
+/* merge_lines: the overlaps whose lines merge leave m->roots for
+ * m->merged. */
+static int merge_files(struct merge *m, struct al_error *err)
+{
+	if (!m->roots.n)
+		return 0;
+	if (!(m->merged = calloc(m->roots.n, sizeof(*m->merged))))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "merge");
+	size_t k = 0;
+	int r = 0;
+	for (size_t i = 0; i < m->roots.n; i++) {
+		struct al_entry e;
+		int ok = r < 0 ? 0 : merge_file(m, m->roots.v[i], &e, err);
+		if (ok < 0)
+			r = ok;
+		if (ok == 1)
+			m->merged[m->nmerged++] = (struct merged_file){ m->roots.v[i], e };
+		else
+			m->roots.v[k++] = m->roots.v[i];
+	}
+	m->roots.n = k;
+	return r;
+}
+
+static const struct merged_file *find_merged(const struct merge *m, const char *path)
+{
+	size_t lo = 0, hi = m->nmerged;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = al_path_cmp(m->merged[mid].path, path);
+		if (c == 0)
+			return &m->merged[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 static int fill_conflicts(struct merge *m, struct al_commit_result *res, struct al_error *err)
@@ -733,6 +848,9 @@ static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out,
 		bool skip = o && same_new(&m->theirs.v[i], o);
 		for (size_t j = 0; j < m->roots.n && !skip; j++)
 			skip = is_under(ed[i].path, m->roots.v[j]);
+		const struct merged_file *mf = skip ? NULL : find_merged(m, ed[i].path);
+		if (mf)
+			ed[i].entry = mf->entry; /* both sides' lines */
 		if (!skip)
 			ed[k++] = ed[i];
 	}
@@ -821,7 +939,13 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 		else if (strategy == AL_REBASE_IF_DISJOINT && m.roots.n)
 			r = conflict_error(&m, res, "rebase_if_disjoint: changes overlap", err);
 		else if ((r = al_cas_begin(cas, err)) == 0) {
-			r = merge_apply(&m, strategy == AL_CONFLICT_COPY, &result, res, err);
+			/* the files whose lines merge are no overlap; any other is */
+			if (strategy == AL_MERGE_LINES && (r = merge_files(&m, err)) == 0 &&
+			    m.roots.n)
+				r = conflict_error(&m, res, "merge_lines: changes overlap", err);
+			if (r == 0)
+				r = merge_apply(&m, strategy == AL_CONFLICT_COPY, &result, res,
+						err);
 			/* every new node durable before the head names it */
 			r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 			res->rebased = r == 0;
@@ -830,7 +954,8 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 			merge_release(&m);
 			return r;
 		}
-		if (m.roots.n == 0)
+		/* a merged file's old entry is not the head's: count by a diff */
+		if (m.roots.n == 0 && m.nmerged == 0)
 			fp.changes = &m.theirs;
 	}
 	if (al_oid_eq(&result, &v->head) && res->nconflicts == 0) {
@@ -848,9 +973,18 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 	struct al_oid parent;
 	parent = v->head;
 	r = record_commit(db, cas, v, q, &result, &fp, res, err);
+	json_t *merged = json_array();
+	if (r == 0 && m.nmerged && !(res->merged = calloc(m.nmerged, sizeof(char *))))
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	for (size_t i = 0; r == 0 && i < m.nmerged; i++) {
+		json_array_append_new(merged, json_string(m.merged[i].path));
+		res->merged[res->nmerged++] = steal_ptr(m.merged[i].path);
+	}
 	merge_release(&m);
-	if (r < 0)
+	if (r < 0) {
+		json_decref(merged);
 		return r;
+	}
 	res->head = result;
 	json_t *d =
 		json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:b,s:I}", "volume",
@@ -859,6 +993,9 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 			  "incoming", jid(incoming), "result", jid(&result), "strategy",
 			  al_strategy_name(strategy), "message", o && o->message ? o->message : "",
 			  "rebased", res->rebased, "conflicts", (json_int_t)res->nconflicts);
+	if (d && strategy == AL_MERGE_LINES)
+		json_object_set(d, "merged", merged);
+	json_decref(merged);
 	if (d && extra)
 		json_object_update(d, extra);
 	uint64_t cseq;
@@ -1162,6 +1299,7 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	snprintf(d->run, sizeof(d->run), "%s", v->run);
 	d->applied = (uint64_t)v->applied;
 	d->discarded = (uint64_t)v->discarded;
+	d->partial = (uint64_t)v->partial;
 }
 
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
@@ -1344,30 +1482,121 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	return r;
 }
 
+/* What a decision takes of each change: keep[i]; for a change taken by
+ * hunks, which (sorted, unique), and whether what lands differs from the
+ * draft's version. */
+struct pick {
+	unsigned *hunks; /* NULL: the whole change */
+	size_t n;
+	bool partial;
+};
+
+static void picks_free(struct pick *pick, size_t n)
+{
+	for (size_t i = 0; pick && i < n; i++)
+		free(pick[i].hunks);
+	free(pick);
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A selected path without its trailing '/'s ("dir/" means dir), checked. */
+static int sel_path(const char *path, char sel[AL_PATH_MAX + 1], struct al_error *err)
+{
+	const char *why;
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len > AL_PATH_MAX)
+		return al_fail(err, AL_EINVAL, 0, "path too long");
+	memcpy(sel, path, len);
+	sel[len] = 0;
+	if (!al_path_valid(sel, &why)) {
+		char q[300];
+		al_quote(sel, strnlen(sel, 200), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0, "bad path '%s': %s", q, why);
+	}
+	return 0;
+}
+
+static int not_changed(const char *sel, const struct vol *d, struct al_error *err)
+{
+	char q[300];
+	al_quote(sel, strnlen(sel, 200), q, sizeof(q));
+	return al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", q, d->public_id);
+}
+
+/* Hunks can be taken of a text file's modification only. */
+static const char *no_hunks_why(const struct al_change_rec *c)
+{
+	if (c->op == 'A')
+		return "added";
+	if (c->op == 'D')
+		return "deleted";
+	if (c->has_old && c->has_new && c->old.type != c->new.type)
+		return "of another type than in the base";
+	if (c->has_new && c->new.type == AL_T_DIR)
+		return "a directory";
+	if (c->has_new && c->new.type == AL_T_SYMLINK)
+		return "a symlink";
+	return NULL;
+}
+
+static int pick_hunks(const struct al_changes *ch, const struct vol *d, const char *sel,
+		      const struct al_apply_path *ap, struct pick *pick, struct al_error *err)
+{
+	char q[300];
+	al_quote(sel, strnlen(sel, 200), q, sizeof(q));
+	if (ap->nhunks == 0)
+		return al_fail(err, AL_EINVAL, 0,
+			       "%s: an empty list of hunks (to take the whole change, name no "
+			       "hunks)",
+			       q);
+	const struct al_change_rec *c = find_change(ch, sel);
+	if (!c)
+		return not_changed(sel, d, err);
+	const char *why = no_hunks_why(c);
+	if (why)
+		return al_fail(
+			err, AL_EINVAL, 0,
+			"%s is %s in draft %s: only its whole change can be taken, not hunks", q,
+			why, d->public_id);
+	struct pick *p = &pick[c - ch->v];
+	if (ap->nhunks > (1u << 20) || p->n + ap->nhunks > (1u << 20))
+		return al_fail(err, AL_ELIMIT, 0, "%s: more than %u hunks named", q, 1u << 20);
+	unsigned *v = realloc(p->hunks, (p->n + ap->nhunks) * sizeof(*v));
+	if (!v)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
+	memcpy(v + p->n, ap->hunks, ap->nhunks * sizeof(*v));
+	p->hunks = v;
+	p->n += ap->nhunks;
+	return 0;
+}
+
 /* Which of the draft's changes a decision takes: all, none, or those at or
- * under the selected paths plus the directories the draft made for them. */
+ * under the selected paths plus the directories the draft made for them,
+ * and the files taken by hunks. */
 static int select_paths(const struct al_changes *ch, const struct vol *d, enum al_apply_mode mode,
-			const char *const *paths, size_t npaths, bool *keep, struct al_error *err)
+			const struct al_apply_path *paths, size_t npaths, bool *keep,
+			struct pick *pick, struct al_error *err)
 {
 	for (size_t i = 0; i < ch->n; i++)
 		keep[i] = mode == AL_ACCEPT_ALL;
 	if (mode != AL_ACCEPT_SELECTED)
 		return 0;
 	for (size_t p = 0; p < npaths; p++) {
-		const char *why;
 		char sel[AL_PATH_MAX + 1];
-		size_t len = strlen(paths[p]);
-		while (len > 1 && paths[p][len - 1] == '/')
-			len--; /* "dir/" means dir */
-		if (len > AL_PATH_MAX)
-			return al_fail(err, AL_EINVAL, 0, "path too long");
-		memcpy(sel, paths[p], len);
-		sel[len] = 0;
-		if (!al_path_valid(sel, &why)) {
-			char q[300];
-			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
-			return al_fail(err, AL_EINVAL, 0, "bad path '%s': %s", q, why);
-		}
+		int r = sel_path(paths[p].path, sel, err);
+		if (r == 0 && paths[p].hunks)
+			r = pick_hunks(ch, d, sel, &paths[p], pick, err);
+		if (r < 0)
+			return r;
+		if (paths[p].hunks)
+			continue;
 		bool any = false;
 		for (size_t i = 0; i < ch->n; i++) {
 			if (!is_under(ch->v[i].path, sel))
@@ -1380,60 +1609,163 @@ static int select_paths(const struct al_changes *ch, const struct vol *d, enum a
 					    AL_T_DIR &&is_under(ch->v[i].path, ch->v[j].path))
 					keep[j] = true;
 		}
-		if (!any) {
+		if (!any)
+			return not_changed(sel, d, err);
+	}
+	for (size_t i = 0; i < ch->n; i++) {
+		struct pick *p = &pick[i];
+		if (!p->hunks)
+			continue;
+		if (keep[i]) {
 			char q[300];
-			al_quote(sel, strnlen(sel, 200), q, sizeof(q));
-			return al_fail(err, AL_EINVAL, 0, "%s is not changed by draft %s", q,
-				       d->public_id);
+			al_quote(ch->v[i].path, strnlen(ch->v[i].path, 200), q, sizeof(q));
+			return al_fail(err, AL_EINVAL, 0,
+				       "%s is selected both whole and by hunks: name it one way",
+				       q);
 		}
+		qsort(p->hunks, p->n, sizeof(*p->hunks), cmp_unsigned);
+		size_t k = 0;
+		for (size_t j = 0; j < p->n; j++)
+			if (!k || p->hunks[k - 1] != p->hunks[j])
+				p->hunks[k++] = p->hunks[j];
+		p->n = k;
+		keep[i] = true;
 	}
 	return 0;
 }
 
-/* The kept changes applied to the draft's base. */
-static int selected_tree(struct al_cas *cas, const struct vol *d, const struct al_changes *ch,
-			 const bool *keep, struct al_oid *out, struct al_error *err)
+/* A file taken by hunks: the base's version with those hunks applied,
+ * stored (in the caller's batch); c->new becomes what lands. */
+static int hunk_file(struct al_cas *cas, struct al_change_rec *c, struct pick *p,
+		     struct al_error *err)
+{
+	uint8_t *a = NULL, *b = NULL, *out = NULL;
+	size_t alen = 0, blen = 0, outlen = 0, nh;
+	int r = load_text(cas, &c->old, &a, &alen, err);
+	if (r == 0)
+		r = load_text(cas, &c->new, &b, &blen, err);
+	if (r == 1) {
+		char q[300];
+		al_quote(c->path, strnlen(c->path, 200), q, sizeof(q));
+		r = al_fail(err, AL_EINVAL, 0,
+			    "%s is over %u MiB (shown as binary): only its whole change can be "
+			    "taken",
+			    q, AL_REVIEW_TEXT_MAX >> 20);
+	}
+	if (r == 0)
+		r = al_review_take_hunks(a, alen, b, blen, c->path, p->hunks, p->n, &out, &outlen,
+					 &nh, err);
+	struct al_entry e = { .type = AL_T_FILE, .mode = c->old.mode, .size = outlen };
+	if (r == 0)
+		r = al_cas_put(cas, out ? out : (const uint8_t *)"", outlen, &e.digest, err);
+	if (r == 0) {
+		p->partial = !al_oid_eq(&e.digest, &c->new.digest) || c->old.mode != c->new.mode;
+		c->new = e;
+	}
+	free(a);
+	free(b);
+	free(out);
+	return r;
+}
+
+/* The kept changes applied to the draft's base (a file taken by hunks as
+ * hunk_file made it). */
+static int selected_tree(struct al_cas *cas, const struct vol *d, struct al_changes *ch,
+			 const bool *keep, struct pick *pick, struct al_oid *out,
+			 struct al_error *err)
 {
 	struct al_edit *ed = NULL;
-	int r = al_changes_edits(ch, &ed, err);
+	int r = al_cas_begin(cas, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; r == 0 && i < ch->n; i++)
+		if (keep[i] && pick[i].hunks)
+			r = hunk_file(cas, &ch->v[i], &pick[i], err);
+	if (r == 0)
+		r = al_changes_edits(ch, &ed, err);
 	size_t k = 0;
-	for (size_t i = 0; i < ch->n; i++)
+	for (size_t i = 0; r == 0 && i < ch->n; i++)
 		if (keep[i])
 			ed[k++] = ed[i];
-	if ((r = al_cas_begin(cas, err)) == 0) {
+	if (r == 0)
 		r = al_manifest_edit(cas, &d->base, ed, k, out, err);
-		r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
-	}
+	r = r < 0 ? (al_cas_abort(cas), r) : al_cas_commit(cas, err);
 	free(ed);
 	return r;
 }
 
+static const char *outcome_of(bool keep, const struct pick *p)
+{
+	return !keep ? "discarded" : p->partial ? "partially_applied" : "applied";
+}
+
+/* "1,3,4": a path's hunks as draft_paths keeps them */
+static char *hunks_text(const struct pick *p)
+{
+	size_t cap = p->n * 11 + 1, o = 0;
+	char *s = malloc(cap);
+	for (size_t i = 0; s && i < p->n; i++)
+		o += (size_t)snprintf(s + o, cap - o, "%s%u", i ? "," : "", p->hunks[i]);
+	if (s)
+		s[o] = 0;
+	return s;
+}
+
 /* Each change's outcome, in the decision's transaction. */
 static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_changes *ch,
-			   const bool *keep, struct al_error *err)
+			   const bool *keep, const struct pick *pick, struct al_error *err)
 {
 	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(
-		db,
-		"INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome) VALUES (?,?,?,?)",
-		&ins, err);
+	int r = al_sqlite_prepare(db,
+				  "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome, "
+				  "hunks) VALUES (?,?,?,?,?)",
+				  &ins, err);
 	for (size_t i = 0; r == 0 && i < ch->n; i++) {
 		char op[2] = { ch->v[i].op, 0 };
 		sqlite3_reset(ins);
 		sqlite3_bind_int64(ins, 1, d->id);
 		sqlite3_bind_text(ins, 2, ch->v[i].path, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 3, op, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(ins, 4, keep[i] ? "applied" : "discarded", -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 4, outcome_of(keep[i], &pick[i]), -1, SQLITE_STATIC);
+		char *h = pick[i].hunks ? hunks_text(&pick[i]) : NULL;
+		if (pick[i].hunks && !h)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
+		if (h)
+			sqlite3_bind_text(ins, 5, h, -1, free);
+		else
+			sqlite3_bind_null(ins, 5);
 		if (sqlite3_step(ins) != SQLITE_DONE)
 			r = al_sqlite_fail(db, err, "record the draft's outcomes");
 	}
 	return r;
 }
 
-int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx,
-		      struct al_error *err)
+/* draft_paths.hunks back into numbers; NULL for none. */
+static unsigned *parse_hunks(const char *s, size_t *n)
+{
+	*n = 0;
+	if (!s || !*s)
+		return NULL;
+	size_t cap = 1;
+	for (const char *c = s; *c; c++)
+		cap += *c == ',';
+	unsigned *v = malloc(cap * sizeof(*v));
+	for (const char *c = s; v && *c;) {
+		char *end;
+		unsigned long x = strtoul(c, &end, 10);
+		if (end == c || x == 0 || x > UINT32_MAX || *n == cap) {
+			free(v);
+			*n = 0;
+			return NULL;
+		}
+		v[(*n)++] = (unsigned)x;
+		c = *end == ',' ? end + 1 : end;
+	}
+	return v;
+}
+
+int al_draft_path_outcomes(struct al_store *st, const char *id, al_path_outcome_fn fn, void *ctx,
+			   struct al_error *err)
 {
 	sqlite3 *db;
 	int r = al_store__meta(st, &db, err);
@@ -1444,15 +1776,29 @@ int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, voi
 		return r;
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if ((r = al_sqlite_prepare(
-		     db, "SELECT path, outcome FROM draft_paths WHERE volume = ? ORDER BY path", &q,
-		     err)) < 0)
+		     db,
+		     "SELECT path, outcome, op, hunks FROM draft_paths WHERE volume = "
+		     "? ORDER BY path",
+		     &q, err)) < 0)
 		return r;
 	sqlite3_bind_int64(q, 1, v.id);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		if ((r = fn(ctx, (const char *)sqlite3_column_text(q, 0),
-			    (const char *)sqlite3_column_text(q, 1), err)) != 0)
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *op = (const char *)sqlite3_column_text(q, 2);
+		const char *h = (const char *)sqlite3_column_text(q, 3);
+		struct al_path_outcome o = { .path = (const char *)sqlite3_column_text(q, 0),
+					     .outcome = (const char *)sqlite3_column_text(q, 1),
+					     .op = op ? op[0] : '?' };
+		unsigned *hunks = parse_hunks(h, &o.nhunks);
+		if (h && *h && !hunks)
+			return al_fail(err, AL_ECORRUPT, 0, "draft %s: malformed hunks of %s", id,
+				       o.path);
+		o.hunks = hunks;
+		r = fn(ctx, &o, err);
+		free(hunks);
+		if (r != 0)
 			return r;
+	}
 	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
 }
 
@@ -1498,9 +1844,67 @@ static int blocked_error(sqlite3 *db, const char *id, struct al_error *err)
 	return r;
 }
 
+struct outcome_cb {
+	al_outcome_fn fn;
+	void *ctx;
+};
+
+static int outcome_only(void *ctx, const struct al_path_outcome *o, struct al_error *err)
+{
+	struct outcome_cb *c = ctx;
+	return c->fn(c->ctx, o->path, o->outcome, err);
+}
+
+int al_draft_outcomes(struct al_store *st, const char *id, al_outcome_fn fn, void *ctx,
+		      struct al_error *err)
+{
+	struct outcome_cb c = { fn, ctx };
+	return al_draft_path_outcomes(st, id, outcome_only, &c, err);
+}
+
+/* The apply's ledger fields: what was asked and what became of it. */
+static json_t *apply_extra(const char *id, const char *mname, const char *state,
+			   const struct al_apply_path *paths, size_t npaths,
+			   const struct al_changes *ch, const struct pick *pick,
+			   const struct al_commit_result *res)
+{
+	json_t *jp = json_array(), *jh = json_object();
+	for (size_t i = 0; i < npaths; i++)
+		json_array_append_new(jp, json_string(paths[i].path));
+	for (size_t i = 0; i < ch->n; i++) {
+		if (!pick[i].hunks)
+			continue;
+		json_t *a = json_array();
+		for (size_t j = 0; j < pick[i].n; j++)
+			json_array_append_new(a, json_integer(pick[i].hunks[j]));
+		json_object_set_new(jh, ch->v[i].path, a);
+	}
+	return json_pack("{s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:I}", "draft", id, "mode", mname, "paths",
+			 jp, "hunks", jh, "state", state, "applied", (json_int_t)res->applied,
+			 "partial", (json_int_t)res->partial, "discarded",
+			 (json_int_t)res->discarded);
+}
+
 int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 		   const char *const *paths, size_t npaths, const struct al_commit_opts *opts,
 		   struct al_commit_result *res, struct al_error *err)
+{
+	struct al_apply_path *ap = calloc(npaths ? npaths : 1, sizeof(*ap));
+	if (!ap) {
+		memset(res, 0, sizeof(*res));
+		return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
+	}
+	for (size_t i = 0; i < npaths; i++)
+		ap[i].path = paths[i];
+	int r = al_draft_apply_sel(st, id, mode, ap, npaths, opts, res, err);
+	free(ap);
+	return r;
+}
+
+int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		       const struct al_apply_path *paths, size_t npaths,
+		       const struct al_commit_opts *opts, struct al_commit_result *res,
+		       struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (mode != AL_ACCEPT_ALL && mode != AL_ACCEPT_SELECTED && mode != AL_REJECT_ALL)
@@ -1535,20 +1939,26 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	if ((r = al_manifest_changes(cas, &d.base, &d.head, &ch, err)) < 0)
 		return al_ledger__finish(st, db, r, err);
 	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
-	if (!keep)
+	struct pick *pick = calloc(ch.n ? ch.n : 1, sizeof(*pick));
+	if (!keep || !pick)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "apply");
 	if (r == 0)
-		r = select_paths(&ch, &d, mode, paths, npaths, keep, err);
-	for (size_t i = 0; r == 0 && i < ch.n; i++)
+		r = select_paths(&ch, &d, mode, paths, npaths, keep, pick, err);
+	struct al_oid incoming;
+	incoming = d.head;
+	/* the files taken by hunks are made before anything is judged */
+	if (r == 0 && mode == AL_ACCEPT_SELECTED)
+		r = selected_tree(cas, &d, &ch, keep, pick, &incoming, err);
+	for (size_t i = 0; r == 0 && i < ch.n; i++) {
 		*(keep[i] ? &res->applied : &res->discarded) += 1;
-	const char *state = mode == AL_REJECT_ALL ? AL_DRAFT_REJECTED
-			    : res->discarded      ? AL_DRAFT_PARTIAL
-						  : AL_DRAFT_APPLIED;
+		res->partial += keep[i] && pick[i].partial;
+	}
+	const char *state = mode == AL_REJECT_ALL            ? AL_DRAFT_REJECTED
+			    : res->discarded || res->partial ? AL_DRAFT_PARTIAL
+							     : AL_DRAFT_APPLIED;
 	const char *mname = mode == AL_ACCEPT_ALL        ? "accept_all"
 			    : mode == AL_ACCEPT_SELECTED ? "accept_selected"
 							 : "reject_all";
-	struct al_oid incoming;
-	incoming = d.head;
 	json_t *extra = NULL;
 	struct commit_req q = { .base = &d.base,
 				.incoming = &incoming,
@@ -1556,22 +1966,16 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 				.kind = "apply",
 				.draft = id,
 				.group = d.group,
-				.changes = &ch,
+				/* a file taken in part is not the draft's version:
+				 * then the result's counts come from a diff */
+				.changes = res->partial ? NULL : &ch,
 				.keep = keep };
 	if (r == 0) {
-		json_t *jp = json_array();
-		for (size_t i = 0; i < npaths; i++)
-			json_array_append_new(jp, json_string(paths[i]));
-		extra = json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "draft", id, "mode", mname, "paths",
-				  jp, "state", state, "applied", (json_int_t)res->applied,
-				  "discarded", (json_int_t)res->discarded);
+		extra = apply_extra(id, mname, state, paths, npaths, &ch, pick, res);
 		q.extra = extra;
 	}
 	if (r == 0 && mode != AL_REJECT_ALL) {
-		if (mode == AL_ACCEPT_SELECTED)
-			r = selected_tree(cas, &d, &ch, keep, &incoming, err);
-		if (r == 0)
-			r = commit_locked(st, db, &live, &q, res, err);
+		r = commit_locked(st, db, &live, &q, res, err);
 	} else if (r == 0) {
 		res->head = live.head;
 		r = log_action(st, db,
@@ -1585,8 +1989,9 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	json_decref(extra);
 	q.extra = NULL;
 	if (r == 0)
-		r = record_outcomes(db, &d, &ch, keep, err);
+		r = record_outcomes(db, &d, &ch, keep, pick, err);
 	free(keep);
+	picks_free(pick, ch.n);
 	al_changes_release(&ch);
 	if (r < 0) {
 		r = al_ledger__finish(st, db, r, err);

@@ -18,6 +18,7 @@ int dl_load_mhd(struct al_error *err)
 		{ "MHD_create_response_from_buffer", DL_SLOT(dl_mhd, create_response_from_buffer) },
 		{ "MHD_create_response_from_fd64", DL_SLOT(dl_mhd, create_response_from_fd64) },
 		{ "MHD_add_response_header", DL_SLOT(dl_mhd, add_response_header) },
+		{ "MHD_del_response_header", DL_SLOT(dl_mhd, del_response_header) },
 		{ "MHD_destroy_response", DL_SLOT(dl_mhd, destroy_response) },
 		{ "MHD_lookup_connection_value", DL_SLOT(dl_mhd, lookup_connection_value) },
 		{ "MHD_suspend_connection", DL_SLOT(dl_mhd, suspend_connection) },

@@ -25,6 +25,8 @@ struct dl_mhd {
 	struct MHD_Response *(*create_response_from_fd64)(uint64_t size, int fd);
 	enum MHD_Result (*add_response_header)(struct MHD_Response *r, const char *header,
 					       const char *content);
+	enum MHD_Result (*del_response_header)(struct MHD_Response *r, const char *header,
+					       const char *content);
 	void (*destroy_response)(struct MHD_Response *r);
 	const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind,
 					       const char *key);

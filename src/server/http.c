@@ -28,6 +28,7 @@ static int answer(struct req *rq, int status, struct MHD_Response *r, const char
 		dl_mhd.add_response_header(r, "Content-Type", type);
 	dl_mhd.add_response_header(r, "Cache-Control", "no-store");
 	dl_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+	dl_mhd.add_response_header(r, "Content-Security-Policy", SRV_API_CSP);
 	if (rq->resp)
 		dl_mhd.destroy_response(rq->resp);
 	rq->resp = r;
@@ -71,6 +72,18 @@ int srv_fail(struct req *rq, int code, const char *fmt, ...)
 	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
 	return srv_error(rq, &err);
+}
+
+int srv_method_not_allowed(struct req *rq, const char *allow)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", rq->method, allow);
+	int r = srv_json(
+		rq, 405,
+		json_pack("{s:{s:s,s:s}}", "error", "code", "MethodNotAllowed", "message", msg));
+	if (rq->resp)
+		dl_mhd.add_response_header(rq->resp, "Allow", allow);
+	return r;
 }
 
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size)

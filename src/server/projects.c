@@ -213,6 +213,9 @@ int h_draft(struct req *rq)
 static int review(struct req *rq, struct al_store *st, json_t **out, struct al_error *err)
 {
 	const char *stat = srv_query(rq, "stat");
+	const char *path = srv_query(rq, "path");
+	if (path)
+		return view_review_path(st, rq->seg[1], path, out, err);
 	return view_review(st, rq->seg[1], stat && strcmp(stat, "0") && strcmp(stat, "false"), out,
 			   err);
 }
@@ -249,7 +252,7 @@ int h_draft_apply(struct req *rq)
 		struct al_commit_opts o = { .strategy = a.strategy,
 					    .author = rq->who.name,
 					    .message = a.message ? a.message : message };
-		rc = al_draft_apply(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
+		rc = al_draft_apply_sel(st, rq->seg[1], a.mode, a.paths, a.npaths, &o, &res, &err);
 	}
 	json_t *out = NULL;
 	if (rc == 0) {

@@ -301,6 +301,79 @@ int h_run_cancel(struct req *rq)
 	return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
 }
 
+/* POST /runs/{id}/replay: the run again from its record, as a run of this
+ * principal's (scheduler.c calls al_replay).  The original must be one
+ * this principal may see, on a project it may run on: else the missing
+ * run's 404. */
+int h_run_replay(struct req *rq)
+{
+	struct srv *s = rq->srv;
+	const char *id = rq->seg[1];
+	if (!al_run_id_valid(id))
+		return no_run(rq, id);
+	struct al_error err = { 0 };
+	json_t *rec = NULL;
+	if (recorded(rq, id, false, &rec, &err) < 0)
+		return srv_error(rq, &err);
+	const char *project = json_string_value(json_object_get(rec, "project"));
+	const char *outcome = json_string_value(json_object_get(rec, "outcome"));
+	bool visible = project && srv_project_visible(rq, project);
+	bool running = outcome && !strcmp(outcome, "running");
+	struct sched_run *r = visible && !running ? sched_run_new() : NULL;
+	if (r)
+		snprintf(r->project, sizeof(r->project), "%s", project);
+	json_decref(rec);
+	if (!visible)
+		return no_run(rq, id);
+	if (running)
+		return srv_fail(rq, AL_ESTATE, "run %s has not ended", id);
+	if (!r)
+		return srv_fail(rq, AL_ENOMEM, "out of memory");
+	json_t *body;
+	if (srv_body_json(rq, &body) < 0) {
+		sched_run_free(r);
+		return 0;
+	}
+	r->body = body;
+	struct al_store *st = NULL;
+	struct al_policy pol;
+	int rc = decode_replay(body, &r->req, &err);
+	if (rc == 0)
+		rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_policy_effective(st, &pol, &err);
+	srv_store_done(st);
+	if (rc < 0) {
+		sched_run_free(r);
+		return srv_error(rq, &err);
+	}
+	snprintf(r->tenant, sizeof(r->tenant), "%s", rq->who.tenant);
+	snprintf(r->principal, sizeof(r->principal), "%s", rq->who.name);
+	snprintf(r->replay_of, sizeof(r->replay_of), "%s", id);
+	struct al_run_opts *o = &r->req.o;
+	o->project = r->project;
+	o->author = r->principal;
+	o->principal = r->principal;
+	bool wait = r->req.wait;
+	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
+	if (wait)
+		rq->waiting = r;
+	if (sched_start(&s->sched, r, pol.runs_per_tenant, pol.runs_per_principal, wait ? &w : NULL,
+			&err) < 0) {
+		rq->waiting = NULL;
+		sched_run_free(r);
+		return srv_error(rq, &err);
+	}
+	if (!wait) {
+		char url[64];
+		snprintf(url, sizeof(url), "/api/runs/%s", r->id);
+		srv_json(rq, 202,
+			 json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", r->id, "state", "running",
+				   "project", r->project, "url", url, "replay_of", id));
+	}
+	return 0;
+}
+
 int h_runs(struct req *rq)
 {
 	const char *project = rq->seg[1];

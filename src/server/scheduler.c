@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "airlock/replay.h"
 #include "airlock/store.h"
 #include "ops.h"
 #include "ops.h"
@@ -186,7 +187,11 @@ static void *run_thread(void *arg)
 	int rc = al_store_open(s->home, r->tenant, &st, &r->err);
 	if (rc == 0) {
 		struct al_run_info info;
-		if ((rc = al_run(st, &r->req.o, &info, &r->err)) == 0)
+		struct al_replay_opts ro = { .of = r->replay_of,
+					     .on_head = r->req.on_head,
+					     .secrets = r->req.secrets };
+		if ((rc = r->replay_of[0] ? al_replay(st, &ro, &r->req.o, &info, &r->err)
+					  : al_run(st, &r->req.o, &info, &r->err)) == 0)
 			al_run_info_release(&info);
 	}
 	al_store_close(st);

@@ -83,11 +83,13 @@ static const struct route routes[] = {
 	{ "POST", "drafts/{id}/apply", AL_ROLE_REVIEWER, h_draft_apply, false },
 	{ "GET", "snapshots/{id}", READ, h_snapshot, false },
 	{ "GET", "blobs/{id}", READ, h_blob, false },
+	{ "GET", "blobs/{id}/image", READ, h_blob_image, false },
 	{ "GET", "images", ANY, h_images, false },
 	{ "POST", "images", AL_ROLE_ADMIN | AL_ROLE_AUTHOR, h_image_import, true },
 	{ "GET", "runs/{id}", ANY, h_run, false },
 	{ "GET", "runs/{id}/output", ANY, h_run_output, false },
 	{ "POST", "runs/{id}/cancel", ANY, h_run_cancel, false },
+	{ "POST", "runs/{id}/replay", AL_ROLE_AUTHOR | AL_ROLE_AGENT, h_run_replay, false },
 	{ "GET", "audit", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit, false },
 	{ "GET", "audit/checkpoint", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_checkpoint, false },
 	{ "GET", "audit/export", AL_ROLE_ADMIN | AL_ROLE_REVIEWER, h_audit_export, false },
@@ -98,6 +100,9 @@ static const struct route routes[] = {
 	{ "POST", "principals/{name}/tokens", AL_ROLE_ADMIN, h_token_create, false },
 	{ "GET", "tokens", AL_ROLE_ADMIN, h_tokens, false },
 	{ "DELETE", "tokens/{id}", AL_ROLE_ADMIN, h_token_revoke, false },
+	{ "POST", "session", ANY, h_session_create, false },
+	{ "GET", "session", ANY, h_session, false },
+	{ "DELETE", "session", ANY, h_session_end, false },
 };
 
 /* Does the path (segments) match pattern?  method_ok tells whether the method matched too. */
@@ -128,6 +133,21 @@ static const struct route *route_find(struct req *rq, bool *path_known)
 			return &routes[i];
 	}
 	return NULL;
+}
+
+/* "GET, POST": the methods of the routes that match rq's path */
+static void route_methods(struct req *rq, char *out, size_t n)
+{
+	size_t len = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		if (!match(&routes[i], rq) || strstr(out, routes[i].method))
+			continue;
+		int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", routes[i].method);
+		if (w < 0 || (size_t)w >= n - len)
+			break;
+		len += (size_t)w;
+	}
 }
 
 /* ---- the request's life --------------------------------------------------------- */
@@ -162,6 +182,8 @@ static void split_path(struct req *rq, const char *url)
 	}
 }
 
+/* A bearer token, else the web UI's session cookie (session.c).  Either
+ * way one answer for every failure. */
 static int bearer(struct req *rq)
 {
 	const char *h = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND,
@@ -169,10 +191,35 @@ static int bearer(struct req *rq)
 	const char *tok = NULL;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7 + strspn(h + 7, " ");
+	const char *cookie = h ? NULL
+			       : dl_mhd.lookup_connection_value(rq->conn, MHD_COOKIE_KIND,
+								srv_session_cookie(rq->srv));
 	struct al_error err = { 0 };
-	int r = al_auth_check(rq->srv->auth, tok, &rq->who, &err);
+	int r;
+	if (cookie) {
+		r = al_auth_session_check(rq->srv->auth, cookie, &rq->who, NULL, &err);
+		if (r == 0) {
+			rq->by_session = true;
+			snprintf(rq->session, sizeof(rq->session), "%s", cookie);
+		}
+	} else {
+		r = al_auth_check(rq->srv->auth, tok, &rq->who, &err);
+	}
 	rq->authed = r == 0;
 	return r;
+}
+
+/* A request the session cookie authenticated that may change something
+ * must carry the session's anti-CSRF value in a header: a page of another
+ * origin can make the browser send the cookie (were SameSite ignored) but
+ * can neither read the value nor set the header without CORS, which the
+ * daemon never grants. */
+static bool csrf_ok(struct req *rq)
+{
+	if (!rq->by_session || strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0)
+		return true;
+	const char *v = dl_mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, SRV_CSRF_HEADER);
+	return al_auth_session_csrf_ok(rq->session, v);
 }
 
 /* Failed authentication, per source address (IPv4): a bucket of
@@ -252,9 +299,14 @@ static enum MHD_Result queue(struct req *rq)
 	return dl_mhd.queue_response(rq->conn, (unsigned)rq->status, rq->resp);
 }
 
-static const struct route *first_call(struct req *rq)
+static const struct route *first_call(struct req *rq, const char *url)
 {
 	if (rq->nseg == (size_t)-1) {
+		if (strncmp(url, "/api/", 5) != 0 && strcmp(url, "/api") != 0) {
+			rq->route = "/(page)";
+			srv_web(rq, url); /* the UI (web.c): public, like its login page */
+			return NULL;
+		}
 		srv_fail(rq, AL_ENOTFOUND, "no such route");
 		return NULL;
 	}
@@ -281,11 +333,21 @@ static const struct route *first_call(struct req *rq)
 			return NULL;
 		}
 	}
+	if (!rt && known) {
+		char allow[64];
+		route_methods(rq, allow, sizeof(allow));
+		srv_method_not_allowed(rq, allow);
+		return NULL;
+	}
 	if (!rt) {
-		srv_fail(rq, AL_ENOTFOUND, known ? "method %s not allowed here" : "no route %s %s",
-			 rq->method, known ? "" : rq->path);
-		if (known)
-			rq->status = 405;
+		srv_fail(rq, AL_ENOTFOUND, "no route %s %s", rq->method, rq->path);
+		return NULL;
+	}
+	if (!(rt->roles & PUBLIC) && !csrf_ok(rq)) {
+		srv_fail(rq, AL_EDENIED,
+			 "%s %s with a session cookie needs the session's " SRV_CSRF_HEADER
+			 " header",
+			 rq->method, rt->pattern);
 		return NULL;
 	}
 	if (!(rt->roles & PUBLIC) && !srv_role(rq, rt->roles)) {
@@ -523,7 +585,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->t0 = al_now_ns();
 		rq->route = "-";
 		split_path(rq, url);
-		rq->rt = first_call(rq);
+		rq->rt = first_call(rq, url);
 		if (!rq->rt) {
 			watch_set(s, conn, 0, false);
 			return queue(rq);
@@ -580,15 +642,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	/* never the token, the body or the query (it may carry names only,
 	 * but a client could put anything there) */
-	fprintf(stderr, "%s %s/%s %s /api/%s %d %.1fms%s\n", when,
+	/* a page's pattern (web.c) is a whole path; an API route's is under /api/ */
+	fprintf(stderr, "%s %s/%s %s %s%s %d %.1fms%s\n", when,
 		rq->who.tenant[0] ? rq->who.tenant : "-", rq->who.name[0] ? rq->who.name : "-",
-		rq->method, rq->route, rq->status, ms,
+		rq->method, rq->route[0] == '/' ? "" : "/api/", rq->route, rq->status, ms,
 		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 	if (rq->resp)
 		dl_mhd.destroy_response(rq->resp);
 	if (rq->upload_fd >= 0)
 		close(rq->upload_fd);
 	free(rq->segbuf);
+	explicit_bzero(rq->session, sizeof(rq->session));
 	if (rq->body)
 		explicit_bzero(rq->body, rq->cap); /* a run request's body holds its secrets */
 	free(rq->body);

@@ -62,6 +62,9 @@ struct req {
 	const struct route *rt; /* the matched route (server.c) */
 	bool authed;
 	struct al_principal who;
+	/* authenticated by a session cookie (session.c), not a bearer token */
+	bool by_session;
+	char session[AL_SESSION_LEN + 1];
 	int auth_rc; /* the first call's authentication */
 	/* the body: JSON in memory, or an upload in an unnamed temp file */
 	bool upload;
@@ -78,9 +81,15 @@ struct req {
 	uint64_t t0;
 };
 
+/* Every API answer's Content-Security-Policy: nothing it returns is a
+ * document to render (a blob opened in a tab runs nothing, loads nothing). */
+#define SRV_API_CSP "default-src 'none'; frame-ancestors 'none'; sandbox"
+
 /* Answers. */
 int srv_json(struct req *rq, int status, json_t *body); /* steals body */
 int srv_error(struct req *rq, const struct al_error *err);
+/* 405 MethodNotAllowed with Allow: allow (RFC 9110 15.5.6) */
+int srv_method_not_allowed(struct req *rq, const char *allow);
 int srv_fail(struct req *rq, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int srv_bytes(struct req *rq, int status, const char *type, const void *p, size_t n);
 int srv_fd(struct req *rq, int status, const char *type, int fd, uint64_t size); /* takes fd */
@@ -143,6 +152,7 @@ int h_run_start(struct req *rq);
 int h_run(struct req *rq);
 int h_run_output(struct req *rq);
 int h_run_cancel(struct req *rq);
+int h_run_replay(struct req *rq);
 int h_audit(struct req *rq);
 int h_audit_entry(struct req *rq);
 int h_audit_checkpoint(struct req *rq);
@@ -156,6 +166,19 @@ int h_principal_grant(struct req *rq);
 int h_token_create(struct req *rq);
 int h_tokens(struct req *rq);
 int h_token_revoke(struct req *rq);
+int h_session_create(struct req *rq);
+int h_session(struct req *rq);
+int h_session_end(struct req *rq);
+int h_blob_image(struct req *rq);
+
+/* session.c: the session cookie's name (with __Host- under TLS), and the
+ * header a cookie-authenticated state-changing request must carry. */
+#define SRV_CSRF_HEADER "X-Airlock-CSRF"
+const char *srv_session_cookie(const struct srv *s);
+
+/* web.c: the UI's pages and assets (every path outside /api), built into
+ * the binary; answers 404 for anything else. */
+int srv_web(struct req *rq, const char *url);
 
 /* A request that waits (for its run: a sched_waiter with rq as ctx): its
  * connection suspended, holding no thread, until srv_resume.  Both are

@@ -4,8 +4,10 @@
 //   check.mjs lint DOC              DOC is a valid OpenAPI 3.0 document
 //                                   (@apidevtools/swagger-parser) and keeps
 //                                   this project's rules (strict schemas)
-//   check.mjs routes DOC SERVER_C   the daemon's route table (src/server/server.c)
-//                                   and DOC's paths are the same, both ways
+//   check.mjs routes DOC SERVER_C [WEB_C]  the daemon's route table
+//                                   (src/server/server.c, and the UI's pages of
+//                                   src/server/web.c) and DOC's paths are the
+//                                   same, both ways
 //   check.mjs answers DOC LOGDIR    every answer recorded in LOGDIR (tests/lib.sh's
 //                                   curl wrapper) obeys DOC: route, status,
 //                                   content type, required headers, and the body
@@ -260,17 +262,37 @@ function routeTable(serverC) {
 	die(`${serverC}: the route table does not end`);
 }
 
-function routes(docPath, serverC) {
+// The UI's pages (src/server/web.c), one a line: { "METHOD", "/pattern" },
+function pageTable(webC) {
+	const text = readFileSync(webC, "utf8");
+	const start = text.indexOf("static const struct page pages[] = {");
+	if (start < 0)
+		die(`${webC}: no 'static const struct page pages[] = {'`);
+	const pages = [];
+	for (const line of text.slice(start).split("\n").slice(1)) {
+		if (/^\s*\};/.test(line))
+			return pages;
+		if (/^\s*(\/\*.*\*\/)?\s*$/.test(line))
+			continue;
+		const m = /^\s*\{\s*"([A-Z]+)",\s*"(\/[^"]*)"\s*\},\s*$/.exec(line);
+		if (!m)
+			die(`${webC}: a line of the page table this check cannot read: ${line.trim()}`);
+		pages.push(`${m[1]} ${m[2]}`);
+	}
+	die(`${webC}: the page table does not end`);
+}
+
+function routes(docPath, serverC, webC) {
 	const doc = load(docPath);
-	const served = new Set(routeTable(serverC));
+	const served = new Set([...routeTable(serverC), ...(webC ? pageTable(webC) : [])]);
 	const documented = new Set([...operations(doc)].map(([p, m]) => `${m.toUpperCase()} ${p}`));
 	const problems = [];
 	for (const r of served)
 		if (!documented.has(r))
-			problems.push(`${r}: served (${serverC}) but not in ${docPath}`);
+			problems.push(`${r}: served (${serverC}${webC ? `, ${webC}` : ""}) but not in ${docPath}`);
 	for (const r of documented)
 		if (!served.has(r))
-			problems.push(`${r}: in ${docPath} but not served (${serverC})`);
+			problems.push(`${r}: in ${docPath} but not served (${serverC}${webC ? `, ${webC}` : ""})`);
 	if (!served.size)
 		problems.push(`${serverC}: an empty route table`);
 	return problems;
@@ -489,8 +511,8 @@ const [cmd, ...args] = process.argv.slice(2);
 let problems;
 if (cmd === "lint" && args.length === 1) {
 	problems = await lint(args[0]);
-} else if (cmd === "routes" && args.length === 2) {
-	problems = routes(args[0], args[1]);
+} else if (cmd === "routes" && (args.length === 2 || args.length === 3)) {
+	problems = routes(args[0], args[1], args[2]);
 } else if (cmd === "answers" && args.length === 2) {
 	const r = answers(args[0], args[1]);
 	problems = r.problems;
@@ -499,7 +521,7 @@ if (cmd === "lint" && args.length === 1) {
 	coverage(args[0], args.slice(1));
 	problems = [];
 } else {
-	die("usage: check.mjs lint DOC | routes DOC SERVER_C | answers DOC LOGDIR | coverage DOC LOGDIR...");
+	die("usage: check.mjs lint DOC | routes DOC SERVER_C [WEB_C] | answers DOC LOGDIR | coverage DOC LOGDIR...");
 }
 // once each, with how many times; a client's bytes (a method, a path) never
 // reach the terminal raw

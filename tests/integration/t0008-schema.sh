@@ -8,12 +8,12 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 "$AL" project create p --from "$S" >/dev/null
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
-# the newest version of each (meta.db 2: project_contracts)
-want() { case $1 in *meta.db) echo 2 ;; *) echo 1 ;; esac; }
+# the version each database is at now (meta.db 2: project_contracts, 3:
+# draft_paths.hunks; airlock.db 2: the web UI's sessions)
+want() { case $1 in *meta.db) echo 3 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
 	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
-HEAD=$("$AL" project head p)
 
 for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/default/statcache.db; do
 	uv "$AIRLOCK_HOME/$db" 99
@@ -29,15 +29,46 @@ for db in airlock.db tenants/default/meta.db tenants/default/objects.db tenants/
 	uv "$AIRLOCK_HOME/$db" "$(want "$db")"
 done
 
-# a database made before versions (user_version 0) is brought to the newest
-uv "$D/meta.db" 0
+# an airlock.db of version 1 (before sessions) is migrated: its principals
+# and tokens kept, the sessions table added
+"$AL" admin principal create rita --role reviewer >/dev/null
+sqlite3 "$AIRLOCK_HOME/airlock.db" "DROP TABLE sessions; DROP INDEX IF EXISTS sessions_expires"
+uv "$AIRLOCK_HOME/airlock.db" 1
+like "$("$AL" admin principal list)" "rita" "a version-1 airlock.db opens, its principals intact"
+is "$(uv "$AIRLOCK_HOME/airlock.db")" 2 "…and is at version 2 after"
+is "$(sqlite3 "$AIRLOCK_HOME/airlock.db" "SELECT count(*) FROM sessions")" 0 "…with an empty sessions table"
+
+# meta.db as version 1 made it (no draft_paths.hunks), with a decided draft:
+# migrations 2 and 3 add the table and the column; the outcomes stay, and hunks can be taken
+W="$T/w"; cp -r "$S" "$W"; echo two > "$W/a.txt"; echo new > "$W/b.txt"
+DR=$("$AL" draft create p --from "$W")
+"$AL" apply "$DR" --accept b.txt >/dev/null 2>&1
+v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP TABLE IF EXISTS project_contracts"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
+cols() { python3 -c 'import sqlite3,sys; print(",".join(r[1] for r in sqlite3.connect(sys.argv[1]).execute("PRAGMA table_info(draft_paths)")))' "$D/meta.db"; }
+v1 1
+is "$(cols)" "volume,path,op,outcome" "a version-1 meta.db: draft_paths without hunks"
+run "$AL" draft list p
+like "$out" "    applied   b.txt" "…it opens: the outcomes decided before are intact"
+is "$(uv "$D/meta.db"):$(cols)" "3:volume,path,op,outcome,hunks" "…brought to version 3: draft_paths.hunks"
+printf 'one\n1\n2\n3\n4\n5\n6\n7\n8\n9\nlast\n' > "$W/c.txt"; cp "$W/c.txt" "$S/c.txt"
+"$AL" commit p "$S" --base "$("$AL" project head p)" >/dev/null 2>&1
+"$AL" snapshot export "$("$AL" project head p)" "$T/w2" >/dev/null
+sed -i 's/^one$/ONE/; s/^last$/LAST/' "$T/w2/c.txt"
+DR2=$("$AL" draft create p --from "$T/w2")
+run "$AL" apply "$DR2" --hunks c.txt=2
+is "$rc" 0 "…and takes a hunk-level apply"
+like "$("$AL" draft list p)" "partially_applied c.txt \[hunks 2\]" "…recording its hunks"
+
+# a database made before versions (user_version 0) is brought to the latest
+HEAD=$("$AL" project head p)
+v1 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
-is "$(uv "$D/meta.db")" 2 "…and is at version 2 after"
-# a version-1 meta.db (before project contracts) gains the table, its data intact
-python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
+is "$(uv "$D/meta.db"):$(cols)" "3:volume,path,op,outcome,hunks" "…and is at version 3 after, with every migration applied"
+# a version-1 meta.db (before project contracts and hunks) gains both, its data intact
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
 printf '{"writable": ["**"]}' > "$T/c.json"
 run "$AL" project contract p --set "$T/c.json"
-is "$rc:$(uv "$D/meta.db")" "0:2" "a version-1 meta.db is migrated to 2 (project contracts) on open"
+is "$rc:$(uv "$D/meta.db"):$(cols)" "0:3:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 3 (project contracts, hunks) on open"
 is "$("$AL" project head p)" "$HEAD" "…its data intact"
 ok "fsck is clean" -- "$AL" fsck
 done_testing

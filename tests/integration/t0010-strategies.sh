@@ -116,7 +116,7 @@ is "$rc" 6 "an invalid project name is refused (6)"
 run "$AL" project head nope
 is "$rc" 3 "an unknown project is not found (3)"
 run "$AL" commit fin "$T/w" --base "$B" --strategy yolo
-is "$rc" 6 "an unknown strategy is refused"
+is "$rc" 2 "an unknown strategy is a usage error (2), as an unknown --role is"
 run "$AL" commit fin "$T/w"
 is "$rc" 2 "--base is required"
 run "$AL" commit fin "$T/w" --base "sha256:$(printf '%064d' 1)"

@@ -80,8 +80,10 @@ run "$AL" apply "$D4"
 is "$rc" 2 "apply needs a mode"
 run "$AL" apply "$D4" --accept-all --reject-all
 is "$rc" 2 "apply takes exactly one mode"
-run "$AL" apply dnope --accept-all
+run "$AL" apply d0000000000000 --accept-all
 is "$rc" 3 "an unknown draft is not found"
+run "$AL" apply dnope --accept-all
+is "$rc" 6 "a malformed draft id is invalid input"
 run "$AL" project log fin
 like "$out" "apply rebase_if_disjoint .* draft $D1" "the log records applies with their draft"
 run "$AL" fsck

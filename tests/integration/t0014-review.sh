@@ -39,6 +39,8 @@ like "$out" '"path":"blob.bin","binary":true' "--json marks binary files"
 like "$out" '"target":"mode.sh"' "--json gives symlink targets"
 ok "--json is valid JSON" -- python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out"
 
-run "$AL" review dnothere
+run "$AL" review d0000000000000
 is "$rc" 3 "an unknown draft is not found"
+run "$AL" review dnothere
+is "$rc" 6 "a malformed draft id is invalid input (6), as a malformed --base is"
 done_testing

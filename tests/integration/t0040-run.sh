@@ -95,8 +95,10 @@ like "$("$AL" review "$RB" --stat)" "^A b.txt" "concurrent run B's draft has its
 run "$AL" run show "$RUN"
 like "$out" "to-stdout" "run show prints the stdout"
 like "$out" "to-stderr" "…and the stderr"
-run "$AL" run show rnothere0000000
+run "$AL" run show r0000000000000
 is "$rc" 3 "run show of an unknown run: not found"
+run "$AL" run show rnothere0000000
+is "$rc" 6 "run show of a malformed run id: invalid input (6)"
 run "$AL" runs p --json
 is "$(echo "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$((NRUNS + 2))" "runs lists every run"
 GRP=$("$AL" run show "$RUN" --json | field group)

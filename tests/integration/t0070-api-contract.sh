@@ -45,24 +45,33 @@ run "${CHECK[@]}" lint "$T/kw.json"
 is "$rc" 1 "a misspelt schema keyword is refused (it would check nothing)"
 
 # ---- the route table, both ways ----------------------------------------------------
-run "${CHECK[@]}" routes "$DOC" "$SRC_ROOT/src/server/server.c"
-is "$rc:$out" "0:" "every route of src/server/server.c is in the document, and every path of the document is served"
+run "${CHECK[@]}" routes "$DOC" "$SRC_ROOT/src/server/server.c" "$SRC_ROOT/src/server/web.c"
+is "$rc:$out" "0:" "every route of src/server/server.c (and page of web.c) is in the document, and every path of the document is served"
 edit "$T/noroute.json" 'del d["paths"]["/api/whoami"]'
-run "${CHECK[@]}" routes "$T/noroute.json" "$SRC_ROOT/src/server/server.c"
+run "${CHECK[@]}" routes "$T/noroute.json" "$SRC_ROOT/src/server/server.c" "$SRC_ROOT/src/server/web.c"
 is "$rc" 1 "a route missing from the document fails"
 like "$out" "GET /api/whoami: served" "…naming it"
 edit "$T/extra.json" 'd["paths"]["/api/nosuch"] = d["paths"]["/api/health"]'
-run "${CHECK[@]}" routes "$T/extra.json" "$SRC_ROOT/src/server/server.c"
+run "${CHECK[@]}" routes "$T/extra.json" "$SRC_ROOT/src/server/server.c" "$SRC_ROOT/src/server/web.c"
 is "$rc" 1 "a documented path the daemon does not serve fails"
 like "$out" "GET /api/nosuch: in .* but not served" "…naming it"
 sed 's|{ "GET", "whoami", ANY, h_whoami, false },|{ "GET", "whoami", ANY, h_whoami, false }, { "GET", "extra", ANY, h_whoami, false },|' \
 	"$SRC_ROOT/src/server/server.c" > "$T/server.c"
-run "${CHECK[@]}" routes "$DOC" "$T/server.c"
+run "${CHECK[@]}" routes "$DOC" "$T/server.c" "$SRC_ROOT/src/server/web.c"
 is "$rc" 2 "a route table line the check cannot read is an error, never skipped"
 sed '/{ "GET", "images", ANY, h_images, false },/d' "$SRC_ROOT/src/server/server.c" > "$T/server2.c"
-run "${CHECK[@]}" routes "$DOC" "$T/server2.c"
+run "${CHECK[@]}" routes "$DOC" "$T/server2.c" "$SRC_ROOT/src/server/web.c"
 is "$rc" 1 "a route the daemon lost fails"
 like "$out" "GET /api/images: in .* but not served" "…naming it"
+# the UI's pages (src/server/web.c) are routes too
+sed '/{ "GET", "\/audit" },/d' "$SRC_ROOT/src/server/web.c" > "$T/web.c"
+run "${CHECK[@]}" routes "$DOC" "$SRC_ROOT/src/server/server.c" "$T/web.c"
+is "$rc" 1 "a page the daemon lost fails"
+like "$out" "GET /audit: in .* but not served" "…naming it"
+edit "$T/nopage.json" 'del d["paths"]["/drafts/{id}"]'
+run "${CHECK[@]}" routes "$T/nopage.json" "$SRC_ROOT/src/server/server.c" "$SRC_ROOT/src/server/web.c"
+is "$rc" 1 "a page missing from the document fails"
+like "$out" "GET /drafts/\{id\}: served" "…naming it"
 
 # ---- answers -------------------------------------------------------------------------
 # answer DIR METHOD URL STATUS TYPE BODY [HEADER...]: a recorded answer, as
@@ -93,7 +102,7 @@ answer "$T/good" GET /api/projects/p 404 $J "$ERR"
 answer "$T/good" GET /api/audit/checkpoint 200 $J "{\"origin\":\"airlock/default\",\"size\":3,\"root\":\"$(printf '%064d' 0)\",\"time\":1,\"signature\":\"$(printf '%0128d' 0)\",\"line\":\"x\"}"
 answer "$T/good" GET /api/nosuch 404 $J "$ERR"
 answer "$T/good" GET /api/nosuch 401 $J '{"error":{"code":"Unauthorized","message":"invalid, expired or revoked token"}}'
-answer "$T/good" DELETE /api/projects 405 $J "$ERR"
+answer "$T/good" DELETE /api/projects 405 $J '{"error":{"code":"MethodNotAllowed","message":"method DELETE not allowed here (allowed: GET, POST)"}}' "Allow: GET, POST"
 answer "$T/good" GET /api/projects 429 $J '{"error":{"code":"Unauthorized","message":"too many"}}' "Retry-After: 2"
 answer "$T/good" GET "/api/runs/r0000000000000/output" 200 "text/plain; charset=utf-8" "bytes" "Accept-Ranges: bytes" "X-Airlock-Run-State: ended"
 verdict good

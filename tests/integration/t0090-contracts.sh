@@ -129,6 +129,15 @@ printf '{"writable": ["**"]}' > "$T/all.json"
 "$AL" run p --contract "$T/all.json" -- sh -c 'echo x > evil4.txt' >/dev/null 2>"$T/e9"
 R9=$(rid "$T/e9")
 is "$(verdict "$R9")" "violated record outside_writable:evil4.txt:project" "  a request's contract cannot widen it"
+# replay re-checks the contracts; its verdict includes them
+run "$AL" replay "$R8" --json
+is "$rc:$(echo "$out" | field verdict.result)" "0:identical" "a replay under the same contracts: identical, contract included"
+"$AL" project contract p --unset >/dev/null
+run "$AL" replay "$R8" --json
+is "$rc" 20 "a replay after the project's contract changed: divergent (exit 20)"
+is "$(echo "$out" | python3 -c 'import json,sys; d=[x for x in json.load(sys.stdin)["verdict"]["differences"] if x["what"] == "contract"][0]; print(d["original"], "|", d["replay"])')" \
+	"violated: outside_writable evil3.txt(project) | no contract" "  naming the contracts' verdicts"
+"$AL" project contract p --set "$T/proj.json" >/dev/null
 run "$AL" project contract p --set "$T/bad.json"
 is "$rc" 6 "a bad project contract is refused"
 run "$AL" project contract p --json

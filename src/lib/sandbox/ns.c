@@ -50,6 +50,8 @@ enum stage {
 	ST_IDS,
 	ST_SESSION,
 	ST_CGROUPNS,
+	ST_TIMENS,
+	ST_CPUS,
 	ST_PRIVATE,
 	ST_TMPFS,
 	ST_SEND,
@@ -78,6 +80,8 @@ static const char *const stage_names[ST_N] = {
 	[ST_IDS] = "setting the sandbox's ids",
 	[ST_SESSION] = "starting a new session",
 	[ST_CGROUPNS] = "cgroup namespace",
+	[ST_TIMENS] = "time namespace",
+	[ST_CPUS] = "pinning the CPUs",
 	[ST_PRIVATE] = "making mounts private",
 	[ST_TMPFS] = "mounting the run's tmpfs",
 	[ST_SEND] = "handing the upper layer to the parent",
@@ -118,6 +122,8 @@ struct child {
 	int last_cap;
 	bool drop_groups; /* we may (host root): setgroups(0) once the gid map is written */
 	uint64_t fsize, nproc;
+	bool timens;   /* a time namespace: the clocks start at AL_SANDBOX_BOOT_S */
+	cpu_set_t cpu; /* the CPUs the sandbox runs on (its count is what nproc says) */
 };
 
 static _Noreturn void child_fail(const struct child *c, int stage)
@@ -142,6 +148,59 @@ static const char *join(char *buf, size_t n, const char *a, const char *b)
 	memcpy(buf, a, la);
 	memcpy(buf + la, b, lb + 1);
 	return buf;
+}
+
+/* Decimal v at p (no allocation between clone and exec); returns the end. */
+static char *put_i64(char *p, int64_t v)
+{
+	char d[24];
+	size_t n = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do
+		d[n++] = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/* "NAME SECS NSECS\n": the offset that makes clock read AL_SANDBOX_BOOT_S now */
+static char *put_offset(char *p, const char *name, clockid_t clock)
+{
+	struct timespec t;
+	clock_gettime(clock, &t);
+	int64_t sec = AL_SANDBOX_BOOT_S - (int64_t)t.tv_sec, nsec = -(int64_t)t.tv_nsec;
+	if (nsec < 0) {
+		nsec += 1000000000;
+		sec--;
+	}
+	size_t n = strlen(name);
+	memcpy(p, name, n);
+	p += n;
+	*p++ = ' ';
+	p = put_i64(p, sec);
+	*p++ = ' ';
+	p = put_i64(p, nsec);
+	*p++ = '\n';
+	return p;
+}
+
+/* A time namespace for the sandbox's processes (they enter it at exec and
+ * fork): its monotonic and boot clocks, and so /proc/uptime, read
+ * AL_SANDBOX_BOOT_S when it starts, whatever the host's uptime.  The wall
+ * clock cannot be offset (time_namespaces(7)). */
+static void child_timens(const struct child *c)
+{
+	char buf[128], *p = buf;
+	TRY(unshare(CLONE_NEWTIME) == 0, ST_TIMENS);
+	p = put_offset(p, "monotonic", CLOCK_MONOTONIC);
+	p = put_offset(p, "boottime", CLOCK_BOOTTIME);
+	int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	TRY(fd >= 0, ST_TIMENS);
+	TRY(write(fd, buf, (size_t)(p - buf)) == p - buf, ST_TIMENS);
+	close(fd);
 }
 
 static bool mkdir_ok(const char *path, mode_t mode)
@@ -307,6 +366,10 @@ static _Noreturn void child_main(const struct child *c)
 	char go;
 	close(c->parent_sock);
 	TRY(read(c->sock, &go, 1) == 1, ST_SYNC);
+	/* before the ids change: that makes us not dumpable, and our own
+	 * /proc/self files then belong to the host's root */
+	if (c->timens)
+		child_timens(c);
 	/* raw syscalls: glibc's setres*id broadcast the change to every thread
 	 * it believes the process has, and after clone from a threaded parent
 	 * (the daemon) those threads are gone: it would wait forever */
@@ -392,6 +455,9 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(dup2(c->devnull, 0) == 0 && dup2(c->out_w, 1) == 1 && dup2(c->err_w, 2) == 2, ST_STDIO);
 	TRY(syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) == 0, ST_STDIO);
 
+	/* last: the setup above may use every CPU (pinned, a busy CPU would
+	 * hold it back); airlock-init and the command run on the pinned ones */
+	TRY(sched_setaffinity(0, sizeof(c->cpu), &c->cpu) == 0, ST_CPUS);
 	TRY(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, ST_NNP);
 	for (int cap = 0; cap <= c->last_cap; cap++)
 		TRY(prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 || errno == EINVAL, ST_CAPS);
@@ -443,6 +509,38 @@ static int sealed_init(int src, struct al_error *err)
 	return m;
 }
 
+/* The CPUs a sandbox runs on: as many as its CPU limit rounds up to (1.5
+ * CPUs: 2), at most those this thread may use, starting at the one this
+ * thread runs on (no migration; concurrent runs' threads are spread by the
+ * scheduler already).  Returns their count. */
+static unsigned pick_cpus(uint64_t cpus_milli, cpu_set_t *out)
+{
+	cpu_set_t allowed;
+	CPU_ZERO(out);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return 0;
+	unsigned have = (unsigned)CPU_COUNT(&allowed), want = have;
+	if (cpus_milli && (cpus_milli + 999) / 1000 < have)
+		want = (unsigned)((cpus_milli + 999) / 1000);
+	int here = sched_getcpu();
+	unsigned skip = 0, taken = 0;
+	for (int cpu = 0; cpu < here && cpu < CPU_SETSIZE; cpu++)
+		skip += CPU_ISSET(cpu, &allowed) != 0;
+	/* twice round the allowed set: skip, then take want */
+	for (int pass = 0; pass < 2 && taken < want; pass++)
+		for (int cpu = 0; cpu < CPU_SETSIZE && taken < want; cpu++) {
+			if (!CPU_ISSET(cpu, &allowed) || CPU_ISSET(cpu, out))
+				continue;
+			if (skip) {
+				skip--;
+				continue;
+			}
+			CPU_SET(cpu, out);
+			taken++;
+		}
+	return taken;
+}
+
 static int last_cap(void)
 {
 	char buf[16] = "";
@@ -490,6 +588,8 @@ struct ns_state {
 	struct al_cgroup cg;
 	struct sock_fprog prog;
 	const char **argv;
+	unsigned cpus; /* pinned */
+	bool timens;
 };
 
 static void ns_release(struct ns_state *s)
@@ -555,6 +655,10 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		 spec->workspace_dir);
 	c.fsize = l->disk;
 	c.nproc = s->cg.pids ? 0 : l->pids;
+	c.timens = access("/proc/self/ns/time", F_OK) == 0;
+	if (!(s->cpus = pick_cpus(l->cpus_milli, &c.cpu)))
+		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the CPUs this thread may use");
+	s->timens = c.timens;
 	if (spec->nsecret_files) {
 		size_t total = 0;
 		if (spec->nsecret_files > AL_SECRET_FILES_MAX)
@@ -724,6 +828,8 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s,
 	res->memory_enforced = s->cg.memory;
 	res->pids_enforced = s->cg.pids;
 	res->cpu_enforced = s->cg.cpu;
+	res->cpus = s->cpus;
+	res->time_namespace = s->timens;
 }
 
 static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,

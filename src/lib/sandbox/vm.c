@@ -948,6 +948,10 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		/* enforced by the guest's own cgroup (v2) and the VM's size */
 		res->cgroup = "vm";
 		res->memory_enforced = res->pids_enforced = res->cpu_enforced = true;
+		/* the guest's CPUs; its agent gave the command a time namespace
+		 * (a guest that could not has failed with stage timens) */
+		res->cpus = s.vcpus;
+		res->time_namespace = true;
 		res->vm.boot_ms = st.boot_ms;
 		res->vm.setup_ms = st.setup_ms;
 		res->vm.collect_ms = st.collect_ms;
