@@ -26,11 +26,23 @@ is "$rc" 11 "a run asking for ns is refused (exit 11, Forbidden)"
 like "$err" "does not allow the ns backend \(allowed: vm" "…naming what is allowed"
 is "$("$AL" draft list p 2>/dev/null | grep -c ran.txt)" 0 "…and nothing ran"
 
-run "$AL" run p --json -- sh -c 'uname -r > kernel.txt'
+run "$AL" run p --json -- sh -c 'uname -r > kernel.txt; cut -d. -f1 /proc/uptime'
 is "$rc" 0 "a run naming no backend gets the policy's: vm"
 is "$(echo "$out" | field backend)" vm "…its record says vm"
+VMRUN=$(echo "$out" | field id)
+is "$(echo "$out" | field pinned.cpus) $(echo "$out" | field pinned.time_namespace)" "1 True" "…pinned as a namespace run: its CPUs, a time namespace"
+ok "…whose clock started at 1000 s, whatever the guest's uptime" -- test "$(echo "$out" | field stdout.text)" -ge 1000 -a "$(echo "$out" | field stdout.text)" -lt 1100
+is "$(echo "$out" | field vm.accel)" "$("$AL" doctor --json | python3 -c 'import json,sys; print("kvm" if json.load(sys.stdin)["vm"]["checks"][2]["ok"] else "tcg")')" "…its record says KVM or TCG, as doctor does"
 run "$AL" review "$(echo "$out" | field id)" --json
 like "$out" "kernel.txt" "…its change is in its draft"
+run "$AL" replay "$VMRUN" --json
+is "$rc" 0 "a vm run replays identical"
+is "$(echo "$out" | field backend)" vm "…on the vm backend, as it ran"
+"$AL" admin policy set --deployment --backend ns --backends ns >/dev/null
+run "$AL" replay "$VMRUN"
+is "$rc" 21 "once the policy no longer allows vm, its replay is not replayable (exit 21)"
+like "$out$err" "sandbox backend cannot be had now" "…saying why"
+"$AL" admin policy set --deployment --backends ns,vm >/dev/null
 "$AL" audit export "$T/ledger.txt" >/dev/null
 ok "the run's ledger entry says which backend ran" -- grep -q '"backend":"vm"' "$T/ledger.txt"
 
