@@ -597,7 +597,11 @@ static void copy_data(struct tw *t, int fd, uint64_t size)
 	tw_write(t, zero, (512 - size % 512) % 512);
 }
 
-static void emit_dir(struct tw *t, int dfd, char *path, size_t plen)
+/* The host keeps no path deeper than this (AL_DEPTH_MAX, manifest.h) and
+ * refuses a stream that holds one: deeper entries are left out here. */
+#define DEPTH_MAX 256
+
+static void emit_dir(struct tw *t, int dfd, char *path, size_t plen, unsigned depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d)
@@ -607,7 +611,7 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		size_t nl = strlen(e->d_name);
-		if (plen + nl + 2 >= PATH_MAX)
+		if (plen + nl + 2 >= PATH_MAX || depth >= DEPTH_MAX)
 			continue; /* the host would refuse the path: not kept, as on the host */
 		size_t np = plen;
 		if (plen)
@@ -631,7 +635,7 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen)
 			path[np + 1] = 0;
 			header(t, path, '5', s.st_mode, 0, NULL, opq);
 			path[np] = 0;
-			emit_dir(t, fd, path, np);
+			emit_dir(t, fd, path, np, depth + 1);
 		} else if (S_ISREG(s.st_mode)) {
 			bool linked = false;
 			if (s.st_nlink > 1) {
@@ -686,7 +690,7 @@ static uint64_t write_result(const char *dev)
 	if (up < 0)
 		die("result: upper");
 	static char path[PATH_MAX + 2];
-	emit_dir(&t, up, path, 0);
+	emit_dir(&t, up, path, 0, 0);
 	char zero[1024] = { 0 };
 	tw_write(&t, zero, sizeof(zero));
 	if (fsync(t.fd) < 0)

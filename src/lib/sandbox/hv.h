@@ -45,7 +45,8 @@ struct al_hv_probe {
 
 struct al_hv_driver {
 	const char *name;
-	void (*probe)(struct al_hv_probe *p);
+	/* uid, gid: who the VMM runs as (its jail's host ids) */
+	void (*probe)(struct al_hv_probe *p, uint32_t uid, uint32_t gid);
 	/* The VMM's argv (argv[0] is the binary's path), NULL-terminated; one
 	 * allocation, freed with free(). */
 	int (*argv)(const struct al_hv_vm *vm, const char *binary, char ***out,

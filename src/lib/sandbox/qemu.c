@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hv.h"
@@ -20,7 +22,30 @@
  * last check matters: a paravirtual /dev/kvm (PVM inside another VM, as on
  * the machine this was written on) answers the ioctls, then fails the
  * guest's first privileged instruction and leaves QEMU stopped. */
-static void kvm_probe(struct al_hv_probe *p)
+/* Can uid/gid open /dev/kvm read-write (mode, group, ACLs: the kernel's
+ * own check, in a child)? */
+static bool kvm_open_as(uint32_t uid, uint32_t gid)
+{
+	if (geteuid() != 0 || uid == 0)
+		return true; /* the jail runs as our own uid: the open above said so */
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0)
+		return false;
+	if (c == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0)
+			_exit(1);
+		_exit(open("/dev/kvm", O_RDWR | O_CLOEXEC) >= 0 ? 0 : 1);
+	}
+	int st;
+	while (waitpid(c, &st, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void kvm_probe(struct al_hv_probe *p, uint32_t uid, uint32_t gid)
 {
 	const char *force = getenv("AIRLOCK_VM_ACCEL");
 	if (force && !strcmp(force, "tcg")) {
@@ -58,18 +83,25 @@ static void kvm_probe(struct al_hv_probe *p)
 			 "such as PVM cannot run Debian's kernel)");
 		return;
 	}
+	if (!kvm_open_as(uid, gid)) {
+		snprintf(p->kvm_detail, sizeof(p->kvm_detail),
+			 "TCG: the VMM's uid %u may not open /dev/kvm (give it access: setfacl "
+			 "-m u:%u:rw /dev/kvm)",
+			 uid, uid);
+		return;
+	}
 	p->kvm = true;
 	snprintf(p->kvm_detail, sizeof(p->kvm_detail), "KVM: /dev/kvm usable");
 }
 
-static void qemu_probe(struct al_hv_probe *p)
+static void qemu_probe(struct al_hv_probe *p, uint32_t uid, uint32_t gid)
 {
 	memset(p, 0, sizeof(*p));
 	const char *bin = getenv("AIRLOCK_QEMU");
 	snprintf(p->binary, sizeof(p->binary), "%s",
 		 bin && *bin ? bin : "/usr/bin/qemu-system-x86_64");
 	p->binary_ok = access(p->binary, X_OK) == 0;
-	kvm_probe(p);
+	kvm_probe(p, uid, gid);
 }
 
 static int qemu_argv(const struct al_hv_vm *vm, const char *binary, char ***out,

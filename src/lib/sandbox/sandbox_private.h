@@ -20,8 +20,6 @@ struct al_sandbox_backend {
 };
 extern const struct al_sandbox_backend al_sandbox__ns; /* ns.c: Linux namespaces */
 extern const struct al_sandbox_backend al_sandbox__vm; /* vm.c: a microVM (hv.h) */
-struct al_hv_probe;
-void al_sandbox__vm_probe(struct al_hv_probe *p);
 
 /* One run's cgroup: per controller, the directory that holds its limit
  * (v2: one directory for all; v1: one per hierarchy). */

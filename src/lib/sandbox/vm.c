@@ -510,16 +510,14 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 	for (int t = FD_IMAGE; t <= FD_RESULT; t++)
 		if (fchown(s->fds[t], spec->host_uid, spec->host_gid) < 0)
 			return al_fail(err, AL_ESANDBOX, errno, "vm: hand the disks to the jail");
-	int pairs[3][2];
-	for (int i = 0; i < 3; i++)
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[i]) < 0)
+	int *ours[3] = { &s->out, &s->err, &s->ctl }, theirs[3] = { FD_OUT, FD_ERR, FD_CTL };
+	for (int i = 0; i < 3; i++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 			return al_fail(err, AL_ESANDBOX, errno, "vm: ports");
-	s->out = pairs[0][0];
-	s->fds[FD_OUT] = pairs[0][1];
-	s->err = pairs[1][0];
-	s->fds[FD_ERR] = pairs[1][1];
-	s->ctl = pairs[2][0];
-	s->fds[FD_CTL] = pairs[2][1];
+		*ours[i] = sv[0];
+		s->fds[theirs[i]] = sv[1];
+	}
 
 	const struct al_limits *l = &spec->limits;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -876,7 +874,7 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		  struct al_error *err)
 {
 	struct al_hv_probe hp;
-	driver->probe(&hp);
+	driver->probe(&hp, spec->host_uid, spec->host_gid);
 	if (!hp.binary_ok)
 		return al_fail(err, AL_ESANDBOX, 0,
 			       "vm: %s is missing (apt-get install qemu-system-x86; see 'airlock "
@@ -975,11 +973,6 @@ static int vm_check(enum al_network network, struct al_error *err)
 	return 0;
 }
 
-void al_sandbox__vm_probe(struct al_hv_probe *p)
-{
-	driver->probe(p);
-}
-
 const struct al_sandbox_backend al_sandbox__vm = {
 	.name = "vm",
 	.check = vm_check,
@@ -1004,7 +997,9 @@ int al_sandbox_doctor_vm(const char *guest_dir, bool boot,
 {
 	int n = 0;
 	struct al_hv_probe hp;
-	driver->probe(&hp);
+	uint32_t uid = geteuid() == 0 ? 1879048192u : geteuid(),
+		 gid = geteuid() == 0 ? 1879048192u : getegid(); /* AL_SANDBOX_UID, run.h */
+	driver->probe(&hp, uid, gid);
 	char d[160];
 	snprintf(d, sizeof(d), "%.100s %s", hp.binary, hp.binary_ok ? "is there" : "is missing");
 	item(items, &n, "vm: QEMU", hp.binary_ok, true, d,
