@@ -525,6 +525,17 @@ int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *pri
 		     p, principal ? 2 : 1, token_row, &c, err);
 }
 
+/* A token's principal from a row's first columns: token id, tenant,
+ * name, roles, created (the token check's and the session check's). */
+static void token_principal(struct al_principal *p, sqlite3_stmt *q)
+{
+	snprintf(p->token_id, sizeof(p->token_id), "%s", (const char *)sqlite3_column_text(q, 0));
+	snprintf(p->tenant, sizeof(p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
+	snprintf(p->name, sizeof(p->name), "%s", (const char *)sqlite3_column_text(q, 2));
+	p->roles = (unsigned)sqlite3_column_int(q, 3);
+	p->created = sqlite3_column_int64(q, 4);
+}
+
 struct check_ctx {
 	struct al_principal *p;
 	int64_t expires;
@@ -537,12 +548,7 @@ static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	(void)err;
 	struct check_ctx *c = ctx;
 	c->found = true;
-	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s",
-		 (const char *)sqlite3_column_text(q, 0));
-	snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
-	snprintf(c->p->name, sizeof(c->p->name), "%s", (const char *)sqlite3_column_text(q, 2));
-	c->p->roles = (unsigned)sqlite3_column_int(q, 3);
-	c->p->created = sqlite3_column_int64(q, 4);
+	token_principal(c->p, q);
 	c->expires = sqlite3_column_int64(q, 5);
 	c->revoked = sqlite3_column_int(q, 6);
 	return 0;
@@ -644,12 +650,7 @@ static int session_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	(void)err;
 	struct session_ctx *c = ctx;
 	c->found = true;
-	snprintf(c->p->token_id, sizeof(c->p->token_id), "%s",
-		 (const char *)sqlite3_column_text(q, 0));
-	snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
-	snprintf(c->p->name, sizeof(c->p->name), "%s", (const char *)sqlite3_column_text(q, 2));
-	c->p->roles = (unsigned)sqlite3_column_int(q, 3);
-	c->p->created = sqlite3_column_int64(q, 4);
+	token_principal(c->p, q);
 	c->expires = sqlite3_column_int64(q, 5);
 	c->token_expires = sqlite3_column_int64(q, 6);
 	c->revoked = sqlite3_column_int(q, 7);

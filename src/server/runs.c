@@ -42,6 +42,37 @@ static int no_run(struct req *rq, const char *id)
 	return srv_fail(rq, AL_ENOTFOUND, "no run %s", id);
 }
 
+/* Start a validated run (or replay: replay_of) through the scheduler.
+ * Without wait: 202 {id, state: running, project, url[, replay_of]} at
+ * once.  With wait the request is suspended when the run starts and
+ * resumed by its end (the HTTP layer's waiter), which answers it.  A
+ * refusal (runs in flight) frees the run and answers the error. */
+static int schedule(struct req *rq, struct srv *s, struct sched_run *r, const struct al_policy *pol,
+		    const char *replay_of)
+{
+	struct al_error err = { 0 };
+	bool wait = r->req.wait;
+	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
+	if (wait)
+		rq->waiting = r;
+	if (sched_start(&s->sched, r, pol->runs_per_tenant, pol->runs_per_principal,
+			wait ? &w : NULL, &err) < 0) {
+		rq->waiting = NULL;
+		sched_run_free(r);
+		return srv_error(rq, &err);
+	}
+	if (!wait) {
+		char url[64];
+		snprintf(url, sizeof(url), "/api/runs/%s", r->id);
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", r->id, "state", "running",
+				      "project", r->project, "url", url);
+		if (o && replay_of)
+			json_object_set_new(o, "replay_of", json_string(replay_of));
+		srv_json(rq, 202, o);
+	}
+	return 0;
+}
+
 int h_run_start(struct req *rq)
 {
 	struct srv *s = rq->srv;
@@ -100,27 +131,7 @@ int h_run_start(struct req *rq)
 	o->author = r->principal;
 	o->principal = r->principal;
 
-	bool wait = r->req.wait;
-	/* a waiting request is suspended when the run starts and resumed by
-	 * its end (the HTTP layer's waiter) */
-	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
-	if (wait)
-		rq->waiting = r;
-	if (sched_start(&s->sched, r, pol.runs_per_tenant, pol.runs_per_principal, wait ? &w : NULL,
-			&err) < 0) {
-		rq->waiting = NULL;
-		sched_run_free(r);
-		return srv_error(rq, &err);
-	}
-	if (!wait) {
-		json_t *o2 = json_pack("{s:s,s:s,s:s}", "id", r->id, "state", "running", "project",
-				       r->project);
-		char url[64];
-		snprintf(url, sizeof(url), "/api/runs/%s", r->id);
-		json_object_set_new(o2, "url", json_string(url));
-		srv_json(rq, 202, o2);
-	}
-	return 0;
+	return schedule(rq, s, r, &pol, NULL);
 }
 
 /* The record of an ended run (with its output), or its failure. */
@@ -354,24 +365,7 @@ int h_run_replay(struct req *rq)
 	o->project = r->project;
 	o->author = r->principal;
 	o->principal = r->principal;
-	bool wait = r->req.wait;
-	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
-	if (wait)
-		rq->waiting = r;
-	if (sched_start(&s->sched, r, pol.runs_per_tenant, pol.runs_per_principal, wait ? &w : NULL,
-			&err) < 0) {
-		rq->waiting = NULL;
-		sched_run_free(r);
-		return srv_error(rq, &err);
-	}
-	if (!wait) {
-		char url[64];
-		snprintf(url, sizeof(url), "/api/runs/%s", r->id);
-		srv_json(rq, 202,
-			 json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", r->id, "state", "running",
-				   "project", r->project, "url", url, "replay_of", id));
-	}
-	return 0;
+	return schedule(rq, s, r, &pol, id);
 }
 
 int h_runs(struct req *rq)

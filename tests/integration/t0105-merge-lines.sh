@@ -82,7 +82,7 @@ run "$AL" commit s "$T/i" --base "$BASE" --strategy merge_lines --json
 is "$rc:$(echo "$out" | field merged)" '0:["ledger.csv"]' "commit --strategy merge_lines: lands, merged [ledger.csv]"
 is "$(at_head ledger.csv | grep -c -e acct-g -e acct-i)" 2 "…both lines in the head"
 run "$AL" commit s "$T/i" --base "$BASE" --strategy merge_line
-is "$rc" 6 "a misspelt strategy: exit 6"
+is "$rc" 2 "a misspelt strategy: a usage error (exit 2)"
 like "$err" "unknown strategy 'merge_line' \(strict, rebase_if_disjoint, conflict_copy, merge_lines\)" "…listing merge_lines"
 
 # ---- the API ----------------------------------------------------------------------------------

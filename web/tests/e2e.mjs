@@ -107,6 +107,8 @@ try {
 
 	// ---- modes -------------------------------------------------------------------
 	await p.getByRole("radio", { name: "Inline" }).check();
+	/* the side-by-side view's editors match .cm-editor too: wait until it is gone */
+	await p.locator(".cm-mergeView").waitFor({ state: "detached", timeout: 10000 }).catch(() => {});
 	await p.locator(".cm-editor .cm-changedLine").first().waitFor();
 	ok(await p.locator(".cm-mergeView").count() === 0, "inline: one editor, no side by side");
 	await p.reload();
