@@ -31,9 +31,9 @@ printf '#!/bin/busybox sh\n/bin/busybox poweroff -f\n' > "$P/root/init"; chmod 7
 accel=tcg,tb-size=64; cmd="quiet loglevel=0 panic=-1 pci=off tsc_early_khz=2000000 tsc=reliable no_timer_check"
 if "$AL" doctor --json 2>/dev/null | grep -q '"KVM: /dev/kvm usable"'; then accel=kvm; cmd="quiet loglevel=0 panic=-1 pci=off"; fi
 M=microvm,x-option-roms=off,pit=off,pic=off,isa-serial=off
-boot() { # boot KERNEL MACHINE APPEND [QEMU ARGS...]: the driver's options
+boot() { # boot KERNEL MACHINE APPEND [QEMU ARGS...]: the driver's options (30 s at most)
 	local k=$1 m=$2 a=$3; shift 3
-	"$Q" -M "$m" -accel "$accel" -m 256 -smp 1 -nodefaults -no-user-config -nographic -no-reboot \
+	timeout 30 "$Q" -M "$m" -accel "$accel" -m 256 -smp 1 -nodefaults -no-user-config -nographic -no-reboot \
 		-display none -serial none -monitor none -net none -kernel "$k" -initrd "$P/initramfs.cpio" -append "$a" "$@"
 }
 
@@ -78,6 +78,6 @@ choice "boot: pci=off vs PCI probing" "no PCI bus on microvm" "$G/vmlinux" "$M" 
 choice "boot: RTC kept vs rtc=off" "without it the clock setup waits" "$G/vmlinux" "$M,rtc=off" "$cmd"
 choice "boot: ISA PIT/PIC/serial off vs on" "pit=off,pic=off,isa-serial=off" "$G/vmlinux" microvm,x-option-roms=off "$cmd"
 if [ "$accel" != kvm ]; then
-	choice "boot: TSC given vs calibrated" "tsc_early_khz, tsc=reliable, no_timer_check" "$G/vmlinux" "$M" "quiet loglevel=0 panic=-1 pci=off"
+	choice "boot: TSC given vs calibrated" "tsc_early_khz, tsc=reliable, no_timer_check (30000: no boot within 30 s)" "$G/vmlinux" "$M" "quiet loglevel=0 panic=-1 pci=off"
 	choice "boot: default CPU model vs -cpu max" "TCG emulates less" "$G/vmlinux" "$M" "$cmd" -cpu max
 fi
