@@ -78,7 +78,7 @@ FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 .PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean screenshots
-all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
+all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox $(BUILD)/guest/vmlinux
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
 $(BUILD)/image/busybox/bin/busybox: scripts/mkimage-busybox.sh | deps
@@ -100,6 +100,20 @@ $(BUILD)/%.o: %.cc | deps
 $(BUILD)/airlock-init: src/agent/init.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+
+# the microVM backend's guest agent: /init of the guest (static, no sanitizers)
+$(BUILD)/airlock-guest: src/agent/guest.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+
+# the bzImage's kernel as an ELF, for QEMU's direct boot (tools/vmlinux_extract.c)
+$(BUILD)/tools/vmlinux-extract: tools/vmlinux_extract.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(PKG_LIBS)
+
+# the microVM guest: Debian's kernel and an initramfs (scripts/mkguest.sh)
+$(BUILD)/guest/vmlinux: scripts/mkguest.sh $(BUILD)/airlock-guest $(BUILD)/tools/vmlinux-extract | deps
+	scripts/mkguest.sh $(BUILD)/guest $(BUILD)/airlock-guest $(BUILD)/tools/vmlinux-extract
 
 # what the security tests run inside sandboxes: static, like airlock-init
 $(BUILD)/tests/probe: tests/helpers/probe.c | deps

@@ -107,6 +107,10 @@ row "peak RSS, import of 100k tree (KiB)" "$rss_import" "-" "-" "streams"
 if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/sandbox.sh" "$TREE" "$OUT")
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/contract.sh" "$OUT")
+	# the microVM backend, where QEMU and the guest are there (issue 17)
+	if [ -x "${AIRLOCK_QEMU:-/usr/bin/qemu-system-x86_64}" ] && [ -r "$B/guest/vmlinux" ]; then
+		while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/vm.sh" "$OUT")
+	fi
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2
 fi

@@ -193,6 +193,13 @@ nobody_airlock() {
 	chmod -R a+rX "$1"
 	echo "$1/bin/airlock"
 }
+# need_vm: the microVM backend's prerequisites (QEMU, the guest built by make)
+need_vm() {
+	need_userns
+	[ -x "${AIRLOCK_QEMU:-/usr/bin/qemu-system-x86_64}" ] || skip_all "no QEMU (qemu-system-x86)"
+	[ -r "$AIRLOCK_BUILD/guest/vmlinux" ] && [ -r "$AIRLOCK_BUILD/guest/initramfs.cpio" ] ||
+		skip_all "no guest kernel and initramfs (make builds them: scripts/mkguest.sh)"
+}
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
 need_userns() { unshare -U true 2>/dev/null || skip_all "no unprivileged user namespaces"; }
 # have_userns: for a test whose parts without a sandbox always run.  True

@@ -34,7 +34,23 @@ struct al_policy {
 	 * (0: not set, i.e. record); a run's contract may ask for more, never
 	 * less, and a tenant's may only be stricter than the deployment's */
 	uint8_t contract_floor;
+	/* the sandbox backend of a run that names none: AL_BACKEND_NS or
+	 * AL_BACKEND_VM (0: not set) */
+	uint8_t backend;
+	/* the backends a run may ask for, a mask of AL_BACKEND_* bits (0: not
+	 * set, i.e. every one); a tenant's may only be a subset of the
+	 * deployment's, and the default must be among them */
+	uint8_t backends;
 };
+#define AL_BACKEND_NS 1u
+#define AL_BACKEND_VM 2u
+/* "ns" -> AL_BACKEND_NS, "vm" -> AL_BACKEND_VM, else 0; and back */
+unsigned al_policy_backend_bit(const char *name);
+const char *al_policy_backend_name(unsigned bit);
+/* The backend a run gets (want: the request's, or NULL for the default):
+ * its name, or AL_EDENIED naming the allowed ones. */
+int al_policy_backend(const struct al_policy *p, const char *want, const char **out,
+		      struct al_error *err);
 /* In a stored policy a field of 0 is "not set here": the level above
  * (the tenant's falls back to the deployment's, the deployment's to the
  * built-in values) decides it. */
@@ -68,7 +84,8 @@ int al_policy_limits(const struct al_policy *p, const struct al_limits *req, str
 
 /* JSON (docs/api.md "Policy"): {"defaults":{...},"ceilings":{...},
  * "runs_per_tenant":N,"runs_per_principal":N,"best_effort_limits":B,
- * "contract_on_violation":"record"|"drop"|"block_apply"}, the
+ * "contract_on_violation":"record"|"drop"|"block_apply",
+ * "backend":"ns"|"vm","backends":["ns","vm"]}, the
  * limits named as in a run request (memory, pids, cpus, timeout in
  * seconds, output_limit, disk_limit, files).  format: malloc'ed text. */
 char *al_policy_format(const struct al_policy *p);

@@ -57,6 +57,10 @@ struct al_run_opts {
 	/* the request's contract (contract.h), or NULL; the project's default
 	 * contract applies as well, and the policy's least action */
 	const struct al_contract *contract;
+	/* the sandbox backend asked for ("ns", "vm"), or NULL: the policy's
+	 * default; one the policy does not allow is AL_EDENIED (policy.h) */
+	const char *backend;
+	const char *guest_dir; /* the "vm" backend's guest (sandbox.h) */
 };
 
 struct al_run_info {

@@ -9,8 +9,10 @@
  * (overlay.h) through res->upper_fd.
  *
  * Backends sit behind this header: "ns" (Linux namespaces, seccomp,
- * cgroups) today; a microVM backend later, reusing airlock-init and the
- * same result. */
+ * cgroups), the default, and "vm" (a microVM on its own kernel: QEMU's
+ * microvm machine, KVM or TCG, the VMM itself jailed), which hands back
+ * the same result: its guest's upper layer, parsed strictly from a stream
+ * into a directory of the same form. */
 #ifndef AIRLOCK_SANDBOX_H
 #define AIRLOCK_SANDBOX_H
 
@@ -55,7 +57,7 @@ struct al_sandbox_file {
 #define AL_SECRET_BYTES_MAX (1u << 20)
 
 struct al_sandbox_spec {
-	const char *backend; /* "ns"; NULL: the default */
+	const char *backend; /* "ns" or "vm"; NULL: the default ("ns") */
 	/* The read-only lower layers: two directories in lowers_fd, named
 	 * without '/' (the namespace backend resolves them in the sandbox's
 	 * own mount namespace; lowers_fd must be searchable by host_uid). */
@@ -75,6 +77,9 @@ struct al_sandbox_spec {
 	const struct al_sandbox_file *secret_files;
 	size_t nsecret_files;
 	int cancel_fd; /* > 0: once readable, the sandbox is killed (res.cancelled) */
+	/* "vm": the directory of the guest (vmlinux, initramfs.cpio: built by
+	 * make, scripts/mkguest.sh) */
+	const char *guest_dir;
 };
 
 struct al_sandbox_result {
@@ -84,13 +89,21 @@ struct al_sandbox_result {
 	uint64_t wall_ms, cpu_user_ms, cpu_sys_ms;
 	uint64_t max_rss_kb;  /* largest process */
 	uint64_t peak_memory; /* the sandbox's peak (cgroup), 0 if unknown */
-	const char *cgroup;   /* "v2", "v1" or "none": where the limits were enforced */
+	const char *cgroup;   /* "v2", "v1", "none", or "vm": where the limits were enforced */
 	bool memory_enforced, pids_enforced,
 		cpu_enforced;       /* by a cgroup (the other limits always are) */
 	bool disk_full, files_full; /* the run's tmpfs had no byte or no inode left at the end */
 	unsigned cpus;              /* CPUs the command could run on (its affinity: nproc) */
 	bool time_namespace;        /* its monotonic and boot clocks started at AL_SANDBOX_BOOT_S */
 	int upper_fd;               /* the workspace's upper layer (O_PATH dir); caller closes */
+	/* "vm" only: the VM's size and acceleration, and the guest's own
+	 * times (from its kernel's start to its agent, the agent's setup
+	 * until the command, the result's writing after it) */
+	struct {
+		bool used, kvm;
+		unsigned vcpus;
+		uint64_t memory_mib, boot_ms, setup_ms, collect_ms;
+	} vm;
 };
 
 /* Can backend (NULL: the default) enforce this network policy?  AL_EINVAL
@@ -119,5 +132,13 @@ struct al_doctor_item {
 /* Probe the host (in forked children: nothing of this process changes but
  * a cgroup created and removed).  Returns the number of items. */
 int al_sandbox_doctor(struct al_doctor_item items[AL_DOCTOR_MAX]);
+/* The same for the "vm" backend: the VMM's binary, the guest built in
+ * guest_dir, KVM or only TCG (emulation), and whether a VM boots here (a
+ * guest started with an empty command when boot is true: about 2 s under
+ * TCG).  Returns the number of items. */
+int al_sandbox_doctor_vm(const char *guest_dir, bool boot,
+			 struct al_doctor_item items[AL_DOCTOR_MAX]);
+/* Is name a sandbox backend ("ns", "vm")? */
+bool al_sandbox_backend_known(const char *name);
 
 #endif

@@ -25,8 +25,8 @@ static const char set_help[] =
 	"usage: airlock admin policy set [--deployment] [--default-LIMIT V]... [--max-LIMIT V]...\n"
 	"                                [--runs-per-tenant N] [--runs-per-principal N]\n"
 	"                                [--best-effort-limits on|off]\n"
-	"                                [--contract-on-violation record|drop|block_apply] "
-	"[--json]\n\n"
+	"                                [--contract-on-violation record|drop|block_apply]\n"
+	"                                [--backend ns|vm] [--backends ns,vm] [--json]\n\n"
 	"Change the run policy of the tenant (its admin; recorded in its ledger) or,\n"
 	"with --deployment, of the deployment (the operator, local home only).  LIMIT\n"
 	"is memory, pids, cpus, timeout (seconds), output-limit, disk-limit or files;\n"
@@ -35,7 +35,10 @@ static const char set_help[] =
 	"(run even where a limit cannot be enforced; the record says which were) is\n"
 	"the deployment's only.  --contract-on-violation is the least a run contract's\n"
 	"violation does (record < drop < block_apply; a contract may ask for more); a\n"
-	"tenant's may only be stricter than the deployment's.\n";
+	"tenant's may only be stricter than the deployment's.  --backend is the sandbox\n"
+	"of a run that names none, --backends the ones a run may ask for (a tenant's\n"
+	"are among the deployment's): --backend vm --backends vm makes every run a\n"
+	"microVM.\n";
 
 /* V as the JSON number of a limit: sizes with K/M/G/T, timeout a duration
  * (seconds, or 30s, 5m, 2h), the rest decimal; positive */
@@ -97,6 +100,17 @@ static void policy_text(const char *label, json_t *p)
 	json_t *cv = json_object_get(p, "contract_on_violation");
 	if (cv)
 		printf("contract violations at least: %s\n", json_string_value(cv));
+	json_t *be = json_object_get(p, "backend"), *bs = json_object_get(p, "backends");
+	if (be)
+		printf("sandbox backend: %s\n", json_string_value(be));
+	if (bs) {
+		size_t i;
+		json_t *b;
+		printf("sandbox backends allowed:");
+		json_array_foreach(bs, i, b)
+			printf("%s %s", i ? "," : "", json_string_value(b));
+		printf("\n");
+	}
 }
 
 static json_t *policy_json(const struct al_policy *p)
@@ -141,8 +155,8 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 			json_object_set(b, "best_effort_limits",
 					json_object_get(o, "best_effort_limits"));
 			const char *k[] = { "runs_per_tenant", "runs_per_principal",
-					    "contract_on_violation" };
-			for (int i = 0; i < 3; i++)
+					    "contract_on_violation", "backend", "backends" };
+			for (int i = 0; i < 5; i++)
 				if (json_object_get(o, k[i]))
 					json_object_set(b, k[i], json_object_get(o, k[i]));
 		}
@@ -203,8 +217,19 @@ static const char *const limit_names[] = { "memory",       "pids",       "cpus",
 
 static int policy_set(struct cli *cli, int argc, char **argv)
 {
-	enum { O_DEP = 256, O_RPT, O_RPP, O_BE, O_CV, O_JSON, O_DEF = 300, O_MAX = 400 };
-	struct option opts[2 * NLIMITS + 8];
+	enum {
+		O_DEP = 256,
+		O_RPT,
+		O_RPP,
+		O_BE,
+		O_CV,
+		O_BACKEND,
+		O_BACKENDS,
+		O_JSON,
+		O_DEF = 300,
+		O_MAX = 400
+	};
+	struct option opts[2 * NLIMITS + 10];
 	char names[2 * NLIMITS][32];
 	size_t n = 0;
 	for (int i = 0; i < NLIMITS; i++)
@@ -220,6 +245,8 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 	opts[n++] = (struct option){ "runs-per-principal", required_argument, NULL, O_RPP };
 	opts[n++] = (struct option){ "best-effort-limits", required_argument, NULL, O_BE };
 	opts[n++] = (struct option){ "contract-on-violation", required_argument, NULL, O_CV };
+	opts[n++] = (struct option){ "backend", required_argument, NULL, O_BACKEND };
+	opts[n++] = (struct option){ "backends", required_argument, NULL, O_BACKENDS };
 	opts[n++] = (struct option){ "json", no_argument, NULL, O_JSON };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
@@ -277,6 +304,23 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 				rc = cli_usage(cli, "--contract-on-violation takes record, drop or "
 						    "block_apply");
 			json_object_set_new(doc, "contract_on_violation", json_string(optarg));
+			changed = true;
+			break;
+		}
+		case O_BACKEND:
+			if (!al_policy_backend_bit(optarg))
+				rc = cli_usage(cli, "--backend takes ns or vm");
+			json_object_set_new(doc, "backend", json_string(optarg));
+			changed = true;
+			break;
+		case O_BACKENDS: {
+			json_t *a = json_array();
+			char buf[64];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			char *save = NULL;
+			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				json_array_append_new(a, json_string(t));
+			json_object_set_new(doc, "backends", a);
 			changed = true;
 			break;
 		}

@@ -288,7 +288,8 @@ int cmd_replay(struct cli *cli, int argc, char **argv)
 		struct al_store *st = NULL;
 		char ibuf[4200];
 		struct al_run_opts o = { .author = cli_author(NULL),
-					 .init_path = ops_init_path(ibuf, sizeof(ibuf)) };
+					 .init_path = ops_init_path(ibuf, sizeof(ibuf)),
+					 .guest_dir = ops_guest_dir() };
 		struct al_replay_opts ro = { .of = argv[optind],
 					     .on_head = on_head,
 					     .secrets = secrets };

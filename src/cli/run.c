@@ -32,7 +32,7 @@ static const char run_help[] =
 	"                   [--memory BYTES] [--pids N] [--cpus N] [--output-limit BYTES]\n"
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
 	"                   [--secret-file K[=V]]... [--contract FILE] [--group G] [--author A]\n"
-	"                   [--json] -- CMD [ARG...]\n"
+	"                   [--backend ns|vm] [--json] -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -45,6 +45,9 @@ static const char run_help[] =
 	"                      on first use)\n"
 	"  --network none      no network: only loopback (the default); 'egress' is\n"
 	"                      refused by the namespace backend\n"
+	"  --backend ns|vm     the sandbox: ns (Linux namespaces, the default unless the\n"
+	"                      policy says otherwise) or vm (a microVM with its own\n"
+	"                      kernel: QEMU, KVM where usable, else TCG, ~2 s a run)\n"
 	"  --timeout SEC       wall clock, then the whole sandbox is killed (default 3600)\n"
 	"  --memory BYTES      memory of the whole sandbox (default 2G)\n"
 	"  --pids N            processes and threads (default 1024)\n"
@@ -447,6 +450,8 @@ static int load_contract(const char *path, struct al_contract **out, struct al_e
 static int run_remote(struct cli *cli, const struct al_run_opts *o)
 {
 	json_t *body = json_pack("{s:s}", "network", al_network_name(o->network));
+	if (o->backend)
+		json_object_set_new(body, "backend", json_string(o->backend));
 	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
 	for (size_t i = 0; o->argv[i]; i++)
 		json_array_append_new(argvj, json_string(o->argv[i]));
@@ -546,6 +551,7 @@ enum {
 	O_GROUP,
 	O_AUTHOR,
 	O_CONTRACT,
+	O_BACKEND,
 	O_JSON
 };
 
@@ -603,6 +609,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 					      { "group", required_argument, NULL, O_GROUP },
 					      { "author", required_argument, NULL, O_AUTHOR },
 					      { "contract", required_argument, NULL, O_CONTRACT },
+					      { "backend", required_argument, NULL, O_BACKEND },
 					      { "json", no_argument, NULL, O_JSON },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
@@ -620,6 +627,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	while (rc < 0 && (c = getopt_long(oargc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_IMAGE: o.image = optarg; break;
+		case O_BACKEND:
+			if (!al_sandbox_backend_known(optarg))
+				rc = cli_usage(cli, "--backend takes ns or vm");
+			o.backend = optarg;
+			break;
 		case O_NETWORK:
 			if (al_network_parse(optarg, &o.network, &err) < 0)
 				rc = cli_usage(cli, "%s", err.msg);
@@ -756,6 +768,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		o.image = o.image ? o.image : OPS_DEFAULT_IMAGE;
 		o.author = cli_author(o.author);
 		o.init_path = ops_init_path(ibuf, sizeof(ibuf));
+		o.guest_dir = ops_guest_dir();
 		o.output = cli->json ? NULL : live_output;
 		struct al_run_info info;
 		json_t *rec = NULL;

@@ -134,7 +134,8 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	static const char *const keys[] = { "argv",    "env",          "secrets",    "image",
 					    "network", "timeout",      "memory",     "pids",
 					    "cpus",    "output_limit", "disk_limit", "files",
-					    "group",   "wait",         "contract",   NULL };
+					    "group",   "wait",         "contract",   "backend",
+					    NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
 	int rc = known_keys(body, keys, "run request", err);
@@ -212,6 +213,10 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)
 		rc = al_network_parse(network, &r->o.network, err);
+	if (rc == 0)
+		rc = get_string(body, "backend", false, &r->o.backend, err);
+	if (rc == 0 && r->o.backend && !al_sandbox_backend_known(r->o.backend))
+		rc = al_fail(err, AL_EINVAL, 0, "field 'backend': ns or vm");
 	/* a limit left out is the policy's default; 0 is never "none"; the
 	 * ceilings are checked by the run (policy.h) */
 	struct al_limits *l = &r->o.limits;

@@ -1,4 +1,5 @@
 /* ops: operations shared by the CLI and the daemon (ops.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,32 @@ const char *ops_init_path(char *buf, size_t n)
 		}
 	}
 	return "/usr/libexec/airlock/airlock-init";
+}
+
+static char guest_dir[4200];
+
+static void guest_dir_init(void)
+{
+	const char *env = getenv("AIRLOCK_GUEST_DIR");
+	if (env && *env) {
+		snprintf(guest_dir, sizeof(guest_dir), "%s", env);
+		return;
+	}
+	ssize_t len = readlink("/proc/self/exe", guest_dir, sizeof(guest_dir) - 20);
+	char *slash = len > 0 ? (guest_dir[len] = 0, strrchr(guest_dir, '/')) : NULL;
+	if (slash) {
+		snprintf(slash + 1, sizeof(guest_dir) - (size_t)(slash + 1 - guest_dir), "guest");
+		if (access(guest_dir, F_OK) == 0)
+			return;
+	}
+	snprintf(guest_dir, sizeof(guest_dir), "/usr/libexec/airlock/guest");
+}
+
+const char *ops_guest_dir(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, guest_dir_init);
+	return guest_dir;
 }
 
 int ops_default_image(struct al_store *st, struct al_error *err)

@@ -16,6 +16,10 @@ struct al_commit_result;
 
 /* airlock-init: $AIRLOCK_INIT, beside this binary, or the installed one. */
 const char *ops_init_path(char *buf, size_t n);
+/* The microVM backend's guest (vmlinux, initramfs.cpio): $AIRLOCK_GUEST_DIR,
+ * guest/ beside this binary (the build), or the installed one.  Computed
+ * once; the string lives as long as the process. */
+const char *ops_guest_dir(void);
 /* The default image, imported on first use from image/busybox beside this
  * binary (the build's). */
 int ops_default_image(struct al_store *st, struct al_error *err);

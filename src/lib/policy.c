@@ -68,6 +68,45 @@ void al_policy_builtin(struct al_policy *p)
 	p->runs_per_tenant = 16;
 	p->runs_per_principal = 8;
 	p->best_effort = false;
+	p->backend = AL_BACKEND_NS;
+	p->backends = AL_BACKEND_NS | AL_BACKEND_VM;
+}
+
+unsigned al_policy_backend_bit(const char *name)
+{
+	return !strcmp(name, "ns") ? AL_BACKEND_NS : !strcmp(name, "vm") ? AL_BACKEND_VM : 0;
+}
+
+const char *al_policy_backend_name(unsigned bit)
+{
+	return bit == AL_BACKEND_NS ? "ns" : bit == AL_BACKEND_VM ? "vm" : "?";
+}
+
+static void backends_text(unsigned mask, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s", mask & AL_BACKEND_NS ? "ns" : "",
+		 (mask & AL_BACKEND_NS) && (mask & AL_BACKEND_VM) ? ", " : "",
+		 mask & AL_BACKEND_VM ? "vm" : "");
+}
+
+int al_policy_backend(const struct al_policy *p, const char *want, const char **out,
+		      struct al_error *err)
+{
+	unsigned mask = p->backends ? p->backends : AL_BACKEND_NS | AL_BACKEND_VM;
+	unsigned bit = want ? al_policy_backend_bit(want) : p->backend ? p->backend : AL_BACKEND_NS;
+	if (!bit)
+		return al_fail(err, AL_EUSAGE, 0, "run: unknown sandbox backend '%.16s' (ns, vm)",
+			       want);
+	if (!(mask & bit)) {
+		char allowed[16];
+		backends_text(mask, allowed, sizeof(allowed));
+		return al_fail(err, AL_EDENIED, 0,
+			       "run: the policy does not allow the %s backend (allowed: %s; "
+			       "airlock admin policy show)",
+			       al_policy_backend_name(bit), allowed);
+	}
+	*out = al_policy_backend_name(bit);
+	return 0;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -99,6 +138,15 @@ char *al_policy_format(const struct al_policy *p)
 	if (p->contract_floor)
 		json_object_set_new(o, "contract_on_violation",
 				    json_string(al_contract_action_name(p->contract_floor - 1)));
+	if (p->backend)
+		json_object_set_new(o, "backend", json_string(al_policy_backend_name(p->backend)));
+	if (p->backends) {
+		json_t *a = json_array();
+		for (unsigned b = AL_BACKEND_NS; b <= AL_BACKEND_VM; b <<= 1)
+			if (p->backends & b)
+				json_array_append_new(a, json_string(al_policy_backend_name(b)));
+		json_object_set_new(o, "backends", a);
+	}
 	char *s = json_dumps(o, JSON_FLAGS);
 	json_decref(o);
 	return s;
@@ -177,6 +225,28 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 					    "block_apply");
 			else
 				out->contract_floor = (uint8_t)(a + 1);
+		} else if (!strcmp(k, "backend")) {
+			unsigned b =
+				json_is_string(v) ? al_policy_backend_bit(json_string_value(v)) : 0;
+			if (!b)
+				r = al_fail(err, AL_EINVAL, 0, "policy: 'backend' is ns or vm");
+			out->backend = (uint8_t)b;
+		} else if (!strcmp(k, "backends")) {
+			size_t i;
+			json_t *b;
+			if (!json_is_array(v) || !json_array_size(v))
+				r = al_fail(err, AL_EINVAL, 0,
+					    "policy: 'backends' is a non-empty list of ns, vm");
+			json_array_foreach(v, i, b) {
+				unsigned bit = json_is_string(b)
+						       ? al_policy_backend_bit(json_string_value(b))
+						       : 0;
+				if (r == 0 && (!bit || (out->backends & bit)))
+					r = al_fail(err, AL_EINVAL, 0,
+						    "policy: 'backends' is a list of ns, vm, each "
+						    "once");
+				out->backends |= (uint8_t)bit;
+			}
 		} else if (!strcmp(k, "best_effort_limits")) {
 			if (!json_is_boolean(v))
 				r = al_fail(err, AL_EINVAL, 0,
@@ -249,6 +319,10 @@ static void overlay(struct al_policy *base, const struct al_policy *over)
 		base->runs_per_principal = over->runs_per_principal;
 	if (over->contract_floor)
 		base->contract_floor = over->contract_floor;
+	if (over->backend)
+		base->backend = over->backend;
+	if (over->backends)
+		base->backends = over->backends;
 }
 
 static void human(uint64_t v, double scale, char *buf, size_t n)
@@ -307,6 +381,19 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 			       "deployment's (%s)",
 			       al_contract_action_name(p->contract_floor - 1),
 			       al_contract_action_name(above->contract_floor - 1));
+	if (above && (p->backends & ~above->backends)) {
+		char mine[16], theirs[16];
+		backends_text(p->backends, mine, sizeof(mine));
+		backends_text(above->backends, theirs, sizeof(theirs));
+		return al_fail(err, AL_ELIMIT, 0,
+			       "policy: the tenant's backends (%s) are not among the deployment's "
+			       "(%s)",
+			       mine, theirs);
+	}
+	if (!(p->backend & p->backends))
+		return al_fail(err, AL_EINVAL, 0,
+			       "policy: the default backend %s is not among the allowed ones",
+			       al_policy_backend_name(p->backend));
 	if (p->runs_per_principal > p->runs_per_tenant)
 		return al_fail(err, AL_ELIMIT, 0,
 			       "policy: runs per principal (%u) above runs per tenant (%u)",
@@ -359,6 +446,13 @@ int al_policy_effective(struct al_store *tenant, struct al_policy *out, struct a
 	/* and a floor the operator raised since holds for the tenant too */
 	if (out->contract_floor < dep.contract_floor)
 		out->contract_floor = dep.contract_floor;
+	/* backends the operator removed since are gone for the tenant too;
+	 * a default no longer allowed gives way to an allowed one */
+	out->backends &= dep.backends;
+	if (!out->backends)
+		out->backends = dep.backends;
+	if (!(out->backend & out->backends))
+		out->backend = out->backends & AL_BACKEND_NS ? AL_BACKEND_NS : AL_BACKEND_VM;
 	return 0;
 }
 

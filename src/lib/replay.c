@@ -1093,8 +1093,12 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	if (!why[0] && (al_policy_effective(st, &pol, &e) < 0 ||
 			al_policy_limits(&pol, &limits, &eff, &e) < 0))
 		snprintf(why, sizeof(why), "the tenant's policy now refuses its limits: %s", e.msg);
+	/* the backend it ran on (records from before the vm backend: ns) */
+	const char *backend = jstr(orig, "backend") ? jstr(orig, "backend") : "ns";
+	if (!why[0] && al_policy_backend(&pol, backend, &backend, &e) < 0)
+		snprintf(why, sizeof(why), "its sandbox backend cannot be had now: %s", e.msg);
 	if (!why[0] && (al_network_parse(jstr(orig, "network"), &net, &e) < 0 ||
-			al_sandbox_check(NULL, net, &e) < 0))
+			al_sandbox_check(backend, net, &e) < 0))
 		snprintf(why, sizeof(why), "its network policy cannot be had now: %s", e.msg);
 	/* the request's contract is an input too (the project's default is
 	 * the project's now, as the policy is the tenant's now) */
@@ -1172,6 +1176,7 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 		o2.secrets = sv;
 		o2.secret_files = sf;
 		o2.network = net;
+		o2.backend = backend;
 		o2.limits = limits;
 		o2.group = jstr(orig, "group") && *jstr(orig, "group") ? jstr(orig, "group") : NULL;
 		o2.contract = contract;

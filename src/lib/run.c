@@ -522,6 +522,7 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
+	const char *backend; /* the sandbox's ("ns", "vm") */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -679,7 +680,7 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 		"id", r->id, "project", o->project, "author", o->author ? o->author : "", "base",
 		jid(&r->base), "image", jid(&r->image), "argv", strings_json(o->argv), "env", env,
 		"secrets", secrets, "network", al_network_name(o->network), "limits",
-		limits_json(&r->limits), "backend", "ns", "cgroup", s->cgroup, "exit_code",
+		limits_json(&r->limits), "backend", r->backend, "cgroup", s->cgroup, "exit_code",
 		s->exit_code, "timed_out", s->timed_out, "oom", s->oom, "stdout", "blob",
 		jid(&r->out_blob), "bytes", (json_int_t)s->stdout_bytes, "kept",
 		(json_int_t)r->cap.kept[1], "truncated", r->cap.truncated[1], "stderr", "blob",
@@ -734,6 +735,15 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 			json_decref(dropped);
 		}
 	}
+	/* a vm run: the VM's size and acceleration, the guest's own times */
+	if (rec && s->vm.used)
+		json_object_set_new(
+			rec, "vm",
+			json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "accel", s->vm.kvm ? "kvm" : "tcg",
+				  "vcpus", (json_int_t)s->vm.vcpus, "memory_mib",
+				  (json_int_t)s->vm.memory_mib, "boot_ms",
+				  (json_int_t)s->vm.boot_ms, "setup_ms", (json_int_t)s->vm.setup_ms,
+				  "collect_ms", (json_int_t)s->vm.collect_ms));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	/* what was held fixed for this run (docs/determinism.md) */
@@ -993,7 +1003,10 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	int nuser = count_args(o->env, ENV_MAX, &bytes, "environment", err), nsec;
 	if (nuser < 0 || (nsec = count_args(o->secrets, ENV_MAX, &bytes, "secrets", err)) < 0)
 		return nuser < 0 ? nuser : nsec;
-	int r = al_sandbox_check(NULL, o->network, err);
+	int r = o->backend && !al_sandbox_backend_known(o->backend)
+			? al_fail(err, AL_EUSAGE, 0,
+				  "run: unknown sandbox backend '%.16s' (ns, vm)", o->backend)
+			: 0;
 	if (r < 0)
 		return r;
 	static const char *const defaults[] = {
@@ -1067,7 +1080,9 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		pol = *x->policy; /* the replay looked it up already */
 	else if ((r = al_policy_effective(st, &pol, err)) < 0)
 		goto out;
-	if ((r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
+	if ((r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
+	    (r = al_sandbox_check(run.backend, o->network, err)) < 0 ||
+	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
 	    (r = al_run__contracts_load(st, o->project, o->contract, pol.contract_floor,
@@ -1167,6 +1182,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		.secret_files = files,
 		.nsecret_files = nfiles,
 		.cancel_fd = o->cancel_fd,
+		.backend = run.backend,
+		.guest_dir = o->guest_dir,
 	};
 	al_store_release_memory(st);
 	run.started = al_wall_s();

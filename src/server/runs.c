@@ -96,13 +96,15 @@ int h_run_start(struct req *rq)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_project_get(st, project, &p, &err);
-	if (rc == 0)
-		rc = al_sandbox_check(NULL, r->req.o.network, &err);
-	/* the tenant's policy: limits above its ceilings are refused now, not
-	 * in the run's thread; its runs in flight are counted by sched_start */
+	/* the tenant's policy: limits above its ceilings and a backend it
+	 * does not allow are refused now, not in the run's thread; its runs in
+	 * flight are counted by sched_start */
 	struct al_policy pol;
 	struct al_limits lim;
-	if (rc == 0 && (rc = al_policy_effective(st, &pol, &err)) == 0)
+	const char *backend = NULL;
+	if (rc == 0 && (rc = al_policy_effective(st, &pol, &err)) == 0 &&
+	    (rc = al_policy_backend(&pol, r->req.o.backend, &backend, &err)) == 0 &&
+	    (rc = al_sandbox_check(backend, r->req.o.network, &err)) == 0)
 		rc = al_policy_limits(&pol, &r->req.o.limits, &lim, &err);
 	/* everything refusable is refused before the first use imports the image */
 	struct al_oid img;

@@ -14,6 +14,8 @@
 
 #include "airlock/replay.h"
 #include "airlock/store.h"
+#include "ops.h"
+#include "ops.h"
 #include "scheduler.h"
 
 int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs,
@@ -233,6 +235,7 @@ int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant,
 	o->id = r->id;
 	o->cancel_fd = r->cancel_fd;
 	o->init_path = s->init_path;
+	o->guest_dir = ops_guest_dir();
 	o->throttle = throttle;
 	o->throttle_ctx = s;
 	o->output = on_output;

@@ -10,6 +10,7 @@
 
 static const struct al_sandbox_backend *const backends[] = {
 	&al_sandbox__ns, /* the default: first */
+	&al_sandbox__vm,
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
@@ -21,6 +22,11 @@ static const struct al_sandbox_backend *backend_find(const char *name)
 		if (!strcmp(backends[i]->name, name))
 			return backends[i];
 	return NULL;
+}
+
+bool al_sandbox_backend_known(const char *name)
+{
+	return name && backend_find(name) != NULL;
 }
 
 const char *al_network_name(enum al_network net)

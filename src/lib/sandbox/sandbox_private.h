@@ -19,6 +19,7 @@ struct al_sandbox_backend {
 		   struct al_error *err);
 };
 extern const struct al_sandbox_backend al_sandbox__ns; /* ns.c: Linux namespaces */
+extern const struct al_sandbox_backend al_sandbox__vm; /* vm.c: a microVM (hv.h) */
 
 /* One run's cgroup: per controller, the directory that holds its limit
  * (v2: one directory for all; v1: one per hierarchy). */
