@@ -157,6 +157,47 @@ int al_oid_parse(const char *s, struct al_oid *id, struct al_error *err)
 	return 0;
 }
 
+/* SHA-256, fetched from the provider once: EVP_sha256() has every init
+ * look the algorithm up again, which cost more than hashing a ledger
+ * entry. */
+static const EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sha256_key;
+
+static void sha256_ctx_free(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
+
+static void sha256_setup(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (!sha256_md)
+		sha256_md = EVP_sha256();
+	pthread_key_create(&sha256_key, sha256_ctx_free);
+}
+
+static const EVP_MD *sha256(void)
+{
+	pthread_once(&sha256_once, sha256_setup);
+	return sha256_md;
+}
+
+/* This thread's context for one-shot digests, kept between calls (a new
+ * one per digest is an allocation and a provider context each time); the
+ * key's destructor frees it when the thread ends. */
+static __thread EVP_MD_CTX *sha256_tls;
+
+static EVP_MD_CTX *sha256_ctx(void)
+{
+	const EVP_MD *md = sha256();
+	if (!sha256_tls && (sha256_tls = EVP_MD_CTX_new()))
+		pthread_setspecific(sha256_key, sha256_tls);
+	if (sha256_tls && !EVP_DigestInit_ex2(sha256_tls, md, NULL))
+		return NULL;
+	return sha256_tls;
+}
+
 struct al_sha {
 	EVP_MD_CTX *ctx;
 };
@@ -167,7 +208,7 @@ struct al_sha *al_sha_new(void)
 	if (!s)
 		return NULL;
 	s->ctx = EVP_MD_CTX_new();
-	if (!s->ctx || !EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL)) {
+	if (!s->ctx || !EVP_DigestInit_ex2(s->ctx, sha256(), NULL)) {
 		EVP_MD_CTX_free(s->ctx);
 		free(s);
 		return NULL;
@@ -192,13 +233,29 @@ void al_sha_final(struct al_sha *s, uint8_t out[AL_DIGEST_LEN])
 {
 	unsigned int len = 0;
 	EVP_DigestFinal_ex(s->ctx, out, &len);
-	EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL);
+	EVP_DigestInit_ex2(s->ctx, sha256(), NULL);
+}
+
+void al_sha256_2(const void *a, size_t an, const void *b, size_t bn, uint8_t out[AL_DIGEST_LEN])
+{
+	unsigned int len = 0;
+	EVP_MD_CTX *ctx = sha256_ctx();
+	if (ctx && EVP_DigestUpdate(ctx, a, an) && EVP_DigestUpdate(ctx, b, bn) &&
+	    EVP_DigestFinal_ex(ctx, out, &len))
+		return;
+	/* no context (out of memory): the slow way, which allocates its own */
+	struct al_sha *s = al_sha_new();
+	if (!s)
+		abort(); /* a digest cannot be skipped, and this one cannot be made */
+	al_sha_update(s, a, an);
+	al_sha_update(s, b, bn);
+	al_sha_final(s, out);
+	al_sha_free(s);
 }
 
 void al_sha256(const void *p, size_t n, uint8_t out[AL_DIGEST_LEN])
 {
-	unsigned int len = 0;
-	EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+	al_sha256_2(p, n, "", 0, out);
 }
 
 ssize_t al_read_full(int fd, void *buf, size_t n)
