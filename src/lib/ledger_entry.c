@@ -70,8 +70,8 @@ static bool integer(struct scan *s, long long *out)
 	const unsigned char *q = s->p;
 	bool neg = q < s->e && *q == '-';
 	q += neg;
-	if (q >= s->e || *q < '0' || *q > '9' || (*q == '0' && q + 1 < s->e && q[1] >= '0' &&
-						  q[1] <= '9'))
+	if (q >= s->e || *q < '0' || *q > '9' ||
+	    (*q == '0' && q + 1 < s->e && q[1] >= '0' && q[1] <= '9'))
 		return false;
 	long long v = 0;
 	int digits = 0;
@@ -106,8 +106,7 @@ static bool copy(const unsigned char *a, size_t len, bool esc, char *dst, size_t
 	return true;
 }
 
-static bool value(struct scan *s, int depth, enum role role, const unsigned char *key,
-		  size_t klen);
+static bool value(struct scan *s, int depth, enum role role, const unsigned char *key, size_t klen);
 
 static bool is_key(const unsigned char *key, size_t klen, const char *name)
 {
@@ -184,8 +183,7 @@ static bool array(struct scan *s, int depth)
 
 /* A value at s->p; role is the object holding it (key its name), whose
  * members of note are recorded. */
-static bool value(struct scan *s, int depth, enum role role, const unsigned char *key,
-		  size_t klen)
+static bool value(struct scan *s, int depth, enum role role, const unsigned char *key, size_t klen)
 {
 	struct al_entry_fields *f = s->out;
 	if (depth > SCAN_DEPTH_MAX || s->p >= s->e)
@@ -201,9 +199,7 @@ static bool value(struct scan *s, int depth, enum role role, const unsigned char
 			return object(s, depth, R_DATA);
 		}
 		return object(s, depth, R_OTHER);
-	case '[':
-		f->has_data |= role == R_TOP && is_key(key, klen, "data");
-		return array(s, depth);
+	case '[': f->has_data |= role == R_TOP && is_key(key, klen, "data"); return array(s, depth);
 	case '"':
 		if (!string(s, &a, &len, &esc))
 			return false;
