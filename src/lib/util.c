@@ -12,9 +12,9 @@
 #include <time.h>
 #include <linux/openat2.h>
 
-#include <archive.h>
 #include <openssl/evp.h>
 
+#include "airlock/dl_archive.h"
 #include "util.h"
 
 int al_fail(struct al_error *err, int code, int sys_errno, const char *fmt, ...)
@@ -613,7 +613,7 @@ bool al_archive_header_ok(struct archive *a, int rc)
 		return true;
 	/* archive_read_support_format_tar.c: "Pathname can't be converted
 	 * from UTF-8 to current locale." (Linkname, Uname, Gname alike) */
-	const char *m = rc == ARCHIVE_WARN ? archive_error_string(a) : NULL;
+	const char *m = rc == ARCHIVE_WARN ? dl_archive.error_string(a) : NULL;
 	return m && strstr(m, " can't be converted from ") != NULL;
 }
 
@@ -624,6 +624,6 @@ bool al_archive_written_ok(struct archive *w, int rc)
 	/* archive_write_set_format_pax.c: "Can't translate pathname '%s' to
 	 * UTF-8" (linkname, uname, gname alike): the member is written, its
 	 * names as bytes */
-	const char *m = rc == ARCHIVE_WARN ? archive_error_string(w) : NULL;
+	const char *m = rc == ARCHIVE_WARN ? dl_archive.error_string(w) : NULL;
 	return m && strncmp(m, "Can't translate ", 16) == 0;
 }
