@@ -19,8 +19,10 @@ GIT_CFLAGS = $(shell pkg-config --cflags libgit2)
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-# libarchive is loaded on first use (include/airlock/dl_archive.h), not linked
+# libarchive is loaded on first use (include/airlock/dl_archive.h), not linked;
+# a test or tool that calls it itself links it (ARCHIVE_LIBS)
 PKG_LIBS = $(shell pkg-config --libs $(filter-out libarchive,$(PKGS)))
+ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
 JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
@@ -118,7 +120,7 @@ $(BUILD)/airlock-guest: src/agent/guest.c | deps
 # the bzImage's kernel as an ELF, for QEMU's direct boot (tools/vmlinux_extract.c)
 $(BUILD)/tools/vmlinux-extract: tools/vmlinux_extract.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(PKG_LIBS)
+	$(CC) $(BASE_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(PKG_LIBS) $(ARCHIVE_LIBS)
 
 # the microVM guest: Debian's kernel and an initramfs (scripts/mkguest.sh)
 $(BUILD)/guest/vmlinux: scripts/mkguest.sh $(BUILD)/airlock-guest $(BUILD)/tools/vmlinux-extract | deps
@@ -172,7 +174,7 @@ $(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c src/server/web_assets.h
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
@@ -184,7 +186,7 @@ $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libai
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 fuzz: $(BUILD)/gen/seccomp_bpf.c $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) | deps
 	@mkdir -p build-fuzz
