@@ -19,7 +19,10 @@ GIT_CFLAGS = $(shell pkg-config --cflags libgit2)
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+# libarchive is loaded on first use (include/airlock/dl_archive.h), not linked;
+# a test or tool that calls it itself links it (ARCHIVE_LIBS)
+PKG_LIBS = $(shell pkg-config --libs $(filter-out libarchive,$(PKGS)))
+ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
 JANSSON_CFLAGS = $(shell pkg-config --cflags jansson)
 JANSSON_LIBS = $(shell pkg-config --libs jansson)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
@@ -52,7 +55,15 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
 # banned.h (git's): the unsafe classics are a compile error in every airlock source
 BASE_CFLAGS += -include src/lib/banned.h
 ALL_LDFLAGS = -pthread $(LDFLAGS)
+# libstdc++ (only src/lib/jsonschema.cc needs it) is linked statically: the
+# shared library's relocations and constructors cost 1.6 M instructions at
+# every start. Sanitizer builds keep it shared (their runtime replaces
+# operator new).
+ifeq ($(SANITIZE),)
+LDLIBS_EXTRA = -lm -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
+else
 LDLIBS_EXTRA = -lm -lstdc++
+endif
 CXX ?= g++
 CXXFLAGS ?= -O2 -g
 ALL_CXXFLAGS = -pthread -std=c++17 -D_GNU_SOURCE -Iinclude $(LIB_INC) -Wall -Wextra -Werror $(CXXFLAGS) $(JANSSON_CFLAGS)
@@ -109,7 +120,7 @@ $(BUILD)/airlock-guest: src/agent/guest.c | deps
 # the bzImage's kernel as an ELF, for QEMU's direct boot (tools/vmlinux_extract.c)
 $(BUILD)/tools/vmlinux-extract: tools/vmlinux_extract.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(PKG_LIBS)
+	$(CC) $(BASE_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(PKG_LIBS) $(ARCHIVE_LIBS)
 
 # the microVM guest: Debian's kernel and an initramfs (scripts/mkguest.sh)
 $(BUILD)/guest/vmlinux: scripts/mkguest.sh $(BUILD)/airlock-guest $(BUILD)/tools/vmlinux-extract | deps
@@ -125,7 +136,8 @@ $(BUILD)/src/server/server.o: docs/openapi.json
 
 # the sandbox's seccomp filter as BPF: compiling it at each run cost ~5 M
 # instructions (src/lib/sandbox/sandbox_private.h); test_seccomp checks it
-$(BUILD)/tools/seccomp-gen: tools/seccomp_gen.c $(BUILD)/src/lib/sandbox/seccomp.o $(BUILD)/src/lib/util.o | deps
+$(BUILD)/tools/seccomp-gen: tools/seccomp_gen.c $(BUILD)/src/lib/sandbox/seccomp.o $(BUILD)/src/lib/util.o \
+		$(BUILD)/src/lib/dl_archive.o $(BUILD)/src/lib/dl.o | deps
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(LIB_INC) -o $@ $^ $(ALL_LDFLAGS) $(PKG_LIBS) $(LDLIBS_EXTRA)
 $(BUILD)/gen/seccomp_bpf.c: $(BUILD)/tools/seccomp-gen
@@ -162,7 +174,7 @@ $(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c src/server/web_assets.h
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).
@@ -174,7 +186,7 @@ $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libai
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(JANSSON_LIBS) $(LDLIBS_EXTRA)
 
 fuzz: $(BUILD)/gen/seccomp_bpf.c $(LIB_CXX_SRC:%.cc=$(BUILD)/%.o) | deps
 	@mkdir -p build-fuzz

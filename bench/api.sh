@@ -6,12 +6,11 @@
 # bench/run.sh's format; never fails on time.  bench/api.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=$1
 SECS=${BENCH_API_SECS:-10}
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 H="$OUT/homeapi"; rm -rf "$H"; A() { "$AL" --home "$H" "$@"; }
 A init >/dev/null
 # 16 clients of one principal: the run policy's runs in flight (default 16

@@ -6,11 +6,10 @@
 #   bench/contract.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 OUT=$1
 H="$OUT/homecontract"; rm -rf "$H"; A() { "$B/airlock" --home "$H" "$@"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 echo "== contract: 20 globs against 10,000 changed paths vs the run's collection" >&2
 A init >/dev/null
 mkdir -p "$OUT/csrc"; echo seed > "$OUT/csrc/seed.txt"

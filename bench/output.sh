@@ -8,12 +8,12 @@
 # never fails on time.  bench/output.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=$1
 MB=${BENCH_OUTPUT_MB:-200}
 CLIENTS=${BENCH_OUTPUT_CLIENTS:-16}
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 H="$OUT/homeout"; rm -rf "$H"; A() { "$AL" --home "$H" "$@"; }
 A init >/dev/null
 mkdir -p "$OUT/small"; echo hi > "$OUT/small/a.txt"

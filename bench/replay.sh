@@ -8,18 +8,12 @@
 #   bench/replay.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=$1
 N=${BENCH_REPLAY_N:-21}
 FILES=${BENCH_REPLAY_FILES:-10000}
-us() { echo $(( ($(date +%s%N) - $1) / 1000 )); }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
-field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[k]
-print(d)' "$1"; }
 H="$OUT/homereplay"; rm -rf "$H"; A() { "$AL" --home "$H" "$@"; }
 A init >/dev/null
 mkdir -p "$OUT/replaysmall"; echo hi > "$OUT/replaysmall/a.txt"

@@ -6,18 +6,15 @@
 #   BENCH_DIR=/path            where trees and homes go (default bench/out)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=${BENCH_DIR:-$root/bench/out}
 mkdir -p "$OUT"
 TREE="$OUT/tree"
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_ms() { local s; s=$(date +%s%N); "$@" >/dev/null 2>&1; ms "$s"; }
 med5() { for _ in 1 2 3 4 5; do time_ms "$@"; done | median; }
 rows=()
 row() { rows+=("$(printf '%-46s %12s %12s %8s   %s' "$@")"); }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 
 echo "== workspace: $TREE" >&2
 if [ ! -f "$OUT/tree.complete" ]; then

@@ -4,19 +4,11 @@
 # time.  Needs root (cgroups) and a 100k-file tree: bench/sandbox.sh TREE OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 TREE=$1 OUT=$2
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-us() { echo $(( ($(date +%s%N) - $1) / 1000 )); }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_us() { local s; s=$(date +%s%N); "$@" >/dev/null 2>&1; us "$s"; }
 med11() { for _ in 1 2 3 4 5 6 7 8 9 10 11; do time_us "$@"; done | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
-field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[k]
-print(d)' "$1"; }
 H="$OUT/homerun"; rm -rf "$H"; A() { "$AL" --home "$H" "$@"; }
 A init >/dev/null
 

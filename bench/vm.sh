@@ -10,16 +10,12 @@
 # which); AIRLOCK_VM_ACCEL=tcg forces emulation for a comparison.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=$1
 Q=${AIRLOCK_QEMU:-/usr/bin/qemu-system-x86_64}
 G="$B/guest"
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_ms() { local s; s=$(date +%s%N); "$@" >/dev/null 2>&1; ms "$s"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 N=${BENCH_VM_N:-5}
 medN() { for _ in $(seq "$N"); do time_ms "$@"; done | median; }
 

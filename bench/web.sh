@@ -6,10 +6,10 @@
 # bench/run.sh's format; never fails on time.   bench/web.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 OUT=$1
 CHROMIUM=${AIRLOCK_CHROMIUM:-/usr/bin/chromium}
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 H="$OUT/homeweb"; rm -rf "$H"; A() { "$B/airlock" --home "$H" "$@"; }
 echo "== web UI: a 1,000-file draft and a 5 MB file in Chromium" >&2
 A init >/dev/null

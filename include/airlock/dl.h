@@ -1,7 +1,8 @@
 /* airlock: a shared library's functions, loaded on first use into a table.
  *
- * Only `airlock serve` needs libmicrohttpd, only `--server` needs libcurl
- * and only a review's text diff needs libgit2; linked, they made every
+ * Only `airlock serve` needs libmicrohttpd, only `--server` needs libcurl,
+ * only a review's text diff needs libgit2 and only tar work libarchive
+ * (include/airlock/dl_archive.h: 11 libraries of its own); linked, they made every
  * command load 33 more shared libraries (GnuTLS, LDAP, Kerberos, mbedTLS,
  * libssh2, …: +1.3 ms of CPU for libgit2's alone, on each start, `airlock
  * run` included).  So each user keeps a table of the functions it uses,

@@ -11,9 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
+#include "airlock/dl_archive.h"
 #include "airlock/manifest.h"
 #include "cli.h"
 #include "dl_curl.h"
@@ -257,38 +255,40 @@ int cli_http_tree(struct cli *cli, const char *path, const char *dir, json_t **o
 static int tar_dir(const char *dir, int fd, struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
-	struct archive *disk = archive_read_disk_new(), *w = archive_write_new();
-	struct archive_entry *e = archive_entry_new();
+	if (dl_load_archive(err) < 0)
+		return err->code;
+	struct archive *disk = dl_archive_read_disk_new(), *w = dl_archive_write_new();
+	struct archive_entry *e = dl_archive_entry_new();
 	int r = 0;
 	if (!disk || !w || !e)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "tar");
 	if (r == 0) {
-		archive_write_set_format_pax_restricted(w);
-		archive_read_disk_set_symlink_physical(disk);
-		archive_read_disk_set_standard_lookup(disk);
-		if (archive_write_open_fd(w, fd) != ARCHIVE_OK ||
-		    archive_read_disk_open(disk, dir) != ARCHIVE_OK)
-			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, archive_error_string(disk));
+		dl_archive.write_set_format_pax_restricted(w);
+		dl_archive.read_disk_set_symlink_physical(disk);
+		dl_archive.read_disk_set_standard_lookup(disk);
+		if (dl_archive.write_open_fd(w, fd) != ARCHIVE_OK ||
+		    dl_archive.read_disk_open(disk, dir) != ARCHIVE_OK)
+			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, dl_archive.error_string(disk));
 	}
 	size_t dl = strlen(dir);
 	while (dl > 1 && dir[dl - 1] == '/')
 		dl--;
 	while (r == 0) {
-		archive_entry_clear(e);
-		int rc = archive_read_next_header2(disk, e);
+		dl_archive.entry_clear(e);
+		int rc = dl_archive.read_next_header2(disk, e);
 		if (rc == ARCHIVE_EOF)
 			break;
 		if (rc != ARCHIVE_OK) {
-			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, archive_error_string(disk));
+			r = al_fail(err, AL_EIO, 0, "%s: %s", dir, dl_archive.error_string(disk));
 			break;
 		}
-		archive_read_disk_descend(disk);
-		const char *p = archive_entry_pathname(e);
+		dl_archive.read_disk_descend(disk);
+		const char *p = dl_archive.entry_pathname(e);
 		if (!p || strncmp(p, dir, dl) != 0 || (p[dl] != '/' && p[dl] != 0))
 			continue;
 		if (!p[dl] || !p[dl + 1])
 			continue; /* the directory itself */
-		mode_t t = archive_entry_filetype(e);
+		mode_t t = dl_archive.entry_filetype(e);
 		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
 			/* as the local import: a special file is refused, not skipped */
 			r = al_fail(err, AL_EINVAL, 0,
@@ -306,19 +306,20 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 			r = al_fail(err, AL_EINVAL, 0, "cannot import %s: %s", q, why);
 			break;
 		}
-		archive_entry_set_pathname(e, rel);
-		archive_entry_set_uid(e, 0);
-		archive_entry_set_gid(e, 0);
-		archive_entry_set_uname(e, NULL);
-		archive_entry_set_gname(e, NULL);
-		if (!al_archive_written_ok(w, archive_write_header(w, e))) {
-			r = al_fail(err, AL_EIO, 0, "%s: %s", p, archive_error_string(w));
+		dl_archive.entry_set_pathname(e, rel);
+		dl_archive.entry_set_uid(e, 0);
+		dl_archive.entry_set_gid(e, 0);
+		dl_archive.entry_set_uname(e, NULL);
+		dl_archive.entry_set_gname(e, NULL);
+		if (!al_archive_written_ok(w, dl_archive.write_header(w, e))) {
+			r = al_fail(err, AL_EIO, 0, "%s: %s", p, dl_archive.error_string(w));
 			break;
 		}
-		if (t == AE_IFREG && archive_entry_size(e) > 0) {
+		if (t == AE_IFREG && dl_archive.entry_size(e) > 0) {
 			char full[8192];
 			snprintf(full, sizeof(full), "%s",
-				 archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : p);
+				 dl_archive.entry_sourcepath(e) ? dl_archive.entry_sourcepath(e)
+								: p);
 			int in = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			if (in < 0) {
 				r = al_fail(err, AL_EIO, errno, "%s", full);
@@ -327,9 +328,9 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 			static char buf[1 << 16];
 			ssize_t n;
 			while ((n = read(in, buf, sizeof(buf))) > 0)
-				if (archive_write_data(w, buf, (size_t)n) != n) {
+				if (dl_archive.write_data(w, buf, (size_t)n) != n) {
 					r = al_fail(err, AL_EIO, 0, "tar: %s",
-						    archive_error_string(w));
+						    dl_archive.error_string(w));
 					break;
 				}
 			if (n < 0 && r == 0)
@@ -337,11 +338,11 @@ static int tar_dir(const char *dir, int fd, struct al_error *err)
 			close(in);
 		}
 	}
-	if (w && archive_write_close(w) != ARCHIVE_OK && r == 0)
-		r = al_fail(err, AL_EIO, 0, "tar: %s", archive_error_string(w));
-	archive_entry_free(e);
-	archive_read_free(disk);
-	archive_write_free(w);
+	if (w && dl_archive.write_close(w) != ARCHIVE_OK && r == 0)
+		r = al_fail(err, AL_EIO, 0, "tar: %s", dl_archive.error_string(w));
+	dl_archive.entry_free(e);
+	dl_archive.read_free(disk);
+	dl_archive.write_free(w);
 	return r;
 }
 

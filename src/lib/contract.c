@@ -6,11 +6,11 @@
  * leading slash anchors it; "**" as a whole segment matches any number of
  * segments (a trailing one at least one: what is inside a directory,
  * as in gitignore); "*", "?", "[...]" and backslash escapes within a segment are
- * fnmatch(3)'s, and "*" never crosses a slash; a pattern that matches a
- * directory matches everything beneath it; a trailing slash is dropped.
- * In writable, "!" negates and the last matching pattern decides. */
+ * fnmatch(3)'s, read by code point (segment_match), and "*" never crosses a slash; a pattern that
+ * matches a directory matches everything beneath it; a trailing slash is dropped. In writable, "!"
+ * negates and the last matching pattern decides. */
 #include <errno.h>
-#include <fnmatch.h>
+#include <ctype.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,28 +99,156 @@ static void globs_release(struct globs *gs)
 	memset(gs, 0, sizeof(*gs));
 }
 
-/* A segment's brackets are closed ("[]a]" and "[!]a]" as fnmatch reads
- * them) and it does not end in a lone backslash. */
+/* ---- one segment's glob, by code point ------------------------------------
+ *
+ * fnmatch(3) in the C locale reads bytes: "?" would not match "é" and a
+ * bracket would hold half of a character. Patterns and paths are UTF-8, so
+ * a segment is matched here by code point: "*" (any run, never a slash:
+ * segments hold none), "?" (one character), "[...]" ("!" or "^" negates, a
+ * leading "]" is literal, ranges by code point, the ASCII classes
+ * "[:alpha:]" and kin) and "\" (the next character literally). A path that
+ * is not UTF-8 is read a byte at a time. */
+
+static uint32_t next_cp(const char **sp)
+{
+	const unsigned char *s = (const unsigned char *)*sp;
+	uint32_t c = s[0];
+	int n = c < 0x80 ? 0 : c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : -1;
+	if (n > 0) {
+		uint32_t v = c & (0x3f >> n);
+		int i = 1;
+		for (; i <= n && (s[i] & 0xc0) == 0x80; i++)
+			v = v << 6 | (s[i] & 0x3f);
+		if (i > n) {
+			*sp += n + 1;
+			return v;
+		}
+	}
+	*sp += 1;
+	return n ? 0x80000000u | c : c; /* a stray byte stands for itself */
+}
+
+static const struct {
+	const char *name;
+	int (*is)(int);
+} cp_classes[] = {
+	{ "alnum", isalnum }, { "alpha", isalpha }, { "blank", isblank }, { "cntrl", iscntrl },
+	{ "digit", isdigit }, { "graph", isgraph }, { "lower", islower }, { "print", isprint },
+	{ "punct", ispunct }, { "space", isspace }, { "upper", isupper }, { "xdigit", isxdigit },
+};
+
+/* "[:name:]" at p: its class's index, and *end past it; -1 if none. */
+static int named_class(const char *p, const char **end)
+{
+	if (p[0] != '[' || p[1] != ':')
+		return -1;
+	const char *e = strstr(p + 2, ":]");
+	if (!e)
+		return -1;
+	for (size_t i = 0; i < sizeof(cp_classes) / sizeof(cp_classes[0]); i++)
+		if ((size_t)(e - p - 2) == strlen(cp_classes[i].name) &&
+		    memcmp(p + 2, cp_classes[i].name, (size_t)(e - p - 2)) == 0) {
+			*end = e + 2;
+			return (int)i;
+		}
+	return -1;
+}
+
+/* The bracket expression after its "[" at p: whether c is in it (when in
+ * is not NULL), and a pointer past its "]"; NULL if it is not closed or
+ * names an unknown class. */
+static const char *bracket(const char *p, uint32_t c, bool *in)
+{
+	bool neg = *p == '!' || *p == '^', hit = false;
+	if (neg)
+		p++;
+	for (bool first = true; first || *p != ']'; first = false) {
+		if (!*p)
+			return NULL;
+		const char *e;
+		int k = named_class(p, &e);
+		if (k >= 0) {
+			hit |= c < 0x80 && cp_classes[k].is((int)c);
+			p = e;
+			continue;
+		}
+		if (p[0] == '[' && p[1] == ':')
+			return NULL; /* "[:" opens a class this matcher does not know */
+		if (*p == '\\' && !*++p)
+			return NULL;
+		uint32_t lo = next_cp(&p), hi = lo;
+		if (p[0] == '-' && p[1] && p[1] != ']') {
+			p++;
+			if (*p == '\\' && !*++p)
+				return NULL;
+			hi = next_cp(&p);
+		}
+		hit |= lo <= c && c <= hi;
+	}
+	if (in)
+		*in = hit != neg;
+	return p + 1;
+}
+
+/* A segment's brackets are closed and name known classes, and it does not
+ * end in a lone backslash. */
 static bool segment_ok(const char *s)
 {
-	for (const char *p = s; *p; p++) {
+	for (const char *p = s; *p;) {
 		if (*p == '\\') {
 			if (!*++p)
 				return false;
+			next_cp(&p);
 		} else if (*p == '[') {
-			const char *q = p + 1;
-			if (*q == '!' || *q == '^')
-				q++;
-			if (*q == ']')
-				q++;
-			while (*q && *q != ']')
-				q++;
-			if (!*q)
+			if (!(p = bracket(p + 1, 0, NULL)))
 				return false;
-			p = q;
+		} else {
+			p++;
 		}
 	}
 	return true;
+}
+
+/* Does pattern p (checked by segment_ok) match all of segment s? "*" keeps
+ * the last place it could resume: linear in practice, never exponential. */
+static bool segment_match(const char *p, const char *s)
+{
+	const char *star_p = NULL, *star_s = NULL;
+	while (*s) {
+		if (*p == '*') {
+			while (*p == '*')
+				p++;
+			star_p = p;
+			star_s = s;
+			continue;
+		}
+		const char *q = p, *t = s;
+		bool ok = false;
+		if (*q == '?') {
+			q++;
+			next_cp(&t);
+			ok = true;
+		} else if (*q == '[') {
+			q = bracket(q + 1, next_cp(&t), &ok);
+		} else if (*q) {
+			if (*q == '\\')
+				q++;
+			ok = next_cp(&q) == next_cp(&t);
+		}
+		if (ok) {
+			p = q;
+			s = t;
+			continue;
+		}
+		if (!star_p)
+			return false;
+		next_cp(&star_s);
+		p = star_p;
+		s = star_s;
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
 }
 
 static int glob_compile(const char *field, const char *text, bool allow_neg, struct glob *g,
@@ -207,7 +335,7 @@ static bool match_from(const struct glob *g, size_t gi, char *const *seg, size_t
 		if (!np)
 			return false;
 		if (g->lit[gi] ? strcmp(g->seg[gi], seg[0]) != 0
-			       : fnmatch(g->seg[gi], seg[0], FNM_PATHNAME) != 0)
+			       : !segment_match(g->seg[gi], seg[0]))
 			return false;
 		seg++;
 		np--;

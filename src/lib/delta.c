@@ -9,10 +9,9 @@
 #include <sys/stat.h>
 #include <wctype.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <jansson.h>
 
+#include "airlock/dl_archive.h"
 #include "airlock/cas.h"
 #include "airlock/delta.h"
 #include "delta_private.h"
@@ -281,21 +280,21 @@ static int index_parse(const char *buf, size_t len, struct al_bundle *b, struct 
 static int archive_sink(void *ctx, const void *p, size_t n, struct al_error *err)
 {
 	struct archive *a = ctx;
-	if (archive_write_data(a, p, n) != (la_ssize_t)n)
-		return al_fail(err, AL_EIO, 0, "bundle: write: %s", archive_error_string(a));
+	if (dl_archive.write_data(a, p, n) != (la_ssize_t)n)
+		return al_fail(err, AL_EIO, 0, "bundle: write: %s", dl_archive.error_string(a));
 	return 0;
 }
 
 static struct archive_entry *member(const char *name, mode_t type, unsigned perm, int64_t size)
 {
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, type);
-	archive_entry_set_perm(e, perm);
-	archive_entry_set_size(e, size);
-	archive_entry_set_mtime(e, 0, 0); /* deterministic: same change, same bytes */
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
+	struct archive_entry *e = dl_archive_entry_new();
+	dl_archive.entry_set_pathname(e, name);
+	dl_archive.entry_set_filetype(e, type);
+	dl_archive.entry_set_perm(e, perm);
+	dl_archive.entry_set_size(e, size);
+	dl_archive.entry_set_mtime(e, 0, 0); /* deterministic: same change, same bytes */
+	dl_archive.entry_set_uid(e, 0);
+	dl_archive.entry_set_gid(e, 0);
 	return e;
 }
 
@@ -303,11 +302,12 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 			 const struct al_changes *ch, struct al_error *err)
 {
 	struct archive_entry *e = member(INDEX_NAME, AE_IFREG, 0644, (int64_t)strlen(index));
-	int rc = archive_write_header(a, e);
-	archive_entry_free(e);
+	int rc = dl_archive.write_header(a, e);
+	dl_archive.entry_free(e);
 	if (!al_archive_written_ok(a, rc) ||
-	    archive_write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
-		return al_fail(err, AL_EIO, 0, "bundle: write index: %s", archive_error_string(a));
+	    dl_archive.write_data(a, index, strlen(index)) != (la_ssize_t)strlen(index))
+		return al_fail(err, AL_EIO, 0, "bundle: write index: %s",
+			       dl_archive.error_string(a));
 	for (size_t i = 0; i < ch->n; i++) {
 		const struct al_change_rec *c = &ch->v[i];
 		if (!c->has_new)
@@ -319,28 +319,28 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 		bool written; /* judged at once: writing data clears the archive's error */
 		if (c->new.type == AL_T_DIR) {
 			e = member(name, AE_IFDIR, c->new.mode, 0);
-			written = al_archive_written_ok(a, archive_write_header(a, e));
+			written = al_archive_written_ok(a, dl_archive.write_header(a, e));
 		} else if (c->new.type == AL_T_SYMLINK) {
 			uint8_t *t = NULL;
 			size_t tl;
 			if ((r = al_cas_get(cas, &c->new.digest, &t, &tl, err)) < 0)
 				return r;
 			e = member(name, AE_IFLNK, 0777, 0);
-			archive_entry_set_symlink(e, (char *)t);
-			written = al_archive_written_ok(a, archive_write_header(a, e));
+			dl_archive.entry_set_symlink(e, (char *)t);
+			written = al_archive_written_ok(a, dl_archive.write_header(a, e));
 			free(t);
 		} else {
 			e = member(name, AE_IFREG, c->new.mode, (int64_t)c->new.size);
-			written = al_archive_written_ok(a, archive_write_header(a, e));
+			written = al_archive_written_ok(a, dl_archive.write_header(a, e));
 			if (written)
 				r = al_cas_stream(cas, &c->new.digest, archive_sink, a, err);
 		}
-		archive_entry_free(e);
+		dl_archive.entry_free(e);
 		if (r < 0)
 			return r;
 		if (!written)
 			return al_fail(err, AL_EIO, 0, "bundle: write %s: %s", c->path,
-				       archive_error_string(a));
+				       dl_archive.error_string(a));
 	}
 	return 0;
 }
@@ -350,8 +350,8 @@ int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const stru
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct al_changes ch;
-	int r = al_manifest_changes(cas, base, head, &ch, err);
-	if (r < 0)
+	int r = dl_load_archive(err);
+	if (r < 0 || (r = al_manifest_changes(cas, base, head, &ch, err)) < 0)
 		return r;
 	char *index = index_dump(base, head, &ch);
 	struct archive *a = NULL;
@@ -359,19 +359,20 @@ int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const stru
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	if (r == 0) {
 		al_sha256(index, strlen(index), id_out->b);
-		a = archive_write_new();
-		if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-		    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-		    archive_write_open_fd(a, fd) != ARCHIVE_OK)
+		a = dl_archive_write_new();
+		if (!a || dl_archive.write_add_filter_zstd(a) != ARCHIVE_OK ||
+		    dl_archive.write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+		    dl_archive.write_open_fd(a, fd) != ARCHIVE_OK)
 			r = al_fail(err, AL_EIO, 0, "bundle: %s",
-				    a ? archive_error_string(a) : "libarchive");
+				    a ? dl_archive.error_string(a) : "libarchive");
 	}
 	if (r == 0)
 		r = write_members(a, cas, index, &ch, err);
 	if (a) {
-		if (archive_write_close(a) != ARCHIVE_OK && r == 0)
-			r = al_fail(err, AL_EIO, 0, "bundle: close: %s", archive_error_string(a));
-		archive_write_free(a);
+		if (dl_archive.write_close(a) != ARCHIVE_OK && r == 0)
+			r = al_fail(err, AL_EIO, 0, "bundle: close: %s",
+				    dl_archive.error_string(a));
+		dl_archive.write_free(a);
 	}
 	free(index);
 	al_changes_release(&ch);
@@ -426,10 +427,10 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	uint64_t got = 0;
 	char buf[65536];
 	while (r == 0) {
-		la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+		la_ssize_t n = dl_archive.read_data(a, buf, sizeof(buf));
 		if (n < 0) {
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s: %s", e->path,
-				    archive_error_string(a));
+				    dl_archive.error_string(a));
 			break;
 		}
 		if (n == 0)
@@ -442,7 +443,7 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 			break;
 		}
 		/* compressed bytes consumed so far against bytes produced */
-		la_int64_t in = archive_filter_bytes(a, -1);
+		la_int64_t in = dl_archive.filter_bytes(a, -1);
 		if (outsider && *total > AL_BUNDLE_RATIO_GRACE &&
 		    *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
 			r = al_fail(err, AL_ELIMIT, 0,
@@ -476,19 +477,19 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 		       struct al_bundle *b, bool *seen, uint64_t *total, bool outsider,
 		       struct al_error *err)
 {
-	const char *name = archive_entry_pathname(ae);
+	const char *name = dl_archive.entry_pathname(ae);
 	char q[300];
 	al_quote(name ? name : "", name ? strnlen(name, 200) : 0, q, sizeof(q));
 	if (!name || strncmp(name, FILES_PREFIX, strlen(FILES_PREFIX)) != 0)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: unexpected member '%s'", q);
-	if (archive_entry_hardlink(ae))
+	if (dl_archive.entry_hardlink(ae))
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is a hardlink", q);
-	mode_t type = archive_entry_filetype(ae);
+	mode_t type = dl_archive.entry_filetype(ae);
 	if (type != AE_IFREG && type != AE_IFLNK && type != AE_IFDIR)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' is a device, FIFO or socket", q);
-	unsigned perm = archive_entry_perm(ae) & 07777;
-	if (archive_entry_mode(ae) & 06000)
+	unsigned perm = dl_archive.entry_perm(ae) & 07777;
+	if (dl_archive.entry_mode(ae) & 06000)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' has setuid/setgid bits", q);
 	char path[AL_PATH_MAX + 2];
@@ -519,14 +520,14 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' mode differs from the index", q);
 	if (type == AE_IFREG) {
-		if (archive_entry_size(ae) != (la_int64_t)e->new.size)
+		if (dl_archive.entry_size(ae) != (la_int64_t)e->new.size)
 			return al_fail(err, AL_EINVAL, 0,
 				       "bundle refused: member '%s' size differs from the index",
 				       q);
 		return read_content(a, cas, e, total, outsider, err);
 	}
 	if (type == AE_IFLNK) {
-		const char *t = archive_entry_symlink(ae);
+		const char *t = dl_archive.entry_symlink(ae);
 		struct al_oid d;
 		if (!t || strlen(t) != e->new.size)
 			return al_fail(err, AL_EINVAL, 0,
@@ -545,15 +546,15 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 			struct al_error *err)
 {
 	struct archive_entry *ae;
-	int rc = archive_read_next_header(a, &ae);
+	int rc = dl_archive.read_next_header(a, &ae);
 	if (!al_archive_header_ok(a, rc))
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a tar.zst archive (%s)",
-			       archive_error_string(a));
-	if (archive_filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
+			       dl_archive.error_string(a));
+	if (dl_archive.filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: not zstd-compressed");
-	const char *name = archive_entry_pathname(ae);
-	la_int64_t isz = archive_entry_size(ae);
-	if (!name || strcmp(name, INDEX_NAME) != 0 || archive_entry_filetype(ae) != AE_IFREG)
+	const char *name = dl_archive.entry_pathname(ae);
+	la_int64_t isz = dl_archive.entry_size(ae);
+	if (!name || strcmp(name, INDEX_NAME) != 0 || dl_archive.entry_filetype(ae) != AE_IFREG)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: the first member is not " INDEX_NAME);
 	if (isz < 0 || isz > (la_int64_t)AL_BUNDLE_MAX_INDEX)
@@ -562,7 +563,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 	if (!idx)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	la_ssize_t got = 0, n;
-	while (got < isz && (n = archive_read_data(a, idx + got, (size_t)(isz - got))) > 0)
+	while (got < isz && (n = dl_archive.read_data(a, idx + got, (size_t)(isz - got))) > 0)
 		got += n;
 	int r = got == isz ? 0 : al_fail(err, AL_EINVAL, 0, "bundle refused: truncated index");
 	if (r == 0) {
@@ -577,7 +578,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	uint64_t total = 0;
 	size_t members = 0;
-	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &ae))) {
+	while (r == 0 && al_archive_header_ok(a, rc = dl_archive.read_next_header(a, &ae))) {
 		if (++members > b->n) {
 			r = al_fail(err, AL_EINVAL, 0,
 				    "bundle refused: more members than index entries");
@@ -586,7 +587,7 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		r = read_member(a, ae, cas, b, seen, &total, outsider, err);
 	}
 	if (r == 0 && rc != ARCHIVE_EOF)
-		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
+		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s", dl_archive.error_string(a));
 	for (size_t i = 0; r == 0 && i < b->n; i++)
 		if (b->entries[i].has_new && !seen[i])
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: no member for %s",
@@ -597,11 +598,11 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 
 static struct archive *reader(void)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a = dl_archive_read_new();
 	if (!a)
 		return NULL;
-	archive_read_support_filter_zstd(a);
-	archive_read_support_format_tar(a);
+	dl_archive.read_support_filter_zstd(a);
+	dl_archive.read_support_format_tar(a);
 	return a;
 }
 
@@ -610,13 +611,16 @@ static int read_fd(struct al_cas *cas, int fd, bool outsider, struct al_bundle *
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
+	if (dl_load_archive(err) < 0)
+		return err->code;
 	struct archive *a = reader();
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	int r = archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK
+	int r = dl_archive.read_open_fd(a, fd, 65536) == ARCHIVE_OK
 			? read_archive(a, cas, out, outsider, err)
-			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
-	archive_read_free(a);
+			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s",
+				  dl_archive.error_string(a));
+	dl_archive.read_free(a);
 	if (r < 0)
 		al_bundle_release(out);
 	return r;
@@ -637,13 +641,16 @@ int al_bundle_read_mem(struct al_cas *cas, const void *data, size_t len, struct 
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
+	if (dl_load_archive(err) < 0)
+		return err->code;
 	struct archive *a = reader();
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	int r = archive_read_open_memory(a, data, len) == ARCHIVE_OK
+	int r = dl_archive.read_open_memory(a, data, len) == ARCHIVE_OK
 			? read_archive(a, cas, out, true, err)
-			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s", archive_error_string(a));
-	archive_read_free(a);
+			: al_fail(err, AL_EINVAL, 0, "bundle refused: %s",
+				  dl_archive.error_string(a));
+	dl_archive.read_free(a);
 	if (r < 0)
 		al_bundle_release(out);
 	return r;

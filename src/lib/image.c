@@ -6,9 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
+#include "airlock/dl_archive.h"
 #include "airlock/image.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
@@ -24,15 +22,17 @@
  * compressed with it is refused as not a tar archive. */
 static struct archive *reader_new(struct al_error *err)
 {
-	static int (*const filters[])(struct archive *) = {
-		archive_read_support_filter_gzip,
-		archive_read_support_filter_xz,
-		archive_read_support_filter_zstd,
-		archive_read_support_filter_bzip2,
+	if (dl_load_archive(err) < 0)
+		return NULL;
+	int (*const filters[])(struct archive *) = {
+		dl_archive.read_support_filter_gzip,
+		dl_archive.read_support_filter_xz,
+		dl_archive.read_support_filter_zstd,
+		dl_archive.read_support_filter_bzip2,
 	};
 	unsigned external = 0;
 	for (;;) {
-		struct archive *a = archive_read_new();
+		struct archive *a = dl_archive_read_new();
 		if (!a) {
 			al_fail(err, AL_ENOMEM, ENOMEM, "image");
 			return NULL;
@@ -47,16 +47,16 @@ static struct archive *reader_new(struct al_error *err)
 				retry = true;
 			} else if (rc != ARCHIVE_OK) {
 				al_fail(err, AL_EIO, 0, "image: libarchive: %s",
-					archive_error_string(a));
-				archive_read_free(a);
+					dl_archive.error_string(a));
+				dl_archive.read_free(a);
 				return NULL;
 			}
 		}
 		if (!retry) {
-			archive_read_support_format_tar(a);
+			dl_archive.read_support_format_tar(a);
 			return a;
 		}
-		archive_read_free(a);
+		dl_archive.read_free(a);
 	}
 }
 
@@ -74,7 +74,7 @@ static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
 			       (unsigned long long)AL_TAR_MAX_BYTES);
 	/* bytes read from the source so far: libarchive reads ahead, so this
 	 * is at least what produced the bytes unpacked */
-	la_int64_t in = archive_filter_bytes(b->a, -1);
+	la_int64_t in = dl_archive.filter_bytes(b->a, -1);
 	uint64_t packed = in > 0 ? (uint64_t)in : 0;
 	if (bytes > AL_TAR_RATIO_GRACE && bytes / AL_TAR_MAX_RATIO > packed)
 		return al_fail(err, AL_ELIMIT, 0,
@@ -88,26 +88,27 @@ static int budget_check(struct budget *b, uint64_t bytes, struct al_error *err)
 static int unpack(const char *tarball, const char *dest, uint64_t *skipped, struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
-	struct archive *a = reader_new(err), *w = a ? archive_write_disk_new() : NULL;
+	struct archive *a = reader_new(err), *w = a ? dl_archive_write_disk_new() : NULL;
 	if (!a)
 		return err->code;
 	if (!w) {
-		archive_read_free(a);
+		dl_archive.read_free(a);
 		return al_fail(err, AL_ENOMEM, ENOMEM, "image");
 	}
 	/* members are placed under dest by prefixing it, so absolute member
 	 * names are refused here; ".." and writing through symlinks by
 	 * libarchive's guards */
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-						  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+	dl_archive.write_disk_set_options(w, ARCHIVE_EXTRACT_PERM |
+						     ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+						     ARCHIVE_EXTRACT_SECURE_NODOTDOT);
 	struct budget bud = { .a = a };
 	int r = 0;
-	if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK)
+	if (dl_archive.read_open_filename(a, tarball, 65536) != ARCHIVE_OK)
 		r = al_fail(err, AL_EINVAL, 0, "image: %s is not a tar archive (%s)", tarball,
-			    archive_error_string(a));
+			    dl_archive.error_string(a));
 	struct archive_entry *e;
 	int rc = ARCHIVE_OK;
-	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &e))) {
+	while (r == 0 && al_archive_header_ok(a, rc = dl_archive.read_next_header(a, &e))) {
 		/* every member counts, the skipped ones too: each costs a header's work */
 		if (++bud.entries > AL_TAR_MAX_ENTRIES) {
 			r = al_fail(err, AL_ELIMIT, 0,
@@ -115,14 +116,14 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 				    AL_TAR_MAX_ENTRIES);
 			break;
 		}
-		mode_t t = archive_entry_filetype(e);
+		mode_t t = dl_archive.entry_filetype(e);
 		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
 			(*skipped)++;
 			continue;
 		}
 		char path[4200], name[4096];
 		/* a copy: setting the pathname below frees libarchive's string */
-		const char *orig = archive_entry_pathname(e);
+		const char *orig = dl_archive.entry_pathname(e);
 		snprintf(name, sizeof(name), "%s", orig ? orig : "");
 		if (!orig || name[0] == '/' ||
 		    snprintf(path, sizeof(path), "%s/%s", dest, name) >= (int)sizeof(path)) {
@@ -137,13 +138,13 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 				    "image: refused member '%s': its name is not valid UTF-8", q);
 			break;
 		}
-		archive_entry_set_pathname(e, path);
+		dl_archive.entry_set_pathname(e, path);
 		/* the apparent size is what the import reads and hashes: a
 		 * sparse member's holes and a hardlink's target count in full */
-		uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
-					    ? (uint64_t)archive_entry_size(e)
+		uint64_t declared = dl_archive.entry_size_is_set(e) && dl_archive.entry_size(e) > 0
+					    ? (uint64_t)dl_archive.entry_size(e)
 					    : 0;
-		const char *hl = archive_entry_hardlink(e);
+		const char *hl = dl_archive.entry_hardlink(e);
 		if (hl) {
 			char hpath[4200];
 			struct stat hs;
@@ -155,7 +156,7 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			if (lstat(hpath, &hs) == 0 && S_ISREG(hs.st_mode) &&
 			    (uint64_t)hs.st_size > declared)
 				declared = (uint64_t)hs.st_size;
-			archive_entry_set_hardlink(e, hpath);
+			dl_archive.entry_set_hardlink(e, hpath);
 		}
 		/* the total is checked on the declared size, before a byte is
 		 * written; the ratio only on bytes as they are produced (a
@@ -164,41 +165,42 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 			r = budget_check(&bud, AL_TAR_MAX_BYTES + 1, err);
 			break;
 		}
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
+		if (dl_archive.write_header(w, e) != ARCHIVE_OK) {
 			r = al_fail(err, AL_EINVAL, 0, "image: refused member %s: %s", name,
-				    archive_error_string(w));
+				    dl_archive.error_string(w));
 			break;
 		}
 		const void *buf;
 		size_t size;
 		la_int64_t off;
 		uint64_t end = 0;
-		while ((rc = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
+		while ((rc = dl_archive.read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
 			if (off >= 0 && (uint64_t)off + size > end)
 				end = (uint64_t)off + size;
 			if ((r = budget_check(&bud, bud.bytes + end, err)) < 0)
 				break;
-			if (archive_write_data_block(w, buf, size, off) != ARCHIVE_OK) {
+			if (dl_archive.write_data_block(w, buf, size, off) != ARCHIVE_OK) {
 				r = al_fail(err, AL_EIO, 0, "image: write %s: %s", name,
-					    archive_error_string(w));
+					    dl_archive.error_string(w));
 				break;
 			}
 		}
 		if (r == 0 && rc != ARCHIVE_EOF)
 			r = al_fail(err, AL_EINVAL, 0, "image: read %s: %s", name,
-				    archive_error_string(a));
+				    dl_archive.error_string(a));
 		/* a trailing hole is made when the entry is finished: counted before */
 		bud.bytes += end > declared ? end : declared;
 		if (r == 0)
 			r = budget_check(&bud, bud.bytes, err);
-		if (r == 0 && archive_write_finish_entry(w) != ARCHIVE_OK)
-			r = al_fail(err, AL_EIO, 0, "image: %s: %s", name, archive_error_string(w));
+		if (r == 0 && dl_archive.write_finish_entry(w) != ARCHIVE_OK)
+			r = al_fail(err, AL_EIO, 0, "image: %s: %s", name,
+				    dl_archive.error_string(w));
 	}
 	if (r == 0 && rc != ARCHIVE_EOF)
-		r = al_fail(err, AL_EINVAL, 0, "image: %s", archive_error_string(a));
-	archive_write_close(w);
-	archive_write_free(w);
-	archive_read_free(a);
+		r = al_fail(err, AL_EINVAL, 0, "image: %s", dl_archive.error_string(a));
+	dl_archive.write_close(w);
+	dl_archive.write_free(w);
+	dl_archive.read_free(a);
 	return r;
 }
 

@@ -4,16 +4,17 @@
  * and the tree's roots (merkle.c), checks each signed checkpoint against
  * the key (given, or the export's own), the entries' order and their
  * references, and the content blobs' digests, in O(log n) memory.
- * Depends on merkle.c, OpenSSL and jansson only: no store, no SQLite. */
+ * Depends on merkle.c, ledger_entry.c, idset.c, OpenSSL and jansson only:
+ * no store, no SQLite. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "airlock/ledger.h"
+#include "idset.h"
 #include "ledger_export.h"
 #include "merkle.h"
 #include "util.h"
@@ -72,48 +73,13 @@ static bool sig_ok(EVP_PKEY *key, const struct al_checkpoint *c)
 
 /* ---- the export ---------------------------------------------------------------- */
 
-struct strset {
-	char **v;
-	size_t n, cap;
-};
-
-static bool set_has(const struct strset *s, const char *x)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->v[i], x) == 0)
-			return true;
-	return false;
-}
-
-static void set_add(struct strset *s, const char *x)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		char **v = realloc(s->v, cap * sizeof(char *));
-		if (!v)
-			return;
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n] = strdup(x);
-	if (s->v[s->n])
-		s->n++;
-}
-
-static void set_release(struct strset *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-}
-
 struct verifier {
 	struct al_merkle_range g;
 	EVP_PKEY *key;
 	const struct al_checkpoint *trusted;
 	bool trusted_checked;
 	uint64_t first, count, last_cp, line;
-	struct strset drafts, commits;
+	struct al_idset drafts, commits; /* drafts by sha256 of their id; commits by seq */
 	char origin[80];
 	struct al_verify_report *rep;
 };
@@ -133,54 +99,64 @@ static int check_trusted(struct verifier *v, struct al_error *err)
 	return 0;
 }
 
+/* The keys of the two sets: a draft by the digest of its id, a commit
+ * entry by its sequence number (uniform enough for the set's slots). */
+static struct al_oid draft_key(const char *draft)
+{
+	struct al_oid k;
+	al_sha256(draft, strlen(draft), k.b);
+	return k;
+}
+
+static struct al_oid seq_key(long long seq)
+{
+	struct al_oid k = { 0 };
+	uint64_t s = (uint64_t)seq * 0x9e3779b97f4a7c15ull; /* spread for the slots */
+	memcpy(k.b, &s, sizeof(s));
+	memcpy(k.b + 8, &seq, sizeof(seq));
+	return k;
+}
+
 static int verify_entry(struct verifier *v, const char *p, size_t len, struct al_error *err)
 {
-	json_error_t je;
-	json_t *e = json_loadb(p, len, JSON_REJECT_DUPLICATES, &je);
-	json_int_t seq = -1, ver = 0;
-	const char *kind = NULL;
-	json_t *data = NULL;
+	struct al_entry_fields f;
 	int r = 0;
-	if (!e ||
-	    json_unpack(e, "{s:I,s:I,s:s,s:o}", "v", &ver, "seq", &seq, "kind", &kind, "data",
-			&data) < 0 ||
-	    ver != 1)
+	if (al_ledger__entry_fields(p, len, &f) < 0 || !f.has_v || !f.has_seq || !f.has_kind ||
+	    !f.has_data || f.v != 1)
 		r = al_fail(err, AL_ECORRUPT, 0,
 			    "line %llu: entry %llu is not a valid ledger entry",
 			    (unsigned long long)v->line, (unsigned long long)(v->first + v->count));
-	else if ((uint64_t)seq != v->first + v->count)
+	else if ((uint64_t)f.seq != v->first + v->count)
 		r = al_fail(
 			err, AL_ECORRUPT, 0,
 			"line %llu: expected entry %llu, found entry %lld (missing or reordered)",
 			(unsigned long long)v->line, (unsigned long long)(v->first + v->count),
-			(long long)seq);
+			f.seq);
 	if (r == 0) {
-		const char *draft = json_string_value(json_object_get(data, "draft"));
-		json_t *cs = json_object_get(data, "commit_seq");
-		char key[32];
-		if (!strcmp(kind, "draft_create") && draft)
-			set_add(&v->drafts, draft);
-		else if ((!strcmp(kind, "apply") || !strcmp(kind, "reject")) && draft &&
-			 v->first == 0 && !set_has(&v->drafts, draft))
+		const char *kind = f.kind, *draft = f.has_draft ? f.draft : NULL;
+		struct al_oid k;
+		if (!strcmp(kind, "draft_create") && draft) {
+			k = draft_key(draft);
+			if (al_idset_add(&v->drafts, &k) < 0)
+				r = al_fail(err, AL_ENOMEM, ENOMEM, "verify");
+		} else if ((!strcmp(kind, "apply") || !strcmp(kind, "reject")) && draft &&
+			   v->first == 0 && !al_idset_has(&v->drafts, (k = draft_key(draft), &k)))
 			r = al_fail(
 				err, AL_ECORRUPT, 0,
 				"entry %lld: %s refers to draft %s, which no earlier entry created",
-				(long long)seq, kind, draft);
-		if (!strcmp(kind, "commit") || !strcmp(kind, "apply")) {
-			snprintf(key, sizeof(key), "%lld", (long long)seq);
-			set_add(&v->commits, key);
+				f.seq, kind, draft);
+		if (r == 0 && (!strcmp(kind, "commit") || !strcmp(kind, "apply"))) {
+			k = seq_key(f.seq);
+			if (al_idset_add(&v->commits, &k) < 0)
+				r = al_fail(err, AL_ENOMEM, ENOMEM, "verify");
 		}
-		if (r == 0 && !strcmp(kind, "conflict") && json_is_integer(cs) &&
-		    (uint64_t)json_integer_value(cs) >= v->first) {
-			snprintf(key, sizeof(key), "%lld", (long long)json_integer_value(cs));
-			if (!set_has(&v->commits, key))
-				r = al_fail(
-					err, AL_ECORRUPT, 0,
-					"entry %lld: conflict refers to commit entry %s, not found",
-					(long long)seq, key);
-		}
+		if (r == 0 && !strcmp(kind, "conflict") && f.has_commit_seq && f.commit_seq >= 0 &&
+		    (uint64_t)f.commit_seq >= v->first &&
+		    !al_idset_has(&v->commits, (k = seq_key(f.commit_seq), &k)))
+			r = al_fail(err, AL_ECORRUPT, 0,
+				    "entry %lld: conflict refers to commit entry %lld, not found",
+				    f.seq, f.commit_seq);
 	}
-	json_decref(e);
 	if (r < 0)
 		return r;
 	uint8_t leaf[AL_DIGEST_LEN];
@@ -383,8 +359,8 @@ int al_ledger_verify_file(const char *path, const uint8_t *key, const struct al_
 	fclose(f);
 	if (v) {
 		EVP_PKEY_free(v->key);
-		set_release(&v->drafts);
-		set_release(&v->commits);
+		al_idset_release(&v->drafts);
+		al_idset_release(&v->commits);
 		free(v);
 	}
 	return r;

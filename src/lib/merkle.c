@@ -16,12 +16,8 @@
 
 void al_merkle_leaf(const void *entry, size_t len, uint8_t out[AL_DIGEST_LEN])
 {
-	struct al_sha *s = al_sha_new();
-	uint8_t z = 0;
-	al_sha_update(s, &z, 1);
-	al_sha_update(s, entry, len);
-	al_sha_final(s, out);
-	al_sha_free(s);
+	static const uint8_t z = 0;
+	al_sha256_2(&z, 1, entry, len, out);
 }
 
 void al_merkle_node(const uint8_t l[AL_DIGEST_LEN], const uint8_t r[AL_DIGEST_LEN],

@@ -110,6 +110,13 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 		return r;
 	}
 	sqlite3_busy_handler(db, busy_wait, NULL);
+	/* The last connection to close would checkpoint the WAL into the
+	 * database (two syncs) and delete it, and the next process to write
+	 * would create it again (two more: its header and the directory):
+	 * four of a CLI run's six syncs. The WAL stays; commits still sync it
+	 * (synchronous), SQLite's automatic checkpoint still bounds it, and
+	 * recovery reads it at the next open, as after a crash. */
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	char pragmas[320];
 	/* page_size only takes effect when the database is created; large pages
 	 * suit the object pack (rows of KiBs) and cost nothing elsewhere */

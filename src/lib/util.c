@@ -12,9 +12,9 @@
 #include <time.h>
 #include <linux/openat2.h>
 
-#include <archive.h>
 #include <openssl/evp.h>
 
+#include "airlock/dl_archive.h"
 #include "util.h"
 
 int al_fail(struct al_error *err, int code, int sys_errno, const char *fmt, ...)
@@ -157,6 +157,47 @@ int al_oid_parse(const char *s, struct al_oid *id, struct al_error *err)
 	return 0;
 }
 
+/* SHA-256, fetched from the provider once: EVP_sha256() has every init
+ * look the algorithm up again, which cost more than hashing a ledger
+ * entry. */
+static const EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sha256_key;
+
+static void sha256_ctx_free(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
+
+static void sha256_setup(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (!sha256_md)
+		sha256_md = EVP_sha256();
+	pthread_key_create(&sha256_key, sha256_ctx_free);
+}
+
+static const EVP_MD *sha256(void)
+{
+	pthread_once(&sha256_once, sha256_setup);
+	return sha256_md;
+}
+
+/* This thread's context for one-shot digests, kept between calls (a new
+ * one per digest is an allocation and a provider context each time); the
+ * key's destructor frees it when the thread ends. */
+static __thread EVP_MD_CTX *sha256_tls;
+
+static EVP_MD_CTX *sha256_ctx(void)
+{
+	const EVP_MD *md = sha256();
+	if (!sha256_tls && (sha256_tls = EVP_MD_CTX_new()))
+		pthread_setspecific(sha256_key, sha256_tls);
+	if (sha256_tls && !EVP_DigestInit_ex2(sha256_tls, md, NULL))
+		return NULL;
+	return sha256_tls;
+}
+
 struct al_sha {
 	EVP_MD_CTX *ctx;
 };
@@ -167,7 +208,7 @@ struct al_sha *al_sha_new(void)
 	if (!s)
 		return NULL;
 	s->ctx = EVP_MD_CTX_new();
-	if (!s->ctx || !EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL)) {
+	if (!s->ctx || !EVP_DigestInit_ex2(s->ctx, sha256(), NULL)) {
 		EVP_MD_CTX_free(s->ctx);
 		free(s);
 		return NULL;
@@ -192,13 +233,29 @@ void al_sha_final(struct al_sha *s, uint8_t out[AL_DIGEST_LEN])
 {
 	unsigned int len = 0;
 	EVP_DigestFinal_ex(s->ctx, out, &len);
-	EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL);
+	EVP_DigestInit_ex2(s->ctx, sha256(), NULL);
+}
+
+void al_sha256_2(const void *a, size_t an, const void *b, size_t bn, uint8_t out[AL_DIGEST_LEN])
+{
+	unsigned int len = 0;
+	EVP_MD_CTX *ctx = sha256_ctx();
+	if (ctx && EVP_DigestUpdate(ctx, a, an) && EVP_DigestUpdate(ctx, b, bn) &&
+	    EVP_DigestFinal_ex(ctx, out, &len))
+		return;
+	/* no context (out of memory): the slow way, which allocates its own */
+	struct al_sha *s = al_sha_new();
+	if (!s)
+		abort(); /* a digest cannot be skipped, and this one cannot be made */
+	al_sha_update(s, a, an);
+	al_sha_update(s, b, bn);
+	al_sha_final(s, out);
+	al_sha_free(s);
 }
 
 void al_sha256(const void *p, size_t n, uint8_t out[AL_DIGEST_LEN])
 {
-	unsigned int len = 0;
-	EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+	al_sha256_2(p, n, "", 0, out);
 }
 
 ssize_t al_read_full(int fd, void *buf, size_t n)
@@ -556,7 +613,7 @@ bool al_archive_header_ok(struct archive *a, int rc)
 		return true;
 	/* archive_read_support_format_tar.c: "Pathname can't be converted
 	 * from UTF-8 to current locale." (Linkname, Uname, Gname alike) */
-	const char *m = rc == ARCHIVE_WARN ? archive_error_string(a) : NULL;
+	const char *m = rc == ARCHIVE_WARN ? dl_archive.error_string(a) : NULL;
 	return m && strstr(m, " can't be converted from ") != NULL;
 }
 
@@ -567,6 +624,6 @@ bool al_archive_written_ok(struct archive *w, int rc)
 	/* archive_write_set_format_pax.c: "Can't translate pathname '%s' to
 	 * UTF-8" (linkname, uname, gname alike): the member is written, its
 	 * names as bytes */
-	const char *m = rc == ARCHIVE_WARN ? archive_error_string(w) : NULL;
+	const char *m = rc == ARCHIVE_WARN ? dl_archive.error_string(w) : NULL;
 	return m && strncmp(m, "Can't translate ", 16) == 0;
 }

@@ -98,7 +98,7 @@ struct vol {
 	bool has_base;
 	char kind[8], state[24], public_id[AL_DRAFT_ID_LEN + 1], project_name[AL_NAME_MAX + 1];
 	char group[17], run[16];
-	int64_t applied, discarded, partial;
+	int64_t applied, discarded, partial, created;
 };
 
 static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
@@ -123,8 +123,7 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
 	"'discarded'), "                                                                        \
 	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
-	"'partially_applied')"
-#define VOL_NCOLS 14
+	"'partially_applied'), v.created"
 
 static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
 {
@@ -150,6 +149,7 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	v->applied = sqlite3_column_int64(st, 11);
 	v->discarded = sqlite3_column_int64(st, 12);
 	v->partial = sqlite3_column_int64(st, 13);
+	v->created = sqlite3_column_int64(st, 14);
 	return 0;
 }
 
@@ -1300,6 +1300,7 @@ static void draft_info(const struct vol *v, struct al_draft_info *d)
 	d->applied = (uint64_t)v->applied;
 	d->discarded = (uint64_t)v->discarded;
 	d->partial = (uint64_t)v->partial;
+	d->created = v->created;
 }
 
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
@@ -1346,11 +1347,13 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	sqlite3_bind_blob(ins, 2, base->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_blob(ins, 3, base->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 5, al_wall_s());
+	int64_t now = al_wall_s();
+	sqlite3_bind_int64(ins, 5, now);
 	if (sqlite3_step(ins) != SQLITE_DONE)
 		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create draft"), err);
 	struct vol v = live;
 	v.id = sqlite3_last_insert_rowid(db);
+	v.created = now;
 	v.seq = 0;
 	v.base = *base;
 	v.head = *base;
@@ -1436,7 +1439,7 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
 	if ((r = al_sqlite_prepare(db,
 				   "SELECT " VOL_COLS
-				   ", v.created FROM volumes v JOIN projects p ON p.id = v.project "
+				   " FROM volumes v JOIN projects p ON p.id = v.project "
 				   "WHERE v.project = ? AND v.kind = 'draft' ORDER BY v.id",
 				   &q, err)) < 0)
 		return r;
@@ -1450,7 +1453,6 @@ int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, v
 			return r;
 		struct al_draft_info d;
 		draft_info(&v, &d);
-		d.created = sqlite3_column_int64(q, VOL_NCOLS);
 		if ((r = fn(ctx, &d, err)) != 0)
 			return r;
 	}

@@ -56,4 +56,16 @@ is "$rc" 6 "a bad image name is refused"
 is "$(ls "$AIRLOCK_HOME/tenants/default/tmp" | wc -l)" 0 "temp unpack directories are removed"
 run "$AL" fsck
 is "$rc" 0 "fsck is clean"
+
+# libarchive is loaded on first use (include/airlock/dl_archive.h): a broken
+# one is a clear error, and commands without tar work do not load it
+mkdir -p "$T/fakelib"; echo 'int airlock_not_archive;' > "$T/fakelib/empty.c"
+cc -shared -fPIC -o "$T/fakelib/libarchive.so.13" "$T/fakelib/empty.c"
+LD_LIBRARY_PATH="$T/fakelib" run "$AL" image import "$T/root.tar.gz" --name fake
+ok "a libarchive without its functions: the import fails" -- test "$rc" != 0
+like "$err" "libarchive.so.13 has no archive_" "…naming the library and what is missing"
+ok "…and imports nothing" -- bash -c "! '$AL' image list | grep -q fake"
+LD_LIBRARY_PATH="$T/fakelib" run "$AL" image list
+is "$rc" 0 "commands without tar work run with it broken"
+ok "…and do not link it" -- bash -c "! ldd '$AL' | grep -q libarchive"
 done_testing

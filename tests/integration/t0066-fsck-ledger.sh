@@ -19,6 +19,7 @@ is "$rc" 0 "fsck of a home nobody tampered with is clean"
 like "$err" "0 differ from the ledger" "…and says the tables agree with the ledger"
 DB="$AIRLOCK_HOME/tenants/default/meta.db"
 sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' "$DB" "$1"; }
+sql "PRAGMA wal_checkpoint(TRUNCATE)" # the WAL stays beside the database: fold it in first
 cp "$DB" "$T/meta.orig"
 restore() { cp "$T/meta.orig" "$DB"; rm -f "$DB-wal" "$DB-shm"; }
 

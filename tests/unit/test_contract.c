@@ -67,6 +67,46 @@ static void test_globs(void **state)
 		if (al_contract_writable(c, cases[i].path) != cases[i].w)
 			fail_msg("%s: writable should be %d", cases[i].path, cases[i].w);
 	al_contract_free(c);
+	/* UTF-8: "?" and brackets take a character, not a byte */
+	c = parse("{\"writable\": [\"données/?.txt\", \"報告/[文字]?.csv\", \"/[!é]x\", "
+		  "\"r/[à-ü]\", \"k/[[:digit:]]*[[:alpha:]]\", \"e/\\\\*\", \"m/*é*é\"]}");
+	static const struct {
+		const char *path;
+		bool w;
+	} utf8[] = {
+		{ "données/é.txt", true },
+		{ "données/ab.txt", false },
+		{ "données/.txt", false },
+		{ "報告/文件.csv", true },
+		{ "報告/字x.csv", true },
+		{ "報告/告件.csv", false },
+		{ "ax", true },
+		{ "éx", false },
+		{ "r/ö", true },
+		{ "r/a", false },
+		{ "k/1é2b", true },
+		{ "k/x1b", false },
+		{ "e/*", true },
+		{ "e/x", false },
+		{ "m/ééé", true },
+		{ "m/éxe", false },
+		{ "m/\xc3", false }, /* half a character: read as a byte, matches nothing here */
+	};
+	for (size_t i = 0; i < sizeof(utf8) / sizeof(utf8[0]); i++)
+		if (al_contract_writable(c, utf8[i].path) != utf8[i].w)
+			fail_msg("%s: writable should be %d", utf8[i].path, utf8[i].w);
+	al_contract_free(c);
+	/* a long run of stars against a long name does not take exponential time */
+	char pat[300] = "{\"writable\": [\"", name[5000];
+	size_t pn = strlen(pat);
+	for (int i = 0; i < 100; i++)
+		pat[pn++] = i % 2 ? 'a' : '*';
+	memcpy(pat + pn, "b\"]}", 5);
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	c = parse(pat);
+	assert_false(al_contract_writable(c, name));
+	al_contract_free(c);
 	/* no writable list: everything */
 	c = parse("{\"exit\": 0}");
 	assert_true(al_contract_writable(c, "any/where"));
@@ -86,6 +126,9 @@ static void test_refusals(void **state)
 	refused("{\"writable\": [\"\"]}", "1 to 4096 bytes");
 	refused("{\"writable\": [\"a\\u0001b\"]}", "control character");
 	refused("{\"writable\": [\"/\"]}", "names nothing");
+	refused("{\"writable\": [\"[[:word:]]\"]}", "bad pattern");
+	refused("{\"writable\": [\"[[:alpha:]\"]}", "bad pattern");
+	refused("{\"writable\": [\"\xff\"]}", "not JSON"); /* jansson reads UTF-8 only */
 	refused("{\"must_change\": [\"!a\"]}", "for writable only");
 	refused("{\"writable\": [3]}", "writable[0] is not a string");
 	refused("{\"exit\": 256}", "exit must be an integer");

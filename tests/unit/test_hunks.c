@@ -515,6 +515,8 @@ static void test_apply_hunks(void **state)
 	struct al_draft_info dn;
 	assert_int_equal(al_draft_get(st, d.id, &dn, &err), 0);
 	assert_string_equal(dn.state, AL_DRAFT_PARTIAL);
+	assert_true(d.created > 0); /* the creation time, as created and as read back */
+	assert_int_equal(dn.created, d.created);
 	assert_int_equal(dn.partial, 2);
 	assert_int_equal(dn.applied, 2);
 	struct outcomes oc = { "" };

@@ -11,6 +11,8 @@
 
 #include "airlock/ledger.h"
 #include "airlock/store.h"
+#include "ledger_export.h"
+#include "fixture.h"
 #include "util.h"
 
 /* RFC 6962 test leaves and the roots of their first n (CT's merkle test data) */
@@ -152,11 +154,171 @@ static void test_stored_tree_and_proofs(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* ---- the verifier's entry reader: the fast scanner answers as jansson ------ */
+
+static void same_fields(const char *in, size_t n, const struct al_entry_fields *a,
+			const struct al_entry_fields *b)
+{
+	if (a->has_v != b->has_v || (a->has_v && a->v != b->v) || a->has_seq != b->has_seq ||
+	    (a->has_seq && a->seq != b->seq) || a->has_kind != b->has_kind ||
+	    (a->has_kind && strcmp(a->kind, b->kind)) || a->has_data != b->has_data ||
+	    a->has_draft != b->has_draft || (a->has_draft && strcmp(a->draft, b->draft)) ||
+	    a->has_commit_seq != b->has_commit_seq ||
+	    (a->has_commit_seq && a->commit_seq != b->commit_seq))
+		fail_msg("scanner and jansson read %.*s differently", (int)n, in);
+}
+
+/* The scanner is sound: what it reads, jansson reads the same. Returns
+ * whether the scanner decided. */
+static bool agree(const char *in, size_t n)
+{
+	struct al_entry_fields a, b;
+	int fast = al_ledger__entry_scan(in, n, &a);
+	int slow = al_ledger__entry_parse(in, n, &b);
+	if (!fast)
+		return false;
+	if (slow < 0)
+		fail_msg("the scanner read %.*s, which jansson refuses", (int)n, in);
+	same_fields(in, n, &a, &b);
+	return true;
+}
+
+static void test_entry_reader(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		int fast; /* 1: the scanner reads it; 0: it leaves it to jansson */
+		int ok;   /* al_ledger__entry_fields: 0 or -1 */
+	} cases[] = {
+		{ "{\"v\":1,\"seq\":7,\"kind\":\"apply\",\"data\":{\"draft\":\"d1\",\"commit_seq\":"
+		  "3}}",
+		  1, 0 },
+		{ " {\"v\" : 1 , \"data\" : [ 1 , { } , [ ] , null , true , false , -0 ] }\r\n", 1,
+		  0 },
+		{ "{\"data\":{\"path\":\"données/文件\",\"x\":{\"draft\":\"inner\"}}}", 1, 0 },
+		{ "{\"kind\":\"a\\\"b\\\\c\\/\"}", 0, 0 },   /* an escape in kind */
+		{ "{\"kind\":\"\\u0061pply\"}", 0, 0 },      /* \\u: jansson decides */
+		{ "{\"v\":1.0}", 0, 0 },                     /* a real */
+		{ "{\"seq\":12345678901234567890}", 0, -1 }, /* too big for jansson */
+		{ "{\"v\":1,\"v\":1}", 0, -1 },              /* a duplicate */
+		{ "{\"v\":1,\"\\u0076\":1}", 0, -1 },        /* the same, escaped */
+		{ "{\"data\":{\"draft\":\"a\",\"draft\":\"b\"}}", 0, -1 }, /* one level down */
+		{ "{\"v\":01}", 0, -1 },
+		{ "{\"v\":1}x", 0, -1 },
+		{ "{\"v\":1}{}", 0, -1 },
+		{ "[1]", 0, -1 },
+		{ "{\"s\":\"\xc3\"}", 0, -1 },         /* half a character */
+		{ "{\"s\":\"\xed\xa0\x80\"}", 0, -1 }, /* a surrogate in UTF-8 */
+		{ "{\"s\":\"a\tb\"}", 0, -1 },         /* a raw control character */
+		{ "{\"s\":\"\\u0000\"}", 0, -1 },      /* NUL: jansson refuses it */
+		{ "{\"v\":1,}", 0, -1 },
+		{ "{\"v\":tru}", 0, -1 },
+		{ "", 0, -1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *in = cases[i].in;
+		struct al_entry_fields f;
+		if (agree(in, strlen(in)) != (cases[i].fast == 1))
+			fail_msg("case %zu (%s): the scanner should %s it", i, in,
+				 cases[i].fast ? "read" : "leave");
+		if (al_ledger__entry_fields(in, strlen(in), &f) != cases[i].ok)
+			fail_msg("case %zu (%s): expected %d", i, in, cases[i].ok);
+	}
+	/* every one-byte change of a full entry: deleted, or replaced by a
+	 * character that matters to JSON */
+	static const char base[] =
+		"{\"actor\":\"ann\",\"data\":{\"commit_seq\":12,\"draft\":\"d4cd35252717\","
+		"\"paths\":[\"a/é.txt\",\"b\"],\"n\":-3,\"ok\":true,\"x\":null},\"group\":\"g1\","
+		"\"kind\":\"apply\",\"project\":null,\"seq\":42,\"time\":1796068579,\"v\":1}";
+	static const char subst[] = "\"\\{}[],: 0-e.utn\x01\x80\xc3\xff";
+	char buf[sizeof(base) + 1];
+	size_t n = sizeof(base) - 1, read = 0, left = 0;
+	assert_true(agree(base, n));
+	for (size_t i = 0; i < n; i++) {
+		memcpy(buf, base, i);
+		memcpy(buf + i, base + i + 1, n - i - 1);
+		read += agree(buf, n - 1);
+		for (size_t k = 0; k < sizeof(subst) - 1; k++) {
+			memcpy(buf, base, n);
+			buf[i] = subst[k];
+			if (agree(buf, n))
+				read++;
+			else
+				left++;
+		}
+	}
+	/* both paths taken many times: the sweep tests something */
+	assert_true(read > 500);
+	assert_true(left > 1000);
+}
+
+/* The export's references: an apply or reject names a draft an earlier
+ * entry created; a conflict names a commit entry. Signed ledgers that break
+ * them are refused, with many entries (the verifier's sets, not scans). */
+static void append(struct al_store *st, const char *kind, const char *data)
+{
+	struct al_error err = { 0 };
+	if (al_ledger_append_batch(st, kind, "g", &data, 1, &err) < 0)
+		fail_msg("append %s: %s", kind, err.msg);
+}
+
+static int verify(struct al_store *st, const char *dir, char *msg, size_t msz)
+{
+	char path[4200];
+	struct al_error err = { 0 };
+	snprintf(path, sizeof(path), "%s/x.ledger", dir);
+	assert_int_equal(al_ledger_export(st, 0, path, NULL, &err), 0);
+	struct al_verify_report rep;
+	int r = al_ledger_verify_file(path, NULL, NULL, &rep, &err);
+	snprintf(msg, msz, "%s", err.msg);
+	return r;
+}
+
+static void test_verify_references(void **state)
+{
+	(void)state;
+	char h1[] = "/tmp/airlock-ledref-XXXXXX", msg[512], d[200];
+	struct al_store *st = home_store(h1);
+	/* 2,000 drafts created, each applied: fine */
+	enum { ND = 2000 };
+	static char buf[ND][64];
+	const char *data[ND];
+	struct al_error err = { 0 };
+	for (int i = 0; i < ND; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "{\"draft\":\"d%05d\"}", i);
+		data[i] = buf[i];
+	}
+	assert_int_equal(al_ledger_append_batch(st, "draft_create", "g", data, ND, &err), 0);
+	assert_int_equal(al_ledger_append_batch(st, "apply", "g", data, ND, &err), 0);
+	append(st, "conflict", "{\"commit_seq\":2001}"); /* entry 2001: an apply */
+	if (verify(st, h1, msg, sizeof(msg)) != 0)
+		fail_msg("a sound ledger refused: %s", msg);
+	/* a conflict naming an entry that is not a commit */
+	append(st, "conflict", "{\"commit_seq\":5}");
+	assert_int_equal(verify(st, h1, msg, sizeof(msg)), AL_ECORRUPT);
+	assert_non_null(strstr(msg, "conflict refers to commit entry 5, not found"));
+	home_remove(h1, st);
+
+	char home2[] = "/tmp/airlock-ledref-XXXXXX";
+	st = home_store(home2);
+	append(st, "draft_create", "{\"draft\":\"dA\"}");
+	append(st, "reject", "{\"draft\":\"dA\"}");
+	assert_int_equal(verify(st, home2, msg, sizeof(msg)), 0);
+	snprintf(d, sizeof(d), "{\"draft\":\"dB\"}");
+	append(st, "apply", d);
+	assert_int_equal(verify(st, home2, msg, sizeof(msg)), AL_ECORRUPT);
+	assert_non_null(strstr(msg, "apply refers to draft dB, which no earlier entry created"));
+	home_remove(home2, st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rfc6962_vectors),
 		cmocka_unit_test(test_stored_tree_and_proofs),
+		cmocka_unit_test(test_entry_reader),
+		cmocka_unit_test(test_verify_references),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

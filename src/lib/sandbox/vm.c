@@ -19,8 +19,6 @@
  * into a tmpfs of the child's own mount namespace, capped by the run's
  * disk and file limits; that tmpfs's upper directory is the result's
  * upper_fd, read by the same code as the namespace backend's. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -42,6 +40,7 @@
 #include <unistd.h>
 #include <linux/seccomp.h>
 
+#include "airlock/dl_archive.h"
 #include "airlock/manifest.h"
 #include "hv.h"
 #include "sandbox_private.h"
@@ -73,7 +72,7 @@ enum {
 static void archive_write_freep(struct archive **a)
 {
 	if (*a)
-		archive_write_free(*a);
+		dl_archive.write_free(*a);
 }
 
 static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned depth,
@@ -86,7 +85,7 @@ static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned
 		return al_fail(err, AL_EIO, errno, "vm: read the layer");
 	struct dirent *de;
 	int r = 0;
-	struct archive_entry *e = archive_entry_new();
+	struct archive_entry *e = dl_archive_entry_new();
 	while (r == 0 && e && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -105,14 +104,14 @@ static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned
 			r = al_fail(err, AL_EIO, errno, "vm: stat in the layer");
 			break;
 		}
-		archive_entry_clear(e);
-		archive_entry_copy_pathname(e, path);
-		archive_entry_copy_stat(e, &s);
-		archive_entry_set_uid(e, 0);
-		archive_entry_set_gid(e, 0);
-		archive_entry_set_nlink(e, 1);
-		archive_entry_set_ino(e, 0);
-		archive_entry_set_dev(e, 0);
+		dl_archive.entry_clear(e);
+		dl_archive.entry_copy_pathname(e, path);
+		dl_archive.entry_copy_stat(e, &s);
+		dl_archive.entry_set_uid(e, 0);
+		dl_archive.entry_set_gid(e, 0);
+		dl_archive.entry_set_nlink(e, 1);
+		dl_archive.entry_set_ino(e, 0);
+		dl_archive.entry_set_dev(e, 0);
 		char target[4200];
 		_cleanup_close_ int fd = -1;
 		if (S_ISLNK(s.st_mode)) {
@@ -122,7 +121,7 @@ static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned
 				break;
 			}
 			target[n] = 0;
-			archive_entry_copy_symlink(e, target);
+			dl_archive.entry_copy_symlink(e, target);
 		} else if (S_ISREG(s.st_mode)) {
 			fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0) {
@@ -132,17 +131,17 @@ static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned
 		} else if (!S_ISDIR(s.st_mode)) {
 			continue; /* a materialised layer holds nothing else */
 		}
-		if (!al_archive_written_ok(w, archive_write_header(w, e))) {
-			r = al_fail(err, AL_EIO, 0, "vm: tar: %s", archive_error_string(w));
+		if (!al_archive_written_ok(w, dl_archive.write_header(w, e))) {
+			r = al_fail(err, AL_EIO, 0, "vm: tar: %s", dl_archive.error_string(w));
 			break;
 		}
 		if (fd >= 0) {
 			char buf[65536];
 			ssize_t n;
 			while ((n = read(fd, buf, sizeof(buf))) > 0)
-				if (archive_write_data(w, buf, (size_t)n) != n) {
+				if (dl_archive.write_data(w, buf, (size_t)n) != n) {
 					r = al_fail(err, AL_EIO, 0, "vm: tar: %s",
-						    archive_error_string(w));
+						    dl_archive.error_string(w));
 					break;
 				}
 		}
@@ -154,7 +153,7 @@ static int tar_dir(struct archive *w, int dfd, char *path, size_t plen, unsigned
 		}
 		path[plen] = 0;
 	}
-	archive_entry_free(e);
+	dl_archive.entry_free(e);
 	closedir(d);
 	return r;
 }
@@ -169,14 +168,16 @@ static int layer_tar(int lowers_fd, const char *name, int *out, uint64_t *size,
 	_cleanup_close_ int fd = openat(lowers_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (dir < 0 || fd < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "vm: the %s layer's stream", name);
-	_cleanup_(archive_write_freep) struct archive *w = archive_write_new();
+	if (dl_load_archive(err) < 0)
+		return err->code;
+	_cleanup_(archive_write_freep) struct archive *w = dl_archive_write_new();
 	_cleanup_free_ char *path = calloc(1, 8200);
-	if (!w || !path || archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
-	    archive_write_open_fd(w, fd) != ARCHIVE_OK)
+	if (!w || !path || dl_archive.write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+	    dl_archive.write_open_fd(w, fd) != ARCHIVE_OK)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "vm: tar");
 	int r = tar_dir(w, dir, path, 0, 0, err);
-	if (r == 0 && archive_write_close(w) != ARCHIVE_OK)
-		r = al_fail(err, AL_EIO, 0, "vm: tar: %s", archive_error_string(w));
+	if (r == 0 && dl_archive.write_close(w) != ARCHIVE_OK)
+		r = al_fail(err, AL_EIO, 0, "vm: tar: %s", dl_archive.error_string(w));
 	if (r < 0)
 		return r;
 	off_t end = lseek(fd, 0, SEEK_END);

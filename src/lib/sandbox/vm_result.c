@@ -3,8 +3,6 @@
  * The guest is hostile: every member is checked before anything of it is
  * made, and everything is made relative to directory fds that were
  * themselves opened beneath the target without following a symlink. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "airlock/dl_archive.h"
 #include "airlock/manifest.h"
 #include "util.h"
 #include "vm_private.h"
@@ -37,7 +36,7 @@ static la_ssize_t src_read(struct archive *a, void *ctx, const void **out)
 		n = pread(s->fd, s->buf, want, (off_t)s->off);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
-		archive_set_error(a, errno, "read");
+		dl_archive.set_error(a, errno, "read");
 		return -1;
 	}
 	s->off += (uint64_t)n;
@@ -48,7 +47,7 @@ static la_ssize_t src_read(struct archive *a, void *ctx, const void **out)
 static void archive_freep(struct archive **a)
 {
 	if (*a)
-		archive_read_free(*a);
+		dl_archive.read_free(*a);
 }
 
 /* Split a member's path into its directory and its last name, checking
@@ -103,12 +102,12 @@ static int xattrs(struct archive_entry *e, bool dir, bool *opaque, const char *q
 		  struct al_error *err)
 {
 	*opaque = false;
-	if (archive_entry_xattr_reset(e) == 0)
+	if (dl_archive.entry_xattr_reset(e) == 0)
 		return 0;
 	const char *name;
 	const void *val;
 	size_t len;
-	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
+	while (dl_archive.entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
 		if (!dir || strcmp(name, "trusted.overlay.opaque") || len != 1 ||
 		    *(const char *)val != 'y')
 			return al_fail(err, AL_EINVAL, 0, "member '%s': an extended attribute", q);
@@ -134,7 +133,7 @@ static int make_file(struct archive *a, int pfd, const char *name, mode_t mode, 
 	size_t n;
 	la_int64_t off;
 	int rc;
-	while ((rc = archive_read_data_block(a, &p, &n, &off)) == ARCHIVE_OK) {
+	while ((rc = dl_archive.read_data_block(a, &p, &n, &off)) == ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off != got || n > size - got)
 			return al_fail(err, AL_EINVAL, 0, "member '%s': data out of place", q);
 		if (al_write_full(fd, p, n) < 0)
@@ -144,7 +143,7 @@ static int make_file(struct archive *a, int pfd, const char *name, mode_t mode, 
 	}
 	if (rc != ARCHIVE_EOF || got != size)
 		return al_fail(err, AL_EINVAL, 0, "member '%s': truncated (%s)", q,
-			       rc == ARCHIVE_EOF ? "short" : archive_error_string(a));
+			       rc == ARCHIVE_EOF ? "short" : dl_archive.error_string(a));
 	*budget -= size;
 	if (fchmod(fd, mode & 07777) < 0)
 		return al_fail(err, AL_EIO, errno, "member '%s': chmod", q);
@@ -154,10 +153,10 @@ static int make_file(struct archive *a, int pfd, const char *name, mode_t mode, 
 static int member(struct archive *a, struct archive_entry *e, int root, uint64_t *budget,
 		  struct al_error *err)
 {
-	mode_t type = archive_entry_filetype(e);
-	const char *hard = archive_entry_hardlink(e);
+	mode_t type = dl_archive.entry_filetype(e);
+	const char *hard = dl_archive.entry_hardlink(e);
 	_cleanup_free_ char *path =
-		strdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+		strdup(dl_archive.entry_pathname(e) ? dl_archive.entry_pathname(e) : "");
 	if (!path)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "vm result");
 	char q[256];
@@ -169,12 +168,12 @@ static int member(struct archive *a, struct archive_entry *e, int root, uint64_t
 	bool opaque;
 	if ((r = xattrs(e, type == AE_IFDIR && !hard, &opaque, q, err)) < 0)
 		return r;
-	if (archive_entry_sparse_count(e) > 0)
+	if (dl_archive.entry_sparse_count(e) > 0)
 		return al_fail(err, AL_EINVAL, 0, "member '%s': sparse", q);
 	_cleanup_close_ int pfd = open_parent(root, parent, q, err);
 	if (pfd < 0)
 		return pfd;
-	mode_t mode = archive_entry_perm(e);
+	mode_t mode = dl_archive.entry_perm(e);
 	if (hard) {
 		_cleanup_free_ char *t = strdup(hard);
 		const char *tparent, *tname;
@@ -212,12 +211,12 @@ static int member(struct archive *a, struct archive_entry *e, int root, uint64_t
 		return 0;
 	}
 	case AE_IFREG:
-		if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+		if (!dl_archive.entry_size_is_set(e) || dl_archive.entry_size(e) < 0)
 			return al_fail(err, AL_EINVAL, 0, "member '%s': no size", q);
-		return make_file(a, pfd, name, mode, (uint64_t)archive_entry_size(e), budget, q,
+		return make_file(a, pfd, name, mode, (uint64_t)dl_archive.entry_size(e), budget, q,
 				 err);
 	case AE_IFLNK: {
-		const char *target = archive_entry_symlink(e);
+		const char *target = dl_archive.entry_symlink(e);
 		if (!target || !*target || strlen(target) > AL_SYMLINK_MAX)
 			return al_fail(err, AL_EINVAL, 0, "member '%s': a bad symlink target", q);
 		if (symlinkat(target, pfd, name) < 0)
@@ -226,7 +225,7 @@ static int member(struct archive *a, struct archive_entry *e, int root, uint64_t
 		return 0;
 	}
 	case AE_IFCHR:
-		if (archive_entry_rdevmajor(e) != 0 || archive_entry_rdevminor(e) != 0)
+		if (dl_archive.entry_rdevmajor(e) != 0 || dl_archive.entry_rdevminor(e) != 0)
 			break;
 		/* a whiteout: the run deleted it (overlayfs's own form; mknod of
 		 * 0:0 needs no privilege since Linux 5.8) */
@@ -250,22 +249,24 @@ int al_vm__result_unpack(int fd, uint64_t max_stream, int dirfd, const struct al
 			 struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter();
+	if (dl_load_archive(err) < 0)
+		return err->code;
 	struct src *s = calloc(1, sizeof(*s));
 	if (!s)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "vm result");
 	s->fd = fd;
 	s->max = max_stream;
-	_cleanup_(archive_freep) struct archive *a = archive_read_new();
+	_cleanup_(archive_freep) struct archive *a = dl_archive_read_new();
 	int r = 0;
 	/* tar only, no decompression filter: nothing in it expands */
-	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
-	    archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK)
+	if (!a || dl_archive.read_support_format_tar(a) != ARCHIVE_OK ||
+	    dl_archive.read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK)
 		r = al_fail(err, AL_EINVAL, 0, "the result stream is not a tar stream (%s)",
-			    a ? archive_error_string(a) : "libarchive");
+			    a ? dl_archive.error_string(a) : "libarchive");
 	uint64_t budget = caps->bytes, entries = 0;
 	struct archive_entry *e;
 	int rc = ARCHIVE_OK;
-	while (r == 0 && al_archive_header_ok(a, rc = archive_read_next_header(a, &e))) {
+	while (r == 0 && al_archive_header_ok(a, rc = dl_archive.read_next_header(a, &e))) {
 		if (++entries > caps->entries)
 			r = al_fail(err, AL_ELIMIT, 0,
 				    "the result stream has more than %llu members (the run's file "
@@ -276,7 +277,7 @@ int al_vm__result_unpack(int fd, uint64_t max_stream, int dirfd, const struct al
 	}
 	if (r == 0 && rc != ARCHIVE_EOF)
 		r = al_fail(err, AL_EINVAL, 0, "the result stream is malformed (%s)",
-			    archive_error_string(a) ? archive_error_string(a) : "truncated");
+			    dl_archive.error_string(a) ? dl_archive.error_string(a) : "truncated");
 	free(s);
 	return r;
 }
