@@ -49,6 +49,9 @@ struct al_overlay_report {
 	int64_t newest_sec, newest_nsec;
 };
 void al_overlay_report_release(struct al_overlay_report *r);
+/* One more neutralised entry, noted (formatted): -1 if out of memory. */
+int al_overlay_report_note(struct al_overlay_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper,
 		     struct al_oid *out, struct al_overlay_report *rep, struct al_error *err);

@@ -103,6 +103,11 @@ struct al_sandbox_result {
 		bool used, kvm;
 		unsigned vcpus;
 		uint64_t memory_mib, boot_ms, setup_ms, collect_ms;
+		/* what the guest's result stream left out, by count (a
+		 * namespace run's collection notes each by path): sockets,
+		 * entries too deep or too long, linked files past its 4,096th
+		 * (sent as independent files) */
+		uint64_t left_sockets, left_deep, left_links;
 	} vm;
 };
 

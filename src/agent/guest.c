@@ -493,6 +493,10 @@ struct tw {
 		char *path;
 	} links[4096];
 	size_t nlinks;
+	/* what the stream leaves out, counted for the host's notes: sockets
+	 * (no tar form), entries too deep or too long (with what is beneath
+	 * them), linked files past links[] (sent as independent files) */
+	unsigned long long left_sockets, left_deep, left_links;
 };
 
 static void tw_write(struct tw *t, const void *p, size_t n)
@@ -611,8 +615,11 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen, unsigned de
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		size_t nl = strlen(e->d_name);
-		if (plen + nl + 2 >= PATH_MAX || depth >= DEPTH_MAX)
-			continue; /* the host would refuse the path: not kept, as on the host */
+		if (plen + nl + 2 >= PATH_MAX || depth >= DEPTH_MAX) {
+			t->left_deep++; /* the host would refuse the path: not kept, as on the host
+					 */
+			continue;
+		}
 		size_t np = plen;
 		if (plen)
 			path[np++] = '/';
@@ -652,6 +659,8 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen, unsigned de
 					t->links[t->nlinks].path = strdup(path);
 					if (t->links[t->nlinks].path)
 						t->nlinks++;
+				} else if (!linked) {
+					t->left_links++;
 				}
 			}
 			if (!linked) {
@@ -672,6 +681,8 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen, unsigned de
 			header(t, path, '2', 0777, 0, target, false);
 		} else if (S_ISFIFO(s.st_mode)) {
 			header(t, path, '6', s.st_mode, 0, NULL, false); /* the host notes it */
+		} else if (S_ISSOCK(s.st_mode)) {
+			t->left_sockets++;
 		}
 		/* sockets have no tar form; devices cannot be made without
 		 * CAP_MKNOD, which the command has not */
@@ -680,9 +691,10 @@ static void emit_dir(struct tw *t, int dfd, char *path, size_t plen, unsigned de
 	closedir(d);
 }
 
+static struct tw t;
+
 static uint64_t write_result(const char *dev)
 {
-	static struct tw t;
 	t.fd = open(dev, O_WRONLY | O_CLOEXEC);
 	if (t.fd < 0 || ioctl(t.fd, BLKGETSIZE64, &t.cap) < 0)
 		die("result: open");
@@ -881,13 +893,14 @@ int main(int argc, char **argv)
 	uint64_t result = write_result(d.result);
 	status_line("airlock-status 1 exit=%d timed_out=%d cancelled=%d oom=%d peak=%llu "
 		    "disk_full=%d files_full=%d user_ms=%llu sys_ms=%llu max_rss_kb=%llu "
-		    "wall_ms=%llu boot_ms=%llu setup_ms=%llu collect_ms=%llu result=%llu\n",
+		    "wall_ms=%llu boot_ms=%llu setup_ms=%llu collect_ms=%llu result=%llu "
+		    "left_sockets=%llu left_deep=%llu left_links=%llu\n",
 		    code, timed_out, cancelled, oom > 0, peak, disk_full, files_full,
 		    (unsigned long long)ru.ru_utime.tv_sec * 1000 +
 			    (unsigned long long)ru.ru_utime.tv_usec / 1000,
 		    (unsigned long long)ru.ru_stime.tv_sec * 1000 +
 			    (unsigned long long)ru.ru_stime.tv_usec / 1000,
 		    (unsigned long long)ru.ru_maxrss, wall, t_boot, start - t_boot, ms_now() - end,
-		    (unsigned long long)result);
+		    (unsigned long long)result, t.left_sockets, t.left_deep, t.left_links);
 	power_off();
 }

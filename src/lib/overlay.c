@@ -37,21 +37,41 @@ struct ov {
 	uint64_t max_bytes; /* 0: none */
 };
 
+static int vnote(struct al_overlay_report *rep, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static int vnote(struct al_overlay_report *rep, const char *fmt, va_list ap)
+{
+	char buf[AL_PATH_MAX + 128];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	char **v = realloc(rep->notes, (rep->nnotes + 1) * sizeof(char *));
+	if (!v || !(v[rep->nnotes] = strdup(buf))) {
+		if (v)
+			rep->notes = v;
+		return -1;
+	}
+	rep->notes = v;
+	rep->nnotes++;
+	rep->neutralised++;
+	return 0;
+}
+
+int al_overlay_report_note(struct al_overlay_report *rep, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vnote(rep, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
 static int note(struct ov *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int note(struct ov *o, const char *fmt, ...)
 {
-	char buf[AL_PATH_MAX + 128];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	int r = vnote(o->rep, fmt, ap);
 	va_end(ap);
-	char **v = realloc(o->rep->notes, (o->rep->nnotes + 1) * sizeof(char *));
-	if (!v || !(v[o->rep->nnotes] = strdup(buf)))
-		return -1;
-	o->rep->notes = v;
-	o->rep->nnotes++;
-	o->rep->neutralised++;
-	return 0;
+	return r;
 }
 
 static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const struct al_entry *e,

@@ -900,6 +900,29 @@ static int record_failure(struct run *r, const char *const *envv, size_t nenv,
 	return rc;
 }
 
+/* What a microVM guest's result stream left out, noted by count where a
+ * namespace run's collection notes each by path (sandbox.h). */
+static int vm_left_out(const struct al_sandbox_result *sr, struct al_overlay_report *rep,
+		       struct al_error *err)
+{
+	const struct {
+		uint64_t n;
+		const char *what;
+	} left[] = {
+		{ sr->vm.left_sockets, "socket(s) not kept (a socket has no form in the result)" },
+		{ sr->vm.left_deep, "entr(y|ies) deeper than 256 levels or with a path near 4096 "
+				    "bytes not kept, with "
+				    "what is beneath them" },
+		{ sr->vm.left_links, "hardlinked file(s) kept as independent files" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(left); i++)
+		if (left[i].n &&
+		    al_overlay_report_note(rep, "%llu %s (the microVM names no paths)",
+					   (unsigned long long)left[i].n, left[i].what) < 0)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "run: notes");
+	return 0;
+}
+
 /* An attempt's provisional record (outcome "running"), and the lock its
  * process holds (tenants/<t>/runs/<id>.lock) until the final record is
  * written: if airlock is killed (its sandbox dies with it), the next run
@@ -1206,7 +1229,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.phase = "collect";
 	throttle(&run, true);
 	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result,
-					 &run.rep, err)) < 0)
+					 &run.rep, err)) < 0 ||
+	    (r = vm_left_out(&run.sres, &run.rep, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 	/* the contracts see what was collected; drop may narrow the result */

@@ -12,6 +12,7 @@
 #include <sys/ptrace.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
 		fputs("usage: probe "
 		      "mount|unshare|userns|setns|keyctl|bpf|perf|ptrace|uffd|io_uring|tiocsti|"
 		      "i386|x32|kexec|module|reboot|clone-ns|vsock|packet|netlink-audit|netlink-"
-		      "route|unix|inet6|"
+		      "route|unix|bind-unix PATH|inet6|"
 		      "tiocsetd|tioccons|tty|tty-attack|personality-rie|personality-query|proc1-"
 		      "mem|groups\n",
 		      stderr);
@@ -140,6 +141,12 @@ int main(int argc, char **argv)
 	if (!strcmp(w, "unix")) {
 		int sv[2];
 		return report(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	}
+	if (!strcmp(w, "bind-unix") && argc > 2) { /* a socket file at argv[2] */
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[2]);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		return report(s < 0 ? s : bind(s, (struct sockaddr *)&a, sizeof(a)));
 	}
 	if (!strcmp(w, "inet6"))
 		return report(socket(AF_INET6, SOCK_STREAM, 0));

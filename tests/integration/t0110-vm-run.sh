@@ -24,7 +24,7 @@ try:
 except Exception: pass' "$PORT" "$T/reached" &
 LISTENER=$!
 
-CHANGES='echo more >> edit.txt; rm del.txt; chmod 755 script.sh; rm -rf gone; mkdir -p new/empty; echo n > new/f; rm -rf opq; mkdir opq; echo b > opq/b; ln -s ../edit.txt new/link; echo h > h1; ln h1 h2; mkfifo fifo; echo x > suid; chmod 4755 suid'
+CHANGES='echo more >> edit.txt; rm del.txt; chmod 755 script.sh; rm -rf gone; mkdir -p new/empty; echo n > new/f; rm -rf opq; mkdir opq; echo b > opq/b; ln -s ../edit.txt new/link; echo h > h1; ln h1 h2; mkfifo fifo; echo x > suid; chmod 4755 suid; ./probe bind-unix sock >/dev/null; d=deep; i=0; while [ $i -lt 260 ]; do d=$d/x; i=$((i+1)); done; mkdir -p $d'
 PROBES='echo "$FOO $TZ $LANG $HOME"; hostname; pwd; umask; id -u; nproc; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; (nc -w 2 127.0.0.1 '"$PORT"' </dev/null && echo reached) || echo unreachable; ./probe vsock; ls /dev/vsock 2>&1 | head -1; test ${#API_TOKEN} -eq 23 && echo secret-env-seen; cat /run/airlock/secrets/FILE_TOKEN; echo; echo "leak: $API_TOKEN"; head -c 300000 /dev/zero | tr "\0" x >&2; exit 7'
 SECRET="s3cr3t-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 FSECRET="f1le-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
@@ -59,9 +59,17 @@ run "$AL" run p --backend ns --json --env FOO=bar --secret "API_TOKEN=$SECRET" \
 NS="$out"
 is "$(echo "$VM" | field result)" "$(echo "$NS" | field result)" "the vm run's snapshot is the namespace run's, byte for byte"
 is "$(echo "$VM" | field changes)" "$(echo "$NS" | field changes)" "…the same changes counted"
-is "$(echo "$VM" | python3 -c 'import json,sys; print(sorted(json.load(sys.stdin)["neutralised"]))')" \
-   "$(echo "$NS" | python3 -c 'import json,sys; print(sorted(json.load(sys.stdin)["neutralised"]))')" \
-   "…the same things neutralised (FIFO, setuid, hardlinks)"
+# what the guest's stream cannot carry is noted by count, not by path
+notes() { python3 -c 'import json,re,sys
+print(sorted(n for n in json.load(sys.stdin)["neutralised"] if not re.search(sys.argv[1], n)))' "$1"; }
+is "$(echo "$VM" | notes "microVM")" "$(echo "$NS" | notes "^sock: socket|deeper than")" \
+   "…the same things neutralised by path (FIFO, setuid, hardlinks)"
+left() { python3 -c 'import json,re,sys
+print(" | ".join(sorted(n for n in json.load(sys.stdin)["neutralised"] if re.search(sys.argv[1], n))))' "$1"; }
+like "$(echo "$NS" | left "^sock: socket|deeper than")" "^deep/x/.*: deeper than 256 levels, not kept \| sock: socket not kept$" \
+   "…the namespace run names the socket and the entry too deep"
+is "$(echo "$VM" | left "microVM")" "1 entr(y|ies) deeper than 256 levels or with a path near 4096 bytes not kept, with what is beneath them (the microVM names no paths) | 1 socket(s) not kept (a socket has no form in the result) (the microVM names no paths)" \
+   "…the vm run counts them"
 RUN=$(echo "$VM" | field id)
 is "$("$AL" project head p)" "$HEAD0" "the live head has not moved"
 run "$AL" review "$RUN" --json

@@ -42,7 +42,7 @@ i=0; while [ -z "$(dev result)" ] || [ -z "$(dev control)" ] || [ -z "$(port ctl
 	i=$((i + 1)); [ $i -gt 400 ] && $B poweroff -f; $B sleep 0.05
 done
 R=$(dev result) C=$(dev control) P=$(port ctl)
-OK="airlock-status 1 exit=0 timed_out=0 cancelled=0 oom=0 peak=0 disk_full=0 files_full=0 user_ms=0 sys_ms=0 max_rss_kb=0 wall_ms=0 boot_ms=0 setup_ms=0 collect_ms=0 result=0"
+OK="airlock-status 1 exit=0 timed_out=0 cancelled=0 oom=0 peak=0 disk_full=0 files_full=0 user_ms=0 sys_ms=0 max_rss_kb=0 wall_ms=0 boot_ms=0 setup_ms=0 collect_ms=0 result=0 left_sockets=0 left_deep=0 left_links=0"
 case "$($B strings $C | $B grep -m1 '^hostile-')" in
 hostile-dotdot) $B dd if=/dotdot.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
 hostile-device) $B dd if=/device.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;

@@ -287,12 +287,16 @@ static void test_status(void **state)
 	struct al_error err = { 0 };
 	const char ok[] = "airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1234 "
 			  "disk_full=0 files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 "
-			  "boot_ms=9 setup_ms=3 collect_ms=4 result=1024\n";
+			  "boot_ms=9 setup_ms=3 collect_ms=4 result=1024 "
+			  "left_sockets=2 left_deep=1 left_links=0\n";
 	assert_int_equal(al_vm__status_parse(ok, strlen(ok), &st, &err), 0);
 	assert_int_equal(st.exit_code, 7);
 	assert_true(st.oom && st.files_full && !st.timed_out && !st.error);
 	assert_int_equal(st.peak, 1234);
 	assert_int_equal(st.result, 1024);
+	assert_int_equal(st.left_sockets, 2);
+	assert_int_equal(st.left_deep, 1);
+	assert_int_equal(st.left_links, 0);
 	const char e[] = "airlock-status 1 error stage=unpack errno=28\n";
 	assert_int_equal(al_vm__status_parse(e, strlen(e), &st, &err), 0);
 	assert_true(st.error);
@@ -303,27 +307,34 @@ static void test_status(void **state)
 		"airlock-status 1 exit=7\n",
 		"airlock-status 2 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0\n",
 		"airlock-status 1 exit=256 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0\n",
 		"airlock-status 1 exit=7 timed_out=2 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0\n",
 		"airlock-status 1 exit=07 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0\n",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
 		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
-		"collect_ms=4 result=1 x=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0 x=1\n",
 		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=99999999999999999999 "
 		"disk_full=0 files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 "
 		"setup_ms=3 "
-		"collect_ms=4 result=1\n",
+		"collect_ms=4 result=1 left_sockets=0 left_deep=0 left_links=0\n",
 		"airlock-status 1 exit=7\nairlock-status 1 exit=8\n",
+		/* the left-out counts: required, in range */
+		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1\n",
+		"airlock-status 1 exit=7 timed_out=0 cancelled=0 oom=1 peak=1 disk_full=0 "
+		"files_full=1 user_ms=5 sys_ms=6 max_rss_kb=7 wall_ms=8 boot_ms=9 setup_ms=3 "
+		"collect_ms=4 result=1 left_sockets=4294967296 left_deep=0 left_links=0\n",
 		"airlock-status 1 error stage=Bad\x1b errno=1\n",
 		"airlock-status 1 error stage=x errno=99999\n",
 	};

@@ -944,6 +944,9 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		res->cpu_user_ms = st.user_ms;
 		res->cpu_sys_ms = st.sys_ms;
 		res->max_rss_kb = st.max_rss_kb;
+		res->vm.left_sockets = st.left_sockets;
+		res->vm.left_deep = st.left_deep;
+		res->vm.left_links = st.left_links;
 		/* enforced by the guest's own cgroup (v2) and the VM's size */
 		res->cgroup = "vm";
 		res->memory_enforced = res->pids_enforced = res->cpu_enforced = true;

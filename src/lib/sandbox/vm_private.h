@@ -44,6 +44,7 @@ struct al_vm_status {
 	int exit_code;
 	bool timed_out, cancelled, oom, disk_full, files_full;
 	uint64_t peak, user_ms, sys_ms, max_rss_kb, wall_ms, boot_ms, setup_ms, collect_ms, result;
+	uint64_t left_sockets, left_deep, left_links; /* what the stream left out */
 };
 /* AL_EINVAL unless the line is exactly one of those (fields in that order,
  * numbers in range, booleans 0 or 1, one '\n' at its end). */

@@ -359,7 +359,10 @@ int al_vm__status_parse(const char *line, size_t n, struct al_vm_status *st, str
 	    !num(&p, "boot_ms", UINT64_MAX, &st->boot_ms) ||
 	    !num(&p, "setup_ms", UINT64_MAX, &st->setup_ms) ||
 	    !num(&p, "collect_ms", UINT64_MAX, &st->collect_ms) ||
-	    !num(&p, "result", UINT64_MAX, &st->result) || *p != '\n')
+	    !num(&p, "result", UINT64_MAX, &st->result) ||
+	    !num(&p, "left_sockets", UINT32_MAX, &st->left_sockets) ||
+	    !num(&p, "left_deep", UINT32_MAX, &st->left_deep) ||
+	    !num(&p, "left_links", UINT32_MAX, &st->left_links) || *p != '\n')
 		goto bad;
 	return 0;
 bad:
