@@ -48,10 +48,10 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 
 static void draft_text(json_t *d)
 {
-	printf("%s %s base %s head %s", cli_esc(json_string_value(json_object_get(d, "id")), "-"),
+	printf("%s %s base %s head %s", cli_id_text(json_string_value(json_object_get(d, "id"))),
 	       cli_esc(json_string_value(json_object_get(d, "state")), "-"),
-	       cli_esc(json_string_value(json_object_get(d, "base")), "-"),
-	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
+	       cli_id_text(json_string_value(json_object_get(d, "base"))),
+	       cli_id_text(json_string_value(json_object_get(d, "head"))));
 	long long a = json_integer_value(json_object_get(d, "applied")),
 		  x = json_integer_value(json_object_get(d, "discarded"));
 	long long p = json_integer_value(json_object_get(d, "partial"));
