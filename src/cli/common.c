@@ -194,7 +194,8 @@ void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes)
 	if (!p->enabled)
 		return;
 	uint64_t now = al_now_ns();
-	if (now - p->start_ns < p->delay_ns || now - p->last_ns < 100000000ull)
+	/* after the delay, then at most every 100 ms */
+	if (now - p->start_ns < p->delay_ns || (p->shown && now - p->last_ns < 100000000ull))
 		return;
 	p->last_ns = now;
 	p->shown = true;
