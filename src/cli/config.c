@@ -2,7 +2,9 @@
  * ~/.config/airlock/config): defaults below the flags and the environment.
  * A line is "key = value", "#" starts a comment line; keys: home, server,
  * color, pager, token_file.  A token is read only from token_file, and only
- * when that file is a regular file of the user readable by no one else. */
+ * when that file is a regular file of the user readable by no one else.
+ * The config file itself is read only when the user (or root) owns it and
+ * no one else may write it: whoever writes it chooses where a token goes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,17 +54,42 @@ int cli_config_load(struct cli_config *c)
 	memset(c, 0, sizeof(*c));
 	if (cli_config_path(c->path, sizeof(c->path)) < 0)
 		return 0;
-	struct al_error err = { 0 };
-	char *text;
-	size_t n;
-	if (cli_read_small(c->path, CONFIG_MAX, &text, &n, &err) < 0) {
-		if (err.sys_errno == ENOENT || err.sys_errno == ENOTDIR)
-			return 0;
-		fprintf(stderr, "airlock: the config file: %s\n", err.msg);
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat sb;
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return 0;
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		fprintf(stderr, "airlock: the config file %s: %s\n", cli_esc(c->path, "?"),
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 2;
 	}
+	/* who may write it chooses the server a token is sent to */
+	const char *why = !S_ISREG(sb.st_mode)                      ? "not a regular file"
+			  : sb.st_uid != getuid() && sb.st_uid != 0 ? "owned by another user"
+			  : sb.st_mode & 022                        ? "writable by others"
+			  : sb.st_size > CONFIG_MAX                 ? "over 64 KiB"
+								    : NULL;
+	if (why) {
+		fprintf(stderr, "airlock: the config file %s is %s (mode %04o): not read; %s\n",
+			cli_esc(c->path, "?"), why, (unsigned)(sb.st_mode & 07777),
+			sb.st_mode & 022 ? "chmod go-w it" : "fix or remove it");
+		close(fd);
+		return 2;
+	}
+	char *text = malloc((size_t)sb.st_size + 1);
+	ssize_t n = text ? read(fd, text, (size_t)sb.st_size) : -1;
+	close(fd);
+	if (n < 0) {
+		fprintf(stderr, "airlock: the config file %s: %s\n", cli_esc(c->path, "?"),
+			strerror(text ? errno : ENOMEM));
+		free(text);
+		return 2;
+	}
+	text[n] = 0;
 	c->text = text;
-	if (memchr(text, 0, n))
+	if (memchr(text, 0, (size_t)n))
 		return bad(c->path, 1, "a NUL byte in the config file", NULL);
 	unsigned line = 0;
 	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;

@@ -128,6 +128,20 @@ run "$AL" review "$D"
 like "$out" "$(printf '\033')\[32m\+ONE" "config color = always: colour in a pipe"
 run env AIRLOCK_COLOR=never "$AL" review "$D"
 ok "  AIRLOCK_COLOR=never wins" -- sh -c '! printf %s "$1" | grep -q "$2"' sh "$out" "$(printf '\033')"
+chmod 666 "$CF"
+run "$AL" project list
+is "$rc" 2 "a config file others may write: not read (2)"
+like "$err" "config is writable by others \(mode 0666\): not read; chmod go-w" "  saying why and the fix"
+chmod 644 "$CF"
+chown nobody "$CF" 2>/dev/null && {
+	run "$AL" project list
+	like "$err" "owned by another user" "a config file of another user: not read"
+	chown "$(id -u)" "$CF"
+}
+rm "$CF"; mkdir "$CF"
+run "$AL" project list
+like "$err" "not a regular file" "a config that is a directory: refused"
+rmdir "$CF"
 printf 'color = sometimes\n' > "$CF"
 run "$AL" project list
 is "$rc" 2 "config color = junk: a usage error"
