@@ -56,7 +56,9 @@ int cli_config_load(struct cli_config *c)
 		return 0;
 	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat sb;
-	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+	/* none, or out of reach (as git does: another user's HOME, e.g. after
+	 * sudo -u): no config; a config that cannot be read is no token either */
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES))
 		return 0;
 	if (fd < 0 || fstat(fd, &sb) < 0) {
 		fprintf(stderr, "airlock: the config file %s: %s\n", cli_esc(c->path, "?"),

@@ -138,6 +138,10 @@ chown nobody "$CF" 2>/dev/null && {
 	like "$err" "owned by another user" "a config file of another user: not read"
 	chown "$(id -u)" "$CF"
 }
+chmod 000 "$CF"
+run setpriv --reuid=nobody --regid=nogroup --clear-groups env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$AL" --version
+is "$rc" 0 "a config file out of the user's reach: taken as none (as git does)"
+chmod 644 "$CF"
 rm "$CF"; mkdir "$CF"
 run "$AL" project list
 like "$err" "not a regular file" "a config that is a directory: refused"
