@@ -88,8 +88,49 @@ FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean screenshots
-all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox $(BUILD)/guest/vmlinux
+.PHONY: all deps check check-layers check-format check-api unit demo bench fuzz clean screenshots install
+all: $(BUILD)/airlock $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox $(BUILD)/guest/vmlinux \
+	$(BUILD)/man/airlock.1 $(BUILD)/completions/airlock $(BUILD)/completions/_airlock
+
+# shell completion: one candidates function (completions/airlock-candidates.sh)
+# joined to the bash and the zsh wrapper
+$(BUILD)/completions/airlock: completions/airlock-candidates.sh completions/airlock.bash
+	@mkdir -p $(@D)
+	cat $^ > $@
+$(BUILD)/completions/_airlock: completions/airlock-candidates.sh completions/_airlock.zsh
+	@mkdir -p $(@D)
+	{ echo '#compdef airlock'; cat $^; } > $@
+
+# the man page, from its source docs/man/airlock.1.scd (scdoc); a test keeps
+# it in step with every --help (tests/integration/t0126-install.sh)
+$(BUILD)/man/airlock.1: docs/man/airlock.1.scd | deps
+	@mkdir -p $(@D)
+	scdoc < $< > $@.tmp && mv $@.tmp $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the programs in
+# PREFIX/lib/airlock (airlock finds airlock-init, the busybox image and the
+# microVM guest beside itself), PREFIX/bin/airlock a link to it, the man
+# page, the bash and zsh completions, and the web UI's files (the same the
+# binary embeds and serves) in PREFIX/share/airlock/web.  Builds nothing
+# that is up to date.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_LIB = $(DESTDIR)$(PREFIX)/lib/airlock
+INSTALL_SHARE = $(DESTDIR)$(PREFIX)/share
+install: all
+	install -d $(INSTALL_LIB)/guest $(DESTDIR)$(PREFIX)/bin $(INSTALL_SHARE)/man/man1 \
+	  $(INSTALL_SHARE)/bash-completion/completions $(INSTALL_SHARE)/zsh/site-functions \
+	  $(INSTALL_SHARE)/airlock/web
+	install -m 0755 $(BUILD)/airlock $(BUILD)/airlock-init $(INSTALL_LIB)/
+	rm -rf $(INSTALL_LIB)/image && mkdir -p $(INSTALL_LIB)/image && \
+	  cp -a $(BUILD)/image/busybox $(INSTALL_LIB)/image/
+	install -m 0644 $(BUILD)/guest/vmlinux $(BUILD)/guest/initramfs.cpio $(INSTALL_LIB)/guest/
+	ln -sfn ../lib/airlock/airlock $(DESTDIR)$(PREFIX)/bin/airlock
+	install -m 0644 $(BUILD)/man/airlock.1 $(INSTALL_SHARE)/man/man1/airlock.1
+	install -m 0644 $(BUILD)/completions/airlock $(INSTALL_SHARE)/bash-completion/completions/airlock
+	install -m 0644 $(BUILD)/completions/_airlock $(INSTALL_SHARE)/zsh/site-functions/_airlock
+	cp -R web/dist/. $(INSTALL_SHARE)/airlock/web/
+	@echo "installed into $(DESTDIR)$(PREFIX)"
 
 # the default sandbox image's root filesystem, from Debian's busybox-static
 $(BUILD)/image/busybox/bin/busybox: scripts/mkimage-busybox.sh | deps

@@ -4,7 +4,9 @@ set -u
 AL="$AIRLOCK_BUILD/airlock"
 T=$(mktemp -d "${TMPDIR:-/tmp}/airlock-test.XXXXXX")
 export AIRLOCK_HOME="$T/home"
-unset AIRLOCK_TENANT
+unset AIRLOCK_TENANT AIRLOCK_URL AIRLOCK_TOKEN
+# the user's own config file (docs/cli.md) never reaches a test
+export XDG_CONFIG_HOME="$T/.config"
 trap 'chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 _n=0
 _failed=0

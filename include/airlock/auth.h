@@ -39,6 +39,7 @@ struct al_principal {
 	unsigned roles;
 	int64_t created;
 	char token_id[AL_TOKEN_ID_LEN + 1]; /* the token that authenticated it, if any */
+	int64_t token_expires;              /* that token's expiry, unix seconds; 0: never */
 };
 
 struct al_token_info {

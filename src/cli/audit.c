@@ -363,7 +363,9 @@ static int audit_export(struct cli *cli, int argc, char **argv)
 	if (cli->json)
 		return cli_json_print(json_pack("{s:s,s:I,s:I}", "file", argv[optind], "from",
 						(json_int_t)from, "entries", (json_int_t)n));
-	fprintf(stderr, "exported %llu entries to %s\n", (unsigned long long)n, argv[optind]);
+	if (!cli->quiet)
+		fprintf(stderr, "exported %llu entries to %s\n", (unsigned long long)n,
+			cli_esc(argv[optind], "?"));
 	return 0;
 }
 

@@ -7,6 +7,7 @@
  *   remote.c          the client of airlockd (libcurl, dl_curl.c)
  *   common.c          errors, JSON, progress, options, dispatch
  *   ids.c             names: id prefixes, PROJECT, PROJECT~N, @, short forms
+ *   config.c          the user's config file ($XDG_CONFIG_HOME/airlock/config)
  *   term.c            terminal: safe text, colour, the pager, times for people
  * and below them src/front (views, ops) and include/airlock. */
 #ifndef AL_CLI_H
@@ -36,7 +37,23 @@ struct cli {
 	const char *server;   /* --server URL / AIRLOCK_URL: a client of airlockd */
 	const char *token;    /* AIRLOCK_TOKEN */
 	const char *ca_cert;  /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
+	const char *pager;    /* the config file's pager (below AIRLOCK_PAGER, above PAGER) */
+	bool quiet;           /* -q/--quiet: no progress, no informational lines */
 };
+
+/* config.c.  The config file's values (pointers into text), all NULL when
+ * there is none.  cli_config_load: 0, or 2 (reported: a malformed line, an
+ * unknown key, a token in the file). */
+struct cli_config {
+	char path[4096];
+	char *text;
+	const char *home, *server, *color, *pager, *token_file;
+};
+int cli_config_path(char *out, size_t n);
+int cli_config_load(struct cli_config *c);
+/* The token in path (malloc'ed): 0, or 2 (reported) unless path is a
+ * regular file of the user that no one else may read or write. */
+int cli_token_file(const char *path, char **out);
 
 struct cli_cmd {
 	const char *name;
@@ -63,15 +80,18 @@ int cli_read_small(const char *path, size_t max, char **out, size_t *n, struct a
  * ends and colour pass, other controls are shown as \xNN. */
 void cli_write_output(FILE *f, int stream, const void *p, size_t n);
 
-/* Progress on a TTY, shown once an operation has taken more than a second. */
+/* Progress on a TTY (stderr), shown once an operation has taken more than a
+ * second (AIRLOCK_PROGRESS_DELAY_MS), never in a pipe nor with -q. */
 struct cli_progress {
 	const char *what;
-	uint64_t start_ns, last_ns, total_bytes;
+	uint64_t start_ns, last_ns, total_bytes, delay_ns;
 	bool shown, enabled;
 };
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes);
 void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes);
 void cli_progress_done(struct cli_progress *p);
+/* -q: no progress anywhere */
+void cli_progress_quiet(bool quiet);
 
 /* term.c.  --color=WHEN (auto, always, never): 0, or -1 for another WHEN;
  * auto is on a TTY without NO_COLOR (and TERM not dumb). */
@@ -111,6 +131,11 @@ int cli_id_check(struct cli *cli, unsigned kinds, const char *id);
 char *cli_draft_path(char *path);
 /* An id's short form for people: 12 hex characters (sha256: dropped) */
 const char *cli_short(const char *id);
+/* An id in a text list: its short form for people (a local home, stdout a
+ * terminal: cli_abbrev_setup(true)), else the full id (scripts and pipes
+ * read it back; a --server resolves no prefixes). NULL gives "-". */
+void cli_abbrev_setup(bool on);
+const char *cli_id_text(const char *id);
 
 /* Dispatch argv[0] through a table of subcommands; prints help on --help. */
 int cli_dispatch(struct cli *cli, const char *group, const struct cli_cmd *cmds, int argc,

@@ -156,13 +156,24 @@ void cli_write_output(FILE *f, int stream, const void *data, size_t n)
 	}
 }
 
+static bool progress_off;
+
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes)
 {
 	memset(p, 0, sizeof(*p));
 	p->what = what;
 	p->start_ns = p->last_ns = al_now_ns();
 	p->total_bytes = total_bytes;
-	p->enabled = isatty(2);
+	p->enabled = isatty(2) && !progress_off;
+	const char *d = getenv("AIRLOCK_PROGRESS_DELAY_MS");
+	char *end;
+	unsigned long long ms = d && *d ? strtoull(d, &end, 10) : 1000;
+	p->delay_ns = d && *d && !*end && ms <= 3600000ull ? ms * 1000000ull : 1000000000ull;
+}
+
+void cli_progress_quiet(bool quiet)
+{
+	progress_off = quiet;
 }
 
 static void human(uint64_t b, char *out, size_t n)
@@ -183,22 +194,24 @@ void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes)
 	if (!p->enabled)
 		return;
 	uint64_t now = al_now_ns();
-	if (now - p->start_ns < 1000000000ull || now - p->last_ns < 100000000ull)
+	/* after the delay, then at most every 100 ms */
+	if (now - p->start_ns < p->delay_ns || (p->shown && now - p->last_ns < 100000000ull))
 		return;
 	p->last_ns = now;
 	p->shown = true;
-	char hb[32], tb[32];
+	char hb[32], tb[32], nf[40] = "";
 	human(bytes, hb, sizeof(hb));
+	if (files)
+		snprintf(nf, sizeof(nf), "%llu files, ", (unsigned long long)files);
 	double secs = (double)(now - p->start_ns) / 1e9;
 	if (p->total_bytes) {
 		human(p->total_bytes, tb, sizeof(tb));
-		fprintf(stderr, "\r%s: %llu files, %s of %s (%.0f%%), %.0f MiB/s   ", p->what,
-			(unsigned long long)files, hb, tb,
+		fprintf(stderr, "\r%s: %s%s of %s (%.0f%%), %.0f MiB/s   ", p->what, nf, hb, tb,
 			100.0 * (double)bytes / (double)p->total_bytes,
 			(double)bytes / 1048576.0 / secs);
 	} else {
-		fprintf(stderr, "\r%s: %llu files, %s, %.0f MiB/s   ", p->what,
-			(unsigned long long)files, hb, (double)bytes / 1048576.0 / secs);
+		fprintf(stderr, "\r%s: %s%s, %.0f MiB/s   ", p->what, nf, hb,
+			(double)bytes / 1048576.0 / secs);
 	}
 }
 

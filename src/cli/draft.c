@@ -48,10 +48,12 @@ static int draft_create(struct cli *cli, int argc, char **argv)
 
 static void draft_text(json_t *d)
 {
-	printf("%s %s base %s head %s", cli_esc(json_string_value(json_object_get(d, "id")), "-"),
-	       cli_esc(json_string_value(json_object_get(d, "state")), "-"),
-	       cli_esc(json_string_value(json_object_get(d, "base")), "-"),
-	       cli_esc(json_string_value(json_object_get(d, "head")), "-"));
+	const char *state = json_string_value(json_object_get(d, "state"));
+	const char *sc = cli_state_color(state);
+	printf("%s %s%s%s base %s head %s",
+	       cli_id_text(json_string_value(json_object_get(d, "id"))), sc, cli_esc(state, "-"),
+	       *sc ? CLI_RESET : "", cli_id_text(json_string_value(json_object_get(d, "base"))),
+	       cli_id_text(json_string_value(json_object_get(d, "head"))));
 	long long a = json_integer_value(json_object_get(d, "applied")),
 		  x = json_integer_value(json_object_get(d, "discarded"));
 	long long p = json_integer_value(json_object_get(d, "partial"));

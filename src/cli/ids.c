@@ -28,6 +28,18 @@ const char *cli_author(const char *given)
 	return pw ? pw->pw_name : "unknown";
 }
 
+static bool abbrev;
+
+void cli_abbrev_setup(bool on)
+{
+	abbrev = on;
+}
+
+const char *cli_id_text(const char *id)
+{
+	return abbrev ? cli_short(id) : cli_esc(id, "-");
+}
+
 const char *cli_short(const char *id)
 {
 	static __thread char ring[8][16];

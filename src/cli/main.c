@@ -56,32 +56,49 @@ static void usage(FILE *f)
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
 		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
 		   "  --color=WHEN    colour: auto (on a terminal, without NO_COLOR), always,\n"
-		   "                  never; also accepted after COMMAND (before --)\n"
+		   "                  never (--color alone: always; --no-color: never); also\n"
+		   "                  accepted after COMMAND (before --)\n"
+		   "  -q, --quiet     no progress and no informational lines on stderr; also\n"
+		   "                  accepted after COMMAND (before --)\n"
 		   "  --version       print the version\n"
 		   "  -h, --help      this help; 'airlock COMMAND --help' for a command\n"
 		   "\n"
 		   "commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
-		   "5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
-		   "10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock "
-		   "run: the command's status, 123 out of memory,\n"
-		   "124 timeout\n"
-		   "(docs/cli.md)\n");
+	fprintf(f,
+		"\nexit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 corrupt,\n"
+		"5 conflict, 6 invalid input, 7 already exists, 8 limit, 9 invalid state,\n"
+		"10 unauthorized, 11 forbidden, 12 unavailable, 125 sandbox failure; airlock "
+		"run: the command's status, 123 out of memory,\n"
+		"124 timeout\n"
+		"(docs/cli.md)\n"
+		"\n"
+		"config file: $XDG_CONFIG_HOME/airlock/config (default ~/.config/...):\n"
+		"home, server, color, pager, token_file (below the flags and the environment)\n");
 }
 
 int main(int argc, char **argv)
 {
 	static char home_buf[4096];
 	struct cli cli = { .prog = "airlock" };
+	static struct cli_config conf;
+	if (cli_config_load(&conf))
+		return 2;
 	cli.home = getenv("AIRLOCK_HOME");
+	if (!cli.home || !*cli.home)
+		cli.home = conf.home;
 	cli.tenant = getenv("AIRLOCK_TENANT");
 	cli.server = getenv("AIRLOCK_URL");
+	if (!cli.server)
+		cli.server = conf.server;
 	cli.token = getenv("AIRLOCK_TOKEN");
 	cli.ca_cert = getenv("AIRLOCK_CA_CERT");
-	/* --color=WHEN anywhere before "--" (a command's own arguments follow it) */
+	cli.pager = conf.pager;
+	/* --color=WHEN and -q anywhere before "--" (a command's own arguments follow it) */
 	const char *color = getenv("AIRLOCK_COLOR");
+	if (!color || !*color)
+		color = conf.color;
 	int kept = 1;
 	bool tenant_flag = false;
 	for (int i = 1; i < argc; i++) {
@@ -96,6 +113,8 @@ int main(int argc, char **argv)
 			color = "always";
 		else if (!strcmp(argv[i], "--no-color"))
 			color = "never";
+		else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
+			cli.quiet = true;
 		else
 			argv[kept++] = argv[i];
 	}
@@ -142,6 +161,14 @@ int main(int argc, char **argv)
 	}
 	if (cli.server && !*cli.server)
 		cli.server = NULL;
+	static char *token_buf;
+	if (cli.server && (!cli.token || !*cli.token) && conf.token_file) {
+		if (cli_token_file(conf.token_file, &token_buf))
+			return 2;
+		cli.token = token_buf;
+	}
+	cli_progress_quiet(cli.quiet);
+	cli_abbrev_setup(!cli.server && isatty(1));
 	if (cli.server && tenant_flag) {
 		fprintf(stderr, "airlock: --tenant cannot be used with --server: the token decides "
 				"the tenant (drop --tenant, or use a token of that tenant)\n");

@@ -71,7 +71,8 @@ static const char *jstr(json_t *o, const char *k)
 
 static void project_text(json_t *p)
 {
-	printf("%s %s %lld\n", jstr(p, "name"), jstr(p, "head"),
+	printf("%s %s %lld\n", jstr(p, "name"),
+	       cli_id_text(json_string_value(json_object_get(p, "head"))),
 	       (long long)json_integer_value(json_object_get(p, "commits")));
 }
 
@@ -123,9 +124,10 @@ static void log_text(json_t *c)
 {
 	const char *draft = json_string_value(json_object_get(c, "draft"));
 	printf("%lld %s %s %s %s%s%s: %s\n",
-	       (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "result"),
-	       jstr(c, "kind"), jstr(c, "strategy"), jstr(c, "author"), draft ? " draft " : "",
-	       draft ? draft : "", jstr(c, "message"));
+	       (long long)json_integer_value(json_object_get(c, "seq")),
+	       cli_id_text(json_string_value(json_object_get(c, "result"))), jstr(c, "kind"),
+	       jstr(c, "strategy"), jstr(c, "author"), draft ? " draft " : "",
+	       draft ? cli_id_text(draft) : "", jstr(c, "message"));
 	size_t i;
 	json_t *k;
 	json_array_foreach(json_object_get(c, "conflicts"), i, k) {

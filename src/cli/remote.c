@@ -79,6 +79,19 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* libcurl's transfer callback: an upload's or a download's progress */
+static int on_xfer(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		   curl_off_t ulnow)
+{
+	struct cli_progress *p = ctx;
+	bool up = p->what[0] == 'u';
+	curl_off_t total = up ? ultotal : dltotal, now = up ? ulnow : dlnow;
+	if (total > 0)
+		p->total_bytes = (uint64_t)total;
+	cli_progress_cb(p, 0, now > 0 ? (uint64_t)now : 0);
+	return 0;
+}
+
 static int http_raw(struct cli *cli, const char *method, const char *path, json_t *body,
 		    const char *upload, const char *upload_type, const char *download, json_t **out,
 		    struct raw *raw, struct al_error *err);
@@ -162,6 +175,13 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 		dl_curl.easy_setopt(c, CURLOPT_CAINFO, cli->ca_cert);
 	char cerr[CURL_ERROR_SIZE] = "";
 	dl_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	struct cli_progress prog;
+	cli_progress_init(&prog, upload ? "upload" : "download", 0);
+	if (upload || download) {
+		dl_curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xfer);
+		dl_curl.easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+		dl_curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	long status = 0;
 	if (rc == 0) {
 		CURLcode cc = dl_curl.easy_perform(c);
@@ -173,6 +193,7 @@ static int http_raw(struct cli *cli, const char *method, const char *path, json_
 				     : cerr[0] ? cerr
 					       : dl_curl.easy_strerror(cc));
 	}
+	cli_progress_done(&prog);
 	if (b.file && fclose(b.file) != 0 && rc == 0)
 		rc = al_fail(err, AL_EIO, errno, "%s", download);
 	if (up)

@@ -296,8 +296,37 @@ static void header(struct cli *cli, json_t *doc)
 	json_decref(rec);
 }
 
+/* Keep the files at or under one of paths (PATH... of review): the
+ * document's files and its stat count only those. */
+static void filter_paths(json_t *doc, char **paths, int n)
+{
+	json_t *files = json_object_get(doc, "files"), *kept = json_array();
+	long long add = 0, del = 0;
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+		for (int k = 0; p && k < n; k++) {
+			size_t l = strlen(paths[k]);
+			if (!strncmp(p, paths[k], l) && (p[l] == 0 || p[l] == '/')) {
+				json_array_append(kept, f);
+				add += json_integer_value(json_object_get(f, "additions"));
+				del += json_integer_value(json_object_get(f, "deletions"));
+				break;
+			}
+		}
+	}
+	json_object_set_new(doc, "files", kept);
+	json_t *st = json_object_get(doc, "stat");
+	if (json_is_object(st)) {
+		json_object_set_new(st, "files", json_integer((json_int_t)json_array_size(kept)));
+		json_object_set_new(st, "additions", json_integer(add));
+		json_object_set_new(st, "deletions", json_integer(del));
+	}
+}
+
 static const char review_help[] =
-	"usage: airlock review DRAFT [--json] [--stat] [--side-by-side]\n\n"
+	"usage: airlock review DRAFT [PATH...] [--json] [--stat] [--side-by-side]\n\n"
 	"Every change of a draft against its base: one header line per path\n"
 	"(A/M/D, type, mode), then a unified diff for text files, each hunk numbered\n"
 	"on its header ([hunk N]: what apply --hunks PATH=N names); binary files (or\n"
@@ -315,7 +344,8 @@ static const char review_help[] =
 	"the terminal ($COLUMNS, else 160 when not a terminal); '<' a removed\n"
 	"line, '>' an added one, '|' a changed one, a cut line ends in '>'.\n"
 	"DRAFT may be a unique prefix of a draft or run id, or @ (your last\n"
-	"run). On a terminal: colour and the pager (docs/cli.md).\n";
+	"run). PATH...: only the changes at or under these paths (./a/ is a; the\n"
+	"stat counts those). On a terminal: colour and the pager (docs/cli.md).\n";
 
 int cmd_review(struct cli *cli, int argc, char **argv)
 {
@@ -338,8 +368,17 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		default: return cli_usage(cli, "bad option");
 		}
 	}
-	if (argc - optind != 1)
+	if (argc - optind < 1)
 		return cli_usage(cli, "expected a draft id");
+	for (int k = optind + 1; k < argc; k++) {
+		argv[k] = cli_draft_path(argv[k]);
+		if (!*argv[k] || !strcmp(argv[k], ".") || !strcmp(argv[k], "./") ||
+		    argv[k][0] == '/' || !strcmp(argv[k], "..") || !strncmp(argv[k], "../", 3) ||
+		    strstr(argv[k], "/../") ||
+		    (strlen(argv[k]) >= 3 && !strcmp(argv[k] + strlen(argv[k]) - 3, "/..")))
+			return cli_usage(cli, "'%s' is not a path inside the draft",
+					 cli_esc(argv[k], "?"));
+	}
 	json_t *doc;
 	char path[256], esc[128], id[64];
 	int rc = cli_id(cli, CLI_ID_RUN | CLI_ID_DRAFT, argv[optind], id, sizeof(id));
@@ -351,6 +390,8 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 	rc = cli_fetch(cli, path, review_local, &ra, &doc);
 	if (rc >= 0)
 		return rc;
+	if (argc - optind > 1)
+		filter_paths(doc, argv + optind + 1, argc - optind - 1);
 	if (cli->json)
 		return cli_json_print(doc);
 	cli_pager(cli);
@@ -374,7 +415,9 @@ int cmd_review(struct cli *cli, int argc, char **argv)
 		printf("warning: %s\n", cli_esc(json_string_value(f), ""));
 	json_array_foreach(json_object_get(doc, "files"), i, f)
 		file_text(f, stat);
-	if (!json_array_size(json_object_get(doc, "files")))
+	if (!json_array_size(json_object_get(doc, "files")) && argc - optind > 1)
+		printf("no changes at or under the paths given\n");
+	else if (!json_array_size(json_object_get(doc, "files")))
 		printf("no changes: the draft's head is its base%s\n",
 		       json_is_string(json_object_get(doc, "run"))
 			       ? " (its run changed nothing the draft keeps)"

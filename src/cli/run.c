@@ -184,7 +184,31 @@ static void print_output(json_t *rec)
 	}
 }
 
-static void summary(FILE *f, json_t *rec)
+/* May the caller read a draft's review?  Locally yes; over --server an
+ * agent may not (docs/api.md, the permission matrix): its summary names only
+ * what its role may use. */
+static bool may_review(struct cli *cli)
+{
+	if (!cli->server)
+		return true;
+	json_t *doc = NULL;
+	struct al_error err = { 0 };
+	bool ok = false;
+	if (cli_http(cli, "GET", "/whoami", NULL, NULL, NULL, &doc, &err) == 0) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_object_get(doc, "roles"), i, v) {
+			const char *r = json_string_value(v);
+			if (r &&
+			    (!strcmp(r, "admin") || !strcmp(r, "author") || !strcmp(r, "reviewer")))
+				ok = true;
+		}
+	}
+	json_decref(doc);
+	return ok;
+}
+
+static void summary(FILE *f, json_t *rec, bool reviewer)
 {
 	if (!strcmp(jstr(rec, "outcome"), "not_replayable")) { /* a replay that never ran */
 		fprintf(f, "run %s: not_replayable: %s\n", jstr(rec, "id"),
@@ -232,8 +256,11 @@ static void summary(FILE *f, json_t *rec)
 		else
 			fprintf(f, "; contract satisfied");
 	}
-	if (n)
+	if (n && reviewer)
 		fprintf(f, "; review: airlock review %s\n", jstr(rec, "id"));
+	else if (n)
+		fprintf(f, "; draft %s awaits a reviewer; the run: airlock run show %s\n",
+			jstr(rec, "draft"), jstr(rec, "id"));
 	else
 		fprintf(f, "; draft %s closed: empty\n", jstr(rec, "draft"));
 }
@@ -353,7 +380,7 @@ static int run_show(struct cli *cli, int argc, char **argv)
 		printf("replay   of %s: %s\n", jstr(rec, "replay_of"),
 		       jstr(json_object_get(rec, "verdict"), "result"));
 	contract_text(rec);
-	summary(stdout, rec);
+	summary(stdout, rec, may_review(cli));
 	notes(stdout, rec);
 	print_output(rec);
 	json_decref(rec);
@@ -529,7 +556,8 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 			rc = 1;
 	} else {
 		notes(stderr, rec);
-		summary(stderr, rec);
+		if (!cli->quiet)
+			summary(stderr, rec, may_review(cli));
 	}
 	json_decref(rec);
 	return rc;
@@ -791,7 +819,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		} else {
 			if (!cli->json) {
 				notes(stderr, rec);
-				summary(stderr, rec);
+				if (!cli->quiet)
+					summary(stderr, rec, true);
 			}
 			rc = exit_status(rec);
 			if (cli->json && cli_json_print(json_incref(rec)))
@@ -820,8 +849,9 @@ static void run_text(json_t *rec)
 	bool failed = !strncmp(jstr(rec, "outcome"), "failed", 6) ||
 		      !strcmp(jstr(rec, "outcome"), "not_replayable") ||
 		      !strcmp(jstr(rec, "outcome"), "running");
-	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", jstr(rec, "id"),
-	       json_is_string(json_object_get(rec, "draft")) ? jstr(rec, "draft") : "-",
+	printf("%s %s exit %-3lld %s%s%s%s%s+%lld ~%lld -%lld %s\n", cli_id_text(jstr(rec, "id")),
+	       json_is_string(json_object_get(rec, "draft")) ? cli_id_text(jstr(rec, "draft"))
+							     : "-",
 	       jint(rec, "exit_code"), jtrue(rec, "timed_out") ? "timeout " : "",
 	       jtrue(rec, "oom") ? "oom " : "", jtrue(rec, "cancelled") ? "cancelled " : "",
 	       failed ? jstr(rec, "outcome") : "", failed ? " " : "", jint(c, "added"),

@@ -306,8 +306,9 @@ static int list_one(void *ctx, const struct al_snapshot_info *info, struct al_er
 	char id[AL_OID_STRLEN + 1];
 	al_oid_fmt(&info->id, id);
 	if (!l->arr) {
-		printf("%s %llu files %llu bytes %s\n", id, (unsigned long long)info->files,
-		       (unsigned long long)info->bytes, info->source ? info->source : "-");
+		printf("%s %llu files %llu bytes %s\n", cli_id_text(id),
+		       (unsigned long long)info->files, (unsigned long long)info->bytes,
+		       info->source ? info->source : "-");
 		return 0;
 	}
 	json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "id", id, "created", (json_int_t)info->created,

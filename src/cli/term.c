@@ -91,6 +91,8 @@ void cli_pager(struct cli *cli)
 		return;
 	const char *cmd = getenv("AIRLOCK_PAGER");
 	if (!cmd)
+		cmd = cli->pager;
+	if (!cmd)
 		cmd = getenv("PAGER");
 	if (!cmd)
 		cmd = "less -FRX";

@@ -16,8 +16,9 @@ int cmd_whoami(struct cli *cli, int argc, char **argv)
 		"Local: the user commits and runs are recorded as (AIRLOCK_AUTHOR, else the\n"
 		"OS user), the home and the tenant. --json: "
 		"{\"user\",\"uid\",\"home\",\"tenant\"}.\n"
-		"With --server: the token's principal, tenant, roles, project grants and\n"
-		"token id (GET /api/whoami; --json prints that answer as it is).\n",
+		"With --server: the token's principal, tenant, roles, project grants, token\n"
+		"id and when the token expires (GET /api/whoami; --json prints that answer\n"
+		"as it is).\n",
 		0);
 	if (rc >= 0)
 		return rc;
@@ -46,6 +47,9 @@ int cmd_whoami(struct cli *cli, int argc, char **argv)
 	printf("\ncreated    %s\ntoken      %s\n",
 	       cli_when(json_integer_value(json_object_get(doc, "created")), 0),
 	       cli_esc(json_string_value(json_object_get(doc, "token")), "-"));
+	json_t *exp = json_object_get(doc, "token_expires");
+	printf("expires    %s\n",
+	       json_is_integer(exp) ? cli_when(json_integer_value(exp), 0) : "never");
 	json_array_foreach(json_object_get(doc, "projects"), i, v) {
 		char *s = json_dumps(v, JSON_COMPACT);
 		printf("grant      %s\n", cli_esc(s, "?"));

@@ -550,6 +550,7 @@ static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	c->found = true;
 	token_principal(c->p, q);
 	c->expires = sqlite3_column_int64(q, 5);
+	c->p->token_expires = c->expires;
 	c->revoked = sqlite3_column_int(q, 6);
 	return 0;
 }
@@ -653,6 +654,7 @@ static int session_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
 	token_principal(c->p, q);
 	c->expires = sqlite3_column_int64(q, 5);
 	c->token_expires = sqlite3_column_int64(q, 6);
+	c->p->token_expires = c->token_expires;
 	c->revoked = sqlite3_column_int(q, 7);
 	return 0;
 }

@@ -17,6 +17,9 @@ int h_whoami(struct req *rq)
 {
 	json_t *o = view_principal(rq->srv->auth, &rq->who);
 	json_object_set_new(o, "token", json_string(rq->who.token_id));
+	json_object_set_new(o, "token_expires",
+			    rq->who.token_expires ? json_integer(rq->who.token_expires)
+						  : json_null());
 	return srv_json(rq, 200, o);
 }
 

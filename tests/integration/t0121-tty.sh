@@ -52,7 +52,7 @@ like "$paged" "draft     ${D:0:12} of p, ${ESC}\[33mopen" "  the header says the
 
 rm -f "$T/paged"
 tty_run env PAGER="$T/pager" "$AL" project log p
-like "$(cat "$T/paged" 2>/dev/null)" "1 sha256:[0-9a-f]{64} create" "project log on a terminal: through \$PAGER"
+like "$(cat "$T/paged" 2>/dev/null)" "1 [0-9a-f]{12} create" "project log on a terminal: through \$PAGER, ids short"
 rm -f "$T/paged"
 tty_run env AIRLOCK_PAGER="$T/pager" PAGER=false "$AL" audit
 like "$(cat "$T/paged" 2>/dev/null)" "project_create" "audit on a terminal: \$AIRLOCK_PAGER before \$PAGER"
