@@ -67,8 +67,8 @@ void al_odb_backend_free(struct al_odb_backend *b);
 int al_odb_read_all(struct al_odb_backend *b, const struct al_oid *id, uint8_t **out, size_t *len,
 		    struct al_error *err);
 /* Store len bytes; their id goes to id_out. */
-int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len,
-		     struct al_oid *id_out, struct al_error *err);
+int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
+		     struct al_error *err);
 
 /* The local store as a backend: the tenant store in dir (al_cas_open).
  * Each write is a batch of its own. */
@@ -95,7 +95,7 @@ struct al_s3_config {
  * and the secret on its second. AL_EINVAL on anything malformed or
  * missing. */
 int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_error *err);
-int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant,
-		   struct al_odb_backend **out, struct al_error *err);
+int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
+		   struct al_error *err);
 
 #endif

@@ -474,8 +474,8 @@ static void test_tier_remote_failure_aborts_batch(void **state)
 /* ---- the S3 URL ------------------------------------------------------------------ */
 
 static const char *const aws_vars[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-					 "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION",
-					 "AWS_DEFAULT_REGION" };
+					"AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+					"AWS_REGION",        "AWS_DEFAULT_REGION" };
 
 static void test_s3_config(void **state)
 {
@@ -499,9 +499,8 @@ static void test_s3_config(void **state)
 	assert_string_equal(c.endpoint, "https://s3.us-east-1.amazonaws.com");
 	assert_string_equal(c.access_key, "AKID");
 	setenv("AWS_REGION", "eu-west-3", 1);
-	assert_int_equal(al_s3_config_parse("s3://b.x-1/a/b/?endpoint=http://127.0.0.1:9000/", &c,
-					    &err),
-			 0);
+	assert_int_equal(
+		al_s3_config_parse("s3://b.x-1/a/b/?endpoint=http://127.0.0.1:9000/", &c, &err), 0);
 	assert_string_equal(c.prefix, "a/b");
 	assert_string_equal(c.endpoint, "http://127.0.0.1:9000");
 	assert_string_equal(c.region, "eu-west-3");
@@ -575,14 +574,12 @@ static void test_s3_config(void **state)
 	}
 }
 
-#define CONFORMANCE(setup)                                                             \
-	cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),              \
-		cmocka_unit_test_setup_teardown(test_absent, setup, teardown),         \
-		cmocka_unit_test_setup_teardown(test_idempotent_and_foreach, setup,    \
-						teardown),                             \
-		cmocka_unit_test_setup_teardown(test_tenants_apart, setup, teardown),  \
-		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, \
-						teardown),                             \
+#define CONFORMANCE(setup)                                                                        \
+	cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),                         \
+		cmocka_unit_test_setup_teardown(test_absent, setup, teardown),                    \
+		cmocka_unit_test_setup_teardown(test_idempotent_and_foreach, setup, teardown),    \
+		cmocka_unit_test_setup_teardown(test_tenants_apart, setup, teardown),             \
+		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, teardown), \
 		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown)
 
 int main(void)

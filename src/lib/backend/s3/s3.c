@@ -35,7 +35,7 @@
 
 /* what a hostile or broken server can make us hold or fetch */
 #define S3_MAX_OBJECT (64ull << 30)
-#define S3_MAX_BODY (8u << 20) /* a listing page or an error document */
+#define S3_MAX_BODY (8u << 20)   /* a listing page or an error document */
 #define HEX_LEN (2 * AL_OID_LEN) /* a key's last segment */
 #define S3_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -198,7 +198,8 @@ static int credentials_file(struct al_s3_config *c, const char *path, struct al_
 	int r = set_field(c->access_key, sizeof(c->access_key), buf, (size_t)(nl - buf),
 			  "the access key", err);
 	if (r == 0)
-		r = set_field(c->secret_key, sizeof(c->secret_key), secret, slen, "the secret", err);
+		r = set_field(c->secret_key, sizeof(c->secret_key), secret, slen, "the secret",
+			      err);
 	explicit_bzero(buf, sizeof(buf));
 	return r;
 }
@@ -235,8 +236,9 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 			return al_fail(err, AL_EINVAL, 0, "s3: prefix too long");
 		memcpy(out->prefix, p, plen);
 		if (plen && !prefix_ok(out->prefix))
-			return al_fail(err, AL_EINVAL, 0,
-				       "s3: invalid prefix (segments of [A-Za-z0-9._-], no . or ..)");
+			return al_fail(
+				err, AL_EINVAL, 0,
+				"s3: invalid prefix (segments of [A-Za-z0-9._-], no . or ..)");
 		p += strcspn(p, "?");
 	}
 	int r = 0;
@@ -247,7 +249,8 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 			size_t n = strcspn(p, "&");
 			const char *eq = memchr(p, '=', n);
 			if (!eq) {
-				r = al_fail(err, AL_EINVAL, 0, "s3: expected KEY=VALUE in the query");
+				r = al_fail(err, AL_EINVAL, 0,
+					    "s3: expected KEY=VALUE in the query");
 				break;
 			}
 			size_t kl = (size_t)(eq - p), vl = n - kl - 1;
@@ -255,16 +258,18 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 			if (kl == 8 && !memcmp(p, "endpoint", 8)) {
 				r = endpoint_set(out, v, vl, err);
 			} else if (kl == 6 && !memcmp(p, "region", 6)) {
-				r = set_field(out->region, sizeof(out->region), v, vl, "region", err);
+				r = set_field(out->region, sizeof(out->region), v, vl, "region",
+					      err);
 			} else if (kl == 11 && !memcmp(p, "credentials", 11)) {
 				r = set_field(cred_path, sizeof(cred_path), v, vl,
 					      "the credentials path", err);
 			} else {
 				char q[64];
 				al_quote(p, kl, q, sizeof(q));
-				r = al_fail(err, AL_EINVAL, 0,
-					    "s3: unknown setting '%s' (endpoint, region, credentials)",
-					    q);
+				r = al_fail(
+					err, AL_EINVAL, 0,
+					"s3: unknown setting '%s' (endpoint, region, credentials)",
+					q);
 			}
 			p += n;
 			if (*p == '&')
@@ -284,8 +289,8 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 		if ((v = env("AWS_ENDPOINT_URL")))
 			r = endpoint_set(out, v, strlen(v), err);
 		else
-			snprintf(out->endpoint, sizeof(out->endpoint), "https://s3.%s.amazonaws.com",
-				 out->region);
+			snprintf(out->endpoint, sizeof(out->endpoint),
+				 "https://s3.%s.amazonaws.com", out->region);
 		if (r < 0)
 			return r;
 	}
@@ -489,8 +494,9 @@ static int perform(struct req *q, const char *method, const char *url, long *sta
 	if (*status == 401 || *status == 403) {
 		char code[80];
 		error_code(&q->body, code, sizeof(code));
-		return al_fail(q->err, AL_EAUTH, 0, "s3: %s refused (HTTP %ld%s%s): check the credentials",
-			       method, *status, code[0] ? " " : "", code);
+		return al_fail(q->err, AL_EAUTH, 0,
+			       "s3: %s refused (HTTP %ld%s%s): check the credentials", method,
+			       *status, code[0] ? " " : "", code);
 	}
 	if (*status >= 300 && *status != 404) {
 		char code[80];
@@ -582,8 +588,9 @@ static int s3_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t 
 	_cleanup_sha_ struct al_sha *sha = al_sha_new();
 	if (!sha)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-	struct req q = { .s = s, .id = id, .src = src, .src_ctx = ctx, .size = size, .sha = sha,
-			 .err = err };
+	struct req q = {
+		.s = s, .id = id, .src = src, .src_ctx = ctx, .size = size, .sha = sha, .err = err
+	};
 	if (size == 0) {
 		struct al_oid got;
 		al_sha_final(sha, got.b);
@@ -623,7 +630,10 @@ static void xml_unescape(char *s)
 	static const struct {
 		const char *ent;
 		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
+	} ents[] = { { "&amp;", '&' },
+		     { "&lt;", '<' },
+		     { "&gt;", '>' },
+		     { "&quot;", '"' },
 		     { "&apos;", '\'' } };
 	char *w = s;
 	for (const char *r = s; *r;) {
@@ -663,8 +673,8 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 {
 	struct s3 *s = s3_of(b);
 	char keyprefix[400], encprefix[1200], token[1024] = "", enctoken[3100];
-	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix, s->cfg.prefix[0] ? "/" : "",
-		 s->tenant);
+	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix,
+		 s->cfg.prefix[0] ? "/" : "", s->tenant);
 	uri_encode(keyprefix, encprefix, sizeof(encprefix));
 	size_t kplen = strlen(keyprefix);
 	for (;;) {
@@ -697,7 +707,8 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 			if (!ce)
 				break;
 			size_t kl = 0, sl = 0;
-			const char *k = xml_elem(c, ce, "Key", &kl), *sz = xml_elem(c, ce, "Size", &sl);
+			const char *k = xml_elem(c, ce, "Key", &kl),
+				   *sz = xml_elem(c, ce, "Size", &sl);
 			struct al_oid id;
 			if (k && sz && kl == kplen + HEX_LEN && !memcmp(k, keyprefix, kplen) &&
 			    al_unhex(k + kplen, AL_OID_LEN, id.b) == 0 && sl > 0 && sl < 21) {
@@ -713,11 +724,12 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		}
 		size_t tl = 0, tokl = 0;
 		const char *trunc = xml_elem((const char *)q.body.p, end, "IsTruncated", &tl);
-		const char *tok = xml_elem((const char *)q.body.p, end, "NextContinuationToken",
-					   &tokl);
+		const char *tok =
+			xml_elem((const char *)q.body.p, end, "NextContinuationToken", &tokl);
 		bool more = trunc && tl == 4 && !memcmp(trunc, "true", 4);
 		if (r == 0 && more && (!tok || tokl == 0 || tokl >= sizeof(token)))
-			r = al_fail(err, AL_EIO, 0, "s3: a truncated listing without a usable token");
+			r = al_fail(err, AL_EIO, 0,
+				    "s3: a truncated listing without a usable token");
 		if (r == 0 && more) {
 			memcpy(token, tok, tokl);
 			token[tokl] = 0;
@@ -738,8 +750,8 @@ static void s3_free(struct al_odb_backend *b)
 	free(s);
 }
 
-int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant,
-		   struct al_odb_backend **out, struct al_error *err)
+int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
+		   struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
 	if (r < 0 || (r = cu_ready(err)) < 0)

@@ -55,8 +55,8 @@ static int64_t mem_read(void *ctx, void *buf, size_t n, struct al_error *err)
 	return (int64_t)k;
 }
 
-int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len,
-		     struct al_oid *id_out, struct al_error *err)
+int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
+		     struct al_error *err)
 {
 	al_sha256(data, len, id_out->b);
 	struct mem_source m = { data, len, 0 };
