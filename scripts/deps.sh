@@ -10,7 +10,7 @@ libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 ope
 busybox-static cpio qemu-system-x86 linux-image-cloud-amd64 bubblewrap libseccomp-dev libcap-dev util-linux sqlite3 clang-format
 libmicrohttpd-dev libcurl4-openssl-dev curl wrk libvalijson-dev nlohmann-json3-dev nodejs npm
 chromium
-swift swift-proxy swift-account swift-container swift-object memcached"
+swift swift-proxy swift-account swift-container swift-object memcached libpq-dev postgresql"
 
 missing=""
 for p in $PKGS; do

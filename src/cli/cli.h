@@ -36,6 +36,7 @@ struct cli {
 	const char *server;   /* --server URL / AIRLOCK_URL: a client of airlockd */
 	const char *token;    /* AIRLOCK_TOKEN */
 	const char *ca_cert;  /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
+	const char *metadata; /* --metadata / AIRLOCK_METADATA: postgres://… (admin metadata) */
 };
 
 struct cli_cmd {

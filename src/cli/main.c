@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		   "                  s3://BUCKET[/PREFIX][?endpoint=URL&region=R\n"
 		   "                  &credentials=FILE]; else AWS_ACCESS_KEY_ID and\n"
 		   "                  AWS_SECRET_ACCESS_KEY (docs/operations.md)\n"
+		   "  --metadata URL  a PostgreSQL database, postgres://… (env AIRLOCK_METADATA):\n"
+		   "                  for admin metadata migrate; the commands themselves still\n"
+		   "                  use the home (docs/operations.md)\n"
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
 		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
 		   "  --color=WHEN    colour: auto (on a terminal, without NO_COLOR), always,\n"
@@ -85,6 +88,7 @@ int main(int argc, char **argv)
 	cli.token = getenv("AIRLOCK_TOKEN");
 	cli.ca_cert = getenv("AIRLOCK_CA_CERT");
 	const char *blobs = getenv("AIRLOCK_BLOBS");
+	cli.metadata = getenv("AIRLOCK_METADATA");
 	/* --color=WHEN anywhere before "--" (a command's own arguments follow it) */
 	const char *color = getenv("AIRLOCK_COLOR");
 	int kept = 1;
@@ -113,6 +117,7 @@ int main(int argc, char **argv)
 	}
 	static const struct option opts[] = {
 		{ "blobs", required_argument, NULL, 'B' },
+		{ "metadata", required_argument, NULL, 'M' },
 		{ "ca-cert", required_argument, NULL, 'C' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "tenant", required_argument, NULL, 'T' },
@@ -132,6 +137,7 @@ int main(int argc, char **argv)
 		case 'S': cli.server = optarg; break;
 		case 'C': cli.ca_cert = optarg; break;
 		case 'B': blobs = optarg; break;
+		case 'M': cli.metadata = optarg; break;
 		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
