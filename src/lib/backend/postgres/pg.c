@@ -55,7 +55,7 @@ static void pq_load(void)
 
 /* The tenant tables: each has the tenant first in its primary key, the
  * policy of migration 1 and the service role's grants. */
-#define TENANT_TABLES                                                                   \
+#define TENANT_TABLES                                                                       \
 	"tenants, principals, grants, tokens, sessions, policy, settings, snapshots, "      \
 	"projects, volumes, draft_paths, commits, conflicts, ledger, ledger_tree, images, " \
 	"runs, checkpoints, project_contracts"
@@ -183,8 +183,7 @@ static int pg_fail(PGconn *c, PGresult *res, struct al_error *err, const char *w
 }
 
 /* One statement (or several, no parameters); rows go to *out if wanted. */
-static int exec(PGconn *c, const char *sql, PGresult **out, struct al_error *err,
-		const char *what)
+static int exec(PGconn *c, const char *sql, PGresult **out, struct al_error *err, const char *what)
 {
 	PGresult *res = pq.exec(c, sql);
 	ExecStatusType st = res ? pq.result_status(res) : PGRES_FATAL_ERROR;
@@ -243,13 +242,14 @@ static int check_service_role(PGconn *c, const char *role, struct al_error *err)
 	if (r < 0)
 		return r;
 	if (pq.ntuples(res) != 1)
-		r = al_fail(err, AL_EINVAL, 0, "postgres: no role %s (create it first: docs/operations.md)",
-			    role);
-	else if (!strcmp(pq.getvalue(res, 0, 0), "t"))
 		r = al_fail(err, AL_EINVAL, 0,
-			    "postgres: the service role %s is a superuser, which bypasses row-level "
-			    "security",
-			    role);
+			    "postgres: no role %s (create it first: docs/operations.md)", role);
+	else if (!strcmp(pq.getvalue(res, 0, 0), "t"))
+		r = al_fail(
+			err, AL_EINVAL, 0,
+			"postgres: the service role %s is a superuser, which bypasses row-level "
+			"security",
+			role);
 	else if (!strcmp(pq.getvalue(res, 0, 1), "t"))
 		r = al_fail(err, AL_EINVAL, 0, "postgres: the service role %s has BYPASSRLS", role);
 	else if (strcmp(pq.getvalue(res, 0, 2), "0"))
@@ -293,11 +293,12 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 		goto out;
 	}
 	/* one migrator at a time; the others wait, then find the work done */
-	if ((r = exec(c, "SET client_min_messages = warning;"
-			 "SELECT pg_advisory_lock(hashtext('airlock_schema'));"
-			 "CREATE TABLE IF NOT EXISTS airlock_schema("
-			 "  version INTEGER PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());"
-			 "REVOKE ALL ON airlock_schema FROM PUBLIC;",
+	if ((r = exec(c,
+		      "SET client_min_messages = warning;"
+		      "SELECT pg_advisory_lock(hashtext('airlock_schema'));"
+		      "CREATE TABLE IF NOT EXISTS airlock_schema("
+		      "  version INTEGER PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());"
+		      "REVOKE ALL ON airlock_schema FROM PUBLIC;",
 		      NULL, err, "prepare")) < 0)
 		goto out;
 	if ((r = check_service_role(c, service_role, err)) < 0)
