@@ -130,4 +130,15 @@ is "$rc" 0 "another tenant imports with --blobs"
 T_ID=$(sha256sum <"$T/o/t" | cut -c1-64)
 is "$(keys team/a/other/ | grep -c "$T_ID")" 1 "  its objects are under its own name"
 is "$(keys team/a/default/ | grep -c "$T_ID")" 0 "  and not under this tenant's"
+# ---- the daemon: what a request stores goes to the bucket too
+"$AL" admin principal create bob --role author >/dev/null
+TOK=$("$AL" admin token create bob 2>/dev/null)
+AIRLOCK_BLOBS="$B" serve_start
+mkdir -p "$T/srv"; echo "uploaded through the daemon" >"$T/srv/s.txt"
+SID=$(sha256sum <"$T/srv/s.txt" | cut -c1-64)
+is "$(keys team/a/default/ | grep -c "$SID")" 0 "(the upload's file is not in the bucket yet)"
+run env AIRLOCK_TOKEN="$TOK" "$AL" --server "$URL" project create q --from "$T/srv"
+is "$rc" 0 "a project created through a daemon started with AIRLOCK_BLOBS"
+is "$(keys team/a/default/ | grep -c "$SID")" 1 "  has its objects in the bucket"
+serve_stop
 done_testing
