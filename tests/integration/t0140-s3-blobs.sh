@@ -130,6 +130,19 @@ is "$rc" 0 "another tenant imports with --blobs"
 T_ID=$(sha256sum <"$T/o/t" | cut -c1-64)
 is "$(keys team/a/other/ | grep -c "$T_ID")" 1 "  its objects are under its own name"
 is "$(keys team/a/default/ | grep -c "$T_ID")" 0 "  and not under this tenant's"
+# ---- a hostile server: its listings, error documents and object sizes are capped
+python3 "$SRC_ROOT/tests/servers/hostile-s3.py" >"$T/hostile.port" 2>/dev/null &
+HOSTILE=$!
+for _ in $(seq 100); do [ -s "$T/hostile.port" ] && break; sleep 0.05; done
+HEP="http://127.0.0.1:$(cat "$T/hostile.port")"
+ok "against a hostile server: a 9 MiB listing, a 1 TiB object, a 9 MiB error document are refused (unit)" -- \
+	env AIRLOCK_TEST_S3_HOSTILE="$HEP" "$AIRLOCK_BUILD/tests/test_odb"
+cold
+run "$AL" --blobs "s3://blobs/team/a?endpoint=$HEP" snapshot export "$HEAD" "$T/out5"
+is "$rc" 4 "a cold export from a server that answers with other bytes fails as corrupt"
+is "$(sqlite3 "$AIRLOCK_HOME/tenants/default/objects.db" "SELECT count(*) FROM objects")" 0 "  and keeps nothing"
+kill "$HOSTILE"; wait "$HOSTILE" 2>/dev/null
+
 # ---- the daemon: what a request stores goes to the bucket too
 "$AL" admin principal create bob --role author >/dev/null
 TOK=$("$AL" admin token create bob 2>/dev/null)

@@ -4,7 +4,8 @@
  * when AIRLOCK_TEST_S3 names a bucket (s3://…, credentials in the
  * environment), as tests/integration/t0140-s3-odb.sh does against a real
  * Swift; AIRLOCK_TEST_S3_NETRC then lets the suite corrupt an object behind
- * the backend's back with curl. */
+ * the backend's back with curl.  AIRLOCK_TEST_S3_HOSTILE (an endpoint:
+ * tests/servers/hostile-s3.py) runs the caps against a hostile server. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -574,6 +575,60 @@ static void test_s3_config(void **state)
 	}
 }
 
+/* ---- a hostile server (tests/servers/hostile-s3.py) ------------------------------- */
+
+static struct al_odb_backend *hostile(void)
+{
+	char url[300];
+	snprintf(url, sizeof(url), "s3://bucket/p?endpoint=%s", getenv("AIRLOCK_TEST_S3_HOSTILE"));
+	setenv("AWS_ACCESS_KEY_ID", "k", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "s", 1);
+	struct al_s3_config cfg;
+	struct al_odb_backend *b = NULL;
+	assert_int_equal(al_s3_config_parse(url, &cfg, NULL), 0);
+	assert_int_equal(al_odb_s3_open(&cfg, "t", &b, NULL), 0);
+	return b;
+}
+
+static void test_hostile_listing_capped(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	int n = 0;
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_ELIMIT);
+	assert_int_equal(n, 0);
+	al_odb_backend_free(b);
+}
+
+static void test_hostile_huge_object_refused(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	struct al_oid id;
+	memset(id.b, 0xff, sizeof(id.b)); /* the server says 1 TiB for this one */
+	uint8_t *p = NULL;
+	size_t len;
+	assert_int_equal(al_odb_read_all(b, &id, &p, &len, &err), AL_ELIMIT);
+	assert_null(p);
+	/* any other: wrong bytes, refused */
+	al_sha256("x", 1, id.b);
+	assert_int_equal(al_odb_read_all(b, &id, &p, &len, &err), AL_ECORRUPT);
+	assert_null(p);
+	al_odb_backend_free(b);
+}
+
+static void test_hostile_error_document_capped(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(b, "data", 4, &id, &err), AL_ELIMIT);
+	al_odb_backend_free(b);
+}
+
 #define CONFORMANCE(setup)                                                                        \
 	cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),                         \
 		cmocka_unit_test_setup_teardown(test_absent, setup, teardown),                    \
@@ -591,8 +646,16 @@ int main(void)
 		cmocka_unit_test(test_s3_config),
 	};
 	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };
+	const struct CMUnitTest hostile_server[] = {
+		cmocka_unit_test(test_hostile_listing_capped),
+		cmocka_unit_test(test_hostile_huge_object_refused),
+		cmocka_unit_test(test_hostile_error_document_capped),
+	};
 	int failed = cmocka_run_group_tests_name("odb: local store", local, NULL, NULL);
 	if (getenv("AIRLOCK_TEST_S3"))
 		failed += cmocka_run_group_tests_name("odb: s3", s3, NULL, NULL);
+	if (getenv("AIRLOCK_TEST_S3_HOSTILE"))
+		failed += cmocka_run_group_tests_name("odb: a hostile s3", hostile_server, NULL,
+						      NULL);
 	return failed;
 }
