@@ -16,6 +16,8 @@ CC ?= cc
 PKGS := libcrypto sqlite3 libzstd libarchive libseccomp libcap
 # libgit2: headers only; dlopen'ed when a review first needs a text diff (src/lib/dl_git.h)
 GIT_CFLAGS = $(shell pkg-config --cflags libgit2)
+# libpq: headers only; dlopen'ed when PostgreSQL metadata is used (src/lib/backend/postgres)
+PQ_CFLAGS = $(shell pkg-config --cflags libpq)
 # Recursive (=), not simple (:=): evaluated when a recipe runs, i.e. after
 # scripts/deps.sh has installed pkg-config and the libraries on a new machine.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
@@ -50,7 +52,7 @@ LAYER_INC = $(LIB_INC)
 $(BUILD)/src/front/%.o: LAYER_INC = $(FRONT_INC)
 $(BUILD)/src/cli/%.o: LAYER_INC = $(CLI_INC)
 $(BUILD)/src/server/%.o: LAYER_INC = $(SERVER_INC)
-BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(GIT_CFLAGS)
+BASE_CFLAGS = -pthread -std=gnu11 -D_GNU_SOURCE -Iinclude $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(JANSSON_CFLAGS) $(GIT_CFLAGS) $(PQ_CFLAGS)
 ALL_CFLAGS = $(BASE_CFLAGS) $(LAYER_INC)
 # banned.h (git's): the unsafe classics are a compile error in every airlock source
 BASE_CFLAGS += -include src/lib/banned.h
@@ -73,7 +75,7 @@ ALL_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-rec
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c)
+LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c src/lib/backend/*/*.c)
 # C++ only where the maintained library is C++: JSON Schema (valijson), jsonschema.h
 LIB_CXX_SRC := $(wildcard src/lib/*.cc)
 CLI_SRC := $(wildcard src/cli/*.c src/front/*.c src/server/*.c)

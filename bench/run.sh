@@ -127,6 +127,12 @@ if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 else
 	echo "== daemon figures skipped (need wrk and user namespaces)" >&2
 fi
+# objects on S3 (issue 19), where Debian's Swift is installed (scripts/deps.sh)
+if command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/s3.sh" "$OUT")
+else
+	echo "== S3 figures skipped (need OpenStack Swift and memcached: scripts/deps.sh)" >&2
+fi
 if [ "${BENCH_1M:-0}" = 1 ]; then
 	echo "== peak RSS importing a 1M-entry tree from disk" >&2
 	if [ ! -f "$OUT/tree1m.complete" ]; then

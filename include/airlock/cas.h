@@ -66,7 +66,8 @@ int al_cas_write(struct al_cas_writer *w, const void *p, size_t n, struct al_err
 int al_cas_write_end(struct al_cas_writer *w, struct al_oid *digest_out, struct al_error *err);
 void al_cas_write_abort(struct al_cas_writer *w); /* accepts NULL */
 
-/* 1 if present, 0 if not, negative on error. Does not verify the bytes. */
+/* 1 if present (in the local store, or else in its remote: cas_private.h),
+ * 0 if not, negative on error. Does not verify the bytes. */
 int al_cas_has(struct al_cas *cas, const struct al_oid *digest, struct al_error *err);
 
 /* Read a whole object, verified.  *out is malloc'ed, caller frees; it has

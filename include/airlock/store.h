@@ -30,6 +30,16 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 /* Is name a valid tenant name: [a-z0-9][a-z0-9_-]{0,62}. */
 int al_tenant_name_check(const char *name, struct al_error *err);
 
+/* Objects beyond this machine, for every store the process opens from now
+ * on: url is "s3://BUCKET[/PREFIX][?endpoint=…&region=…&credentials=…]"
+ * (al_s3_config_parse, odb_backend.h); NULL or "" for none (the default:
+ * the local store only).  Each tenant's objects are then also in the
+ * bucket under PREFIX/TENANT/, written before a batch commits, and read
+ * from there (verified, then kept locally) when the local store lacks
+ * them.  Call it once, before any thread opens a store. AL_EINVAL on a
+ * malformed url or missing credentials. */
+int al_store_blobs(const char *url, struct al_error *err);
+
 /* Open the storage of one tenant; AL_ENOTFOUND if the home or the tenant
  * does not exist. */
 int al_store_open(const char *home, const char *tenant, struct al_store **out,

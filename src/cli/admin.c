@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "airlock/auth.h"
+#include "airlock/pg.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "cli.h"
@@ -443,6 +444,58 @@ static int cmd_token(struct cli *cli, int argc, char **argv)
 	return cli_dispatch(cli, "admin token", cmds, argc - 1, argv + 1);
 }
 
+static int metadata_migrate(struct cli *cli, int argc, char **argv)
+{
+	static const char help[] =
+		"usage: airlock --metadata postgres://OWNER@HOST/DB admin metadata migrate\n"
+		"                --service-role ROLE [--json]\n\n"
+		"Create or upgrade airlock's schema in a PostgreSQL database (versioned\n"
+		"migrations, each in its own transaction), as OWNER, who owns it; grant ROLE,\n"
+		"the role the service connects as, rows only.  ROLE must exist and must not\n"
+		"be a superuser, have BYPASSRLS or own anything: row-level security is what\n"
+		"keeps tenants apart (docs/operations.md, \"Metadata on PostgreSQL\").\n"
+		"Prints: schema FROM -> TO.\n";
+	static const struct option opts[] = {
+		{ "service-role", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *role = NULL;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': role = optarg; break;
+		case 'j': cli->json = true; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: fputs(help, stderr); return 2;
+		}
+	}
+	if (optind != argc || !role)
+		return cli_usage(cli, "expected --service-role ROLE (see --help)");
+	if (!cli->metadata || !*cli->metadata)
+		return cli_usage(cli, "which database? pass --metadata postgres://… (or set "
+				      "AIRLOCK_METADATA)");
+	struct al_error err = { 0 };
+	int from = 0, to = 0;
+	if (al_pg_migrate(cli->metadata, role, &from, &to, &err) < 0)
+		return cli_error(cli, &err);
+	if (cli->json)
+		return cli_json_print(json_pack("{s:i,s:i}", "from", from, "to", to));
+	printf("schema %d -> %d\n", from, to);
+	return 0;
+}
+
+static int cmd_metadata(struct cli *cli, int argc, char **argv)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "migrate", metadata_migrate, "create or upgrade the PostgreSQL schema" },
+		{ 0 },
+	};
+	return cli_dispatch(cli, "admin metadata", cmds, argc - 1, argv + 1);
+}
+
 int cmd_admin(struct cli *cli, int argc, char **argv)
 {
 	static const struct cli_cmd cmds[] = {
@@ -451,6 +504,7 @@ int cmd_admin(struct cli *cli, int argc, char **argv)
 		{ "grant", grant, "grant a project to a principal" },
 		{ "token", cmd_token, "create, revoke and list bearer tokens" },
 		{ "policy", cmd_admin_policy, "run limits: defaults, ceilings, runs in flight" },
+		{ "metadata", cmd_metadata, "the PostgreSQL schema (--metadata)" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "admin", cmds, argc - 1, argv + 1);

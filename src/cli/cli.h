@@ -39,6 +39,7 @@ struct cli {
 	const char *ca_cert;  /* --ca-cert / AIRLOCK_CA_CERT: a PEM CA for https servers */
 	const char *pager;    /* the config file's pager (below AIRLOCK_PAGER, above PAGER) */
 	bool quiet;           /* -q/--quiet: no progress, no informational lines */
+	const char *metadata; /* --metadata / AIRLOCK_METADATA: postgres://… (admin metadata) */
 };
 
 /* config.c.  The config file's values (pointers into text), all NULL when

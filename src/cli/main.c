@@ -53,6 +53,13 @@ static void usage(FILE *f)
 		   "                  whoami,\n"
 		   "                  audit (list, show, checkpoint, export) and admin principal,\n"
 		   "                  grant and token work this way (docs/cli.md)\n"
+		   "  --blobs URL     also keep the objects in S3 (env AIRLOCK_BLOBS):\n"
+		   "                  s3://BUCKET[/PREFIX][?endpoint=URL&region=R\n"
+		   "                  &credentials=FILE]; else AWS_ACCESS_KEY_ID and\n"
+		   "                  AWS_SECRET_ACCESS_KEY (docs/operations.md)\n"
+		   "  --metadata URL  a PostgreSQL database, postgres://… (env AIRLOCK_METADATA):\n"
+		   "                  for admin metadata migrate; the commands themselves still\n"
+		   "                  use the home (docs/operations.md)\n"
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
 		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
 		   "  --color=WHEN    colour: auto (on a terminal, without NO_COLOR), always,\n"
@@ -95,6 +102,8 @@ int main(int argc, char **argv)
 	cli.token = getenv("AIRLOCK_TOKEN");
 	cli.ca_cert = getenv("AIRLOCK_CA_CERT");
 	cli.pager = conf.pager;
+	const char *blobs = getenv("AIRLOCK_BLOBS");
+	cli.metadata = getenv("AIRLOCK_METADATA");
 	/* --color=WHEN and -q anywhere before "--" (a command's own arguments follow it) */
 	const char *color = getenv("AIRLOCK_COLOR");
 	if (!color || !*color)
@@ -126,6 +135,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	static const struct option opts[] = {
+		{ "blobs", required_argument, NULL, 'B' },
+		{ "metadata", required_argument, NULL, 'M' },
 		{ "ca-cert", required_argument, NULL, 'C' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "tenant", required_argument, NULL, 'T' },
@@ -144,6 +155,8 @@ int main(int argc, char **argv)
 			break;
 		case 'S': cli.server = optarg; break;
 		case 'C': cli.ca_cert = optarg; break;
+		case 'B': blobs = optarg; break;
+		case 'M': cli.metadata = optarg; break;
 		case 'V': printf("airlock %s\n", AIRLOCK_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -176,6 +189,14 @@ int main(int argc, char **argv)
 	}
 	if (!cli.tenant || !*cli.tenant)
 		cli.tenant = AL_DEFAULT_TENANT;
+	if (blobs && *blobs) {
+		struct al_error err = { 0 };
+		/* before any thread; and in the environment, for the processes
+		 * airlock starts (a daemon's replays, a run's helpers) */
+		if (al_store_blobs(blobs, &err) < 0)
+			return cli_error(&cli, &err);
+		setenv("AIRLOCK_BLOBS", blobs, 1);
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return 2;

@@ -14,6 +14,17 @@
  * until it is idle, exclusively by the collector's sweep. */
 #define AL_CAS_GC_LOCK "gc.lock"
 
+struct al_odb_backend;
+/* Put a remote object backend behind the store (odb_backend.h); the store
+ * owns it from now on (NULL removes it).  With a remote, al_cas_commit
+ * writes every object the batch inserted to the remote before it commits
+ * (a failure there aborts the batch), and a read of an object the local
+ * store lacks fetches it from the remote, verified, and keeps it. */
+void al_cas__set_remote(struct al_cas *c, struct al_odb_backend *remote);
+/* al_cas_has without asking the remote: does the local store hold it (what
+ * a put's dedup and the collector need; al_cas_has also asks the remote). */
+int al_cas__has_local(struct al_cas *c, const struct al_oid *digest, struct al_error *err);
+
 struct al_cas__object {
 	int64_t n; /* insertion order: larger is newer */
 	struct al_oid id;

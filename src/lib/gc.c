@@ -712,7 +712,7 @@ static int complete(struct al_cas *cas, struct al_idset *seen, const struct al_o
 		if (en->type == AL_T_DIR) {
 			r = complete(cas, seen, &en->digest, depth + 1, err);
 		} else if (al_idset_add(seen, &en->digest) > 0) {
-			int has = al_cas_has(cas, &en->digest, err);
+			int has = al_cas__has_local(cas, &en->digest, err);
 			if (has == 0) {
 				char s[AL_OID_STRLEN + 1];
 				al_oid_fmt(&en->digest, s);

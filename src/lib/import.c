@@ -12,6 +12,7 @@
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "cas_private.h"
 #include "manifest_private.h"
 #include "pool.h"
 #include "sqlite_util.h"
@@ -477,7 +478,7 @@ static int ensure_cached_blobs(struct imp *im, int dfd, struct ient *v, size_t n
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].from_cache)
 			continue;
-		int has = al_cas_has(im->cas, &v[i].e.digest, err);
+		int has = al_cas__has_local(im->cas, &v[i].e.digest, err);
 		if (has < 0)
 			return has;
 		if (has)
@@ -593,7 +594,7 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *ou
 	if ((r = al_node_encode(ents, kept, &enc, &enclen, err)) < 0)
 		goto out;
 	al_sha256(enc, enclen, out->b);
-	int has = al_cas_has(im->cas, out, err);
+	int has = al_cas__has_local(im->cas, out, err);
 	if (has < 0) {
 		r = has;
 		goto out;

@@ -11,7 +11,9 @@
 #include <openssl/pem.h>
 
 #include "airlock/cas.h"
+#include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "cas_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -395,6 +397,31 @@ static int tenant_known(const char *home, const char *tenant, struct al_error *e
 	return 0;
 }
 
+/* set once at start (al_store_blobs), read by every al_store_open after */
+static struct al_s3_config *blobs;
+
+int al_store_blobs(const char *url, struct al_error *err)
+{
+	if (blobs) {
+		explicit_bzero(blobs, sizeof(*blobs));
+		free(blobs);
+		blobs = NULL;
+	}
+	if (!url || !*url)
+		return 0;
+	struct al_s3_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "blobs");
+	int r = al_s3_config_parse(url, c, err);
+	if (r < 0) {
+		explicit_bzero(c, sizeof(*c));
+		free(c);
+		return al_error_prefix(err, "--blobs: ");
+	}
+	blobs = c;
+	return 0;
+}
+
 int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
@@ -409,6 +436,12 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	if ((r = al_cas_open(s->dir, &s->cas, err)) < 0)
 		goto fail;
+	if (blobs) {
+		struct al_odb_backend *remote = NULL;
+		if ((r = al_odb_s3_open(blobs, tenant, &remote, err)) < 0)
+			goto fail;
+		al_cas__set_remote(s->cas, remote);
+	}
 	*out = s;
 	return 0;
 fail:

@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "airlock/cas.h"
+#include "airlock/odb_backend.h"
 #include "cas_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -57,6 +58,12 @@ struct al_cas {
 	struct al_sha *sha;
 	uint8_t *iobuf;
 	struct al_buf zbuf;
+	/* the remote tier (odb_backend.h): what this batch inserted, pushed
+	 * before it commits; hydrating: an insert that came from the remote */
+	struct al_odb_backend *remote;
+	struct al_oid *wr;
+	size_t nwr, capwr;
+	bool hydrating;
 };
 
 /* objects.db, by version (sqlite_util.h: never edit a released one) */
@@ -70,6 +77,8 @@ static const char *const migrations[] = {
 	"  data BLOB);",
 };
 static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(migrations);
+
+static int push_batch(struct al_cas *c, struct al_error *err);
 
 static void sweep_stale_batches(int tmpfd)
 {
@@ -185,6 +194,8 @@ void al_cas_close(struct al_cas *c)
 	free(c->iobuf);
 	al_buf_release(&c->zbuf);
 	free(c->pend);
+	free(c->wr);
+	al_odb_backend_free(c->remote);
 	if (c->pinfd >= 0)
 		close(c->pinfd);
 	if (c->objfd >= 0)
@@ -244,6 +255,7 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 		return r;
 	c->in_batch = true;
 	c->npend = 0;
+	c->nwr = 0;
 	return 0;
 }
 
@@ -333,6 +345,10 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	if (newsub && (r = al_fsync_dir(c->objfd, ".", err)) < 0)
 		goto fail;
 	c->npend = 0;
+	/* the remote has every object before the local store names any: a
+	 * batch another node can see through the metadata is readable there */
+	if (c->remote && (r = push_batch(c, err)) < 0)
+		goto fail;
 	if ((r = al_sqlite_exec(c->db, "COMMIT", err)) < 0)
 		goto fail;
 	c->in_batch = false;
@@ -349,10 +365,19 @@ void al_cas_abort(struct al_cas *c)
 		return;
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	c->in_batch = false;
+	c->nwr = 0;
 	remove_batch_dir(c);
 }
 
 int al_cas_has(struct al_cas *c, const struct al_oid *d, struct al_error *err)
+{
+	int r = al_cas__has_local(c, d, err);
+	if (r != 0 || !c->remote)
+		return r;
+	return c->remote->exists(c->remote, d, err);
+}
+
+int al_cas__has_local(struct al_cas *c, const struct al_oid *d, struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_has;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
@@ -382,6 +407,17 @@ static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, i
 	if (rc != SQLITE_DONE)
 		return al_fail(err, rc == SQLITE_FULL ? AL_ELIMIT : AL_EIO, 0,
 			       "cas: store object: %s", sqlite3_errmsg(c->db));
+	if (c->remote && !c->hydrating && sqlite3_changes(c->db) == 1) {
+		if (c->nwr == c->capwr) {
+			size_t n = c->capwr ? c->capwr * 2 : 64;
+			struct al_oid *w = realloc(c->wr, n * sizeof(*w));
+			if (!w)
+				return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+			c->wr = w;
+			c->capwr = n;
+		}
+		c->wr[c->nwr++] = *d;
+	}
 	return 0;
 }
 
@@ -484,7 +520,7 @@ static int loose_finish(struct al_cas *c, struct loose_writer *w, const struct a
 	sync_file_range(w->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	close(w->fd);
 	w->fd = -1;
-	int has = al_cas_has(c, d, err);
+	int has = al_cas__has_local(c, d, err);
 	if (has != 0) {
 		unlinkat(c->batchfd, w->tmp, 0);
 		return has < 0 ? has : 0;
@@ -548,7 +584,7 @@ int al_cas_put_prepared(struct al_cas *c, const struct al_cas_prep *p, struct al
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
-	int has = al_cas_has(c, &p->digest, err);
+	int has = al_cas__has_local(c, &p->digest, err);
 	if (has != 0)
 		return has < 0 ? has : 0;
 	return insert_row(c, &p->digest, p->size, p->enc, p->data, p->len, err);
@@ -560,7 +596,7 @@ int al_cas_put(struct al_cas *c, const void *data, size_t len, struct al_oid *d,
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: put outside a batch");
 	al_sha256(data, len, d->b);
-	int has = al_cas_has(c, d, err);
+	int has = al_cas__has_local(c, d, err);
 	if (has != 0)
 		return has < 0 ? has : 0;
 	if (len < AL_CAS_LOOSE_MIN)
@@ -706,8 +742,8 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 
 /* Look up a row; on success enc and size are set and, for packed objects, the
  * statement is left on the row (caller resets). */
-static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
-		  struct al_error *err)
+static int lookup_local(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
+			struct al_error *err)
 {
 	sqlite3_stmt *st = c->st_get;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
@@ -724,6 +760,130 @@ static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *
 	}
 	*size = (uint64_t)sqlite3_column_int64(st, 0);
 	*enc = sqlite3_column_int(st, 1);
+	return 0;
+}
+
+/* ---- the remote tier (odb_backend.h) ------------------------------------------ */
+
+void al_cas__set_remote(struct al_cas *c, struct al_odb_backend *remote)
+{
+	al_odb_backend_free(c->remote);
+	c->remote = remote;
+}
+
+struct fetch {
+	int fd;
+	uint64_t n;
+};
+
+static int fetch_sink(void *ctx, const void *p, size_t n, struct al_error *err)
+{
+	struct fetch *f = ctx;
+	if (al_write_full(f->fd, p, n) < 0)
+		return al_fail(err, errno == ENOSPC ? AL_ELIMIT : AL_EIO, errno,
+			       "cas: write fetched object");
+	f->n += n;
+	return 0;
+}
+
+/* An object the local store lacks, read (verified) from the remote and kept:
+ * a small one packed, a large one as a raw loose file published at once (a
+ * batch that aborts leaves it an orphan file, which the collector removes).
+ * Inside a batch the row joins the batch's transaction; outside, a
+ * transaction of its own.  Nothing is stored when the remote's bytes do not
+ * match the id. */
+static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *err)
+{
+	int r = pin(c, err);
+	bool had_batch_dir = c->batchfd >= 0;
+	if (r < 0 || (r = ensure_batch_dir(c, err)) < 0)
+		return r;
+	char tmp[32];
+	snprintf(tmp, sizeof(tmp), "h%u", c->tmpseq++);
+	_cleanup_close_ int fd =
+		openat(c->batchfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	bool own_txn = false, published = false;
+	if (fd < 0) {
+		r = al_fail(err, AL_EIO, errno, "cas: create temp object");
+		goto out;
+	}
+	struct fetch f = { .fd = fd };
+	if ((r = c->remote->read(c->remote, d, fetch_sink, &f, err)) < 0)
+		goto out;
+	own_txn = !c->in_batch;
+	if (own_txn && (r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err)) < 0) {
+		own_txn = false;
+		goto out;
+	}
+	c->hydrating = true;
+	if (f.n < AL_CAS_LOOSE_MIN) {
+		uint8_t *buf = c->iobuf;
+		if (pread(fd, buf, (size_t)f.n, 0) != (ssize_t)f.n)
+			r = al_fail(err, AL_EIO, errno, "cas: read fetched object");
+		else
+			r = put_packed(c, buf, (size_t)f.n, d, err);
+	} else {
+		char sub[3], file[63];
+		loose_name(d, sub, file);
+		if (fdatasync(fd) < 0 || (mkdirat(c->objfd, sub, 0700) < 0 && errno != EEXIST)) {
+			r = al_fail(err, AL_EIO, errno, "cas: store fetched object");
+		} else {
+			_cleanup_close_ int sfd = openat(
+				c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd < 0 || renameat(c->batchfd, tmp, sfd, file) < 0)
+				r = al_fail(err, AL_EIO, errno, "cas: publish fetched object");
+			else
+				published = true;
+			if (r == 0 && (r = al_fsync_dir(c->objfd, sub, err)) == 0)
+				r = insert_row(c, d, f.n, ENC_LOOSE_RAW, NULL, 0, err);
+		}
+	}
+	c->hydrating = false;
+out:
+	if (own_txn) {
+		if (r == 0)
+			r = al_sqlite_exec(c->db, "COMMIT", err);
+		if (r < 0)
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	if (!published)
+		unlinkat(c->batchfd, tmp, 0);
+	if (!c->in_batch && !had_batch_dir)
+		remove_batch_dir(c);
+	return r;
+}
+
+/* lookup_local, and on a miss the remote's copy fetched first. */
+static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
+		  struct al_error *err)
+{
+	int r = lookup_local(c, d, enc, size, err);
+	if (r != AL_ENOTFOUND || !c->remote)
+		return r;
+	if ((r = hydrate(c, d, err)) < 0)
+		return r;
+	return lookup_local(c, d, enc, size, err);
+}
+
+static int64_t reader_source(void *ctx, void *buf, size_t n, struct al_error *err)
+{
+	return al_cas_reader_read(ctx, buf, n, err);
+}
+
+/* Every object the batch inserted, to the remote (read back verified). */
+static int push_batch(struct al_cas *c, struct al_error *err)
+{
+	for (size_t i = 0; i < c->nwr; i++) {
+		struct al_cas_reader *rd = NULL;
+		int r = al_cas_reader_open(c, &c->wr[i], &rd, err);
+		if (r == 0)
+			r = c->remote->write(c->remote, &c->wr[i], al_cas_reader_size(rd),
+					     reader_source, rd, err);
+		al_cas_reader_close(rd);
+		if (r < 0)
+			return r;
+	}
+	c->nwr = 0;
 	return 0;
 }
 
@@ -1039,8 +1199,10 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 int al_cas_size(struct al_cas *c, const struct al_oid *d, uint64_t *size, struct al_error *err)
 {
 	int enc;
-	int r = lookup(c, d, &enc, size, err);
+	int r = lookup_local(c, d, &enc, size, err);
 	sqlite3_reset(c->st_get);
+	if (r == AL_ENOTFOUND && c->remote)
+		r = c->remote->read_header(c->remote, d, size, err);
 	return r;
 }
 

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Object write and read throughput on S3 (Debian's OpenStack Swift with
+# s3api, one node on 127.0.0.1, started here) against the local store, side
+# by side in the same run through the object backend interface (bench/odb.c):
+# small objects (4 KiB) and large ones (8 MiB).  Prints rows in
+# bench/run.sh's format, S3 in the first column and the local store in the
+# second; never fails on time.  bench/s3.sh OUT
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=${AIRLOCK_BUILD:-$root/build}
+OUT=${1:-$root/bench/out}
+mkdir -p "$OUT"
+row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+SW="$root/tests/servers/swift.sh"
+rm -rf "$OUT/swift" "$OUT/odb-local"; mkdir -p "$OUT/odb-local"
+EP=$("$SW" start "$OUT/swift")
+trap '"$SW" stop "$OUT/swift"' EXIT
+command curl -sf -o /dev/null --netrc-file "$OUT/swift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
+	-H "x-amz-content-sha256: $(printf '' | sha256sum | cut -c1-64)" -X PUT "$EP/bench"
+export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing
+fig() { awk -v n="$1" -v k="$2" '$1 == n { for (i = 2; i < NF; i += 2) if ($i == k) print $(i + 1) }' "$3"; }
+for spec in "small 4096 400" "large 8388608 12"; do
+	set -- $spec
+	echo "== odb: $3 objects of $2 bytes, S3 (Swift) vs the local store" >&2
+	"$B/bench/odb" "$OUT/odb-local" "s3://bench/odb?endpoint=$EP" "$3" "$2" >"$OUT/odb-$1.txt"
+	f="$OUT/odb-$1.txt"
+	for k in write_mb_s read_mb_s write_objects_s read_objects_s; do
+		s=$(fig s3 $k "$f") l=$(fig local $k "$f")
+		row "S3 vs local $k, $1 objects ($2 B)" "$s" "$l" "$(ratio "$s" "$l")" "reported"
+	done
+done

@@ -1,0 +1,101 @@
+/* airlock — an object store backend (as libgit2's git2/sys/odb_backend.h).
+ *
+ * A backend keeps whole objects, each named by the sha256 of its bytes, for
+ * one tenant.  The tenant's content-addressed store (cas.h) is the local
+ * one ("sqlite": packed rows and loose files, src/lib/backend/sqlite/); a
+ * remote backend ("s3", src/lib/backend/s3/) sits behind it as the
+ * deployment's shared copy: every batch the local store commits is written
+ * to the remote first, and an object the local store lacks is read from the
+ * remote, verified and kept locally (docs/architecture.md, "Object
+ * backends").
+ *
+ * Every backend keeps these rules, checked by one conformance suite
+ * (tests/unit/test_odb.c) against each:
+ *  - read verifies: bytes that do not hash to the id end in AL_ECORRUPT
+ *    (the sink may have seen some of them and must discard them), never in
+ *    success; an absent object is AL_ENOTFOUND.
+ *  - write is idempotent and write-once in effect: the name is the content,
+ *    so writing an object again stores the same bytes; a source whose bytes
+ *    do not hash to the id (or are not exactly size bytes) is refused with
+ *    AL_ECORRUPT / AL_EINVAL and nothing readable is stored under the id.
+ *    No backend relies on conditional writes.
+ *  - foreach reports every stored object once (for the collector).
+ * A backend handle is used by one thread at a time. */
+#ifndef AIRLOCK_ODB_BACKEND_H
+#define AIRLOCK_ODB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/cas.h"
+#include "airlock/error.h"
+#include "airlock/oid.h"
+
+#define AL_ODB_BACKEND_VERSION 1
+
+/* Up to n bytes of the object being written (0 at its end), or an error. */
+typedef int64_t (*al_odb_source)(void *ctx, void *buf, size_t n, struct al_error *err);
+typedef int (*al_odb_foreach_fn)(void *ctx, const struct al_oid *id, uint64_t size,
+				 struct al_error *err);
+
+struct al_odb_backend {
+	unsigned version; /* AL_ODB_BACKEND_VERSION */
+	const char *name; /* "sqlite", "s3" */
+	/* Stream the object to sink, verifying it (al_cas_stream's contract). */
+	int (*read)(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink, void *ctx,
+		    struct al_error *err);
+	/* The object's size without its bytes (AL_ENOTFOUND if absent). */
+	int (*read_header)(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
+			   struct al_error *err);
+	/* Store exactly size bytes pulled from src, which must hash to id. */
+	int (*write)(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
+		     al_odb_source src, void *ctx, struct al_error *err);
+	/* 1 if stored, 0 if not, negative on error (the bytes are not read). */
+	int (*exists)(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err);
+	/* Every stored object, in no particular order; a non-zero return of fn
+	 * stops the walk and is returned. */
+	int (*foreach)(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		       struct al_error *err);
+	void (*free)(struct al_odb_backend *b);
+};
+
+/* Release a backend (accepts NULL). */
+void al_odb_backend_free(struct al_odb_backend *b);
+
+/* Conveniences over any backend. */
+/* Read a whole object, verified; *out is malloc'ed (one NUL byte beyond len). */
+int al_odb_read_all(struct al_odb_backend *b, const struct al_oid *id, uint8_t **out, size_t *len,
+		    struct al_error *err);
+/* Store len bytes; their id goes to id_out. */
+int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
+		     struct al_error *err);
+
+/* The local store as a backend: the tenant store in dir (al_cas_open).
+ * Each write is a batch of its own. */
+int al_odb_sqlite_open(const char *dir, struct al_odb_backend **out, struct al_error *err);
+
+/* The S3 backend (src/lib/backend/s3/): objects at
+ * <endpoint>/<bucket>/<prefix>/<tenant>/<sha256 hex>, path-style, signed
+ * with AWS SigV4 by libcurl (loaded on first use). */
+struct al_s3_config {
+	char bucket[64];
+	char prefix[256];   /* without leading or trailing '/'; may be empty */
+	char endpoint[512]; /* http(s)://host[:port], no path */
+	char region[64];
+	char access_key[128];
+	char secret_key[256];
+	char session_token[2048]; /* may be empty */
+	unsigned list_page;       /* keys per listing page; 0: the server's (1000) */
+};
+/* Parse "s3://bucket[/prefix][?endpoint=URL&region=R&credentials=FILE]";
+ * what the URL leaves out comes from the environment: AWS_ENDPOINT_URL,
+ * AWS_REGION (or AWS_DEFAULT_REGION, else us-east-1), AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.  A credentials FILE (mode 0600
+ * or stricter, owned by the caller) holds the access key on its first line
+ * and the secret on its second. AL_EINVAL on anything malformed or
+ * missing. */
+int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_error *err);
+int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
+		   struct al_error *err);
+
+#endif

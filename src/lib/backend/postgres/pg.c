@@ -1,0 +1,348 @@
+/* pg: the metadata schema on PostgreSQL and its migrations (pg.h).
+ *
+ * The tables mirror the embedded home's (meta.db per tenant, airlock.db for
+ * the deployment: store.c), with the tenant added to each and first in its
+ * primary key.  A released migration is never edited; a change is a new
+ * one, as for SQLite (sqlite_util.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "airlock/dl.h"
+#include "airlock/pg.h"
+#include "util.h"
+
+static struct {
+	PGconn *(*connectdb)(const char *conninfo);
+	ConnStatusType (*status)(const PGconn *conn);
+	char *(*error_message)(const PGconn *conn);
+	void (*finish)(PGconn *conn);
+	PGresult *(*exec)(PGconn *conn, const char *query);
+	PGresult *(*exec_params)(PGconn *conn, const char *command, int nParams,
+				 const Oid *paramTypes, const char *const *paramValues,
+				 const int *paramLengths, const int *paramFormats,
+				 int resultFormat);
+	ExecStatusType (*result_status)(const PGresult *res);
+	char *(*result_error_field)(const PGresult *res, int fieldcode);
+	void (*clear)(PGresult *res);
+	int (*ntuples)(const PGresult *res);
+	char *(*getvalue)(const PGresult *res, int tup_num, int field_num);
+} pq;
+static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
+static struct al_error pq_err;
+static int pq_rc;
+
+static void pq_load(void)
+{
+	const struct dl_sym syms[] = {
+		{ "PQconnectdb", DL_SLOT(pq, connectdb) },
+		{ "PQstatus", DL_SLOT(pq, status) },
+		{ "PQerrorMessage", DL_SLOT(pq, error_message) },
+		{ "PQfinish", DL_SLOT(pq, finish) },
+		{ "PQexec", DL_SLOT(pq, exec) },
+		{ "PQexecParams", DL_SLOT(pq, exec_params) },
+		{ "PQresultStatus", DL_SLOT(pq, result_status) },
+		{ "PQresultErrorField", DL_SLOT(pq, result_error_field) },
+		{ "PQclear", DL_SLOT(pq, clear) },
+		{ "PQntuples", DL_SLOT(pq, ntuples) },
+		{ "PQgetvalue", DL_SLOT(pq, getvalue) },
+	};
+	pq_rc = dl_load("libpq.so.5", "libpq5", syms, ARRAY_SIZE(syms), &pq_err);
+}
+
+/* The tenant tables: each has the tenant first in its primary key, the
+ * policy of migration 1 and the service role's grants. */
+#define TENANT_TABLES                                                                       \
+	"tenants, principals, grants, tokens, sessions, policy, settings, snapshots, "      \
+	"projects, volumes, draft_paths, commits, conflicts, ledger, ledger_tree, images, " \
+	"runs, checkpoints, project_contracts"
+
+static const char *const migrations[] = {
+	/* 1: the embedded home's schema (airlock.db 2, meta.db 3), per tenant */
+	"CREATE TABLE tenants("
+	"  tenant TEXT PRIMARY KEY CHECK (tenant ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),"
+	"  created BIGINT NOT NULL);"
+	"CREATE TABLE principals("
+	"  tenant TEXT NOT NULL, name TEXT NOT NULL, roles INTEGER NOT NULL,"
+	"  created BIGINT NOT NULL, PRIMARY KEY(tenant, name));"
+	"CREATE TABLE grants("
+	"  tenant TEXT NOT NULL, principal TEXT NOT NULL, project TEXT NOT NULL,"
+	"  PRIMARY KEY(tenant, principal, project));"
+	"CREATE TABLE tokens("
+	"  tenant TEXT NOT NULL, id TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+	"  principal TEXT NOT NULL, created BIGINT NOT NULL, expires BIGINT NOT NULL,"
+	"  revoked BOOLEAN NOT NULL DEFAULT false, PRIMARY KEY(tenant, id));"
+	"CREATE INDEX tokens_principal ON tokens(tenant, principal);"
+	"CREATE TABLE sessions("
+	"  tenant TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, token TEXT NOT NULL,"
+	"  created BIGINT NOT NULL, expires BIGINT NOT NULL, PRIMARY KEY(tenant, hash));"
+	"CREATE INDEX sessions_expires ON sessions(expires);"
+	"CREATE TABLE policy(tenant TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE settings("
+	"  tenant TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL,"
+	"  PRIMARY KEY(tenant, name));"
+	"CREATE TABLE snapshots("
+	"  tenant TEXT NOT NULL, id BYTEA NOT NULL, created BIGINT NOT NULL,"
+	"  files BIGINT NOT NULL, bytes BIGINT NOT NULL, source TEXT, PRIMARY KEY(tenant, id));"
+	"CREATE TABLE projects("
+	"  tenant TEXT NOT NULL, id BIGINT NOT NULL, name TEXT NOT NULL, volume BIGINT NOT NULL,"
+	"  created BIGINT NOT NULL, PRIMARY KEY(tenant, id), UNIQUE(tenant, name));"
+	"CREATE TABLE volumes("
+	"  tenant TEXT NOT NULL, id BIGINT NOT NULL, project BIGINT NOT NULL,"
+	"  kind TEXT NOT NULL, head BYTEA NOT NULL, base BYTEA, public_id TEXT,"
+	"  state TEXT NOT NULL DEFAULT 'open', seq BIGINT NOT NULL DEFAULT 0,"
+	"  created BIGINT NOT NULL, grp TEXT, PRIMARY KEY(tenant, id),"
+	"  UNIQUE(tenant, public_id));"
+	"CREATE INDEX volumes_project ON volumes(tenant, project, kind);"
+	"CREATE TABLE draft_paths("
+	"  tenant TEXT NOT NULL, volume BIGINT NOT NULL, path TEXT NOT NULL, op TEXT NOT NULL,"
+	"  outcome TEXT NOT NULL, hunks TEXT, PRIMARY KEY(tenant, volume, path));"
+	"CREATE TABLE commits("
+	"  tenant TEXT NOT NULL, id BIGINT NOT NULL, volume BIGINT NOT NULL, seq BIGINT NOT NULL,"
+	"  parent BYTEA NOT NULL, base BYTEA NOT NULL, result BYTEA NOT NULL,"
+	"  author TEXT, message TEXT, strategy TEXT NOT NULL, kind TEXT NOT NULL,"
+	"  draft TEXT, time BIGINT NOT NULL, PRIMARY KEY(tenant, id),"
+	"  UNIQUE(tenant, volume, seq));"
+	"CREATE TABLE conflicts("
+	"  tenant TEXT NOT NULL, commit_id BIGINT NOT NULL, path TEXT NOT NULL, copy_path TEXT,"
+	"  base_type INTEGER, base_mode INTEGER, base_size BIGINT, base_digest BYTEA,"
+	"  theirs_type INTEGER, theirs_mode INTEGER, theirs_size BIGINT, theirs_digest BYTEA,"
+	"  ours_type INTEGER, ours_mode INTEGER, ours_size BIGINT, ours_digest BYTEA,"
+	"  PRIMARY KEY(tenant, commit_id, path));"
+	"CREATE TABLE ledger("
+	"  tenant TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL, grp TEXT NOT NULL,"
+	"  project TEXT, time BIGINT NOT NULL, entry BYTEA NOT NULL, leaf BYTEA NOT NULL,"
+	"  PRIMARY KEY(tenant, seq));"
+	"CREATE INDEX ledger_grp ON ledger(tenant, grp);"
+	"CREATE TABLE ledger_tree("
+	"  tenant TEXT NOT NULL, level INTEGER NOT NULL, idx BIGINT NOT NULL,"
+	"  hash BYTEA NOT NULL, PRIMARY KEY(tenant, level, idx));"
+	"CREATE TABLE images("
+	"  tenant TEXT NOT NULL, name TEXT NOT NULL, snapshot BYTEA NOT NULL,"
+	"  created BIGINT NOT NULL, source TEXT, PRIMARY KEY(tenant, name));"
+	"CREATE TABLE runs("
+	"  tenant TEXT NOT NULL, id TEXT NOT NULL, project TEXT NOT NULL, grp TEXT NOT NULL,"
+	"  draft TEXT, created BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY(tenant, id));"
+	"CREATE INDEX runs_project ON runs(tenant, project, created);"
+	"CREATE TABLE checkpoints("
+	"  tenant TEXT NOT NULL, size BIGINT NOT NULL, root BYTEA NOT NULL, time BIGINT NOT NULL,"
+	"  origin TEXT NOT NULL, signature BYTEA NOT NULL, PRIMARY KEY(tenant, size));"
+	"CREATE TABLE project_contracts("
+	"  tenant TEXT NOT NULL, project TEXT NOT NULL, doc TEXT NOT NULL, set_by TEXT,"
+	"  time BIGINT NOT NULL, PRIMARY KEY(tenant, project));"
+	/* one policy per table: the transaction's tenant, for reading and
+	 * writing; '' (an expired SET LOCAL) and NULL (never set) match no
+	 * tenant, which is never empty.  FORCE: the owner too. */
+	"DO $$ DECLARE t TEXT; BEGIN"
+	"  FOREACH t IN ARRAY string_to_array('" TENANT_TABLES "', ', ') LOOP"
+	"    EXECUTE format('ALTER TABLE %I ADD CHECK (tenant <> '''')', t);"
+	"    EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);"
+	"    EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);"
+	"    EXECUTE format('CREATE POLICY tenant_isolation ON %I"
+	"      USING (tenant = current_setting(''airlock.tenant'', true))"
+	"      WITH CHECK (tenant = current_setting(''airlock.tenant'', true))', t);"
+	"  END LOOP; END $$;"
+	/* what a request asks before it knows its tenant: the tenant of a
+	 * live token or session, by the sha256 of its text, and nothing else,
+	 * through functions that run as the owner, who may read those two
+	 * tables across tenants (FORCE applies to the owner too; an owner can
+	 * disable the policies anyway, so this grants the owner nothing new) */
+	"DO $$ BEGIN"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON tokens FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON sessions FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"END $$;"
+	"CREATE FUNCTION airlock_token_tenant(token_hash TEXT, now BIGINT) RETURNS TEXT"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT tenant FROM public.tokens WHERE hash = token_hash AND NOT revoked"
+	"     AND expires > now $$;"
+	"CREATE FUNCTION airlock_session_tenant(session_hash TEXT, now BIGINT) RETURNS TEXT"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT tenant FROM public.sessions WHERE hash = session_hash AND expires > now $$;"
+	"REVOKE ALL ON FUNCTION airlock_token_tenant(TEXT, BIGINT) FROM PUBLIC;"
+	"REVOKE ALL ON FUNCTION airlock_session_tenant(TEXT, BIGINT) FROM PUBLIC;",
+};
+
+struct pgconn {
+	PGconn *c;
+	struct al_error *err;
+};
+
+static int pg_fail(PGconn *c, PGresult *res, struct al_error *err, const char *what)
+{
+	const char *m = res ? pq.result_error_field(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	if (!m || !*m)
+		m = pq.error_message(c);
+	char q[200];
+	al_quote(m ? m : "?", strcspn(m ? m : "?", "\n"), q, sizeof(q));
+	return al_fail(err, AL_EIO, 0, "postgres: %s: %s", what, q);
+}
+
+/* One statement (or several, no parameters); rows go to *out if wanted. */
+static int exec(PGconn *c, const char *sql, PGresult **out, struct al_error *err, const char *what)
+{
+	PGresult *res = pq.exec(c, sql);
+	ExecStatusType st = res ? pq.result_status(res) : PGRES_FATAL_ERROR;
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		int r = pg_fail(c, res, err, what);
+		pq.clear(res);
+		return r;
+	}
+	if (out)
+		*out = res;
+	else
+		pq.clear(res);
+	return 0;
+}
+
+static int query1(PGconn *c, const char *sql, const char *param, PGresult **out,
+		  struct al_error *err, const char *what)
+{
+	const char *const vals[1] = { param };
+	PGresult *res = pq.exec_params(c, sql, param ? 1 : 0, NULL, vals, NULL, NULL, 0);
+	if (!res || pq.result_status(res) != PGRES_TUPLES_OK) {
+		int r = pg_fail(c, res, err, what);
+		pq.clear(res);
+		return r;
+	}
+	*out = res;
+	return 0;
+}
+
+static bool role_name_ok(const char *r)
+{
+	size_t n = strlen(r);
+	if (n == 0 || n > 63 || !((r[0] >= 'a' && r[0] <= 'z') || r[0] == '_'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') || r[i] == '_'))
+			return false;
+	return true;
+}
+
+/* The service role: exists, no superuser, no BYPASSRLS, owns nothing here,
+ * and cannot become the owner. */
+static int check_service_role(PGconn *c, const char *role, struct al_error *err)
+{
+	PGresult *res = NULL;
+	int r = query1(c,
+		       "SELECT r.rolsuper, r.rolbypassrls,"
+		       "  (SELECT count(*) FROM pg_class k WHERE k.relowner = r.oid"
+		       "     AND k.relnamespace = 'public'::regnamespace)"
+		       "  + (SELECT count(*) FROM pg_proc p WHERE p.proowner = r.oid"
+		       "     AND p.pronamespace = 'public'::regnamespace),"
+		       "  r.oid = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+		       "  OR pg_has_role(r.oid, current_user, 'MEMBER')"
+		       " FROM pg_roles r WHERE r.rolname = $1",
+		       role, &res, err, "check the service role");
+	if (r < 0)
+		return r;
+	if (pq.ntuples(res) != 1)
+		r = al_fail(err, AL_EINVAL, 0,
+			    "postgres: no role %s (create it first: docs/operations.md)", role);
+	else if (!strcmp(pq.getvalue(res, 0, 0), "t"))
+		r = al_fail(
+			err, AL_EINVAL, 0,
+			"postgres: the service role %s is a superuser, which bypasses row-level "
+			"security",
+			role);
+	else if (!strcmp(pq.getvalue(res, 0, 1), "t"))
+		r = al_fail(err, AL_EINVAL, 0, "postgres: the service role %s has BYPASSRLS", role);
+	else if (strcmp(pq.getvalue(res, 0, 2), "0"))
+		r = al_fail(err, AL_EINVAL, 0,
+			    "postgres: the service role %s owns objects in the schema (an owner "
+			    "can disable row-level security)",
+			    role);
+	else if (!strcmp(pq.getvalue(res, 0, 3), "t"))
+		r = al_fail(err, AL_EINVAL, 0,
+			    "postgres: the service role %s is (or can become) the schema's owner",
+			    role);
+	pq.clear(res);
+	return r;
+}
+
+int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
+		  struct al_error *err)
+{
+	if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+		return al_fail(err, AL_EINVAL, 0,
+			       "--metadata: expected postgres://USER@HOST/DB (libpq's URI)");
+	if (!role_name_ok(service_role))
+		return al_fail(err, AL_EINVAL, 0,
+			       "postgres: invalid service role name (lower-case [a-z_][a-z0-9_]*)");
+	pthread_once(&pq_once, pq_load);
+	if (pq_rc < 0) {
+		if (err)
+			*err = pq_err;
+		return pq_rc;
+	}
+	PGconn *c = pq.connectdb(url);
+	if (!c)
+		return al_fail(err, AL_ENOMEM, 0, "postgres: connect");
+	int r = 0;
+	PGresult *res = NULL;
+	if (pq.status(c) != CONNECTION_OK) {
+		pg_fail(c, NULL, err, "connect");
+		r = AL_EUNAVAIL;
+		if (err)
+			err->code = r;
+		goto out;
+	}
+	/* one migrator at a time; the others wait, then find the work done */
+	if ((r = exec(c,
+		      "SET client_min_messages = warning;"
+		      "SELECT pg_advisory_lock(hashtext('airlock_schema'));"
+		      "CREATE TABLE IF NOT EXISTS airlock_schema("
+		      "  version INTEGER PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());"
+		      "REVOKE ALL ON airlock_schema FROM PUBLIC;",
+		      NULL, err, "prepare")) < 0)
+		goto out;
+	if ((r = check_service_role(c, service_role, err)) < 0)
+		goto out;
+	if ((r = query1(c, "SELECT coalesce(max(version), 0) FROM airlock_schema", NULL, &res, err,
+			"read the schema version")) < 0)
+		goto out;
+	int have = atoi(pq.getvalue(res, 0, 0));
+	pq.clear(res);
+	res = NULL;
+	*from = have;
+	if (have > (int)ARRAY_SIZE(migrations)) {
+		r = al_fail(err, AL_ESTATE, 0,
+			    "postgres: the database is at schema %d, newer than this airlock's %d "
+			    "(upgrade airlock)",
+			    have, (int)ARRAY_SIZE(migrations));
+		goto out;
+	}
+	for (int v = have + 1; v <= (int)ARRAY_SIZE(migrations); v++) {
+		char rec[96];
+		snprintf(rec, sizeof(rec), "INSERT INTO airlock_schema(version) VALUES (%d);", v);
+		if ((r = exec(c, "BEGIN", NULL, err, "begin")) < 0)
+			goto out;
+		if ((r = exec(c, migrations[v - 1], NULL, err, "migrate")) < 0 ||
+		    (r = exec(c, rec, NULL, err, "record the migration")) < 0 ||
+		    (r = exec(c, "COMMIT", NULL, err, "commit")) < 0) {
+			exec(c, "ROLLBACK", NULL, NULL, "rollback");
+			goto out;
+		}
+	}
+	/* the service role's rights, granted again on every run (idempotent):
+	 * rows only, no DDL, no TRUNCATE, no ownership */
+	char grant[1024];
+	snprintf(grant, sizeof(grant),
+		 "GRANT USAGE ON SCHEMA public TO %s;"
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON " TENANT_TABLES " TO %s;"
+		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
+		 "  airlock_session_tenant(TEXT, BIGINT) TO %s;",
+		 service_role, service_role, service_role);
+	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
+		goto out;
+	*to = (int)ARRAY_SIZE(migrations);
+out:
+	pq.clear(res);
+	pq.finish(c);
+	return r;
+}

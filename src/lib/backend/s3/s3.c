@@ -1,0 +1,782 @@
+/* s3: objects on an S3-compatible store (include/airlock/odb_backend.h).
+ *
+ * Plain HTTP requests through libcurl, signed by libcurl's own AWS SigV4
+ * (CURLOPT_AWS_SIGV4), path-style (<endpoint>/<bucket>/<key>).  A key is
+ * <prefix>/<tenant>/<sha256 hex>: the name is the content, so a PUT is
+ * idempotent and needs no conditional write (which Swift's s3api lacks).
+ * Every PUT carries the object's sha256 as x-amz-content-sha256, which the
+ * server checks against the body, and the body is hashed as it is sent: a
+ * source whose bytes do not match its id is cut short, so the PUT fails.
+ * Every GET is hashed as it arrives and fails with AL_ECORRUPT unless it
+ * matches.  The listing (ListObjectsV2) is read with a few string searches:
+ * only <Key>, <Size>, <IsTruncated> and <NextContinuationToken> matter, and
+ * a key that is not ours (not <prefix>/<tenant>/<64 hex>) is skipped.  A
+ * library for that much XML (libxml2) was not worth a dependency.
+ *
+ * libcurl is loaded on first use (include/airlock/dl.h), as for the CLI's
+ * client; the table is this file's own because the CLI's (src/cli/dl_curl.h)
+ * is in a layer the library cannot see. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CURL_DISABLE_TYPECHECK
+#include <curl/curl.h>
+
+#include "airlock/dl.h"
+#include "airlock/odb_backend.h"
+#include "airlock/store.h"
+#include "util.h"
+
+/* what a hostile or broken server can make us hold or fetch */
+#define S3_MAX_OBJECT (64ull << 30)
+#define S3_MAX_BODY (8u << 20)   /* a listing page or an error document */
+#define HEX_LEN (2 * AL_OID_LEN) /* a key's last segment */
+#define S3_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+static struct {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+	void (*easy_reset)(CURL *c);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode code);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+static struct al_error cu_err;
+static int cu_rc;
+
+static void cu_load(void)
+{
+	const struct dl_sym syms[] = {
+		{ "curl_global_init", DL_SLOT(cu, global_init) },
+		{ "curl_easy_init", DL_SLOT(cu, easy_init) },
+		{ "curl_easy_setopt", DL_SLOT(cu, easy_setopt) },
+		{ "curl_easy_perform", DL_SLOT(cu, easy_perform) },
+		{ "curl_easy_getinfo", DL_SLOT(cu, easy_getinfo) },
+		{ "curl_easy_reset", DL_SLOT(cu, easy_reset) },
+		{ "curl_easy_cleanup", DL_SLOT(cu, easy_cleanup) },
+		{ "curl_easy_strerror", DL_SLOT(cu, easy_strerror) },
+		{ "curl_slist_append", DL_SLOT(cu, slist_append) },
+		{ "curl_slist_free_all", DL_SLOT(cu, slist_free_all) },
+	};
+	cu_rc = dl_load("libcurl.so.4", "libcurl4", syms, ARRAY_SIZE(syms), &cu_err);
+	if (cu_rc == 0 && cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		cu_rc = al_fail(&cu_err, AL_EIO, 0, "curl_global_init failed");
+}
+
+static int cu_ready(struct al_error *err)
+{
+	pthread_once(&cu_once, cu_load);
+	if (cu_rc < 0 && err)
+		*err = cu_err;
+	return cu_rc;
+}
+
+/* ---- configuration ------------------------------------------------------------- */
+
+static bool safe_value(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+static int set_field(char *dst, size_t dstsz, const char *src, size_t n, const char *what,
+		     struct al_error *err)
+{
+	if (n == 0 || n >= dstsz || !safe_value(src, n))
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: %s is empty, too long or has spaces or control characters",
+			       what);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+	return 0;
+}
+
+static bool bucket_ok(const char *b)
+{
+	size_t n = strlen(b);
+	if (n < 3 || n > 63 || b[0] == '.' || b[0] == '-' || b[n - 1] == '.' || b[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '.' ||
+		      b[i] == '-'))
+			return false;
+	return true;
+}
+
+/* segments of [A-Za-z0-9._-], none "." or "..", joined by single '/' */
+static bool prefix_ok(const char *p)
+{
+	size_t seg = 0;
+	const char *start = p;
+	for (;; p++) {
+		if (*p == '/' || *p == 0) {
+			if (seg == 0 || (seg == 1 && start[0] == '.') ||
+			    (seg == 2 && start[0] == '.' && start[1] == '.'))
+				return false;
+			if (*p == 0)
+				return true;
+			seg = 0;
+			start = p + 1;
+			continue;
+		}
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+		seg++;
+	}
+}
+
+static bool region_ok(const char *r)
+{
+	size_t n = strlen(r);
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') || r[i] == '-'))
+			return false;
+	return true;
+}
+
+static int endpoint_set(struct al_s3_config *c, const char *v, size_t n, struct al_error *err)
+{
+	int r = set_field(c->endpoint, sizeof(c->endpoint), v, n, "endpoint", err);
+	if (r < 0)
+		return r;
+	size_t len = strlen(c->endpoint);
+	while (len > 0 && c->endpoint[len - 1] == '/')
+		c->endpoint[--len] = 0;
+	const char *host = NULL;
+	if (!strncmp(c->endpoint, "http://", 7))
+		host = c->endpoint + 7;
+	else if (!strncmp(c->endpoint, "https://", 8))
+		host = c->endpoint + 8;
+	if (!host || !*host || strpbrk(host, "/?#@\\"))
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: the endpoint must be http(s)://HOST[:PORT] (no path, no user)");
+	return 0;
+}
+
+/* FILE: the access key on its first line, the secret on its second; the
+ * caller's own, readable by nobody else. */
+static int credentials_file(struct al_s3_config *c, const char *path, struct al_error *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return al_fail(err, AL_EINVAL, errno, "s3: credentials file");
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: the credentials file must be a regular file of yours with "
+			       "mode 0600 or stricter");
+	char buf[1024];
+	ssize_t n = al_read_full(fd, buf, sizeof(buf) - 1);
+	if (n < 0 || n == (ssize_t)sizeof(buf) - 1)
+		return al_fail(err, AL_EINVAL, n < 0 ? errno : 0,
+			       "s3: credentials file unreadable or too long");
+	buf[n] = 0;
+	char *nl = strchr(buf, '\n');
+	if (!nl)
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: the credentials file needs the access key and the secret on "
+			       "two lines");
+	char *secret = nl + 1;
+	size_t slen = strcspn(secret, "\n");
+	int r = set_field(c->access_key, sizeof(c->access_key), buf, (size_t)(nl - buf),
+			  "the access key", err);
+	if (r == 0)
+		r = set_field(c->secret_key, sizeof(c->secret_key), secret, slen, "the secret",
+			      err);
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (strncmp(url, "s3://", 5) != 0)
+		return al_fail(err, AL_EINVAL, 0, "blobs: expected s3://BUCKET[/PREFIX][?...]");
+	const char *p = url + 5;
+	size_t blen = strcspn(p, "/?");
+	if (blen >= sizeof(out->bucket))
+		blen = sizeof(out->bucket) - 1;
+	memcpy(out->bucket, p, blen);
+	if (!bucket_ok(out->bucket)) {
+		char q[80];
+		al_quote(p, strcspn(p, "/?"), q, sizeof(q));
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: invalid bucket name '%s' (3-63 of [a-z0-9.-])", q);
+	}
+	p += strcspn(p, "/?");
+	if (*p == '/') {
+		p++;
+		size_t plen = strcspn(p, "?");
+		while (plen > 0 && p[plen - 1] == '/')
+			plen--;
+		if (plen >= sizeof(out->prefix))
+			return al_fail(err, AL_EINVAL, 0, "s3: prefix too long");
+		memcpy(out->prefix, p, plen);
+		if (plen && !prefix_ok(out->prefix))
+			return al_fail(
+				err, AL_EINVAL, 0,
+				"s3: invalid prefix (segments of [A-Za-z0-9._-], no . or ..)");
+		p += strcspn(p, "?");
+	}
+	int r = 0;
+	char cred_path[1024] = "";
+	if (*p == '?') {
+		p++;
+		while (*p && r == 0) {
+			size_t n = strcspn(p, "&");
+			const char *eq = memchr(p, '=', n);
+			if (!eq) {
+				r = al_fail(err, AL_EINVAL, 0,
+					    "s3: expected KEY=VALUE in the query");
+				break;
+			}
+			size_t kl = (size_t)(eq - p), vl = n - kl - 1;
+			const char *v = eq + 1;
+			if (kl == 8 && !memcmp(p, "endpoint", 8)) {
+				r = endpoint_set(out, v, vl, err);
+			} else if (kl == 6 && !memcmp(p, "region", 6)) {
+				r = set_field(out->region, sizeof(out->region), v, vl, "region",
+					      err);
+			} else if (kl == 11 && !memcmp(p, "credentials", 11)) {
+				r = set_field(cred_path, sizeof(cred_path), v, vl,
+					      "the credentials path", err);
+			} else {
+				char q[64];
+				al_quote(p, kl, q, sizeof(q));
+				r = al_fail(
+					err, AL_EINVAL, 0,
+					"s3: unknown setting '%s' (endpoint, region, credentials)",
+					q);
+			}
+			p += n;
+			if (*p == '&')
+				p++;
+		}
+		if (r < 0)
+			return r;
+	}
+	const char *v;
+	if (!out->region[0]) {
+		v = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
+		snprintf(out->region, sizeof(out->region), "%s", v ? v : "us-east-1");
+	}
+	if (!region_ok(out->region))
+		return al_fail(err, AL_EINVAL, 0, "s3: invalid region (1-63 of [a-z0-9-])");
+	if (!out->endpoint[0]) {
+		if ((v = env("AWS_ENDPOINT_URL")))
+			r = endpoint_set(out, v, strlen(v), err);
+		else
+			snprintf(out->endpoint, sizeof(out->endpoint),
+				 "https://s3.%s.amazonaws.com", out->region);
+		if (r < 0)
+			return r;
+	}
+	if (cred_path[0]) {
+		r = credentials_file(out, cred_path, err);
+	} else {
+		const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
+		if (!id || !secret)
+			return al_fail(err, AL_EINVAL, 0,
+				       "s3: no credentials (set AWS_ACCESS_KEY_ID and "
+				       "AWS_SECRET_ACCESS_KEY, or credentials=FILE in the URL)");
+		r = set_field(out->access_key, sizeof(out->access_key), id, strlen(id),
+			      "AWS_ACCESS_KEY_ID", err);
+		if (r == 0)
+			r = set_field(out->secret_key, sizeof(out->secret_key), secret,
+				      strlen(secret), "AWS_SECRET_ACCESS_KEY", err);
+	}
+	if (r == 0 && (v = env("AWS_SESSION_TOKEN")))
+		r = set_field(out->session_token, sizeof(out->session_token), v, strlen(v),
+			      "AWS_SESSION_TOKEN", err);
+	return r;
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+struct s3 {
+	struct al_odb_backend base;
+	struct al_s3_config cfg;
+	char tenant[64];
+	char sigv4[96];
+	CURL *h;
+};
+
+struct req {
+	struct s3 *s;
+	const struct al_oid *id; /* the object (GET and PUT verify against it) */
+	/* PUT: the source, hashed as it is sent */
+	al_odb_source src;
+	void *src_ctx;
+	uint64_t size, sent;
+	/* GET of an object: the sink, after the status said 200 */
+	al_cas_sink sink;
+	void *sink_ctx;
+	uint64_t got;
+	struct al_sha *sha;
+	/* any other body (a listing, an error document), capped */
+	struct al_buf body;
+	struct al_error *err;
+	int cb_rc; /* a callback's failure, already in err */
+};
+
+static size_t on_body(char *p, size_t one, size_t n, void *ctx)
+{
+	(void)one;
+	struct req *q = ctx;
+	long status = 0;
+	cu.easy_getinfo(q->s->h, CURLINFO_RESPONSE_CODE, &status);
+	if (q->sink && status == 200) {
+		al_sha_update(q->sha, p, n);
+		q->got += n;
+		int r = q->sink(q->sink_ctx, p, n, q->err);
+		if (r < 0) {
+			q->cb_rc = r;
+			return 0;
+		}
+		return n;
+	}
+	if (q->body.len + n > S3_MAX_BODY) {
+		q->cb_rc = al_fail(q->err, AL_ELIMIT, 0, "s3: answer larger than %u bytes",
+				   S3_MAX_BODY);
+		return 0;
+	}
+	if (al_buf_put(&q->body, p, n) < 0) {
+		q->cb_rc = al_fail(q->err, AL_ENOMEM, ENOMEM, "s3");
+		return 0;
+	}
+	return n;
+}
+
+static int corrupt(struct al_error *err, const struct al_oid *id, const char *why)
+{
+	char hex[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, hex);
+	return al_fail(err, AL_ECORRUPT, 0, "object %s is corrupt in the object store: %s", hex,
+		       why);
+}
+
+/* The last bytes are withheld unless everything sent hashes to the id. */
+static size_t on_send(char *p, size_t one, size_t n, void *ctx)
+{
+	(void)one;
+	struct req *q = ctx;
+	uint64_t left = q->size - q->sent;
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0)
+		return 0;
+	int64_t k = q->src(q->src_ctx, p, n, q->err);
+	if (k < 0) {
+		q->cb_rc = (int)k;
+		return CURL_READFUNC_ABORT;
+	}
+	if (k == 0) {
+		q->cb_rc = al_fail(q->err, AL_EINVAL, 0, "s3: the object ended before its size");
+		return CURL_READFUNC_ABORT;
+	}
+	al_sha_update(q->sha, p, (size_t)k);
+	q->sent += (uint64_t)k;
+	if (q->sent == q->size) {
+		struct al_oid got;
+		al_sha_final(q->sha, got.b);
+		if (!al_oid_eq(&got, q->id)) {
+			char hex[AL_OID_STRLEN + 1];
+			al_oid_fmt(q->id, hex);
+			q->cb_rc = al_fail(q->err, AL_ECORRUPT, 0,
+					   "s3: the bytes written as %s hash to another id", hex);
+			return CURL_READFUNC_ABORT;
+		}
+	}
+	return (size_t)k;
+}
+
+static void key_url(struct s3 *s, const struct al_oid *id, char *url, size_t n)
+{
+	char hex[HEX_LEN + 1];
+	al_hex(id->b, AL_OID_LEN, hex);
+	snprintf(url, n, "%s/%s/%s%s%s/%s", s->cfg.endpoint, s->cfg.bucket, s->cfg.prefix,
+		 s->cfg.prefix[0] ? "/" : "", s->tenant, hex);
+}
+
+/* "<Code>X</Code>" of an error document, quoted, or "" */
+static void error_code(const struct al_buf *b, char *out, size_t n)
+{
+	out[0] = 0;
+	if (!b->p)
+		return;
+	const char *s = memmem(b->p, b->len, "<Code>", 6), *e;
+	if (!s)
+		return;
+	s += 6;
+	e = memmem(s, b->len - (size_t)(s - (const char *)b->p), "</Code>", 7);
+	if (e && e - s < 64)
+		al_quote(s, (size_t)(e - s), out, n);
+}
+
+/* One request: method on url; *status gets the HTTP status. */
+static int perform(struct req *q, const char *method, const char *url, long *status)
+{
+	struct s3 *s = q->s;
+	CURL *h = s->h;
+	cu.easy_reset(h);
+	struct curl_slist *hdr = NULL;
+	char line[2200];
+	char hex[HEX_LEN + 1];
+	bool put = !strcmp(method, "PUT");
+	if (put)
+		al_hex(q->id->b, AL_OID_LEN, hex);
+	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", put ? hex : S3_EMPTY_SHA);
+	hdr = cu.slist_append(hdr, line);
+	if (s->cfg.session_token[0]) {
+		snprintf(line, sizeof(line), "x-amz-security-token: %s", s->cfg.session_token);
+		hdr = cu.slist_append(hdr, line);
+	}
+	if (put)
+		hdr = cu.slist_append(hdr, "Content-Type: application/octet-stream");
+	if (!hdr) {
+		return al_fail(q->err, AL_ENOMEM, ENOMEM, "s3");
+	}
+	cu.easy_setopt(h, CURLOPT_URL, url);
+	cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+	cu.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	cu.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	cu.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)S3_MAX_OBJECT);
+	cu.easy_setopt(h, CURLOPT_USERNAME, s->cfg.access_key);
+	cu.easy_setopt(h, CURLOPT_PASSWORD, s->cfg.secret_key);
+	cu.easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
+	cu.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(h, CURLOPT_WRITEDATA, q);
+	if (!strcmp(method, "HEAD")) {
+		cu.easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (put) {
+		cu.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		cu.easy_setopt(h, CURLOPT_READFUNCTION, on_send);
+		cu.easy_setopt(h, CURLOPT_READDATA, q);
+		cu.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->size);
+	}
+	CURLcode rc = cu.easy_perform(h);
+	cu.slist_free_all(hdr);
+	*status = 0;
+	cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (q->cb_rc < 0)
+		return q->cb_rc;
+	if (rc != CURLE_OK)
+		return al_fail(q->err, rc == CURLE_FILESIZE_EXCEEDED ? AL_ELIMIT : AL_EIO, 0,
+			       "s3: %s %s/%s: %s", method, s->cfg.endpoint, s->cfg.bucket,
+			       cu.easy_strerror(rc));
+	if (*status == 401 || *status == 403) {
+		char code[80];
+		error_code(&q->body, code, sizeof(code));
+		return al_fail(q->err, AL_EAUTH, 0,
+			       "s3: %s refused (HTTP %ld%s%s): check the credentials", method,
+			       *status, code[0] ? " " : "", code);
+	}
+	if (*status >= 300 && *status != 404) {
+		char code[80];
+		error_code(&q->body, code, sizeof(code));
+		return al_fail(q->err, AL_EIO, 0, "s3: %s failed: HTTP %ld%s%s", method, *status,
+			       code[0] ? " " : "", code);
+	}
+	return 0;
+}
+
+static struct s3 *s3_of(struct al_odb_backend *b)
+{
+	return (struct s3 *)b;
+}
+
+static int not_found(struct al_error *err, const struct al_oid *id)
+{
+	char hex[AL_OID_STRLEN + 1];
+	al_oid_fmt(id, hex);
+	return al_fail(err, AL_ENOTFOUND, 0, "object %s not found in the object store", hex);
+}
+
+static int s3_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink, void *ctx,
+		   struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	char url[1200];
+	key_url(s, id, url, sizeof(url));
+	_cleanup_sha_ struct al_sha *sha = al_sha_new();
+	if (!sha)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	struct req q = { .s = s, .id = id, .sink = sink, .sink_ctx = ctx, .sha = sha, .err = err };
+	long status;
+	int r = perform(&q, "GET", url, &status);
+	al_buf_release(&q.body);
+	if (r < 0)
+		return r;
+	if (status == 404)
+		return not_found(err, id);
+	struct al_oid got;
+	al_sha_final(sha, got.b);
+	if (!al_oid_eq(&got, id))
+		return corrupt(err, id, "digest mismatch");
+	return 0;
+}
+
+static int head(struct s3 *s, const struct al_oid *id, uint64_t *size, struct al_error *err)
+{
+	char url[1200];
+	key_url(s, id, url, sizeof(url));
+	struct req q = { .s = s, .id = id, .err = err };
+	long status;
+	int r = perform(&q, "HEAD", url, &status);
+	al_buf_release(&q.body);
+	if (r < 0)
+		return r;
+	if (status == 404)
+		return 0;
+	curl_off_t len = -1;
+	cu.easy_getinfo(s->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	if (len < 0)
+		return al_fail(err, AL_EIO, 0, "s3: HEAD answered without a length");
+	*size = (uint64_t)len;
+	return 1;
+}
+
+static int s3_read_header(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
+			  struct al_error *err)
+{
+	int r = head(s3_of(b), id, size, err);
+	return r == 0 ? not_found(err, id) : r < 0 ? r : 0;
+}
+
+static int s3_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
+{
+	uint64_t size;
+	return head(s3_of(b), id, &size, err);
+}
+
+static int s3_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
+		    al_odb_source src, void *ctx, struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	if (size > S3_MAX_OBJECT)
+		return al_fail(err, AL_ELIMIT, 0, "s3: object larger than %llu bytes",
+			       (unsigned long long)S3_MAX_OBJECT);
+	char url[1200];
+	key_url(s, id, url, sizeof(url));
+	_cleanup_sha_ struct al_sha *sha = al_sha_new();
+	if (!sha)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	struct req q = {
+		.s = s, .id = id, .src = src, .src_ctx = ctx, .size = size, .sha = sha, .err = err
+	};
+	if (size == 0) {
+		struct al_oid got;
+		al_sha_final(sha, got.b);
+		if (!al_oid_eq(&got, id))
+			return al_fail(err, AL_ECORRUPT, 0,
+				       "s3: the empty object does not hash to its id");
+	}
+	long status;
+	int r = perform(&q, "PUT", url, &status);
+	al_buf_release(&q.body);
+	if (r == 0 && status == 404)
+		r = al_fail(err, AL_ENOTFOUND, 0, "s3: no bucket %s at %s", s->cfg.bucket,
+			    s->cfg.endpoint);
+	if (r == 0 && q.sent != size)
+		r = al_fail(err, AL_EIO, 0, "s3: PUT ended after %llu of %llu bytes",
+			    (unsigned long long)q.sent, (unsigned long long)size);
+	return r;
+}
+
+/* RFC 3986 unreserved stays, everything else %XX (SigV4's canonical query) */
+static void uri_encode(const char *in, char *out, size_t n)
+{
+	size_t o = 0;
+	for (; *in && o + 4 < n; in++) {
+		unsigned char c = (unsigned char)*in;
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, n - o, "%%%02X", c);
+	}
+	out[o] = 0;
+}
+
+static void xml_unescape(char *s)
+{
+	static const struct {
+		const char *ent;
+		char c;
+	} ents[] = { { "&amp;", '&' },
+		     { "&lt;", '<' },
+		     { "&gt;", '>' },
+		     { "&quot;", '"' },
+		     { "&apos;", '\'' } };
+	char *w = s;
+	for (const char *r = s; *r;) {
+		size_t i;
+		for (i = 0; i < ARRAY_SIZE(ents); i++)
+			if (!strncmp(r, ents[i].ent, strlen(ents[i].ent)))
+				break;
+		if (i < ARRAY_SIZE(ents)) {
+			*w++ = ents[i].c;
+			r += strlen(ents[i].ent);
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+}
+
+/* the text of <tag>…</tag> starting at or after p, before end; NULL if none */
+static const char *xml_elem(const char *p, const char *end, const char *tag, size_t *len)
+{
+	char open[64], close[64];
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	const char *s = memmem(p, (size_t)(end - p), open, strlen(open));
+	if (!s)
+		return NULL;
+	s += strlen(open);
+	const char *e = memmem(s, (size_t)(end - s), close, strlen(close));
+	if (!e)
+		return NULL;
+	*len = (size_t)(e - s);
+	return s;
+}
+
+static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		      struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	char keyprefix[400], encprefix[1200], token[1024] = "", enctoken[3100];
+	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix,
+		 s->cfg.prefix[0] ? "/" : "", s->tenant);
+	uri_encode(keyprefix, encprefix, sizeof(encprefix));
+	size_t kplen = strlen(keyprefix);
+	for (;;) {
+		/* the parameters in SigV4's canonical (sorted) order, encoded */
+		_cleanup_free_ char *url = NULL;
+		uri_encode(token, enctoken, sizeof(enctoken));
+		char maxkeys[32] = "";
+		if (s->cfg.list_page)
+			snprintf(maxkeys, sizeof(maxkeys), "&max-keys=%u", s->cfg.list_page);
+		if (asprintf(&url, "%s/%s?%s%s%slist-type=2%s&prefix=%s", s->cfg.endpoint,
+			     s->cfg.bucket, token[0] ? "continuation-token=" : "", enctoken,
+			     token[0] ? "&" : "", maxkeys, encprefix) < 0)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+		struct req q = { .s = s, .err = err };
+		long status;
+		int r = perform(&q, "GET", url, &status);
+		if (r == 0 && status == 404)
+			r = al_fail(err, AL_ENOTFOUND, 0, "s3: no bucket %s at %s", s->cfg.bucket,
+				    s->cfg.endpoint);
+		if (r == 0 && al_buf_reserve(&q.body, 1) < 0)
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+		if (r < 0) {
+			al_buf_release(&q.body);
+			return r;
+		}
+		const char *p = (const char *)q.body.p, *end = p + q.body.len;
+		const char *c;
+		while (r == 0 && (c = memmem(p, (size_t)(end - p), "<Contents>", 10))) {
+			const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
+			if (!ce)
+				break;
+			size_t kl = 0, sl = 0;
+			const char *k = xml_elem(c, ce, "Key", &kl),
+				   *sz = xml_elem(c, ce, "Size", &sl);
+			struct al_oid id;
+			if (k && sz && kl == kplen + HEX_LEN && !memcmp(k, keyprefix, kplen) &&
+			    al_unhex(k + kplen, AL_OID_LEN, id.b) == 0 && sl > 0 && sl < 21) {
+				char num[24];
+				memcpy(num, sz, sl);
+				num[sl] = 0;
+				char *ep;
+				unsigned long long size = strtoull(num, &ep, 10);
+				if (*ep == 0)
+					r = fn(ctx, &id, size, err);
+			}
+			p = ce + 11;
+		}
+		size_t tl = 0, tokl = 0;
+		const char *trunc = xml_elem((const char *)q.body.p, end, "IsTruncated", &tl);
+		const char *tok =
+			xml_elem((const char *)q.body.p, end, "NextContinuationToken", &tokl);
+		bool more = trunc && tl == 4 && !memcmp(trunc, "true", 4);
+		if (r == 0 && more && (!tok || tokl == 0 || tokl >= sizeof(token)))
+			r = al_fail(err, AL_EIO, 0,
+				    "s3: a truncated listing without a usable token");
+		if (r == 0 && more) {
+			memcpy(token, tok, tokl);
+			token[tokl] = 0;
+			xml_unescape(token);
+		}
+		al_buf_release(&q.body);
+		if (r != 0 || !more)
+			return r;
+	}
+}
+
+static void s3_free(struct al_odb_backend *b)
+{
+	struct s3 *s = s3_of(b);
+	if (s->h)
+		cu.easy_cleanup(s->h);
+	explicit_bzero(&s->cfg, sizeof(s->cfg));
+	free(s);
+}
+
+int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
+		   struct al_error *err)
+{
+	int r = al_tenant_name_check(tenant, err);
+	if (r < 0 || (r = cu_ready(err)) < 0)
+		return r;
+	struct s3 *s = calloc(1, sizeof(*s));
+	if (!s)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	s->cfg = *cfg;
+	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
+	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", cfg->region);
+	s->h = cu.easy_init();
+	if (!s->h) {
+		free(s);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3: curl");
+	}
+	s->base = (struct al_odb_backend){
+		.version = AL_ODB_BACKEND_VERSION,
+		.name = "s3",
+		.read = s3_read,
+		.read_header = s3_read_header,
+		.write = s3_write,
+		.exists = s3_exists,
+		.foreach = s3_foreach,
+		.free = s3_free,
+	};
+	*out = &s->base;
+	return 0;
+}

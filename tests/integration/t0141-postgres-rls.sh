@@ -1,0 +1,126 @@
+#!/bin/bash
+# The metadata schema on a real PostgreSQL (Debian's, a throwaway cluster
+# started once for this file): versioned migrations by `airlock admin
+# metadata migrate`, and row-level security as the only thing between
+# tenants: a session without the tenant setting sees no rows, a cross-tenant
+# INSERT or UPDATE fails, SET LOCAL ends with its transaction, the service
+# role cannot alter, disable or bypass the policies, and migrate refuses a
+# service role that could.
+. "$(dirname "$0")/../lib.sh"
+PG="$SRC_ROOT/tests/servers/postgres.sh"
+need_root # initdb runs as the postgres user
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
+	skip_all "no PostgreSQL server (scripts/deps.sh installs postgresql)"
+chmod 711 "$T" # the postgres user reaches its directory inside
+read -r H P < <("$PG" start "$T/pg") || skip_all "PostgreSQL did not start (above)"
+trap '"$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 -qtAX "$@"; }
+# as ROLE: psql as that role on the airlock database (trust auth in the test cluster)
+as() { local role=$1; shift; psql -h "$H" -p "$P" -U "$role" -d airlock -v ON_ERROR_STOP=1 -qtAX "$@"; }
+su_sql -c "CREATE ROLE airlock_owner LOGIN" -c "CREATE ROLE airlock LOGIN NOSUPERUSER NOBYPASSRLS" \
+	-c "CREATE DATABASE airlock OWNER airlock_owner" -c "REVOKE ALL ON DATABASE airlock FROM PUBLIC" \
+	-c "GRANT CONNECT ON DATABASE airlock TO airlock"
+URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
+
+# ---- migrations
+run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
+is "$rc:$out" "0:schema 0 -> 1" "migrate creates the schema (version 0 -> 1)"
+run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
+is "$out" '{"from":1,"to":1}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1 \
+	"each applied version is recorded"
+is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
+	"the migrating role owns every table"
+
+TABLES=$(as airlock_owner -c "SELECT string_agg(c.relname, ' ' ORDER BY c.relname) FROM pg_class c
+	JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant'
+	WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'")
+ok "there are tenant tables (projects, volumes, commits, ledger, runs among them)" -- \
+	bash -c "for t in projects volumes commits ledger runs tokens; do [[ ' $TABLES ' == *\" \$t \"* ]] || exit 1; done"
+is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+	AND c.relkind = 'r' AND c.relname <> 'airlock_schema' AND NOT (c.relrowsecurity AND c.relforcerowsecurity)")" 0 \
+	"every table but the schema's version has ENABLE and FORCE ROW LEVEL SECURITY"
+is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c
+	JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+	JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+	WHERE c.relnamespace = 'public'::regnamespace AND a.attname = 'tenant'")" "$(echo $TABLES | wc -w)" \
+	"every tenant table's primary key begins with the tenant"
+
+# ---- the service role: rows of its transaction's tenant only
+ok "tenant a writes its rows under SET LOCAL" -- as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a';
+	INSERT INTO tenants VALUES ('a', 1);
+	INSERT INTO projects VALUES ('a', 1, 'p', 1, 1);
+	INSERT INTO volumes(tenant, id, project, kind, head, created) VALUES ('a', 1, 1, 'live', '\\x00', 1);
+	INSERT INTO ledger VALUES ('a', 1, 'k', 'g', 'p', 1, '\\x00', '\\x00'); COMMIT;"
+ok "tenant b writes its rows" -- as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b';
+	INSERT INTO tenants VALUES ('b', 1); INSERT INTO projects VALUES ('b', 1, 'p', 1, 1); COMMIT;"
+is "$(as airlock_owner -c "SET airlock.tenant = 'a'; SELECT count(*) FROM projects")" 1 "(the rows are there: the owner as tenant a sees a's)"
+for t in $TABLES; do
+	n=$(as airlock -c "SELECT count(*) FROM $t")
+	[ "$n" = 0 ] || break
+done
+is "$n" 0 "a session without the tenant setting sees 0 rows in every tenant table"
+is "$(as airlock -c "SET airlock.tenant = ''; SELECT count(*) FROM projects")" 0 "an empty tenant matches nothing"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b'; SELECT string_agg(tenant || '/' || name, ',') FROM projects; COMMIT;")" "b/p" \
+	"tenant b sees its own project only"
+run as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b'; INSERT INTO projects VALUES ('a', 2, 'q', 1, 1); COMMIT;"
+ok "a cross-tenant INSERT fails" -- test "$rc" -ne 0
+like "$err" "new row violates row-level security policy" "  by the policy"
+run as airlock -c "INSERT INTO projects VALUES ('a', 3, 'r', 1, 1)"
+like "$err" "row-level security" "an INSERT without the setting fails"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b'; UPDATE projects SET name = 'stolen' WHERE tenant = 'a'; DELETE FROM ledger; COMMIT;" ; \
+	as airlock_owner -c "SET airlock.tenant = 'a'; SELECT name || ',' || (SELECT count(*) FROM ledger) FROM projects")" "p,1" \
+	"an UPDATE or DELETE of another tenant's rows touches nothing"
+run as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; UPDATE projects SET tenant = 'b'; COMMIT;"
+like "$err" "new row violates row-level security policy" "a row cannot be moved to another tenant"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; COMMIT; SELECT count(*) FROM projects;")" 0 \
+	"SET LOCAL ends with its transaction: the next one on the connection sees nothing"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; ROLLBACK; SELECT coalesce(current_setting('airlock.tenant', true), '') || '|' || count(*) FROM projects;")" "|0" \
+	"  and with a rollback"
+
+# ---- the service role cannot take the policies away
+for sql in "ALTER TABLE projects DISABLE ROW LEVEL SECURITY" "ALTER TABLE projects NO FORCE ROW LEVEL SECURITY" \
+	"DROP POLICY tenant_isolation ON projects" "CREATE POLICY open ON projects USING (true)" \
+	"ALTER TABLE projects OWNER TO airlock" "TRUNCATE projects" "SET ROLE airlock_owner" \
+	"ALTER ROLE airlock BYPASSRLS" "CREATE TABLE mine(x int)"; do
+	run as airlock -c "$sql"
+	ok "the service role cannot: $sql" -- test "$rc" -ne 0
+done
+run as airlock -c "SET row_security = off; SELECT count(*) FROM projects"
+like "$err" "query would be affected by row-level security policy" "row_security = off does not bypass the policy, it fails"
+is "$(as airlock_owner -c "SELECT relrowsecurity::text || relforcerowsecurity::text FROM pg_class WHERE relname = 'projects'")" "truetrue" \
+	"  (and the table still has ENABLE and FORCE)"
+
+# ---- before the tenant is known: a token's tenant, and nothing else
+as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; INSERT INTO tokens VALUES ('a', 't1', 'hash-a', 'alice', 1, 2000, false); COMMIT;"
+is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-a', 1000), '-') || ',' || coalesce(airlock_token_tenant('hash-a', 3000), '-') || ',' || coalesce(airlock_token_tenant('nope', 1000), '-')")" "a,-,-" \
+	"airlock_token_tenant gives a live token's tenant (expired or unknown: none)"
+is "$(as airlock -c "SELECT count(*) FROM tokens")" 0 "  while the tokens themselves stay invisible without the tenant"
+
+# ---- migrate refuses a service role that could see across tenants, and a newer schema
+su_sql -c "CREATE ROLE sneaky LOGIN BYPASSRLS" -c "CREATE ROLE boss LOGIN SUPERUSER" -c "CREATE ROLE owner2 LOGIN" \
+	-c "GRANT airlock_owner TO owner2"
+for r in sneaky:BYPASSRLS boss:superuser owner2:owner nobody_here:"no role"; do
+	run "$AL" --metadata "$URL" admin metadata migrate --service-role "${r%%:*}"
+	is "$rc" 6 "migrate refuses service role ${r%%:*} (exit 6)"
+	like "$err" "${r#*:}" "  saying why (${r#*:})"
+done
+DB=airlock su_sql -c "CREATE TABLE public.planted(x int)" -c "ALTER TABLE public.planted OWNER TO airlock"
+run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
+like "$rc:$err" "^6:.*owns objects" "migrate refuses a service role that owns a table"
+DB=airlock su_sql -c "DROP TABLE public.planted"
+is "$(as airlock_owner -c "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'sneaky'")" 0 \
+	"  and granted the refused roles nothing"
+run "$AL" --metadata "$URL" admin metadata migrate --service-role 'x; DROP TABLE ledger'
+is "$rc" 6 "a role name that is not a plain identifier is refused"
+as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
+run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
+is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
+like "$err" "schema 99, newer than this airlock's 1" "  naming both versions"
+run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
+is "$rc" 6 "a URL that is not postgres:// is refused"
+run "$AL" admin metadata migrate --service-role airlock
+is "$rc" 2 "without --metadata: a usage error"
+run "$AL" --metadata "postgresql://airlock_owner@/airlock?host=$T/nowhere&port=$P" admin metadata migrate --service-role airlock
+is "$rc" 12 "an unreachable database: unavailable (exit 12)"
+done_testing

@@ -1,0 +1,661 @@
+/* odb: one conformance suite for every object backend (odb_backend.h), the
+ * remote tier behind the local store (cas_private.h), and the S3 URL's
+ * parsing.  The local ("sqlite") backend always runs; the S3 backend runs
+ * when AIRLOCK_TEST_S3 names a bucket (s3://…, credentials in the
+ * environment), as tests/integration/t0140-s3-odb.sh does against a real
+ * Swift; AIRLOCK_TEST_S3_NETRC then lets the suite corrupt an object behind
+ * the backend's back with curl.  AIRLOCK_TEST_S3_HOSTILE (an endpoint:
+ * tests/servers/hostile-s3.py) runs the caps against a hostile server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "airlock/cas.h"
+#include "airlock/odb_backend.h"
+#include "cas_private.h"
+#include "util.h"
+
+enum kind { SQLITE, S3 };
+
+struct fx {
+	enum kind kind;
+	char dir[64];
+	char tenant[32];
+	struct al_odb_backend *b;
+};
+
+static void tmpdir(char *dir, size_t n)
+{
+	snprintf(dir, n, "/tmp/airlock-odb-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+}
+
+static void rmdir_r(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void random_tenant(char *out, size_t n)
+{
+	uint8_t r[6];
+	assert_int_equal(getrandom(r, sizeof(r), 0), (ssize_t)sizeof(r));
+	char hex[13];
+	al_hex(r, sizeof(r), hex);
+	snprintf(out, n, "t%s", hex);
+}
+
+static int open_backend(struct fx *f, const char *tenant, struct al_odb_backend **out)
+{
+	struct al_error err = { 0 };
+	if (f->kind == SQLITE) {
+		char dir[128];
+		snprintf(dir, sizeof(dir), "%s/%s", f->dir, tenant);
+		mkdir(dir, 0700);
+		return al_odb_sqlite_open(dir, out, &err);
+	}
+	struct al_s3_config cfg;
+	int r = al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, &err);
+	cfg.list_page = 3; /* listings of several pages (continuation tokens) */
+	if (r == 0)
+		r = al_odb_s3_open(&cfg, tenant, out, &err);
+	if (r < 0)
+		print_error("open s3: %s\n", err.msg);
+	return r;
+}
+
+static int setup_kind(void **state, enum kind kind)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	f->kind = kind;
+	tmpdir(f->dir, sizeof(f->dir));
+	random_tenant(f->tenant, sizeof(f->tenant));
+	if (open_backend(f, f->tenant, &f->b) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int setup_sqlite(void **state)
+{
+	return setup_kind(state, SQLITE);
+}
+
+static int setup_s3(void **state)
+{
+	return setup_kind(state, S3);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	al_odb_backend_free(f->b);
+	rmdir_r(f->dir);
+	free(f);
+	return 0;
+}
+
+static uint8_t *pattern(size_t n, unsigned seed)
+{
+	uint8_t *p = malloc(n ? n : 1);
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		p[i] = (i % 3) ? (uint8_t)x : (uint8_t)'a' + (uint8_t)(i % 7);
+	}
+	return p;
+}
+
+/* Replace the stored bytes of id by other bytes, behind the backend. */
+static void corrupt(struct fx *f, const struct al_oid *id)
+{
+	char hex[2 * AL_OID_LEN + 1];
+	al_hex(id->b, AL_OID_LEN, hex);
+	char cmd[2048];
+	if (f->kind == SQLITE) {
+		snprintf(cmd, sizeof(cmd),
+			 "sqlite3 %s/%s/objects.db \"UPDATE objects SET enc = 0, data = "
+			 "zeroblob(size) WHERE hex(id) = upper('%s')\"",
+			 f->dir, f->tenant, hex);
+	} else {
+		struct al_s3_config cfg;
+		assert_int_equal(al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, NULL), 0);
+		const char *netrc = getenv("AIRLOCK_TEST_S3_NETRC");
+		assert_non_null(netrc);
+		/* other bytes under the same key: a valid PUT of different content */
+		snprintf(cmd, sizeof(cmd),
+			 "printf 'not the object' >%s/bad && curl -sf -o /dev/null --netrc-file %s "
+			 "--aws-sigv4 aws:amz:%s:s3 -H \"x-amz-content-sha256: $(sha256sum "
+			 "<%s/bad | cut -c1-64)\" -T %s/bad %s/%s/%s%s%s/%s",
+			 f->dir, netrc, cfg.region, f->dir, f->dir, cfg.endpoint, cfg.bucket,
+			 cfg.prefix, cfg.prefix[0] ? "/" : "", f->tenant, hex);
+	}
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	/* empty, small, and larger than the local store's loose threshold */
+	size_t sizes[] = { 0, 1, 4000, AL_CAS_LOOSE_MIN + 12345 };
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		_cleanup_free_ uint8_t *p = pattern(sizes[i], (unsigned)i + 1);
+		struct al_oid id, want;
+		al_sha256(p, sizes[i], want.b);
+		assert_int_equal(f->b->exists(f->b, &want, &err), 0);
+		assert_int_equal(al_odb_write_buf(f->b, p, sizes[i], &id, &err), 0);
+		assert_true(al_oid_eq(&id, &want));
+		assert_int_equal(f->b->exists(f->b, &id, &err), 1);
+		uint64_t size = 7;
+		assert_int_equal(f->b->read_header(f->b, &id, &size, &err), 0);
+		assert_int_equal(size, sizes[i]);
+		_cleanup_free_ uint8_t *back = NULL;
+		size_t len = 0;
+		assert_int_equal(al_odb_read_all(f->b, &id, &back, &len, &err), 0);
+		assert_int_equal(len, sizes[i]);
+		if (len)
+			assert_memory_equal(back, p, len);
+	}
+}
+
+static void test_absent(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct al_oid id;
+	al_sha256("never stored", 12, id.b);
+	assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+	uint64_t size;
+	assert_int_equal(f->b->read_header(f->b, &id, &size, &err), AL_ENOTFOUND);
+	uint8_t *p = NULL;
+	size_t len;
+	assert_int_equal(al_odb_read_all(f->b, &id, &p, &len, &err), AL_ENOTFOUND);
+	assert_null(p);
+}
+
+static int count_fn(void *ctx, const struct al_oid *id, uint64_t size, struct al_error *err)
+{
+	(void)id, (void)size, (void)err;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+struct walk {
+	struct al_oid ids[4];
+	uint64_t sizes[4];
+	int seen[4], other;
+};
+
+static int walk_fn(void *ctx, const struct al_oid *id, uint64_t size, struct al_error *err)
+{
+	(void)err;
+	struct walk *w = ctx;
+	for (int i = 0; i < 4; i++)
+		if (al_oid_eq(id, &w->ids[i])) {
+			w->seen[i]++;
+			assert_int_equal(size, w->sizes[i]);
+			return 0;
+		}
+	w->other++;
+	return 0;
+}
+
+static void test_idempotent_and_foreach(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct walk w = { 0 };
+	for (int i = 0; i < 4; i++) {
+		size_t n = 100 + (size_t)i * 1000;
+		_cleanup_free_ uint8_t *p = pattern(n, 40 + (unsigned)i);
+		assert_int_equal(al_odb_write_buf(f->b, p, n, &w.ids[i], &err), 0);
+		/* again: the same name, the same bytes; no error, no second copy */
+		assert_int_equal(al_odb_write_buf(f->b, p, n, &w.ids[i], &err), 0);
+		w.sizes[i] = n;
+	}
+	assert_int_equal(f->b->foreach(f->b, walk_fn, &w, &err), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(w.seen[i], 1);
+	assert_int_equal(w.other, 0);
+}
+
+static void test_tenants_apart(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	char other[32];
+	random_tenant(other, sizeof(other));
+	struct al_odb_backend *b2 = NULL;
+	assert_int_equal(open_backend(f, other, &b2), 0);
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(f->b, "mine", 4, &id, &err), 0);
+	assert_int_equal(b2->exists(b2, &id, &err), 0);
+	int n = 0;
+	assert_int_equal(b2->foreach(b2, count_fn, &n, &err), 0);
+	assert_int_equal(n, 0);
+	uint8_t *p = NULL;
+	size_t len;
+	assert_int_equal(al_odb_read_all(b2, &id, &p, &len, &err), AL_ENOTFOUND);
+	al_odb_backend_free(b2);
+}
+
+struct src {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static int64_t src_read(void *ctx, void *buf, size_t n, struct al_error *err)
+{
+	(void)err;
+	struct src *s = ctx;
+	size_t k = s->len - s->pos < n ? s->len - s->pos : n;
+	memcpy(buf, s->p + s->pos, k);
+	s->pos += k;
+	return (int64_t)k;
+}
+
+static void test_write_refuses_wrong_bytes(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	size_t sizes[] = { 10, AL_CAS_LOOSE_MIN + 5 };
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		_cleanup_free_ uint8_t *p = pattern(sizes[i], 77 + (unsigned)i);
+		struct al_oid id;
+		al_sha256(p, sizes[i], id.b);
+		p[sizes[i] / 2] ^= 1; /* the bytes no longer hash to id */
+		struct src s = { p, sizes[i], 0 };
+		int r = f->b->write(f->b, &id, sizes[i], src_read, &s, &err);
+		assert_int_equal(r, AL_ECORRUPT);
+		assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+		/* a source shorter than announced */
+		p[sizes[i] / 2] ^= 1;
+		struct src shorter = { p, sizes[i] - 1, 0 };
+		r = f->b->write(f->b, &id, sizes[i], src_read, &shorter, &err);
+		assert_true(r == AL_EINVAL || r == AL_ECORRUPT);
+		assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+	}
+}
+
+static void test_read_verifies(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	_cleanup_free_ uint8_t *p = pattern(5000, 9);
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(f->b, p, 5000, &id, &err), 0);
+	corrupt(f, &id);
+	uint8_t *back = NULL;
+	size_t len;
+	assert_int_equal(al_odb_read_all(f->b, &id, &back, &len, &err), AL_ECORRUPT);
+	assert_null(back);
+	assert_non_null(strstr(err.msg, "corrupt"));
+	/* writing the object again repairs it: the name is the content */
+	if (f->kind == S3) {
+		assert_int_equal(al_odb_write_buf(f->b, p, 5000, &id, &err), 0);
+		assert_int_equal(al_odb_read_all(f->b, &id, &back, &len, &err), 0);
+		assert_memory_equal(back, p, 5000);
+		free(back);
+	}
+}
+
+/* ---- the remote tier: a local store with a remote behind it -------------------- */
+
+/* A remote that refuses every write (the tier's error path). */
+struct refusing {
+	struct al_odb_backend base;
+	struct al_odb_backend *inner;
+};
+static int refuse_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
+			al_odb_source src, void *ctx, struct al_error *err)
+{
+	(void)b, (void)id, (void)size, (void)src, (void)ctx;
+	return al_fail(err, AL_EIO, 0, "remote down");
+}
+static int pass_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
+{
+	struct al_odb_backend *in = ((struct refusing *)b)->inner;
+	return in->exists(in, id, err);
+}
+static void refusing_free(struct al_odb_backend *b)
+{
+	al_odb_backend_free(((struct refusing *)b)->inner);
+	free(b);
+}
+
+struct tier {
+	char dir[64];
+	struct al_odb_backend *remote_view; /* the remote, opened separately */
+};
+
+static struct al_cas *tier_open(struct tier *t, const char *name)
+{
+	char d[128];
+	snprintf(d, sizeof(d), "%s/%s", t->dir, name);
+	mkdir(d, 0700);
+	struct al_cas *c = NULL;
+	assert_int_equal(al_cas_open(d, &c, NULL), 0);
+	struct al_odb_backend *remote = NULL;
+	snprintf(d, sizeof(d), "%s/remote", t->dir);
+	mkdir(d, 0700);
+	assert_int_equal(al_odb_sqlite_open(d, &remote, NULL), 0);
+	al_cas__set_remote(c, remote);
+	return c;
+}
+
+static void test_tier_push_then_fetch(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(&t, "node-a");
+	_cleanup_free_ uint8_t *big = pattern(AL_CAS_LOOSE_MIN * 2, 5);
+	struct al_oid small_id, big_id;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "small", 5, &small_id, &err), 0);
+	assert_int_equal(al_cas_put(a, big, AL_CAS_LOOSE_MIN * 2, &big_id, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+
+	/* the remote has both, checked through a handle of its own */
+	char d[128];
+	snprintf(d, sizeof(d), "%s/remote", t.dir);
+	struct al_odb_backend *r = NULL;
+	assert_int_equal(al_odb_sqlite_open(d, &r, &err), 0);
+	assert_int_equal(r->exists(r, &small_id, &err), 1);
+	assert_int_equal(r->exists(r, &big_id, &err), 1);
+
+	/* node b starts cold: size from the remote without fetching, has asks
+	 * the remote, a read fetches, verifies and keeps the object */
+	struct al_cas *b = tier_open(&t, "node-b");
+	uint64_t size = 0;
+	assert_int_equal(al_cas_size(b, &big_id, &size, &err), 0);
+	assert_int_equal(size, AL_CAS_LOOSE_MIN * 2);
+	assert_int_equal(al_cas__has_local(b, &big_id, &err), 0);
+	assert_int_equal(al_cas_has(b, &big_id, &err), 1);
+	uint8_t *p = NULL;
+	size_t len = 0;
+	assert_int_equal(al_cas_get(b, &small_id, &p, &len, &err), 0);
+	assert_int_equal(len, 5);
+	assert_memory_equal(p, "small", 5);
+	free(p);
+	struct al_cas_reader *rd = NULL;
+	assert_int_equal(al_cas_reader_open(b, &big_id, &rd, &err), 0);
+	_cleanup_free_ uint8_t *back = malloc(AL_CAS_LOOSE_MIN * 2);
+	size_t got = 0;
+	int64_t n;
+	while ((n = al_cas_reader_read(rd, back + got, AL_CAS_LOOSE_MIN * 2 - got, &err)) > 0)
+		got += (size_t)n;
+	assert_int_equal(n, 0);
+	assert_int_equal(got, AL_CAS_LOOSE_MIN * 2);
+	assert_memory_equal(back, big, got);
+	al_cas_reader_close(rd);
+	assert_int_equal(al_cas__has_local(b, &small_id, &err), 1);
+	assert_int_equal(al_cas__has_local(b, &big_id, &err), 1);
+	/* kept: readable with the remote gone */
+	al_cas__set_remote(b, NULL);
+	assert_int_equal(al_cas_get(b, &big_id, &p, &len, &err), 0);
+	free(p);
+	struct al_cas_stats st;
+	assert_int_equal(al_cas_verify_all(b, NULL, NULL, &st, &err), 0);
+	al_cas_close(b);
+
+	/* a corrupt remote copy is refused and nothing is kept */
+	_cleanup_free_ uint8_t *other = pattern(3000, 11);
+	struct al_oid oid;
+	assert_int_equal(al_odb_write_buf(r, other, 3000, &oid, &err), 0);
+	char hex[2 * AL_OID_LEN + 1], cmd[512];
+	al_hex(oid.b, AL_OID_LEN, hex);
+	snprintf(cmd, sizeof(cmd),
+		 "sqlite3 %s/objects.db \"UPDATE objects SET enc = 0, data = zeroblob(size) "
+		 "WHERE hex(id) = upper('%s')\"",
+		 d, hex);
+	assert_int_equal(system(cmd), 0);
+	struct al_cas *c = tier_open(&t, "node-c");
+	p = NULL;
+	assert_int_equal(al_cas_get(c, &oid, &p, &len, &err), AL_ECORRUPT);
+	assert_null(p);
+	assert_int_equal(al_cas__has_local(c, &oid, &err), 0);
+	/* inside a batch: the fetched row joins it, and leaves with its abort */
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_get(c, &small_id, &p, &len, &err), 0);
+	free(p);
+	assert_int_equal(al_cas__has_local(c, &small_id, &err), 1);
+	al_cas_abort(c);
+	assert_int_equal(al_cas__has_local(c, &small_id, &err), 0);
+	assert_int_equal(al_cas_get(c, &small_id, &p, &len, &err), 0);
+	free(p);
+	al_cas_close(c);
+	al_odb_backend_free(r);
+	rmdir_r(t.dir);
+}
+
+static void test_tier_remote_failure_aborts_batch(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	char d[128];
+	snprintf(d, sizeof(d), "%s/a", t.dir);
+	mkdir(d, 0700);
+	struct al_cas *a = NULL;
+	assert_int_equal(al_cas_open(d, &a, &err), 0);
+	struct refusing *rf = calloc(1, sizeof(*rf));
+	snprintf(d, sizeof(d), "%s/remote", t.dir);
+	mkdir(d, 0700);
+	assert_int_equal(al_odb_sqlite_open(d, &rf->inner, &err), 0);
+	rf->base = *rf->inner;
+	rf->base.write = refuse_write;
+	rf->base.exists = pass_exists;
+	rf->base.free = refusing_free;
+	al_cas__set_remote(a, &rf->base);
+	struct al_oid id;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "lost?", 5, &id, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "remote down"));
+	/* nothing committed locally: no object exists only on this node */
+	assert_int_equal(al_cas__has_local(a, &id, &err), 0);
+	al_cas_close(a);
+	rmdir_r(t.dir);
+}
+
+/* ---- the S3 URL ------------------------------------------------------------------ */
+
+static const char *const aws_vars[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+					"AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+					"AWS_REGION",        "AWS_DEFAULT_REGION" };
+
+static void test_s3_config(void **state)
+{
+	(void)state;
+	/* the environment as it was, for the S3 group that may follow */
+	char *saved[ARRAY_SIZE(aws_vars)];
+	for (size_t i = 0; i < ARRAY_SIZE(aws_vars); i++)
+		saved[i] = getenv(aws_vars[i]) ? strdup(getenv(aws_vars[i])) : NULL;
+	struct al_s3_config c;
+	struct al_error err = { 0 };
+	setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "s3cret", 1);
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_REGION");
+	unsetenv("AWS_DEFAULT_REGION");
+	assert_int_equal(al_s3_config_parse("s3://my-bucket", &c, &err), 0);
+	assert_string_equal(c.bucket, "my-bucket");
+	assert_string_equal(c.prefix, "");
+	assert_string_equal(c.region, "us-east-1");
+	assert_string_equal(c.endpoint, "https://s3.us-east-1.amazonaws.com");
+	assert_string_equal(c.access_key, "AKID");
+	setenv("AWS_REGION", "eu-west-3", 1);
+	assert_int_equal(
+		al_s3_config_parse("s3://b.x-1/a/b/?endpoint=http://127.0.0.1:9000/", &c, &err), 0);
+	assert_string_equal(c.prefix, "a/b");
+	assert_string_equal(c.endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c.region, "eu-west-3");
+	assert_int_equal(al_s3_config_parse("s3://b12?region=r1", &c, &err), 0);
+	assert_string_equal(c.region, "r1");
+
+	const char *bad[] = {
+		"http://bucket",
+		"s3://",
+		"s3://ab",
+		"s3://Bucket",
+		"s3://-bucket",
+		"s3://bucket/../x",
+		"s3://bucket/a//b",
+		"s3://bucket/a/./b",
+		"s3://bucket/a b",
+		"s3://bucket/\x1b[31m",
+		"s3://bucket?endpoint=ftp://host",
+		"s3://bucket?endpoint=http://host/path",
+		"s3://bucket?endpoint=http://user@host",
+		"s3://bucket?endpoint=http://ho st",
+		"s3://bucket?region=EU",
+		"s3://bucket?color=red",
+		"s3://bucket?endpoint",
+		"s3://bucket?credentials=/nonexistent/file",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		err.msg[0] = 0;
+		assert_int_equal(al_s3_config_parse(bad[i], &c, &err), AL_EINVAL);
+		assert_true(err.msg[0]);
+		for (const char *m = err.msg; *m; m++)
+			assert_true((unsigned char)*m >= 0x20 && *m != 0x7f);
+	}
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	assert_int_equal(al_s3_config_parse("s3://bucket", &c, &err), AL_EINVAL);
+	assert_non_null(strstr(err.msg, "credentials"));
+	setenv("AWS_SECRET_ACCESS_KEY", "line\r\nX-Injected: 1", 1);
+	assert_int_equal(al_s3_config_parse("s3://bucket", &c, &err), AL_EINVAL);
+	setenv("AWS_SECRET_ACCESS_KEY", "s3cret", 1);
+	setenv("AWS_SESSION_TOKEN", "tok\nX: 1", 1);
+	assert_int_equal(al_s3_config_parse("s3://bucket", &c, &err), AL_EINVAL);
+	unsetenv("AWS_SESSION_TOKEN");
+
+	/* a credentials file: the caller's, 0600, two lines */
+	char dir[64], path[128], url[200];
+	tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/creds", dir);
+	FILE *fp = fopen(path, "w");
+	fputs("FILEKEY\nfilesecret\n", fp);
+	fclose(fp);
+	snprintf(url, sizeof(url), "s3://bucket?credentials=%s", path);
+	chmod(path, 0644);
+	assert_int_equal(al_s3_config_parse(url, &c, &err), AL_EINVAL);
+	assert_non_null(strstr(err.msg, "0600"));
+	chmod(path, 0600);
+	assert_int_equal(al_s3_config_parse(url, &c, &err), 0);
+	assert_string_equal(c.access_key, "FILEKEY");
+	assert_string_equal(c.secret_key, "filesecret");
+	char link[160];
+	snprintf(link, sizeof(link), "%s/link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	snprintf(url, sizeof(url), "s3://bucket?credentials=%s", link);
+	assert_int_equal(al_s3_config_parse(url, &c, &err), AL_EINVAL);
+	rmdir_r(dir);
+	for (size_t i = 0; i < ARRAY_SIZE(aws_vars); i++) {
+		if (saved[i])
+			setenv(aws_vars[i], saved[i], 1);
+		else
+			unsetenv(aws_vars[i]);
+		free(saved[i]);
+	}
+}
+
+/* ---- a hostile server (tests/servers/hostile-s3.py) ------------------------------- */
+
+static struct al_odb_backend *hostile(void)
+{
+	char url[300];
+	snprintf(url, sizeof(url), "s3://bucket/p?endpoint=%s", getenv("AIRLOCK_TEST_S3_HOSTILE"));
+	setenv("AWS_ACCESS_KEY_ID", "k", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "s", 1);
+	struct al_s3_config cfg;
+	struct al_odb_backend *b = NULL;
+	assert_int_equal(al_s3_config_parse(url, &cfg, NULL), 0);
+	assert_int_equal(al_odb_s3_open(&cfg, "t", &b, NULL), 0);
+	return b;
+}
+
+static void test_hostile_listing_capped(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	int n = 0;
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_ELIMIT);
+	assert_int_equal(n, 0);
+	al_odb_backend_free(b);
+}
+
+static void test_hostile_huge_object_refused(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	struct al_oid id;
+	memset(id.b, 0xff, sizeof(id.b)); /* the server says 1 TiB for this one */
+	uint8_t *p = NULL;
+	size_t len;
+	assert_int_equal(al_odb_read_all(b, &id, &p, &len, &err), AL_ELIMIT);
+	assert_null(p);
+	/* any other: wrong bytes, refused */
+	al_sha256("x", 1, id.b);
+	assert_int_equal(al_odb_read_all(b, &id, &p, &len, &err), AL_ECORRUPT);
+	assert_null(p);
+	al_odb_backend_free(b);
+}
+
+static void test_hostile_error_document_capped(void **state)
+{
+	(void)state;
+	struct al_odb_backend *b = hostile();
+	struct al_error err = { 0 };
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(b, "data", 4, &id, &err), AL_ELIMIT);
+	al_odb_backend_free(b);
+}
+
+#define CONFORMANCE(setup)                                                                        \
+	cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),                         \
+		cmocka_unit_test_setup_teardown(test_absent, setup, teardown),                    \
+		cmocka_unit_test_setup_teardown(test_idempotent_and_foreach, setup, teardown),    \
+		cmocka_unit_test_setup_teardown(test_tenants_apart, setup, teardown),             \
+		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, teardown), \
+		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest local[] = {
+		CONFORMANCE(setup_sqlite),
+		cmocka_unit_test(test_tier_push_then_fetch),
+		cmocka_unit_test(test_tier_remote_failure_aborts_batch),
+		cmocka_unit_test(test_s3_config),
+	};
+	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };
+	const struct CMUnitTest hostile_server[] = {
+		cmocka_unit_test(test_hostile_listing_capped),
+		cmocka_unit_test(test_hostile_huge_object_refused),
+		cmocka_unit_test(test_hostile_error_document_capped),
+	};
+	int failed = cmocka_run_group_tests_name("odb: local store", local, NULL, NULL);
+	if (getenv("AIRLOCK_TEST_S3"))
+		failed += cmocka_run_group_tests_name("odb: s3", s3, NULL, NULL);
+	if (getenv("AIRLOCK_TEST_S3_HOSTILE"))
+		failed += cmocka_run_group_tests_name("odb: a hostile s3", hostile_server, NULL,
+						      NULL);
+	return failed;
+}
