@@ -1070,6 +1070,13 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 			     &limits.timeout_ms, "output", &limits.output, "disk", &limits.disk,
 			     "files", &limits.files) < 0)
 		snprintf(why, sizeof(why), "its record's limits are not readable");
+	else {
+		/* recorded since egress: absent in older records (the default) */
+		json_t *ec = json_object_get(lim, "egress_connections"),
+		       *eb = json_object_get(lim, "egress_bytes");
+		limits.connections = json_is_integer(ec) ? (uint64_t)json_integer_value(ec) : 0;
+		limits.egress_bytes = json_is_integer(eb) ? (uint64_t)json_integer_value(eb) : 0;
+	}
 	/* the inputs, and what the verdict compares with */
 	gone(st, orig, "image", "image", true, why, sizeof(why));
 	if (!ro->on_head)
