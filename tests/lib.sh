@@ -255,8 +255,9 @@ netns_target() {
 	openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
 		-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1 || return 1
 	: >"$TLOG"
-	ip netns exec "$TNS" python3 "$SRC_ROOT/tests/helpers/egress_target.py" "$TIP" "$TLOG" \
-		--https "$T/srv.pem" "$T/srv.key" >"$T/target.out" 2>&1 &
+	# not a job of this shell: killed at exit with the namespace, silently
+	(ip netns exec "$TNS" python3 "$SRC_ROOT/tests/helpers/egress_target.py" "$TIP" "$TLOG" \
+		--https "$T/srv.pem" "$T/srv.key" >"$T/target.out" 2>&1 &)
 	local i
 	for i in $(seq 100); do grep -q ready "$T/target.out" && return 0; sleep 0.05; done
 	cat "$T/target.out" | sed 's/^/# /'; return 1
