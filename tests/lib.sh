@@ -241,7 +241,8 @@ netns_target() {
 	local sub=$(( $$ % 250 + 1 ))
 	TNS="al-egress-$$"; TIP="10.231.$sub.2"; HIP="10.231.$sub.1"; TLOG="$T/target.log"
 	local va="alv$$a" vb="alv$$b"
-	trap "ip netns pids $TNS 2>/dev/null | xargs -r kill -9; ip netns del $TNS 2>/dev/null; ip link del $va 2>/dev/null; chmod -R u+rwX '$T' 2>/dev/null; rm -rf '$T'" EXIT
+	_NETNS_VETH=$va
+	trap _netns_cleanup EXIT
 	ip netns add "$TNS" && ip link add "$va" type veth peer name "$vb" &&
 		ip link set "$vb" netns "$TNS" && ip addr add "$HIP/30" dev "$va" &&
 		ip link set "$va" up && ip netns exec "$TNS" ip addr add "$TIP/30" dev "$vb" &&
@@ -261,6 +262,14 @@ netns_target() {
 	local i
 	for i in $(seq 100); do grep -q ready "$T/target.out" && return 0; sleep 0.05; done
 	cat "$T/target.out" | sed 's/^/# /'; return 1
+}
+# at exit: the test host, its namespace and veth, the pids in
+# $T/cleanup.pids (a test's own servers), then $T
+_netns_cleanup() {
+	[ -f "$T/cleanup.pids" ] && xargs -r kill <"$T/cleanup.pids" 2>/dev/null
+	ip netns pids "$TNS" 2>/dev/null | xargs -r kill -9
+	ip netns del "$TNS" 2>/dev/null; ip link del "$_NETNS_VETH" 2>/dev/null
+	chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"
 }
 # with_hosts FILE CMD...: CMD with FILE as /etc/hosts (a mount namespace of
 # its own: the host's file is untouched), so a test decides what the

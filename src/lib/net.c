@@ -299,6 +299,7 @@ struct conn {
 	struct conn_rec *rec;
 	int client, up;
 	struct conn *next, *prev;
+	bool answered; /* a refusal was sent: let the client read it before the close */
 	char head[HEAD_MAX + 1];
 	size_t nhead, used; /* bytes read; bytes of the head proper */
 };
@@ -371,6 +372,7 @@ static void refuse(struct conn *c, int status, const char *verdict, const char *
 		if (n > 0)
 			(void)!send(c->client, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg),
 				    MSG_NOSIGNAL);
+		c->answered = true;
 	}
 }
 
@@ -1030,6 +1032,17 @@ static void serve(struct conn *c)
 static void conn_close(struct conn *c)
 {
 	struct al_net_proxy *p = c->p;
+	if (c->answered) {
+		/* closing with unread input would reset the connection and
+		 * could lose the answer: end ours, read a little of theirs */
+		char sink[4096];
+		size_t drained = 0;
+		ssize_t n;
+		shutdown(c->client, SHUT_WR);
+		set_timeouts(c->client, 1);
+		while (drained < 65536 && (n = recv(c->client, sink, sizeof(sink), 0)) > 0)
+			drained += (size_t)n;
+	}
 	pthread_mutex_lock(&p->mu);
 	if (c->up >= 0)
 		close(c->up);
