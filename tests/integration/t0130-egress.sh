@@ -71,6 +71,11 @@ ok "the ledger verifies" -- "$AL" audit verify
 is "$(grep -c "^tcp 80 $HIP" "$TLOG") $(grep -c "^tcp 443 $HIP" "$TLOG")" "2 1" \
 	"the test host saw exactly the allowed connections, from the host's side"
 
+# replay: the same allowlist, under the policy as it is now
+run H replay "$RUN" --json
+is "$(echo "$out" | field verdict.result) $(echo "$out" | J 'print(d["egress"]["allow"], len(d["egress"]["connections"]))')" \
+	"identical ['web.airlock.test', '$TIP'] 5" "a replay runs with the original's allowlist, its connections recorded anew"
+
 # the caps: connections and bytes
 run H run p --json --image curl --network egress --allow web.airlock.test --allow "$TIP" --egress-connections 2 -- sh -c '
 	for i in 1 2 3 4; do curl -sS -o /dev/null -w "%{http_code} " http://web.airlock.test/hello; done'
@@ -86,6 +91,11 @@ is "$rc" 8 "--egress-connections above the ceiling (64) is refused (exit 8)"
 run H run p --image curl --network egress --allow other.airlock.test -- true
 is "$rc" 11 "an --allow the tenant's policy does not cover is refused (exit 11)"
 like "$err" "other.airlock.test" "…naming it"
+
+"$AL" admin policy set --egress-allow web.airlock.test >/dev/null
+run H replay "$RUN" --json
+is "$(echo "$out" | field verdict.result)" "not_replayable" "once the policy no longer allows its allowlist, a replay is not_replayable"
+like "$(echo "$out" | field verdict.reason)" "policy now refuses its egress" "…saying why"
 
 # the API: network {mode, allow}
 serve_start || exit 1
