@@ -24,8 +24,8 @@
 
 #define AL_NET_PROXY_PORT 3128
 #define AL_NET_PROXY_URL "http://127.0.0.1:3128" /* HTTP(S)_PROXY in the run */
-#define AL_NET_ALLOW_MAX 32   /* entries in an allowlist */
-#define AL_NET_ENTRY_MAX 263 /* bytes of one entry, its NUL included */
+#define AL_NET_ALLOW_MAX 32                      /* entries in an allowlist */
+#define AL_NET_ENTRY_MAX 263                     /* bytes of one entry, its NUL included */
 
 /* Is entry a well-formed allow entry?  AL_EINVAL saying why if not. */
 int al_net_allow_check(const char *entry, struct al_error *err);
@@ -36,7 +36,7 @@ bool al_net_allow_covers(const char *ceiling, const char *entry);
 
 /* Is every one of the n entries covered by one of the nceil ceiling
  * entries?  AL_EDENIED naming the first that is not. */
-int al_net_allow_within(const char *const *entries, size_t n, const char *const *ceil,
-			size_t nceil, struct al_error *err);
+int al_net_allow_within(const char *const *entries, size_t n, const char *const *ceil, size_t nceil,
+			struct al_error *err);
 
 #endif

@@ -30,13 +30,13 @@ int al_network_parse(const char *s, enum al_network *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
-	uint64_t memory;     /* bytes of memory (cgroup), 0: none */
-	uint64_t pids;       /* processes and threads (cgroup; RLIMIT_NPROC without one) */
-	uint64_t cpus_milli; /* CPU bandwidth, 1000 = one CPU; 0: none */
-	uint64_t timeout_ms; /* wall clock; then the whole sandbox is killed */
-	uint64_t output;     /* bytes kept of each of stdout and stderr */
-	uint64_t disk;       /* bytes the run may write (its upper layers and /tmp) */
-	uint64_t files;      /* files and directories the run may create */
+	uint64_t memory;       /* bytes of memory (cgroup), 0: none */
+	uint64_t pids;         /* processes and threads (cgroup; RLIMIT_NPROC without one) */
+	uint64_t cpus_milli;   /* CPU bandwidth, 1000 = one CPU; 0: none */
+	uint64_t timeout_ms;   /* wall clock; then the whole sandbox is killed */
+	uint64_t output;       /* bytes kept of each of stdout and stderr */
+	uint64_t disk;         /* bytes the run may write (its upper layers and /tmp) */
+	uint64_t files;        /* files and directories the run may create */
 	uint64_t connections;  /* egress connections per run (the proxy's), refused past it */
 	uint64_t egress_bytes; /* egress bytes per run, both ways, all connections */
 };

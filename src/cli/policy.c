@@ -172,9 +172,10 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 					   json_object_get(o, "ceilings"));
 			json_object_set(b, "best_effort_limits",
 					json_object_get(o, "best_effort_limits"));
-			const char *k[] = { "runs_per_tenant", "runs_per_principal",
-					    "contract_on_violation", "backend", "backends",
-					    "egress_allow" };
+			const char *k[] = {
+				"runs_per_tenant", "runs_per_principal", "contract_on_violation",
+				"backend",         "backends",           "egress_allow"
+			};
 			for (int i = 0; i < 6; i++)
 				if (json_object_get(o, k[i]))
 					json_object_set(b, k[i], json_object_get(o, k[i]));
@@ -230,9 +231,11 @@ static int policy_show(struct cli *cli, int argc, char **argv)
 	return print_doc(cli, doc, deployment);
 }
 
-static const char *const limit_names[] = { "memory",       "pids",       "cpus",
-					   "timeout",      "output-limit", "disk-limit",
-					   "files",        "egress-connections", "egress-bytes" };
+static const char *const limit_names[] = { "memory",       "pids",
+					   "cpus",         "timeout",
+					   "output-limit", "disk-limit",
+					   "files",        "egress-connections",
+					   "egress-bytes" };
 #define NLIMITS 9
 
 static int policy_set(struct cli *cli, int argc, char **argv)

@@ -517,7 +517,8 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "egress_connections",
 				    json_integer((json_int_t)l->connections));
 	if (l->egress_bytes)
-		json_object_set_new(body, "egress_bytes", json_integer((json_int_t)l->egress_bytes));
+		json_object_set_new(body, "egress_bytes",
+				    json_integer((json_int_t)l->egress_bytes));
 	char path[256], esc[200];
 	snprintf(path, sizeof(path), "/projects/%s/runs",
 		 cli_path_escape(o->project, esc, sizeof(esc)));
@@ -618,30 +619,30 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		cli->prog = "airlock run show";
 		return run_show(cli, argc - 1, argv + 1);
 	}
-	static const struct option opts[] = { { "image", required_argument, NULL, O_IMAGE },
-					      { "network", required_argument, NULL, O_NETWORK },
-					      { "timeout", required_argument, NULL, O_TIMEOUT },
-					      { "memory", required_argument, NULL, O_MEMORY },
-					      { "pids", required_argument, NULL, O_PIDS },
-					      { "cpus", required_argument, NULL, O_CPUS },
-					      { "output-limit", required_argument, NULL, O_OUTPUT },
-					      { "disk-limit", required_argument, NULL, O_DISK },
-					      { "files", required_argument, NULL, O_FILES },
-					      { "env", required_argument, NULL, O_ENV },
-					      { "secret", required_argument, NULL, O_SECRET },
-					      { "secret-file", required_argument, NULL,
-						O_SECRET_FILE },
-					      { "group", required_argument, NULL, O_GROUP },
-					      { "author", required_argument, NULL, O_AUTHOR },
-					      { "contract", required_argument, NULL, O_CONTRACT },
-					      { "backend", required_argument, NULL, O_BACKEND },
-					      { "allow", required_argument, NULL, O_ALLOW },
-					      { "egress-connections", required_argument, NULL,
-						O_EGRESS_CONNS },
-					      { "egress-bytes", required_argument, NULL, O_EGRESS_BYTES },
-					      { "json", no_argument, NULL, O_JSON },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
+	static const struct option opts[] = {
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "network", required_argument, NULL, O_NETWORK },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "pids", required_argument, NULL, O_PIDS },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "output-limit", required_argument, NULL, O_OUTPUT },
+		{ "disk-limit", required_argument, NULL, O_DISK },
+		{ "files", required_argument, NULL, O_FILES },
+		{ "env", required_argument, NULL, O_ENV },
+		{ "secret", required_argument, NULL, O_SECRET },
+		{ "secret-file", required_argument, NULL, O_SECRET_FILE },
+		{ "group", required_argument, NULL, O_GROUP },
+		{ "author", required_argument, NULL, O_AUTHOR },
+		{ "contract", required_argument, NULL, O_CONTRACT },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "allow", required_argument, NULL, O_ALLOW },
+		{ "egress-connections", required_argument, NULL, O_EGRESS_CONNS },
+		{ "egress-bytes", required_argument, NULL, O_EGRESS_BYTES },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct al_contract *contract = NULL;
 	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 };
@@ -756,7 +757,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		case O_EGRESS_CONNS:
 		case O_EGRESS_BYTES:
 			if (parse_bytes(optarg, c == O_EGRESS_CONNS ? &o.limits.connections
-								 : &o.limits.egress_bytes) < 0)
+								    : &o.limits.egress_bytes) < 0)
 				rc = cli_usage(cli,
 					       "bad --%s '%s' (a positive number; leave it out for "
 					       "the default)",

@@ -133,11 +133,25 @@ void run_request_release(struct run_request *r)
 
 int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 {
-	static const char *const keys[] = { "argv",    "env",          "secrets",    "image",
-					    "network", "timeout",      "memory",     "pids",
-					    "cpus",    "output_limit", "disk_limit", "files",
-					    "group",   "wait",         "contract",   "backend",
-					    "egress_connections", "egress_bytes", NULL };
+	static const char *const keys[] = { "argv",
+					    "env",
+					    "secrets",
+					    "image",
+					    "network",
+					    "timeout",
+					    "memory",
+					    "pids",
+					    "cpus",
+					    "output_limit",
+					    "disk_limit",
+					    "files",
+					    "group",
+					    "wait",
+					    "contract",
+					    "backend",
+					    "egress_connections",
+					    "egress_bytes",
+					    NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
 	int rc = known_keys(body, keys, "run request", err);

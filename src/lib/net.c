@@ -63,17 +63,27 @@ static bool name_ok(const char *s)
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 		if (c == '.') {
-			if (!label)
+			if (!label || s[i - 1] == '-')
 				return false;
 			label = 0;
 			continue;
 		}
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
 			return false;
-		if (++label > 63)
-			return false;
+		if ((c == '-' && !label) || ++label > 63)
+			return false; /* a label neither starts nor ends with '-' */
 	}
-	return label > 0;
+	return label > 0 && s[n - 1] != '-';
+}
+
+/* text as an error message may show it: its first 64 bytes, control
+ * characters escaped (an entry comes from the requester) */
+#define SHOWN_MAX (4 * 64 + 1)
+static const char *shown(const char *text, char *out)
+{
+	size_t n = strlen(text);
+	al_quote(text, n < 64 ? n : 64, out, SHOWN_MAX);
+	return out;
 }
 
 /* host (and port, when want_port) from text: [v6]:port, v4:port, name:port */
@@ -81,10 +91,11 @@ static int parse_hostport(const char *text, struct rule *r, bool entry, int dflt
 			  struct al_error *err)
 {
 	memset(r, 0, sizeof(*r));
-	char buf[AL_NET_ENTRY_MAX];
+	char buf[AL_NET_ENTRY_MAX], q[SHOWN_MAX];
 	size_t n = strlen(text);
 	if (!n || n >= sizeof(buf))
-		return al_fail(err, AL_EINVAL, 0, "egress: '%.64s' is not HOST[:PORT]", text);
+		return al_fail(err, AL_EINVAL, 0, "egress: '%s' is not HOST[:PORT]",
+			       shown(text, q));
 	for (size_t i = 0; i < n; i++)
 		buf[i] = (char)(text[i] >= 'A' && text[i] <= 'Z' ? text[i] + 32 : text[i]);
 	buf[n] = 0;
@@ -92,14 +103,14 @@ static int parse_hostport(const char *text, struct rule *r, bool entry, int dflt
 	if (buf[0] == '[') {
 		char *end = strchr(buf, ']');
 		if (!end || (end[1] && end[1] != ':'))
-			return al_fail(err, AL_EINVAL, 0, "egress: bad IPv6 literal in '%.64s'",
-				       text);
+			return al_fail(err, AL_EINVAL, 0, "egress: bad IPv6 literal in '%s'",
+				       shown(text, q));
 		*end = 0;
 		host = buf + 1;
 		port = end[1] ? end + 2 : NULL;
 		if (inet_pton(AF_INET6, host, &r->addr) != 1)
-			return al_fail(err, AL_EINVAL, 0, "egress: bad IPv6 literal in '%.64s'",
-				       text);
+			return al_fail(err, AL_EINVAL, 0, "egress: bad IPv6 literal in '%s'",
+				       shown(text, q));
 		r->ip = true;
 	} else {
 		char *colon = strrchr(buf, ':');
@@ -124,16 +135,16 @@ static int parse_hostport(const char *text, struct rule *r, bool entry, int dflt
 				host[hl - 1] = 0; /* the absolute form of the same name */
 			if (!name_ok(host))
 				return al_fail(err, AL_EINVAL, 0,
-					       "egress: '%.64s' is not a host name (letters, digits, "
+					       "egress: '%s' is not a host name (letters, digits, "
 					       "'-', '_' and dots)",
-					       text);
+					       shown(text, q));
 			/* all digits and dots but not an address: getaddrinfo would
 			 * read it as one (127.1) */
 			if (strspn(host, "0123456789.") == strlen(host))
 				return al_fail(err, AL_EINVAL, 0,
-					       "egress: '%.64s' is neither a name nor an IPv4 "
+					       "egress: '%s' is neither a name nor an IPv4 "
 					       "address",
-					       text);
+					       shown(text, q));
 		}
 	}
 	snprintf(r->host, sizeof(r->host), "%.255s", host);
@@ -146,8 +157,8 @@ static int parse_hostport(const char *text, struct rule *r, bool entry, int dflt
 			errno = 0;
 			long v = *port >= '0' && *port <= '9' ? strtol(port, &end, 10) : 0;
 			if (!v || *end || v > 65535 || errno)
-				return al_fail(err, AL_EINVAL, 0, "egress: bad port in '%.64s'",
-					       text);
+				return al_fail(err, AL_EINVAL, 0, "egress: bad port in '%s'",
+					       shown(text, q));
 			r->port = (int)v;
 		}
 	}
@@ -191,7 +202,8 @@ static bool addr_special(const struct in6_addr *x)
 		return true; /* 64:ff9b::/96 and /48 */
 	if (a[0] == 0x20 && a[1] == 0x02)
 		return true; /* 6to4 */
-	if (a[0] == 0x20 && a[1] == 0x01 && ((a[2] == 0 && a[3] == 0) || (a[2] == 0x0d && a[3] == 0xb8)))
+	if (a[0] == 0x20 && a[1] == 0x01 &&
+	    ((a[2] == 0 && a[3] == 0) || (a[2] == 0x0d && a[3] == 0xb8)))
 		return true; /* Teredo, documentation */
 	return false;
 }
@@ -235,8 +247,8 @@ bool al_net_allow_covers(const char *ceiling, const char *entry)
 	       parse_hostport(entry, &e, true, PORT_WEB, NULL) == 0 && rule_covers(&c, &e);
 }
 
-int al_net_allow_within(const char *const *entries, size_t n, const char *const *ceil,
-			size_t nceil, struct al_error *err)
+int al_net_allow_within(const char *const *entries, size_t n, const char *const *ceil, size_t nceil,
+			struct al_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		int r = al_net_allow_check(entries[i], err);
@@ -245,11 +257,12 @@ int al_net_allow_within(const char *const *entries, size_t n, const char *const 
 		bool ok = false;
 		for (size_t j = 0; j < nceil && !ok; j++)
 			ok = al_net_allow_covers(ceil[j], entries[i]);
+		char q[SHOWN_MAX];
 		if (!ok)
 			return al_fail(err, AL_EDENIED, 0,
-				       "egress to '%.64s' is not allowed by the policy (its "
+				       "egress to '%s' is not allowed by the policy (its "
 				       "egress_allow: airlock admin policy show)",
-				       entries[i]);
+				       shown(entries[i], q));
 	}
 	return 0;
 }
@@ -359,7 +372,7 @@ static void refuse(struct conn *c, int status, const char *verdict, const char *
 	c->rec->verdict = verdict;
 	if (status) {
 		char msg[512];
-		const char *text = status == 403 ? "Forbidden"
+		const char *text = status == 403   ? "Forbidden"
 				   : status == 400 ? "Bad Request"
 				   : status == 411 ? "Length Required"
 				   : status == 431 ? "Request Header Fields Too Large"
@@ -370,7 +383,8 @@ static void refuse(struct conn *c, int status, const char *verdict, const char *
 				 "close\r\nContent-Length: %zu\r\n\r\nairlock egress: %s\n",
 				 status, text, strlen(c->rec->reason) + 17, c->rec->reason);
 		if (n > 0)
-			(void)!send(c->client, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg),
+			(void)!send(c->client, msg,
+				    (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg),
 				    MSG_NOSIGNAL);
 		c->answered = true;
 	}
@@ -509,8 +523,11 @@ static int dial(struct conn *c, const struct rule *t, const struct sockaddr_stor
 		rc = rc > 0 && !soerr ? 0 : -1;
 	}
 	if (rc < 0) {
-		refuse(c, !answer ? 0 : errno == ETIMEDOUT ? 504 : 502, "failed",
-		       "connect %s port %d: %s", c->rec->addr, t->port,
+		refuse(c,
+		       !answer              ? 0
+		       : errno == ETIMEDOUT ? 504
+					    : 502,
+		       "failed", "connect %s port %d: %s", c->rec->addr, t->port,
 		       stop ? "the run ended" : strerror(errno));
 		return -1;
 	}
@@ -523,36 +540,30 @@ static int dial(struct conn *c, const struct rule *t, const struct sockaddr_stor
 	return 0;
 }
 
-/* Reserve up to want bytes of the run's budget; 0 when it is spent. */
-static size_t reserve(struct al_net_proxy *p, size_t want)
+/* Take up to n bytes of the run's budget (bytes already read, about to be
+ * forwarded): how many fit; fewer than n when the budget is spent. */
+static size_t take(struct al_net_proxy *p, size_t n)
 {
 	uint64_t cur = __atomic_load_n(&p->bytes, __ATOMIC_RELAXED);
 	for (;;) {
-		if (cur >= p->max_bytes)
-			return 0;
-		uint64_t take = p->max_bytes - cur < want ? p->max_bytes - cur : want;
-		if (__atomic_compare_exchange_n(&p->bytes, &cur, cur + take, false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return (size_t)take;
+		uint64_t room = cur < p->max_bytes ? p->max_bytes - cur : 0;
+		uint64_t k = room < n ? room : n;
+		if (__atomic_compare_exchange_n(&p->bytes, &cur, cur + k, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return (size_t)k;
 	}
 }
 
-static void unreserve(struct al_net_proxy *p, size_t n)
-{
-	__atomic_fetch_sub(&p->bytes, (uint64_t)n, __ATOMIC_RELAXED);
-}
-
+/* 0, -1 (the write failed), -2 (the byte limit: nothing was sent) */
 static int send_counted(struct conn *c, int fd, const void *buf, size_t n, uint64_t *count)
 {
-	size_t got = reserve(c->p, n);
+	size_t got = take(c->p, n);
 	if (got < n) {
-		unreserve(c->p, got);
+		__atomic_fetch_sub(&c->p->bytes, (uint64_t)got, __ATOMIC_RELAXED);
 		return -2;
 	}
-	if (al_write_full(fd, buf, n) < 0) {
-		unreserve(c->p, n);
+	if (al_write_full(fd, buf, n) < 0)
 		return -1;
-	}
 	__atomic_fetch_add(count, (uint64_t)n, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -571,7 +582,8 @@ static void byte_limit(struct conn *c)
 }
 
 /* Move bytes from -> to until EOF, an error or the byte limit; then the
- * write side of to is shut (a half-close passes through). */
+ * write side of to is shut (a half-close passes through).  What was read
+ * past the limit is not forwarded. */
 static void pump(struct conn *c, int from, int to, uint64_t *count)
 {
 	int pp[2];
@@ -580,31 +592,23 @@ static void pump(struct conn *c, int from, int to, uint64_t *count)
 		(void)fcntl(pp[1], F_SETPIPE_SZ, CHUNK);
 	char *buf = use_splice ? NULL : malloc(65536);
 	for (;;) {
-		size_t want = reserve(c->p, use_splice ? CHUNK : 65536);
-		if (!want) {
-			byte_limit(c);
-			break;
-		}
 		ssize_t n;
 		if (use_splice)
-			n = splice(from, NULL, pp[1], NULL, want, SPLICE_F_MOVE);
+			n = splice(from, NULL, pp[1], NULL, CHUNK, SPLICE_F_MOVE);
 		else
-			n = buf ? read(from, buf, want) : -1;
-		if (n < 0 && errno == EINTR) {
-			unreserve(c->p, want);
+			n = buf ? read(from, buf, 65536) : -1;
+		if (n < 0 && errno == EINTR)
 			continue;
-		}
-		if (n <= 0) {
-			unreserve(c->p, want);
+		if (n <= 0)
 			break;
-		}
-		unreserve(c->p, want - (size_t)n);
-		ssize_t left = n;
+		size_t fit = take(c->p, (size_t)n);
+		ssize_t left = (ssize_t)fit;
 		bool ok = true;
 		while (left > 0 && ok) {
-			ssize_t w = use_splice ? splice(pp[0], NULL, to, NULL, (size_t)left,
-							SPLICE_F_MOVE)
-					       : write(to, buf + (n - left), (size_t)left);
+			ssize_t w =
+				use_splice
+					? splice(pp[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE)
+					: write(to, buf + (fit - (size_t)left), (size_t)left);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
@@ -614,8 +618,10 @@ static void pump(struct conn *c, int from, int to, uint64_t *count)
 				__atomic_fetch_add(count, (uint64_t)w, __ATOMIC_RELAXED);
 			}
 		}
-		if (!ok) {
-			unreserve(c->p, (size_t)left);
+		if (!ok)
+			break;
+		if (fit < (size_t)n) {
+			byte_limit(c);
 			break;
 		}
 	}
@@ -693,10 +699,10 @@ static int hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
 	if (rec + 5 > n || hs + 4 > rec)
 		return -1;
 	const uint8_t *p = b + 9, *end = b + 9 + hs;
-#define NEED(k)                          \
-	do {                             \
+#define NEED(k)                              \
+	do {                                 \
 		if ((size_t)(end - p) < (k)) \
-			return -1;       \
+			return -1;           \
 	} while (0)
 	NEED(2 + 32 + 1);
 	p += 34;
@@ -835,8 +841,8 @@ static bool header_is(const char *line, size_t len, const char *name)
 }
 
 /* One plain HTTP request, absolute-form, forwarded in origin form. */
-static void forward_http(struct conn *c, const struct rule *t, const char *method,
-			 const char *path, const char *version)
+static void forward_http(struct conn *c, const struct rule *t, const char *method, const char *path,
+			 const char *version)
 {
 	char *out = malloc(HEAD_MAX + 512);
 	if (!out) {
@@ -858,8 +864,7 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 		else if (header_is(line, len, "Transfer-Encoding")) {
 			bad = "a request body with Transfer-Encoding (send Content-Length)";
 			status = 411;
-		}
-		else if (header_is(line, len, "Host")) {
+		} else if (header_is(line, len, "Host")) {
 			char v[AL_NET_ENTRY_MAX];
 			const char *s = line + 5;
 			while (*s == ' ' || *s == '\t')
@@ -886,7 +891,8 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 				bad = "a bad Content-Length";
 			length = v;
 		}
-		bool drop = header_is(line, len, "Connection") || header_is(line, len, "Keep-Alive") ||
+		bool drop = header_is(line, len, "Connection") ||
+			    header_is(line, len, "Keep-Alive") ||
 			    header_is(line, len, "Proxy-Connection") ||
 			    header_is(line, len, "Proxy-Authorization") ||
 			    header_is(line, len, "Upgrade") || header_is(line, len, "TE");
@@ -1004,8 +1010,8 @@ static void serve(struct conn *c)
 		const char *a = target + 7;
 		size_t al = strcspn(a, "/?#");
 		path = a[al] == '/' ? a + al : a[al] ? NULL : "/";
-		snprintf(authority, sizeof(authority), "%.*s",
-			 al < sizeof(authority) ? (int)al : 0, a);
+		snprintf(authority, sizeof(authority), "%.*s", al < sizeof(authority) ? (int)al : 0,
+			 a);
 		if (!path || memchr(a, '@', al) ||
 		    parse_hostport(authority, &t, false, 80, NULL) < 0) {
 			refuse(c, 400, "refused", "a bad request target");
@@ -1198,11 +1204,11 @@ json_t *al_net__proxy_json(struct al_net_proxy *p)
 				      (json_int_t)r->ms, "started", (json_int_t)r->started);
 		json_array_append_new(conns, o);
 	}
-	json_t *out = json_pack("{s:o,s:o,s:I,s:I,s:b,s:{s:I,s:I}}", "allow", allow,
-				"connections", conns, "connections_over_limit",
-				(json_int_t)p->over_limit, "bytes", (json_int_t)moved,
-				"byte_limit_hit", p->bytes_hit, "limits", "connections",
-				(json_int_t)p->max_conns, "bytes", (json_int_t)p->max_bytes);
+	json_t *out = json_pack("{s:o,s:o,s:I,s:I,s:b,s:{s:I,s:I}}", "allow", allow, "connections",
+				conns, "connections_over_limit", (json_int_t)p->over_limit, "bytes",
+				(json_int_t)moved, "byte_limit_hit", p->bytes_hit, "limits",
+				"connections", (json_int_t)p->max_conns, "bytes",
+				(json_int_t)p->max_bytes);
 	pthread_mutex_unlock(&p->mu);
 	return out;
 }

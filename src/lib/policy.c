@@ -291,16 +291,18 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 			size_t i;
 			json_t *e;
 			if (!json_is_array(v) || json_array_size(v) > AL_NET_ALLOW_MAX)
-				r = al_fail(err, AL_EINVAL, 0,
-					    "policy: 'egress_allow' is a list of up to %d HOST[:PORT] "
-					    "entries",
-					    AL_NET_ALLOW_MAX);
+				r = al_fail(
+					err, AL_EINVAL, 0,
+					"policy: 'egress_allow' is a list of up to %d HOST[:PORT] "
+					"entries",
+					AL_NET_ALLOW_MAX);
 			out->egress_set = true;
 			json_array_foreach(v, i, e) {
 				if (r == 0 && !json_is_string(e))
 					r = al_fail(err, AL_EINVAL, 0,
 						    "policy: 'egress_allow' is a list of strings");
-				if (r == 0 && (r = al_net_allow_check(json_string_value(e), err)) < 0)
+				if (r == 0 &&
+				    (r = al_net_allow_check(json_string_value(e), err)) < 0)
 					al_error_prefix(err, "policy: ");
 				if (r == 0) {
 					snprintf(out->egress[out->negress],
@@ -462,10 +464,11 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 		for (uint8_t j = 0; j < above->negress && !ok; j++)
 			ok = al_net_allow_covers(above->egress[j], p->egress[i]);
 		if (!ok)
-			return al_fail(err, AL_ELIMIT, 0,
-				       "policy: the tenant's egress_allow entry '%.64s' is not within "
-				       "the deployment's",
-				       p->egress[i]);
+			return al_fail(
+				err, AL_ELIMIT, 0,
+				"policy: the tenant's egress_allow entry '%.64s' is not within "
+				"the deployment's",
+				p->egress[i]);
 	}
 	if (!(p->backend & p->backends))
 		return al_fail(err, AL_EINVAL, 0,

@@ -525,7 +525,7 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
-	const char *backend; /* the sandbox's ("ns", "vm") */
+	const char *backend;        /* the sandbox's ("ns", "vm") */
 	struct al_net_proxy *proxy; /* network egress */
 };
 
@@ -1030,10 +1030,10 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	for (size_t i = 0; i < 4 && !(x && x->env_exact); i++)
 		env_set(env, defaults[i], err);
 	/* the run's only way out (net.h); the command's own --env may say otherwise */
-	static const char *const proxy_env[] = {
-		"HTTP_PROXY=" AL_NET_PROXY_URL, "HTTPS_PROXY=" AL_NET_PROXY_URL,
-		"http_proxy=" AL_NET_PROXY_URL, "https_proxy=" AL_NET_PROXY_URL
-	};
+	static const char *const proxy_env[] = { "HTTP_PROXY=" AL_NET_PROXY_URL,
+						 "HTTPS_PROXY=" AL_NET_PROXY_URL,
+						 "http_proxy=" AL_NET_PROXY_URL,
+						 "https_proxy=" AL_NET_PROXY_URL };
 	for (size_t i = 0; i < 4 && o->network == AL_NET_EGRESS && !(x && x->env_exact); i++)
 		env_set(env, proxy_env[i], err);
 	for (int i = 0; r == 0 && i < nuser; i++)
@@ -1101,9 +1101,9 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	if ((r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
 	    (r = al_sandbox_check(run.backend, o->network, err)) < 0 ||
 	    (r = o->network == AL_NET_EGRESS ? al_policy_egress(&pol, o->egress_allow, err)
-	         : o->egress_allow && o->egress_allow[0]
-		      ? al_fail(err, AL_EUSAGE, 0, "run: allow entries need --network egress")
-		      : 0) < 0 ||
+		 : o->egress_allow && o->egress_allow[0]
+			 ? al_fail(err, AL_EUSAGE, 0, "run: allow entries need --network egress")
+			 : 0) < 0 ||
 	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
