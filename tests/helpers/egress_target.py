@@ -2,7 +2,7 @@
 """A test host for the egress tests: run inside a network namespace the test
 made (or on loopback for the bench).
 
-  egress_target.py ADDR LOG [--https CERT KEY] [--http-port P] [--https-port P]
+  egress_target.py ADDR LOG [--https CERT KEY] [--http-port P] [--https-port P] [--no-udp]
 
 HTTP on ADDR:80 (or --http-port), HTTPS on ADDR:443 when given a certificate,
 a UDP listener on ADDR:53; every TCP connection and UDP datagram is a line in
@@ -19,6 +19,7 @@ addr, log = sys.argv[1], sys.argv[2]
 args = sys.argv[3:]
 cert = key = None
 http_port, https_port = 80, 443
+use_udp = True
 while args:
     a = args.pop(0)
     if a == "--https":
@@ -27,6 +28,8 @@ while args:
         http_port = int(args.pop(0))
     elif a == "--https-port":
         https_port = int(args.pop(0))
+    elif a == "--no-udp":
+        use_udp = False
 lock = threading.Lock()
 
 
@@ -90,6 +93,9 @@ if cert:
     servers.append(s)
 for s in servers:
     threading.Thread(target=s.serve_forever, daemon=True).start()
+if not use_udp:
+    print("ready", flush=True)
+    threading.Event().wait()
 udp = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
 udp.bind((addr, 53))
 print("ready", flush=True)
