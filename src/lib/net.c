@@ -427,11 +427,16 @@ static int set_timeouts(int fd, int s)
 	       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* Resolve t (a name, or an address literal) and keep the first address
- * that may be reached: 0 with it in *out (and the record), or a refusal
- * already sent. */
-static int resolve(struct conn *c, const struct rule *t, struct sockaddr_storage *out,
-		   socklen_t *outlen)
+/* The addresses a connection may go to, in the resolver's order */
+struct addrs {
+	struct in6_addr a[16];
+	size_t n;
+};
+
+/* Resolve t (a name, or an address literal) and keep the addresses that
+ * may be reached: 0 with them in *out (the first in the record), or a
+ * refusal already sent. */
+static int resolve(struct conn *c, const struct rule *t, struct addrs *out)
 {
 	struct al_net_proxy *p = c->p;
 	struct in6_addr cand[16];
@@ -462,25 +467,12 @@ static int resolve(struct conn *c, const struct rule *t, struct sockaddr_storage
 		}
 		freeaddrinfo(res);
 	}
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	for (size_t i = 0; i < n; i++) {
-		if (addr_special(&cand[i]) && !addr_named(p, &cand[i], t->port))
-			continue;
-		addr_text(&cand[i], c->rec->addr);
-		memset(out, 0, sizeof(*out));
-		if (!memcmp(cand[i].s6_addr, mapped, 12)) {
-			struct sockaddr_in *s4 = (struct sockaddr_in *)out;
-			s4->sin_family = AF_INET;
-			s4->sin_port = htons((uint16_t)t->port);
-			memcpy(&s4->sin_addr, cand[i].s6_addr + 12, 4);
-			*outlen = sizeof(*s4);
-		} else {
-			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)out;
-			s6->sin6_family = AF_INET6;
-			s6->sin6_port = htons((uint16_t)t->port);
-			s6->sin6_addr = cand[i];
-			*outlen = sizeof(*s6);
-		}
+	out->n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!addr_special(&cand[i]) || addr_named(p, &cand[i], t->port))
+			out->a[out->n++] = cand[i];
+	if (out->n) {
+		addr_text(&out->a[0], c->rec->addr);
 		return 0;
 	}
 	if (!n) {
@@ -495,22 +487,40 @@ static int resolve(struct conn *c, const struct rule *t, struct sockaddr_storage
 	return -1;
 }
 
-/* Connect to the address resolve() kept: 0, or -1 with the record saying
- * why (and, when status, the answer sent). */
-static int dial(struct conn *c, const struct rule *t, const struct sockaddr_storage *ss,
-		socklen_t sl, bool answer)
+static socklen_t sockaddr_of(const struct in6_addr *a, int port, struct sockaddr_storage *ss)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(a->s6_addr, mapped, 12)) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		memcpy(&s4->sin_addr, a->s6_addr + 12, 4);
+		return sizeof(*s4);
+	}
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = htons((uint16_t)port);
+	s6->sin6_addr = *a;
+	return sizeof(*s6);
+}
+
+/* One connect with the proxy's timeout: 0, or -1 with errno */
+static int dial_one(struct conn *c, const struct in6_addr *a, int port)
 {
 	struct al_net_proxy *p = c->p;
-	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		refuse(c, answer ? 502 : 0, "failed", "socket: %s", strerror(errno));
+	struct sockaddr_storage ss;
+	socklen_t sl = sockaddr_of(a, port, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
 		return -1;
-	}
 	pthread_mutex_lock(&p->mu);
 	c->up = fd;
 	bool stop = p->stopping;
 	pthread_mutex_unlock(&p->mu);
-	int rc = stop ? -1 : connect(fd, (const struct sockaddr *)ss, sl);
+	int rc = stop ? -1 : connect(fd, (const struct sockaddr *)&ss, sl);
+	if (stop)
+		errno = ECANCELED;
 	if (rc < 0 && errno == EINPROGRESS) {
 		struct pollfd pf = { fd, POLLOUT, 0 };
 		int soerr = 0;
@@ -522,22 +532,41 @@ static int dial(struct conn *c, const struct rule *t, const struct sockaddr_stor
 			errno = soerr;
 		rc = rc > 0 && !soerr ? 0 : -1;
 	}
-	if (rc < 0) {
-		refuse(c,
-		       !answer              ? 0
-		       : errno == ETIMEDOUT ? 504
-					    : 502,
-		       "failed", "connect %s port %d: %s", c->rec->addr, t->port,
-		       stop ? "the run ended" : strerror(errno));
-		return -1;
+	int fl = rc == 0 ? fcntl(fd, F_GETFL) : -1, one = 1;
+	if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return 0;
 	}
-	int fl = fcntl(fd, F_GETFL), one = 1;
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		refuse(c, answer ? 502 : 0, "failed", "socket options: %s", strerror(errno));
-		return -1;
+	int e = errno;
+	pthread_mutex_lock(&p->mu);
+	close(fd);
+	c->up = -1;
+	pthread_mutex_unlock(&p->mu);
+	errno = e;
+	return -1;
+}
+
+/* Connect to the addresses resolve() kept, in turn, until one answers: 0
+ * (the record names it), or -1 with the record saying why (and, when
+ * answer, the answer sent). */
+static int dial(struct conn *c, const struct rule *t, const struct addrs *to, bool answer)
+{
+	int e = 0;
+	for (size_t i = 0; i < to->n; i++) {
+		addr_text(&to->a[i], c->rec->addr);
+		if (dial_one(c, &to->a[i], t->port) == 0)
+			return 0;
+		e = errno;
+		if (e == ECANCELED)
+			break;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return 0;
+	refuse(c,
+	       !answer          ? 0
+	       : e == ETIMEDOUT ? 504
+				: 502,
+	       "failed", "connect %s port %d: %s", c->rec->addr, t->port,
+	       e == ECANCELED ? "the run ended" : strerror(e));
+	return -1;
 }
 
 /* Take up to n bytes of the run's budget (bytes already read, about to be
@@ -773,9 +802,8 @@ static int hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
 static void tunnel(struct conn *c, const struct rule *t)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	if (resolve(c, t, &ss, &sl) < 0)
+	struct addrs to;
+	if (resolve(c, t, &to) < 0)
 		return;
 	if (al_write_full(c->client, ok, sizeof(ok) - 1) < 0) {
 		set_reason(c->rec, "failed", "the sandbox's client left");
@@ -820,7 +848,7 @@ static void tunnel(struct conn *c, const struct rule *t)
 	else if (!t->ip && strcmp(sni, t->host))
 		set_reason(c->rec, "refused", "TLS SNI '%s' is not the name allowed (%s)",
 			   sni[0] ? sni : "(none)", t->host);
-	else if (dial(c, t, &ss, sl, false) == 0) {
+	else if (dial(c, t, &to, false) == 0) {
 		/* nothing has reached the destination before this */
 		int r = send_counted(c, c->up, hello, n, &c->rec->up);
 		if (r == -2)
@@ -913,9 +941,8 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 	}
 	memcpy(out + o, "Connection: close\r\n\r\n", 21);
 	o += 21;
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	if (resolve(c, t, &ss, &sl) < 0 || dial(c, t, &ss, sl, true) < 0) {
+	struct addrs to;
+	if (resolve(c, t, &to) < 0 || dial(c, t, &to, true) < 0) {
 		free(out);
 		return;
 	}

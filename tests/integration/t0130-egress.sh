@@ -14,7 +14,10 @@ netns_target || { echo "not ok 1 - the test host in its network namespace"; echo
 mkdir -p "$T/src"; cp "$T/ca.pem" "$T/src/ca.pem"
 "$AL" project create p --from "$T/src" >/dev/null
 image_with "$T/img" curl /usr/bin/curl
-printf '127.0.0.1 localhost\n%s web.airlock.test other.airlock.test\n' "$TIP" >"$T/hosts"
+# multi.airlock.test: first the host's own end of the veth (nothing listens
+# on its port 80: refused), then the test host
+printf '127.0.0.1 localhost\n%s web.airlock.test other.airlock.test\n%s multi.airlock.test\n%s multi.airlock.test\n' \
+	"$TIP" "$HIP" "$TIP" >"$T/hosts"
 H() { with_hosts "$T/hosts" "$AL" "$@"; }
 J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 
@@ -29,14 +32,14 @@ run "$AL" run p --network egress --allow 'bad host' -- true
 is "$rc" 2 "a malformed --allow is a usage error"
 like "$err" "bad --allow" "…saying which"
 
-run "$AL" admin policy set --deployment --egress-allow "*.airlock.test,$TIP" --max-egress-connections 64
+run "$AL" admin policy set --deployment --egress-allow "*.airlock.test,$TIP,$HIP" --max-egress-connections 64
 is "$rc" 0 "the operator allows *.airlock.test and the test host's (private) address"
 like "$out" "egress allowed to: \*.airlock.test, $TIP" "policy show lists them"
-run "$AL" admin policy set --egress-allow "web.airlock.test,$TIP"
-is "$rc" 0 "the tenant narrows it to web.airlock.test"
+run "$AL" admin policy set --egress-allow "web.airlock.test,multi.airlock.test,$TIP,$HIP"
+is "$rc" 0 "the tenant narrows it to web.airlock.test and multi.airlock.test"
 run "$AL" admin policy set --egress-allow "*.example.com"
 is "$rc" 8 "a tenant may not allow what the deployment does not (exit 8)"
-like "$("$AL" admin policy show)" "egress allowed to: web.airlock.test, $TIP" "…and its policy is as before"
+like "$("$AL" admin policy show)" "egress allowed to: web.airlock.test, multi.airlock.test, $TIP, $HIP" "…and its policy is as before"
 
 # allowed over HTTP and HTTPS, another host refused; all of it recorded
 run H run p --json --image curl --network egress --allow web.airlock.test --allow "$TIP" -- sh -c '
@@ -70,6 +73,12 @@ like "$AUD" "other.airlock.test\",\"kind\":\"connect\"|\"host\":\"other.airlock.
 ok "the ledger verifies" -- "$AL" audit verify
 is "$(grep -c "^tcp 80 $HIP" "$TLOG") $(grep -c "^tcp 443 $HIP" "$TLOG")" "2 1" \
 	"the test host saw exactly the allowed connections, from the host's side"
+
+# a name with two addresses: the first refuses, the proxy tries the next
+run H run p --json --image curl --network egress --allow multi.airlock.test --allow "$HIP" --allow "$TIP" -- \
+	curl -sS http://multi.airlock.test/hello
+is "$(echo "$out" | field stdout.text) $(echo "$out" | J 'c=d["egress"]["connections"][0]; print(c["verdict"], c["address"])')" \
+	"hello multi.airlock.test allowed $TIP" "a name's first address refuses: the next one is tried, and recorded"
 
 # replay: the same allowlist, under the policy as it is now
 run H replay "$RUN" --json
