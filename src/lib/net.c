@@ -599,12 +599,13 @@ static int send_counted(struct conn *c, int fd, const void *buf, size_t n, uint6
 
 static void byte_limit(struct conn *c)
 {
+	/* both directions may get here at once: the record under the lock */
 	pthread_mutex_lock(&c->p->mu);
 	c->p->bytes_hit = true;
-	pthread_mutex_unlock(&c->p->mu);
 	snprintf(c->rec->reason, sizeof(c->rec->reason),
 		 "the run's egress byte limit (%llu) was reached",
 		 (unsigned long long)c->p->max_bytes);
+	pthread_mutex_unlock(&c->p->mu);
 	shutdown(c->client, SHUT_RDWR);
 	if (c->up >= 0)
 		shutdown(c->up, SHUT_RDWR);
