@@ -253,7 +253,7 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 		O_DEF = 300,
 		O_MAX = 400
 	};
-	struct option opts[2 * NLIMITS + 10];
+	struct option opts[2 * NLIMITS + 12]; /* the limits, 10 more, the terminator */
 	char names[2 * NLIMITS][32];
 	size_t n = 0;
 	for (int i = 0; i < NLIMITS; i++)

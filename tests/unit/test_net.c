@@ -201,8 +201,9 @@ static size_t attempt(uint16_t proxy, int up_listen, const char *target, const v
 	if (!strncmp(buf, "HTTP/1.1 200", 12)) {
 		assert_int_equal(send(c, bytes, n, MSG_NOSIGNAL), (ssize_t)n);
 		shutdown(c, SHUT_WR);
-		struct pollfd pf = { up_listen, POLLIN, 0 };
-		if (poll(&pf, 1, 2000) == 1) {
+		/* either the proxy connects upstream, or it closes on us */
+		struct pollfd pf[2] = { { up_listen, POLLIN, 0 }, { c, POLLIN, 0 } };
+		if (poll(pf, 2, 10000) > 0 && pf[0].revents) {
 			int u = accept(up_listen, NULL, NULL);
 			ssize_t k;
 			while (upn < gotmax && (k = recv(u, got + upn, gotmax - upn, 0)) > 0)
