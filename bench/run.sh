@@ -116,6 +116,11 @@ if unshare -U true 2>/dev/null; then
 else
 	echo "== replay figures skipped (need user namespaces)" >&2
 fi
+if unshare -U true 2>/dev/null && command -v curl >/dev/null; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/egress.sh" "$OUT")
+else
+	echo "== egress figures skipped (need user namespaces and curl)" >&2
+fi
 if command -v wrk >/dev/null && unshare -U true 2>/dev/null; then
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/api.sh" "$OUT")
 	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/output.sh" "$OUT")

@@ -218,3 +218,65 @@ have_userns() {
 	fi
 	return 1
 }
+
+# ---- egress (t013x, s005x) -------------------------------------------------------
+# image_with DIR NAME BIN...: the busybox image plus host binaries and the
+# libraries they load (ldd), imported as image NAME
+image_with() {
+	local dir=$1 name=$2 b lib; shift 2
+	cp -a "$AIRLOCK_BUILD/image/busybox" "$dir"
+	for b in "$@"; do
+		mkdir -p "$dir$(dirname "$b")"; cp -L "$b" "$dir$b"
+		for lib in $(ldd "$b" | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
+			mkdir -p "$dir$(dirname "$lib")"; cp -L "$lib" "$dir$lib"
+		done
+	done
+	"$AL" image import "$dir" --name "$name" >/dev/null
+}
+# netns_target: a test host in a network namespace of this test's own,
+# reached from the host over a veth pair: sets $TNS (its namespace), $TIP
+# (its address), $HIP (the host's end), $TLOG (every TCP connection and
+# UDP datagram it got), and serves HTTP on 80, HTTPS on 443 (a test CA:
+# $T/ca.pem; the certificate names web.airlock.test, other.airlock.test
+# and $TIP) and UDP on 53 (tests/helpers/egress_target.py).  Removed at exit.
+netns_target() {
+	local sub=$(( $$ % 250 + 1 ))
+	TNS="al-egress-$$"; TIP="10.231.$sub.2"; HIP="10.231.$sub.1"; TLOG="$T/target.log"
+	local va="alv$$a" vb="alv$$b"
+	_NETNS_VETH=$va
+	trap _netns_cleanup EXIT
+	ip netns add "$TNS" && ip link add "$va" type veth peer name "$vb" &&
+		ip link set "$vb" netns "$TNS" && ip addr add "$HIP/30" dev "$va" &&
+		ip link set "$va" up && ip netns exec "$TNS" ip addr add "$TIP/30" dev "$vb" &&
+		ip netns exec "$TNS" ip link set "$vb" up && ip netns exec "$TNS" ip link set lo up ||
+		return 1
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
+		-subj "/CN=airlock test CA" >/dev/null 2>&1 &&
+	openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" \
+		-subj "/CN=web.airlock.test" >/dev/null 2>&1 &&
+	printf 'subjectAltName=DNS:web.airlock.test,DNS:other.airlock.test,IP:%s\n' "$TIP" >"$T/san.ext" &&
+	openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+		-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1 || return 1
+	: >"$TLOG"
+	# not a job of this shell: killed at exit with the namespace, silently
+	(ip netns exec "$TNS" python3 "$SRC_ROOT/tests/helpers/egress_target.py" "$TIP" "$TLOG" \
+		--https "$T/srv.pem" "$T/srv.key" >"$T/target.out" 2>&1 &)
+	local i
+	for i in $(seq 100); do grep -q ready "$T/target.out" && return 0; sleep 0.05; done
+	cat "$T/target.out" | sed 's/^/# /'; return 1
+}
+# at exit: the test host, its namespace and veth, the pids in
+# $T/cleanup.pids (a test's own servers), then $T
+_netns_cleanup() {
+	[ -f "$T/cleanup.pids" ] && xargs -r kill <"$T/cleanup.pids" 2>/dev/null
+	ip netns pids "$TNS" 2>/dev/null | xargs -r kill -9
+	ip netns del "$TNS" 2>/dev/null; ip link del "$_NETNS_VETH" 2>/dev/null
+	chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"
+}
+# with_hosts FILE CMD...: CMD with FILE as /etc/hosts (a mount namespace of
+# its own: the host's file is untouched), so a test decides what the
+# proxy's resolver answers
+with_hosts() {
+	local f=$1; shift
+	unshare -m --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$f" "$@"
+}

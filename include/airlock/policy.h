@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "airlock/error.h"
+#include "airlock/net.h"
 #include "airlock/sandbox.h"
 
 struct al_store;
@@ -41,6 +42,13 @@ struct al_policy {
 	 * set, i.e. every one); a tenant's may only be a subset of the
 	 * deployment's, and the default must be among them */
 	uint8_t backends;
+	/* egress: the allow entries (net.h) a run may ask for, each covered
+	 * by one of these; egress_set says the level sets the list (set and
+	 * empty: no destination at all, the built-in value).  A tenant's
+	 * entries must each be covered by the deployment's. */
+	bool egress_set;
+	uint8_t negress;
+	char egress[AL_NET_ALLOW_MAX][AL_NET_ENTRY_MAX];
 };
 #define AL_BACKEND_NS 1u
 #define AL_BACKEND_VM 2u
@@ -51,6 +59,10 @@ const char *al_policy_backend_name(unsigned bit);
  * its name, or AL_EDENIED naming the allowed ones. */
 int al_policy_backend(const struct al_policy *p, const char *want, const char **out,
 		      struct al_error *err);
+/* Does the policy let a run allow these entries (NULL-terminated, or
+ * NULL)?  AL_EINVAL for a malformed one, AL_EDENIED naming the first the
+ * policy's egress_allow does not cover. */
+int al_policy_egress(const struct al_policy *p, const char *const *allow, struct al_error *err);
 /* In a stored policy a field of 0 is "not set here": the level above
  * (the tenant's falls back to the deployment's, the deployment's to the
  * built-in values) decides it. */
@@ -85,7 +97,7 @@ int al_policy_limits(const struct al_policy *p, const struct al_limits *req, str
 /* JSON (docs/api.md "Policy"): {"defaults":{...},"ceilings":{...},
  * "runs_per_tenant":N,"runs_per_principal":N,"best_effort_limits":B,
  * "contract_on_violation":"record"|"drop"|"block_apply",
- * "backend":"ns"|"vm","backends":["ns","vm"]}, the
+ * "backend":"ns"|"vm","backends":["ns","vm"],"egress_allow":[...]}, the
  * limits named as in a run request (memory, pids, cpus, timeout in
  * seconds, output_limit, disk_limit, files).  format: malloc'ed text. */
 char *al_policy_format(const struct al_policy *p);

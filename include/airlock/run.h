@@ -38,6 +38,9 @@ struct al_run_opts {
 	const char *id;                  /* the run's id ("r" + 13 hex); NULL: a new one */
 	int cancel_fd; /* > 0: once readable, the run is killed and recorded cancelled */
 	enum al_network network;
+	/* network egress: the allow entries (net.h), NULL-terminated or NULL;
+	 * each must be covered by the policy's egress_allow (AL_EDENIED) */
+	const char *const *egress_allow;
 	/* what the requester asks for: 0 is the policy's default, above its
 	 * ceiling is AL_ELIMIT (policy.h) */
 	struct al_limits limits;

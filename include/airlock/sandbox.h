@@ -22,19 +22,23 @@
 
 #include "airlock/error.h"
 
+struct al_net_proxy;
+
 enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
 const char *al_network_name(enum al_network net);
 int al_network_parse(const char *s, enum al_network *out, struct al_error *err);
 
 /* Here 0 is "none"; a run never gets 0 (policy.h decides every limit). */
 struct al_limits {
-	uint64_t memory;     /* bytes of memory (cgroup), 0: none */
-	uint64_t pids;       /* processes and threads (cgroup; RLIMIT_NPROC without one) */
-	uint64_t cpus_milli; /* CPU bandwidth, 1000 = one CPU; 0: none */
-	uint64_t timeout_ms; /* wall clock; then the whole sandbox is killed */
-	uint64_t output;     /* bytes kept of each of stdout and stderr */
-	uint64_t disk;       /* bytes the run may write (its upper layers and /tmp) */
-	uint64_t files;      /* files and directories the run may create */
+	uint64_t memory;       /* bytes of memory (cgroup), 0: none */
+	uint64_t pids;         /* processes and threads (cgroup; RLIMIT_NPROC without one) */
+	uint64_t cpus_milli;   /* CPU bandwidth, 1000 = one CPU; 0: none */
+	uint64_t timeout_ms;   /* wall clock; then the whole sandbox is killed */
+	uint64_t output;       /* bytes kept of each of stdout and stderr */
+	uint64_t disk;         /* bytes the run may write (its upper layers and /tmp) */
+	uint64_t files;        /* files and directories the run may create */
+	uint64_t connections;  /* egress connections per run (the proxy's), refused past it */
+	uint64_t egress_bytes; /* egress bytes per run, both ways, all connections */
 };
 /* The built-in defaults (policy.h; docs/operations.md). */
 void al_limits_default(struct al_limits *l);
@@ -80,6 +84,10 @@ struct al_sandbox_spec {
 	/* "vm": the directory of the guest (vmlinux, initramfs.cpio: built by
 	 * make, scripts/mkguest.sh) */
 	const char *guest_dir;
+	/* network egress: the proxy (net_private.h) that serves the run's
+	 * 127.0.0.1:AL_NET_PROXY_PORT, started once the sandbox is set up
+	 * and stopped when every process in it is dead */
+	struct al_net_proxy *egress;
 };
 
 struct al_sandbox_result {
@@ -119,7 +127,7 @@ int al_sandbox_check(const char *backend, enum al_network network, struct al_err
  * A failure to set the sandbox up is an error naming the step ("sandbox:
  * mount /proc: Operation not permitted"), never a hang; the command's own
  * failure is in res.  AL_EINVAL for a policy the backend cannot enforce
- * (network egress on "ns"). */
+ * (network egress on "vm"). */
 int al_sandbox_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
 		   struct al_error *err);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "airlock/contract.h"
+#include "airlock/net.h"
 #include "airlock/policy.h"
 #include "airlock/store.h"
 #include "cli.h"
@@ -26,10 +27,12 @@ static const char set_help[] =
 	"                                [--runs-per-tenant N] [--runs-per-principal N]\n"
 	"                                [--best-effort-limits on|off]\n"
 	"                                [--contract-on-violation record|drop|block_apply]\n"
-	"                                [--backend ns|vm] [--backends ns,vm] [--json]\n\n"
+	"                                [--backend ns|vm] [--backends ns,vm]\n"
+	"                                [--egress-allow HOST[:PORT],...] [--json]\n\n"
 	"Change the run policy of the tenant (its admin; recorded in its ledger) or,\n"
 	"with --deployment, of the deployment (the operator, local home only).  LIMIT\n"
-	"is memory, pids, cpus, timeout (seconds), output-limit, disk-limit or files;\n"
+	"is memory, pids, cpus, timeout (seconds), output-limit, disk-limit, files,\n"
+	"egress-connections or egress-bytes;\n"
 	"sizes take K, M, G, T.  A tenant's ceilings may not exceed the deployment's,\n"
 	"a default may not exceed its ceiling (exit 8, nothing changed).  Best effort\n"
 	"(run even where a limit cannot be enforced; the record says which were) is\n"
@@ -38,14 +41,16 @@ static const char set_help[] =
 	"tenant's may only be stricter than the deployment's.  --backend is the sandbox\n"
 	"of a run that names none, --backends the ones a run may ask for (a tenant's\n"
 	"are among the deployment's): --backend vm --backends vm makes every run a\n"
-	"microVM.\n";
+	"microVM.  --egress-allow is the destinations a run's --allow may name (each\n"
+	"entry within one of these; a tenant's within the deployment's; '' for none,\n"
+	"the built-in value).\n";
 
 /* V as the JSON number of a limit: sizes with K/M/G/T, timeout a duration
  * (seconds, or 30s, 5m, 2h), the rest decimal; positive */
 static int limit_value(const char *name, const char *s, json_t **out)
 {
 	bool size = !strcmp(name, "memory") || !strcmp(name, "output_limit") ||
-		    !strcmp(name, "disk_limit");
+		    !strcmp(name, "disk_limit") || !strcmp(name, "egress_bytes");
 	double d;
 	if (size) {
 		uint64_t v;
@@ -111,6 +116,19 @@ static void policy_text(const char *label, json_t *p)
 			printf("%s %s", i ? "," : "", json_string_value(b));
 		printf("\n");
 	}
+	json_t *eg = json_object_get(p, "egress_allow");
+	if (eg) {
+		size_t i;
+		json_t *e;
+		printf("egress allowed to:%s", json_array_size(eg) ? "" : " nothing");
+		json_array_foreach(eg, i, e) {
+			char q[4 * AL_NET_ENTRY_MAX];
+			const char *s = json_string_value(e);
+			al_quote(s, strlen(s), q, sizeof(q));
+			printf("%s %s", i ? "," : "", q);
+		}
+		printf("\n");
+	}
 }
 
 static json_t *policy_json(const struct al_policy *p)
@@ -154,9 +172,11 @@ static int local_doc(struct cli *cli, bool deployment, json_t **out, struct al_e
 					   json_object_get(o, "ceilings"));
 			json_object_set(b, "best_effort_limits",
 					json_object_get(o, "best_effort_limits"));
-			const char *k[] = { "runs_per_tenant", "runs_per_principal",
-					    "contract_on_violation", "backend", "backends" };
-			for (int i = 0; i < 5; i++)
+			const char *k[] = {
+				"runs_per_tenant", "runs_per_principal", "contract_on_violation",
+				"backend",         "backends",           "egress_allow"
+			};
+			for (int i = 0; i < 6; i++)
 				if (json_object_get(o, k[i]))
 					json_object_set(b, k[i], json_object_get(o, k[i]));
 		}
@@ -211,9 +231,12 @@ static int policy_show(struct cli *cli, int argc, char **argv)
 	return print_doc(cli, doc, deployment);
 }
 
-static const char *const limit_names[] = { "memory",       "pids",       "cpus", "timeout",
-					   "output-limit", "disk-limit", "files" };
-#define NLIMITS 7
+static const char *const limit_names[] = { "memory",       "pids",
+					   "cpus",         "timeout",
+					   "output-limit", "disk-limit",
+					   "files",        "egress-connections",
+					   "egress-bytes" };
+#define NLIMITS 9
 
 static int policy_set(struct cli *cli, int argc, char **argv)
 {
@@ -225,11 +248,12 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 		O_CV,
 		O_BACKEND,
 		O_BACKENDS,
+		O_EGRESS,
 		O_JSON,
 		O_DEF = 300,
 		O_MAX = 400
 	};
-	struct option opts[2 * NLIMITS + 10];
+	struct option opts[2 * NLIMITS + 12]; /* the limits, 10 more, the terminator */
 	char names[2 * NLIMITS][32];
 	size_t n = 0;
 	for (int i = 0; i < NLIMITS; i++)
@@ -247,6 +271,7 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 	opts[n++] = (struct option){ "contract-on-violation", required_argument, NULL, O_CV };
 	opts[n++] = (struct option){ "backend", required_argument, NULL, O_BACKEND };
 	opts[n++] = (struct option){ "backends", required_argument, NULL, O_BACKENDS };
+	opts[n++] = (struct option){ "egress-allow", required_argument, NULL, O_EGRESS };
 	opts[n++] = (struct option){ "json", no_argument, NULL, O_JSON };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
@@ -321,6 +346,18 @@ static int policy_set(struct cli *cli, int argc, char **argv)
 			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
 				json_array_append_new(a, json_string(t));
 			json_object_set_new(doc, "backends", a);
+			changed = true;
+			break;
+		}
+		case O_EGRESS: {
+			/* comma-separated; "" is the empty list (no destination) */
+			json_t *a = json_array();
+			char buf[AL_NET_ALLOW_MAX * AL_NET_ENTRY_MAX];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			char *save = NULL;
+			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				json_array_append_new(a, json_string(t));
+			json_object_set_new(doc, "egress_allow", a);
 			changed = true;
 			break;
 		}

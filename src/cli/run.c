@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "airlock/cas.h"
+#include "airlock/net.h"
 #include "airlock/image.h"
 #include "airlock/contract.h"
 #include "airlock/run.h"
@@ -32,7 +33,8 @@ static const char run_help[] =
 	"                   [--memory BYTES] [--pids N] [--cpus N] [--output-limit BYTES]\n"
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
 	"                   [--secret-file K[=V]]... [--contract FILE] [--group G] [--author A]\n"
-	"                   [--backend ns|vm] [--json] -- CMD [ARG...]\n"
+	"                   [--backend ns|vm] [--allow HOST[:PORT]]... [--egress-connections N]\n"
+	"                   [--egress-bytes BYTES] [--json] -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -43,8 +45,16 @@ static const char run_help[] =
 	"\n"
 	"  --image ID|NAME     root filesystem (default: busybox, imported from the build\n"
 	"                      on first use)\n"
-	"  --network none      no network: only loopback (the default); 'egress' is\n"
-	"                      refused by the namespace backend\n"
+	"  --network none      no network: only loopback (the default)\n"
+	"  --network egress    still no route out; HTTP(S)_PROXY name airlock's proxy\n"
+	"                      at 127.0.0.1:3128, which reaches only the --allow\n"
+	"                      entries (within the policy's egress_allow) and records\n"
+	"                      every connection\n"
+	"  --allow HOST[:PORT] a destination: a name, *.suffix, an address; PORT or *\n"
+	"                      (default 80 and 443); private and loopback addresses\n"
+	"                      only when an entry is that address\n"
+	"  --egress-connections N, --egress-bytes BYTES  the run's egress caps (default\n"
+	"                      256 connections, 1G both ways)\n"
 	"  --backend ns|vm     the sandbox: ns (Linux namespaces, the default unless the\n"
 	"                      policy says otherwise) or vm (a microVM with its own\n"
 	"                      kernel: QEMU, KVM where usable, else TCG, ~2 s a run)\n"
@@ -477,6 +487,13 @@ static int load_contract(const char *path, struct al_contract **out, struct al_e
 static int run_remote(struct cli *cli, const struct al_run_opts *o)
 {
 	json_t *body = json_pack("{s:s}", "network", al_network_name(o->network));
+	if (o->egress_allow && o->egress_allow[0]) {
+		json_t *a = json_array();
+		for (size_t i = 0; o->egress_allow[i]; i++)
+			json_array_append_new(a, json_string(o->egress_allow[i]));
+		json_object_set_new(body, "network",
+				    json_pack("{s:s,s:o}", "mode", "egress", "allow", a));
+	}
 	if (o->backend)
 		json_object_set_new(body, "backend", json_string(o->backend));
 	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
@@ -523,6 +540,12 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "pids", json_integer((json_int_t)l->pids));
 	if (l->cpus_milli)
 		json_object_set_new(body, "cpus", json_real((double)l->cpus_milli / 1000.0));
+	if (l->connections)
+		json_object_set_new(body, "egress_connections",
+				    json_integer((json_int_t)l->connections));
+	if (l->egress_bytes)
+		json_object_set_new(body, "egress_bytes",
+				    json_integer((json_int_t)l->egress_bytes));
 	char path[256], esc[200];
 	snprintf(path, sizeof(path), "/projects/%s/runs",
 		 cli_path_escape(o->project, esc, sizeof(esc)));
@@ -580,6 +603,9 @@ enum {
 	O_AUTHOR,
 	O_CONTRACT,
 	O_BACKEND,
+	O_ALLOW,
+	O_EGRESS_CONNS,
+	O_EGRESS_BYTES,
 	O_JSON
 };
 
@@ -621,29 +647,33 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		cli->prog = "airlock run show";
 		return run_show(cli, argc - 1, argv + 1);
 	}
-	static const struct option opts[] = { { "image", required_argument, NULL, O_IMAGE },
-					      { "network", required_argument, NULL, O_NETWORK },
-					      { "timeout", required_argument, NULL, O_TIMEOUT },
-					      { "memory", required_argument, NULL, O_MEMORY },
-					      { "pids", required_argument, NULL, O_PIDS },
-					      { "cpus", required_argument, NULL, O_CPUS },
-					      { "output-limit", required_argument, NULL, O_OUTPUT },
-					      { "disk-limit", required_argument, NULL, O_DISK },
-					      { "files", required_argument, NULL, O_FILES },
-					      { "env", required_argument, NULL, O_ENV },
-					      { "secret", required_argument, NULL, O_SECRET },
-					      { "secret-file", required_argument, NULL,
-						O_SECRET_FILE },
-					      { "group", required_argument, NULL, O_GROUP },
-					      { "author", required_argument, NULL, O_AUTHOR },
-					      { "contract", required_argument, NULL, O_CONTRACT },
-					      { "backend", required_argument, NULL, O_BACKEND },
-					      { "json", no_argument, NULL, O_JSON },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
+	static const struct option opts[] = {
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "network", required_argument, NULL, O_NETWORK },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "pids", required_argument, NULL, O_PIDS },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "output-limit", required_argument, NULL, O_OUTPUT },
+		{ "disk-limit", required_argument, NULL, O_DISK },
+		{ "files", required_argument, NULL, O_FILES },
+		{ "env", required_argument, NULL, O_ENV },
+		{ "secret", required_argument, NULL, O_SECRET },
+		{ "secret-file", required_argument, NULL, O_SECRET_FILE },
+		{ "group", required_argument, NULL, O_GROUP },
+		{ "author", required_argument, NULL, O_AUTHOR },
+		{ "contract", required_argument, NULL, O_CONTRACT },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "allow", required_argument, NULL, O_ALLOW },
+		{ "egress-connections", required_argument, NULL, O_EGRESS_CONNS },
+		{ "egress-bytes", required_argument, NULL, O_EGRESS_BYTES },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct al_contract *contract = NULL;
-	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 };
+	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
 	struct al_error err = { 0 };
@@ -746,6 +776,23 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = 1;
 			break;
 		}
+		case O_ALLOW:
+			if (al_net_allow_check(optarg, &err) < 0)
+				rc = cli_usage(cli, "bad --allow: %s", err.msg);
+			else if (strv_push(&allow, optarg) < 0)
+				rc = 1;
+			break;
+		case O_EGRESS_CONNS:
+		case O_EGRESS_BYTES:
+			if (parse_bytes(optarg, c == O_EGRESS_CONNS ? &o.limits.connections
+								    : &o.limits.egress_bytes) < 0)
+				rc = cli_usage(cli,
+					       "bad --%s '%s' (a positive number; leave it out for "
+					       "the default)",
+					       c == O_EGRESS_CONNS ? "egress-connections"
+								   : "egress-bytes",
+					       optarg);
+			break;
 		case O_GROUP: o.group = optarg; break;
 		case O_AUTHOR: o.author = optarg; break;
 		case O_CONTRACT:
@@ -774,6 +821,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			       argv[optind + 1]);
 	if (rc < 0 && (!dd || dd + 1 >= argc))
 		rc = cli_usage(cli, "expected -- and the command after the project name");
+	if (rc < 0 && allow.n && o.network != AL_NET_EGRESS)
+		rc = cli_usage(cli, "--allow needs --network egress");
 	if (rc < 0 && o.group && (strlen(o.group) < 1 || strlen(o.group) > 16))
 		rc = cli_usage(cli, "--group takes 1 to 16 characters");
 	if (rc < 0 && o.group && !al_text_safe(o.group, strlen(o.group)))
@@ -785,6 +834,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	o.env = env.v;
 	o.secrets = secrets.v;
 	o.secret_files = secret_files.v;
+	o.egress_allow = allow.v;
 	if (rc < 0 && cli->server) {
 		rc = run_remote(cli, &o);
 	} else if (rc < 0) {
@@ -832,6 +882,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	al_store_close(st);
 	free(env.v);
 	free(secrets.v);
+	free(allow.v);
 	free(secret_files.v);
 	for (size_t i = 0; i < nbufs; i++) {
 		explicit_bzero(secret_bufs[i], strlen(secret_bufs[i]));

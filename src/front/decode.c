@@ -8,6 +8,7 @@
 #include "airlock/auth.h"
 #include "airlock/volume.h"
 #include "airlock/contract.h"
+#include "airlock/net.h"
 #include "decode.h"
 #include "airlock/util.h"
 
@@ -125,16 +126,31 @@ void run_request_release(struct run_request *r)
 	free(r->env);
 	free(r->secrets);
 	free(r->secret_files);
+	free(r->allow);
 	al_contract_free(r->contract);
 	memset(r, 0, sizeof(*r));
 }
 
 int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 {
-	static const char *const keys[] = { "argv",    "env",          "secrets",    "image",
-					    "network", "timeout",      "memory",     "pids",
-					    "cpus",    "output_limit", "disk_limit", "files",
-					    "group",   "wait",         "contract",   "backend",
+	static const char *const keys[] = { "argv",
+					    "env",
+					    "secrets",
+					    "image",
+					    "network",
+					    "timeout",
+					    "memory",
+					    "pids",
+					    "cpus",
+					    "output_limit",
+					    "disk_limit",
+					    "files",
+					    "group",
+					    "wait",
+					    "contract",
+					    "backend",
+					    "egress_connections",
+					    "egress_bytes",
 					    NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
@@ -209,7 +225,27 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 	if (rc == 0 && r->o.group)
 		rc = al_text_check("field 'group'", r->o.group, 16,
 				   err); /* printed by audit: no Cc/Cf */
-	if (rc == 0)
+	/* "none" | "egress" | {"mode": "none"|"egress", "allow": [HOST[:PORT], ...]} */
+	json_t *net = json_object_get(body, "network");
+	if (rc == 0 && json_is_object(net)) {
+		static const char *const nkeys[] = { "mode", "allow", NULL };
+		size_t na = 0;
+		json_t *mode = json_object_get(net, "mode");
+		if ((rc = known_keys(net, nkeys, "field 'network'", err)) == 0 &&
+		    !json_is_string(mode))
+			rc = al_fail(err, AL_EINVAL, 0, "field 'network.mode': none or egress");
+		if (rc == 0)
+			rc = al_network_parse(json_string_value(mode), &r->o.network, err);
+		if (rc == 0)
+			rc = string_array(json_object_get(net, "allow"), "network.allow",
+					  AL_NET_ALLOW_MAX, &r->allow, &na, err);
+		if (rc == 0 && na && r->o.network != AL_NET_EGRESS)
+			rc = al_fail(err, AL_EINVAL, 0,
+				     "field 'network.allow': only with mode egress");
+		for (size_t i = 0; rc == 0 && i < na; i++)
+			rc = al_net_allow_check(r->allow[i], err);
+		r->o.egress_allow = r->allow;
+	} else if (rc == 0)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)
 		rc = al_network_parse(network, &r->o.network, err);
@@ -232,6 +268,8 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		{ "output_limit", 1e15, 1, offsetof(struct al_limits, output) },
 		{ "disk_limit", 1e15, 1, offsetof(struct al_limits, disk) },
 		{ "files", 1e12, 1, offsetof(struct al_limits, files) },
+		{ "egress_connections", 1 << 20, 1, offsetof(struct al_limits, connections) },
+		{ "egress_bytes", 1e15, 1, offsetof(struct al_limits, egress_bytes) },
 	};
 	for (size_t i = 0; rc == 0 && i < sizeof(lims) / sizeof(lims[0]); i++) {
 		uint64_t *lv = (uint64_t *)((char *)l + lims[i].off);

@@ -19,6 +19,7 @@ struct run_request {
 	struct al_run_opts o; /* project, init_path, author, id, cancel_fd: the caller's */
 	const char **argv, **env, **secrets,
 		**secret_files; /* NULL-terminated; "K=V" built in bufs */
+	const char **allow;     /* network.allow, NULL-terminated (borrowed strings) */
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;

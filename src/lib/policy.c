@@ -36,6 +36,8 @@ static const struct {
 	{ "output_limit", offsetof(struct al_limits, output), 1, 1ull << 50 },
 	{ "disk_limit", offsetof(struct al_limits, disk), 1, 1ull << 50 },
 	{ "files", offsetof(struct al_limits, files), 1, 1ull << 40 },
+	{ "egress_connections", offsetof(struct al_limits, connections), 1, 1 << 20 },
+	{ "egress_bytes", offsetof(struct al_limits, egress_bytes), 1, 1ull << 50 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -62,6 +64,8 @@ void al_policy_builtin(struct al_policy *p)
 		.output = 1ull << 30,
 		.disk = 64ull << 30,
 		.files = 4000000,
+		.connections = 16384,
+		.egress_bytes = 1ull << 40,
 	};
 	if (p->dflt.cpus_milli > p->max.cpus_milli)
 		p->dflt.cpus_milli = p->max.cpus_milli;
@@ -70,6 +74,36 @@ void al_policy_builtin(struct al_policy *p)
 	p->best_effort = false;
 	p->backend = AL_BACKEND_NS;
 	p->backends = AL_BACKEND_NS | AL_BACKEND_VM;
+	p->egress_set = true; /* and empty: no destination until the operator names one */
+}
+
+int al_policy_egress(const struct al_policy *p, const char *const *allow, struct al_error *err)
+{
+	const char *ceil[AL_NET_ALLOW_MAX];
+	size_t n = 0;
+	while (allow && allow[n])
+		n++;
+	if (n > AL_NET_ALLOW_MAX)
+		return al_fail(err, AL_ELIMIT, 0, "run: more than %d egress allow entries",
+			       AL_NET_ALLOW_MAX);
+	for (size_t i = 0; i < p->negress; i++)
+		ceil[i] = p->egress[i];
+	return al_net_allow_within(allow, n, ceil, p->negress, err);
+}
+
+/* Entries of list not covered by ceiling's are dropped. */
+static void egress_within(struct al_policy *list, const struct al_policy *ceiling)
+{
+	uint8_t k = 0;
+	for (uint8_t i = 0; i < list->negress; i++) {
+		bool ok = false;
+		for (uint8_t j = 0; j < ceiling->negress && !ok; j++)
+			ok = al_net_allow_covers(ceiling->egress[j], list->egress[i]);
+		if (ok && k != i)
+			memcpy(list->egress[k], list->egress[i], sizeof(list->egress[k]));
+		k += ok;
+	}
+	list->negress = k;
 }
 
 unsigned al_policy_backend_bit(const char *name)
@@ -146,6 +180,12 @@ char *al_policy_format(const struct al_policy *p)
 			if (p->backends & b)
 				json_array_append_new(a, json_string(al_policy_backend_name(b)));
 		json_object_set_new(o, "backends", a);
+	}
+	if (p->egress_set) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < p->negress; i++)
+			json_array_append_new(a, json_string(p->egress[i]));
+		json_object_set_new(o, "egress_allow", a);
 	}
 	char *s = json_dumps(o, JSON_FLAGS);
 	json_decref(o);
@@ -247,6 +287,30 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 						    "once");
 				out->backends |= (uint8_t)bit;
 			}
+		} else if (!strcmp(k, "egress_allow")) {
+			size_t i;
+			json_t *e;
+			if (!json_is_array(v) || json_array_size(v) > AL_NET_ALLOW_MAX)
+				r = al_fail(
+					err, AL_EINVAL, 0,
+					"policy: 'egress_allow' is a list of up to %d HOST[:PORT] "
+					"entries",
+					AL_NET_ALLOW_MAX);
+			out->egress_set = true;
+			json_array_foreach(v, i, e) {
+				if (r == 0 && !json_is_string(e))
+					r = al_fail(err, AL_EINVAL, 0,
+						    "policy: 'egress_allow' is a list of strings");
+				if (r == 0 &&
+				    (r = al_net_allow_check(json_string_value(e), err)) < 0)
+					al_error_prefix(err, "policy: ");
+				if (r == 0) {
+					snprintf(out->egress[out->negress],
+						 sizeof(out->egress[out->negress]), "%s",
+						 json_string_value(e));
+					out->negress++;
+				}
+			}
 		} else if (!strcmp(k, "best_effort_limits")) {
 			if (!json_is_boolean(v))
 				r = al_fail(err, AL_EINVAL, 0,
@@ -323,6 +387,11 @@ static void overlay(struct al_policy *base, const struct al_policy *over)
 		base->backend = over->backend;
 	if (over->backends)
 		base->backends = over->backends;
+	if (over->egress_set) {
+		base->egress_set = true;
+		base->negress = over->negress;
+		memcpy(base->egress, over->egress, sizeof(base->egress));
+	}
 }
 
 static void human(uint64_t v, double scale, char *buf, size_t n)
@@ -390,6 +459,17 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 			       "(%s)",
 			       mine, theirs);
 	}
+	for (uint8_t i = 0; above && i < p->negress; i++) {
+		bool ok = false;
+		for (uint8_t j = 0; j < above->negress && !ok; j++)
+			ok = al_net_allow_covers(above->egress[j], p->egress[i]);
+		if (!ok)
+			return al_fail(
+				err, AL_ELIMIT, 0,
+				"policy: the tenant's egress_allow entry '%.64s' is not within "
+				"the deployment's",
+				p->egress[i]);
+	}
 	if (!(p->backend & p->backends))
 		return al_fail(err, AL_EINVAL, 0,
 			       "policy: the default backend %s is not among the allowed ones",
@@ -453,6 +533,8 @@ int al_policy_effective(struct al_store *tenant, struct al_policy *out, struct a
 		out->backends = dep.backends;
 	if (!(out->backend & out->backends))
 		out->backend = out->backends & AL_BACKEND_NS ? AL_BACKEND_NS : AL_BACKEND_VM;
+	/* entries the operator no longer allows are gone for the tenant too */
+	egress_within(out, &dep);
 	return 0;
 }
 

@@ -1070,6 +1070,13 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 			     &limits.timeout_ms, "output", &limits.output, "disk", &limits.disk,
 			     "files", &limits.files) < 0)
 		snprintf(why, sizeof(why), "its record's limits are not readable");
+	else {
+		/* recorded since egress: absent in older records (the default) */
+		json_t *ec = json_object_get(lim, "egress_connections"),
+		       *eb = json_object_get(lim, "egress_bytes");
+		limits.connections = json_is_integer(ec) ? (uint64_t)json_integer_value(ec) : 0;
+		limits.egress_bytes = json_is_integer(eb) ? (uint64_t)json_integer_value(eb) : 0;
+	}
 	/* the inputs, and what the verdict compares with */
 	gone(st, orig, "image", "image", true, why, sizeof(why));
 	if (!ro->on_head)
@@ -1100,6 +1107,26 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 	if (!why[0] && (al_network_parse(jstr(orig, "network"), &net, &e) < 0 ||
 			al_sandbox_check(backend, net, &e) < 0))
 		snprintf(why, sizeof(why), "its network policy cannot be had now: %s", e.msg);
+	/* egress: the same allowlist, if the policy still allows it */
+	const char *allow[AL_NET_ALLOW_MAX + 1] = { 0 };
+	json_t *jallow = json_object_get(json_object_get(orig, "egress"), "allow");
+	if (!why[0] && net == AL_NET_EGRESS) {
+		size_t i;
+		json_t *a;
+		if (json_array_size(jallow) > AL_NET_ALLOW_MAX)
+			snprintf(why, sizeof(why), "its record's egress allowlist is not readable");
+		json_array_foreach(jallow, i, a) {
+			if (why[0])
+				break;
+			if (!json_is_string(a))
+				snprintf(why, sizeof(why),
+					 "its record's egress allowlist is not readable");
+			allow[i] = json_string_value(a);
+		}
+		if (!why[0] && al_policy_egress(&pol, allow, &e) < 0)
+			snprintf(why, sizeof(why), "the tenant's policy now refuses its egress: %s",
+				 e.msg);
+	}
 	/* the request's contract is an input too (the project's default is
 	 * the project's now, as the policy is the tenant's now) */
 	struct al_contract *contract = NULL;
@@ -1176,6 +1203,7 @@ int al_replay(struct al_store *st, const struct al_replay_opts *ro, const struct
 		o2.secrets = sv;
 		o2.secret_files = sf;
 		o2.network = net;
+		o2.egress_allow = allow;
 		o2.backend = backend;
 		o2.limits = limits;
 		o2.group = jstr(orig, "group") && *jstr(orig, "group") ? jstr(orig, "group") : NULL;

@@ -28,6 +28,7 @@
 #include "delta_private.h"
 #include "gc_private.h"
 #include "ledger_private.h"
+#include "net_private.h"
 #include "run_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -465,10 +466,12 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 
 static json_t *limits_json(const struct al_limits *l)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)l->memory, "pids",
-			 (json_int_t)l->pids, "cpus_milli", (json_int_t)l->cpus_milli, "timeout_ms",
-			 (json_int_t)l->timeout_ms, "output", (json_int_t)l->output, "disk",
-			 (json_int_t)l->disk, "files", (json_int_t)l->files);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)l->memory,
+			 "pids", (json_int_t)l->pids, "cpus_milli", (json_int_t)l->cpus_milli,
+			 "timeout_ms", (json_int_t)l->timeout_ms, "output", (json_int_t)l->output,
+			 "disk", (json_int_t)l->disk, "files", (json_int_t)l->files,
+			 "egress_connections", (json_int_t)l->connections, "egress_bytes",
+			 (json_int_t)l->egress_bytes);
 }
 
 /* Text that may not be UTF-8: as is when it is, else escaped (\xNN). */
@@ -522,7 +525,8 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
-	const char *backend; /* the sandbox's ("ns", "vm") */
+	const char *backend;        /* the sandbox's ("ns", "vm") */
+	struct al_net_proxy *proxy; /* network egress */
 };
 
 static void throttle(struct run *r, bool enter)
@@ -557,6 +561,7 @@ static void run_release(struct run *r)
 		close(r->lock);
 	}
 	al_overlay_report_release(&r->rep);
+	al_net__proxy_free(r->proxy);
 }
 
 static int put_capture(struct al_cas *cas, int fd, uint64_t size, struct al_oid *out,
@@ -754,6 +759,12 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 			json_object_set_new(pin, "source_date_epoch", json_integer(r->source_date));
 		json_object_set_new(rec, "pinned", pin);
 	}
+	/* every connection the run's proxy saw, allowed or refused */
+	if (rec && r->proxy)
+		json_object_set_new(rec, "egress", al_net__proxy_json(r->proxy));
+	else if (rec && o->network == AL_NET_EGRESS)
+		json_object_set_new(rec, "egress",
+				    json_pack("{s:o}", "allow", strings_json(o->egress_allow)));
 	if (rec)
 		json_object_set_new(rec, "outcome", json_string(outcome(r)));
 	return rec;
@@ -1041,6 +1052,13 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run");
 	for (size_t i = 0; i < 4 && !(x && x->env_exact); i++)
 		env_set(env, defaults[i], err);
+	/* the run's only way out (net.h); the command's own --env may say otherwise */
+	static const char *const proxy_env[] = { "HTTP_PROXY=" AL_NET_PROXY_URL,
+						 "HTTPS_PROXY=" AL_NET_PROXY_URL,
+						 "http_proxy=" AL_NET_PROXY_URL,
+						 "https_proxy=" AL_NET_PROXY_URL };
+	for (size_t i = 0; i < 4 && o->network == AL_NET_EGRESS && !(x && x->env_exact); i++)
+		env_set(env, proxy_env[i], err);
 	for (int i = 0; r == 0 && i < nuser; i++)
 		r = env_set(env, o->env[i], err);
 	for (int i = 0; r == 0 && i < nsec; i++)
@@ -1105,6 +1123,10 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	if ((r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||
 	    (r = al_sandbox_check(run.backend, o->network, err)) < 0 ||
+	    (r = o->network == AL_NET_EGRESS ? al_policy_egress(&pol, o->egress_allow, err)
+		 : o->egress_allow && o->egress_allow[0]
+			 ? al_fail(err, AL_EUSAGE, 0, "run: allow entries need --network egress")
+			 : 0) < 0 ||
 	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
 	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
@@ -1188,7 +1210,16 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.cap.live = o->output;
 	run.cap.live_ctx = o->output_ctx;
 
+	if (o->network == AL_NET_EGRESS) {
+		size_t na = 0;
+		while (o->egress_allow && o->egress_allow[na])
+			na++;
+		if ((r = al_net__proxy_new(o->egress_allow, na, run.limits.connections,
+					   run.limits.egress_bytes, &run.proxy, err)) < 0)
+			goto out;
+	}
 	struct al_sandbox_spec spec = {
+		.egress = run.proxy,
 		.lowers_fd = run.lowers,
 		.image_dir = run.lower_img,
 		.workspace_dir = run.lower_ws,

@@ -104,7 +104,10 @@ int h_run_start(struct req *rq)
 	const char *backend = NULL;
 	if (rc == 0 && (rc = al_policy_effective(st, &pol, &err)) == 0 &&
 	    (rc = al_policy_backend(&pol, r->req.o.backend, &backend, &err)) == 0 &&
-	    (rc = al_sandbox_check(backend, r->req.o.network, &err)) == 0)
+	    (rc = al_sandbox_check(backend, r->req.o.network, &err)) == 0 &&
+	    (rc = r->req.o.network == AL_NET_EGRESS
+			  ? al_policy_egress(&pol, r->req.o.egress_allow, &err)
+			  : 0) == 0)
 		rc = al_policy_limits(&pol, &r->req.o.limits, &lim, &err);
 	/* everything refusable is refused before the first use imports the image */
 	struct al_oid img;

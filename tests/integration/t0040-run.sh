@@ -67,9 +67,9 @@ ok "no run record holds it" -- sh -c "! printf '%s' '$RUNS' | grep -q -- '$SECRE
 
 # bad input changes nothing
 BEFORE=$(store_state); NRUNS=$("$AL" runs p | wc -l)
-run "$AL" run p --network egress -- true
-is "$rc" 6 "--network egress is refused by this backend"
-like "$err" "namespace backend does not support network access yet" "…with the reason"
+run "$AL" run p --network egress --allow example.com -- true
+is "$rc" 11 "--network egress to a destination the policy does not allow is refused (t0130)"
+like "$err" "egress to 'example.com' is not allowed by the policy" "…with the reason"
 run "$AL" run nope -- true
 is "$rc" 3 "an unknown project is not found"
 run "$AL" run p --image nope -- true

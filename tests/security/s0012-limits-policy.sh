@@ -38,7 +38,7 @@ is "$(runs_of)" "$RUNS0" "…and recorded no run"
 # ---- a request that sets nothing gets the defaults, all enforced ------------------
 api POST /projects/p/runs "$AG" '{"argv":["true"],"wait":true}'
 is "$status" 200 "a run without limits runs"
-is "$(field_of "$out" limits)" '{"cpus_milli": 1000, "disk": 1073741824, "files": 100000, "memory": 2147483648, "output": 16777216, "pids": 1024, "timeout_ms": 3600000}' "…with the policy's defaults, a CPU limit among them"
+is "$(field_of "$out" limits)" '{"cpus_milli": 1000, "disk": 1073741824, "egress_bytes": 1073741824, "egress_connections": 256, "files": 100000, "memory": 2147483648, "output": 16777216, "pids": 1024, "timeout_ms": 3600000}' "…with the policy's defaults, a CPU limit among them"
 is "$(field_of "$out" enforced)" '{"cpus": true, "disk": true, "files": true, "memory": true, "output": true, "pids": true, "timeout": true}' "…every one enforced, and the record says so"
 api POST /projects/p/runs "$AG" '{"argv":["sh","-c","cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo no-view"],"memory":67108864,"cpus":0.5,"wait":true}'
 is "$status:$(field_of "$out" limits.memory):$(field_of "$out" limits.cpus_milli)" "200:67108864:500" "a request may lower its limits"

@@ -41,7 +41,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 
+#include "airlock/net.h"
+#include "net_private.h"
 #include "sandbox_private.h"
 #include "util.h"
 
@@ -64,6 +67,7 @@ enum stage {
 	ST_TMP,
 	ST_HOSTNAME,
 	ST_LO,
+	ST_PROXY,
 	ST_PIVOT,
 	ST_SECRETS,
 	ST_CHDIR,
@@ -94,6 +98,7 @@ static const char *const stage_names[ST_N] = {
 	[ST_TMP] = "mounting /tmp",
 	[ST_HOSTNAME] = "setting the hostname",
 	[ST_LO] = "bringing up loopback",
+	[ST_PROXY] = "opening the egress proxy's socket",
 	[ST_PIVOT] = "pivot_root",
 	[ST_SECRETS] = "writing /run/airlock/secrets",
 	[ST_CHDIR] = "entering /workspace",
@@ -123,6 +128,7 @@ struct child {
 	bool drop_groups; /* we may (host root): setgroups(0) once the gid map is written */
 	uint64_t fsize, nproc;
 	bool timens;   /* a time namespace: the clocks start at AL_SANDBOX_BOOT_S */
+	bool egress;   /* listen on 127.0.0.1:AL_NET_PROXY_PORT for the host's proxy */
 	cpu_set_t cpu; /* the CPUs the sandbox runs on (its count is what nproc says) */
 };
 
@@ -432,6 +438,19 @@ static _Noreturn void child_main(const struct child *c)
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	TRY(ioctl(s, SIOCSIFFLAGS, &ifr) == 0, ST_LO);
 	close(s);
+	if (c->egress) {
+		/* the proxy's socket, in this network namespace: the parent
+		 * accepts from it, so nothing of the sandbox holds it */
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons(AL_NET_PROXY_PORT),
+					  .sin_addr = { htonl(INADDR_LOOPBACK) } };
+		int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		TRY(l >= 0, ST_PROXY);
+		TRY(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 512) == 0,
+		    ST_PROXY);
+		TRY(send_fd(c->sock, l) == 0, ST_PROXY);
+		close(l);
+	}
 
 	TRY(chdir("/tmp/new") == 0, ST_PIVOT);
 	TRY(syscall(SYS_pivot_root, ".", ".") == 0, ST_PIVOT);
@@ -583,7 +602,7 @@ static void close_pair(int p[2])
 
 struct ns_state {
 	int out[2], errp[2], status[2], sock[2];
-	int devnull, init, pidfd, tmpfs;
+	int devnull, init, pidfd, tmpfs, proxy;
 	pid_t pid;
 	struct al_cgroup cg;
 	struct sock_fprog prog;
@@ -603,8 +622,8 @@ static void ns_release(struct ns_state *s)
 	close_pair(s->errp);
 	close_pair(s->status);
 	close_pair(s->sock);
-	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs };
-	for (size_t i = 0; i < 4; i++)
+	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs, &s->proxy };
+	for (size_t i = 0; i < 5; i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	al_cgroup__destroy(&s->cg);
@@ -656,6 +675,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	c.fsize = l->disk;
 	c.nproc = s->cg.pids ? 0 : l->pids;
 	c.timens = access("/proc/self/ns/time", F_OK) == 0;
+	c.egress = spec->network == AL_NET_EGRESS;
+	if (c.egress && !spec->egress)
+		return al_fail(err, AL_EUSAGE, 0, "sandbox: network egress without a proxy");
 	if (!(s->cpus = pick_cpus(l->cpus_milli, &c.cpu)))
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the CPUs this thread may use");
 	s->timens = c.timens;
@@ -754,6 +776,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (write(s->sock[0], "g", 1) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
 	s->tmpfs = recv_fd(s->sock[0]);
+	if (c.egress && s->tmpfs >= 0)
+		s->proxy = recv_fd(s->sock[0]);
 	struct report rep;
 	ssize_t n;
 	do
@@ -762,8 +786,14 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
 		return al_fail(err, AL_ESANDBOX, rep.err,
 			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
-	if (n != 0 || s->tmpfs < 0)
+	if (n != 0 || s->tmpfs < 0 || (c.egress && s->proxy < 0))
 		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
+	if (c.egress) {
+		int fd = s->proxy;
+		s->proxy = -1; /* the proxy's from here, even on failure */
+		if ((r = al_net__proxy_start(spec->egress, fd, err)) < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -842,10 +872,14 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			      .devnull = -1,
 			      .init = -1,
 			      .pidfd = -1,
-			      .tmpfs = -1 };
+			      .tmpfs = -1,
+			      .proxy = -1 };
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);
+		/* every process of the sandbox is dead: its connections end */
+		if (spec->egress)
+			al_net__proxy_stop(spec->egress);
 		struct statfs fs;
 		if (fstatfs(s.tmpfs, &fs) == 0) {
 			/* within a few blocks of full: a write failed for room */
@@ -864,10 +898,8 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 
 static int ns_check(enum al_network network, struct al_error *err)
 {
-	if (network == AL_NET_EGRESS)
-		return al_fail(err, AL_EINVAL, 0,
-			       "sandbox: namespace backend does not support network access yet "
-			       "(use --network none)");
+	(void)network; /* none, and egress through the host's proxy */
+	(void)err;
 	return 0;
 }
 

@@ -54,6 +54,8 @@ void al_limits_default(struct al_limits *l)
 	l->output = 16ull << 20;
 	l->disk = 1ull << 30;
 	l->files = 100000;
+	l->connections = 256;
+	l->egress_bytes = 1ull << 30;
 }
 
 int al_sandbox_check(const char *backend, enum al_network network, struct al_error *err)

@@ -973,7 +973,8 @@ static int vm_check(enum al_network network, struct al_error *err)
 	if (network == AL_NET_EGRESS)
 		return al_fail(
 			err, AL_EINVAL, 0,
-			"sandbox: the vm backend has no network device (use --network none)");
+			"sandbox: the vm backend has no network device and no egress relay yet "
+			"(use --backend ns for --network egress, or --network none)");
 	return 0;
 }
 

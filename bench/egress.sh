@@ -1,0 +1,62 @@
+#!/bin/bash
+# Egress figures (issue 18), side by side in one run: a 1 GiB download from
+# a loopback HTTP server through a run's egress proxy (curl inside the
+# sandbox, HTTP_PROXY) against the same download by the same curl on the
+# host, direct; and the latency a connection gains through the proxy (p50
+# of 200 new connections each way, a small answer).  Prints rows in
+# bench/run.sh's format on stdout; never fails on time.
+#   bench/egress.sh OUT        (make bench runs it where user namespaces work)
+# The proxy is a third process on the data path (server -> proxy -> curl):
+# on a loaded host its CPU share decides the ratio, so its CPU seconds per
+# GiB (the airlock process, sandbox setup included) are printed too.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=${AIRLOCK_BUILD:-$root/build}
+AL="$B/airlock"
+OUT=$1
+N=${BENCH_EGRESS_N:-3}
+SIZE=$((1 << 30))
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+H="$OUT/egress-home"; rm -rf "$H" "$OUT/egress-img" "$OUT/egress-src"; mkdir -p "$OUT/egress-src"
+export AIRLOCK_HOME="$H"
+"$AL" init >/dev/null
+"$AL" project create p --from "$OUT/egress-src" >/dev/null
+# the busybox image plus the host's curl and the libraries it loads
+I="$OUT/egress-img"; cp -a "$B/image/busybox" "$I"
+for f in /usr/bin/curl $(ldd /usr/bin/curl | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
+	mkdir -p "$I$(dirname "$f")"; cp -L "$f" "$I$f"
+done
+"$AL" image import "$I" --name curl >/dev/null
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 "$root/tests/helpers/egress_target.py" 127.0.0.1 "$OUT/egress-target.log" --http-port "$PORT" --no-udp \
+	>"$OUT/egress-target.out" 2>&1 &
+SRV=$!
+trap 'kill $SRV 2>/dev/null' EXIT
+for _ in $(seq 100); do grep -q ready "$OUT/egress-target.out" 2>/dev/null && break; sleep 0.05; done
+"$AL" admin policy set --deployment --egress-allow "127.0.0.1:$PORT" --max-egress-bytes 4G >/dev/null
+U="http://127.0.0.1:$PORT"
+R=(run p --image curl --network egress --allow "127.0.0.1:$PORT" --egress-bytes 2G
+	--egress-connections 1000 --timeout 600 --cpus 2 --)
+
+echo "== 1 GiB from a loopback server: through the egress proxy vs direct (median of $N)" >&2
+direct=$(for _ in $(seq "$N"); do
+	curl -s -o /dev/null -w '%{speed_download}\n' "$U/bytes/$SIZE"; done | median)
+proxied=$(for _ in $(seq "$N"); do
+	"$AL" "${R[@]}" curl -s -o /dev/null -w '%{speed_download}\n' "$U/bytes/$SIZE" 2>/dev/null; done | median)
+/usr/bin/time -o "$OUT/egress-time" -f '%S %U' "$AL" "${R[@]}" curl -s -o /dev/null "$U/bytes/$SIZE" >/dev/null 2>&1
+cpu=$(tail -1 "$OUT/egress-time" | awk '{printf "%.2f", $1 + $2}')
+mb() { awk -v v="$1" 'BEGIN { printf "%.0f", v / 1048576 }'; }
+row "egress: 1 GiB download (MiB/s)" "$(mb "$proxied")" "$(mb "$direct")" "$(ratio "$proxied" "$direct")" ">= 0.80 x direct (same curl, same server)"
+row "egress: the proxy's CPU for 1 GiB (s)" "$cpu" "-" "-" "airlock's user+sys, the run's setup included"
+
+echo "== latency of a new connection: through the proxy vs direct (p50 of 200)" >&2
+# curl's URL glob: 200 requests, each on a new connection (Connection: close)
+lat() { tr -d '\r' | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)] * 1000}'; }
+dl=$(curl -s -o /dev/null -H 'Connection: close' -w '%{time_total}\n' "$U/hello?[1-200]" | lat)
+pl=$("$AL" "${R[@]}" curl -s -o /dev/null -H 'Connection: close' -w '%{time_total}\n' "$U/hello?[1-200]" 2>/dev/null | lat)
+added=$(awk -v a="$pl" -v b="$dl" 'BEGIN { printf "%.3f", a - b }')
+row "egress: new connection, p50 (ms)" "$pl" "$dl" "$(ratio "$pl" "$dl")" "added $added ms (<= 1 ms)"

@@ -1,0 +1,29 @@
+/* The host side of a run's egress (net.h): the proxy that serves the
+ * run's only way out, and its record of every connection. */
+#ifndef AL_NET_PRIVATE_H
+#define AL_NET_PRIVATE_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "airlock/net.h"
+
+struct al_net_proxy;
+
+/* A proxy for one run: the allowlist (well-formed entries, copied), at
+ * most max_connections connections and max_bytes bytes (both ways, all
+ * connections together). */
+int al_net__proxy_new(const char *const *allow, size_t nallow, uint64_t max_connections,
+		      uint64_t max_bytes, struct al_net_proxy **out, struct al_error *err);
+/* Serve connections accepted from listen_fd (a listening TCP socket; the
+ * proxy owns it from here, even on failure) until al_net__proxy_stop. */
+int al_net__proxy_start(struct al_net_proxy *p, int listen_fd, struct al_error *err);
+/* Stop accepting, end every connection, wait for them.  Idempotent. */
+void al_net__proxy_stop(struct al_net_proxy *p);
+/* The record (docs/formats.md, "egress"): {"allow":[...],"connections":
+ * [...],"connections_over_limit":N,"bytes":N,"limits":{...}}. */
+json_t *al_net__proxy_json(struct al_net_proxy *p);
+void al_net__proxy_free(struct al_net_proxy *p);
+
+#endif
