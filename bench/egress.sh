@@ -11,14 +11,12 @@
 # GiB (the airlock process, sandbox setup included) are printed too.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 AL="$B/airlock"
 OUT=$1
 N=${BENCH_EGRESS_N:-3}
 SIZE=$((1 << 30))
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 H="$OUT/egress-home"; rm -rf "$H" "$OUT/egress-img" "$OUT/egress-src"; mkdir -p "$OUT/egress-src"
 export AIRLOCK_HOME="$H"

@@ -7,11 +7,10 @@
 # second; never fails on time.  bench/s3.sh OUT
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 B=${AIRLOCK_BUILD:-$root/build}
 OUT=${1:-$root/bench/out}
 mkdir -p "$OUT"
-row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 SW="$root/tests/servers/swift.sh"
 rm -rf "$OUT/swift" "$OUT/odb-local"; mkdir -p "$OUT/odb-local"
 EP=$("$SW" start "$OUT/swift")
