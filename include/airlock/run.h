@@ -57,6 +57,11 @@ struct al_run_opts {
 	 * (cores, memory); the sandbox itself runs outside.  May be NULL. */
 	void (*throttle)(void *ctx, bool enter);
 	void *throttle_ctx;
+	/* where the run is, as it moves: "materialise" (the layers),
+	 * "sandbox" (the command), "output", "collect" (the changes),
+	 * "contract", "record"; for progress (the CLI). May be NULL. */
+	void (*phase)(void *ctx, const char *phase);
+	void *phase_ctx;
 	/* the request's contract (contract.h), or NULL; the project's default
 	 * contract applies as well, and the policy's least action */
 	const struct al_contract *contract;

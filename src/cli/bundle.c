@@ -1,6 +1,7 @@
 /* airlock bundle export|inspect|apply */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,9 +33,12 @@ static int bundle_export(struct cli *cli, int argc, char **argv)
 	struct al_draft_info d;
 	struct al_oid id;
 	int r = al_draft_get(st, argv[optind], &d, &err);
+	struct cli_watch w;
+	cli_watch_start(&w, "bundle export", -1, 0);
 	if (r == 0)
 		r = al_bundle_write(al_store_cas(st), &d.base, &d.head, argv[optind + 1], &id,
 				    &err);
+	cli_watch_stop(&w);
 	al_store_close(st);
 	if (r < 0)
 		return cli_error(cli, &err);
@@ -60,6 +64,14 @@ static int open_bundle(struct cli *cli, const char *path, int *fd)
 	return 0;
 }
 
+/* Progress of reading the bundle fd: its offset against its size. */
+static void watch_bundle(struct cli_watch *w, const char *what, int fd)
+{
+	struct stat s;
+	cli_watch_start(w, what, fd,
+			fstat(fd, &s) == 0 && S_ISREG(s.st_mode) ? (uint64_t)s.st_size : 0);
+}
+
 static int bundle_inspect(struct cli *cli, int argc, char **argv)
 {
 	int fd, rc = cli_simple_opts(cli, argc, argv,
@@ -76,7 +88,10 @@ static int bundle_inspect(struct cli *cli, int argc, char **argv)
 		return rc;
 	struct al_error err = { 0 };
 	struct al_bundle b;
+	struct cli_watch w;
+	watch_bundle(&w, "bundle inspect", fd);
 	int r = al_bundle_read_fd(NULL, fd, &b, &err);
+	cli_watch_stop(&w);
 	close(fd);
 	if (r < 0)
 		return cli_error(cli, &err);
@@ -150,7 +165,10 @@ static int bundle_apply(struct cli *cli, int argc, char **argv)
 				    .author = f.author,
 				    .message = f.message };
 	struct al_oid bundle_id;
+	struct cli_watch w;
+	watch_bundle(&w, "bundle apply", fd);
 	int r = ops_bundle_commit(st, argv[optind + 1], fd, b, &o, &res, &bundle_id, &err);
+	cli_watch_stop(&w);
 	close(fd);
 	al_store_close(st);
 	json_t *extra =

@@ -13,6 +13,7 @@
 #ifndef AL_CLI_H
 #define AL_CLI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,12 +88,26 @@ struct cli_progress {
 	const char *what;
 	uint64_t start_ns, last_ns, total_bytes, delay_ns;
 	bool shown, enabled;
+	bool time_only; /* the time alone: work whose size nothing counts */
 };
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total_bytes);
 void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes);
 void cli_progress_done(struct cli_progress *p);
 /* -q: no progress anywhere */
 void cli_progress_quiet(bool quiet);
+/* Progress for work the library does not count: a thread that shows, every
+ * 100 ms, the offset of fd (a file being read; -1: the time alone) against
+ * total (0: unknown), until cli_watch_stop. Nothing when progress is off. */
+struct cli_watch {
+	struct cli_progress p;
+	int fd;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool running, stop;
+};
+void cli_watch_start(struct cli_watch *w, const char *what, int fd, uint64_t total);
+void cli_watch_stop(struct cli_watch *w);
 
 /* term.c.  --color=WHEN (auto, always, never): 0, or -1 for another WHEN;
  * auto is on a TTY without NO_COLOR (and TERM not dumb). */

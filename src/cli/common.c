@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock/manifest.h"
@@ -209,10 +210,65 @@ void cli_progress_cb(void *ctx, uint64_t files, uint64_t bytes)
 		fprintf(stderr, "\r%s: %s%s of %s (%.0f%%), %.0f MiB/s   ", p->what, nf, hb, tb,
 			100.0 * (double)bytes / (double)p->total_bytes,
 			(double)bytes / 1048576.0 / secs);
+	} else if (p->time_only) {
+		fprintf(stderr, "\r%s: %.1f s   ", p->what, secs);
 	} else {
 		fprintf(stderr, "\r%s: %s%s, %.0f MiB/s   ", p->what, nf, hb,
 			(double)bytes / 1048576.0 / secs);
 	}
+}
+
+static void *watch_main(void *arg)
+{
+	struct cli_watch *w = arg;
+	pthread_mutex_lock(&w->lock);
+	while (!w->stop) {
+		off_t at = w->fd >= 0 ? lseek(w->fd, 0, SEEK_CUR) : 0;
+		cli_progress_cb(&w->p, 0, at > 0 ? (uint64_t)at : 0);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->cond, &w->lock, &until);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+void cli_watch_start(struct cli_watch *w, const char *what, int fd, uint64_t total)
+{
+	memset(w, 0, sizeof(*w));
+	cli_progress_init(&w->p, what, total);
+	w->fd = fd;
+	w->p.time_only = fd < 0;
+	if (!w->p.enabled)
+		return;
+	cli_progress_cb(&w->p, 0, 0); /* at once when there is no delay */
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->running = pthread_create(&w->thread, NULL, watch_main, w) == 0;
+	if (!w->running) {
+		pthread_cond_destroy(&w->cond);
+		pthread_mutex_destroy(&w->lock);
+	}
+}
+
+void cli_watch_stop(struct cli_watch *w)
+{
+	if (!w->running)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	w->running = false;
+	cli_progress_done(&w->p);
 }
 
 void cli_progress_done(struct cli_progress *p)

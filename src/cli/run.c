@@ -484,6 +484,18 @@ static int load_contract(const char *path, struct al_contract **out, struct al_e
 	return r;
 }
 
+/* Progress for the run's heavy phases on either side of the command (the
+ * command's own output has the terminal while it runs). */
+static void run_phase(void *ctx, const char *phase)
+{
+	struct cli_watch *w = ctx;
+	cli_watch_stop(w);
+	if (!strcmp(phase, "materialise"))
+		cli_watch_start(w, "materialising the workspace", -1, 0);
+	else if (!strcmp(phase, "collect"))
+		cli_watch_start(w, "collecting the changes", -1, 0);
+}
+
 static int run_remote(struct cli *cli, const struct al_run_opts *o)
 {
 	json_t *body = json_pack("{s:s}", "network", al_network_name(o->network));
@@ -852,7 +864,11 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		json_t *rec = NULL;
 		struct sigaction old[3];
 		o.cancel_fd = cli_cancel_on_signals(old);
+		struct cli_watch w = { 0 };
+		o.phase = run_phase;
+		o.phase_ctx = &w;
 		int ar = al_run(st, &o, &info, &err);
+		cli_watch_stop(&w);
 		cli_cancel_restore(old);
 		if (ar < 0 || view_run(st, info.id, true, SIZE_MAX, &rec, &err) < 0) {
 			rc = cli_error(cli, &err);

@@ -529,6 +529,13 @@ struct run {
 	struct al_net_proxy *proxy; /* network egress */
 };
 
+static void set_phase(struct run *r, const char *phase)
+{
+	r->phase = phase;
+	if (r->o->phase)
+		r->o->phase(r->o->phase_ctx, phase);
+}
+
 static void throttle(struct run *r, bool enter)
 {
 	if (r->o->throttle && r->throttled != enter)
@@ -1177,7 +1184,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.started = al_wall_s();
 	if ((r = attempt_begin(&run, err)) < 0)
 		goto out;
-	run.phase = "materialise"; /* from here on, an attempt: a failure is recorded */
+	set_phase(&run, "materialise"); /* from here on, an attempt: a failure is recorded */
 	throttle(&run, true);
 	if ((r = lower_ensure(st, run.lowers, &run.image, uid, gid, run.lower_img, &run.lock_img,
 			      err)) < 0 ||
@@ -1186,7 +1193,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	throttle(&run, false);
 	run.materialise_ms = (al_now_ns() - t0) / 1000000;
-	run.phase = "sandbox";
+	set_phase(&run, "sandbox");
 	run.init = open(o->init_path ? o->init_path : "airlock-init", O_RDONLY | O_CLOEXEC);
 	if (run.init < 0) {
 		r = al_fail(err, AL_ESANDBOX, errno, "run: airlock-init (%s)",
@@ -1244,7 +1251,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	if ((r = al_sandbox_run(&spec, &run.sres, err)) < 0)
 		goto out;
 	run.ran = true;
-	run.phase = "output";
+	set_phase(&run, "output");
 	run.finished = al_wall_s();
 	/* a write refused for want of space left a cut file */
 	run.disk_full = run.sres.disk_full;
@@ -1257,7 +1264,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	char upper[64];
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
-	run.phase = "collect";
+	set_phase(&run, "collect");
 	throttle(&run, true);
 	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result,
 					 &run.rep, err)) < 0 ||
@@ -1266,19 +1273,19 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 	/* the contracts see what was collected; drop may narrow the result */
 	uint64_t tc = al_now_ns();
-	run.phase = "contract";
+	set_phase(&run, "contract");
 	if ((r = al_run__contracts_check(st, &run.contracts, &run.base, &run.result,
 					 run.sres.exit_code, run.cap.fd[1], run.cap.fd[2],
 					 &run.verdict, &run.blocked, err)) < 0)
 		goto out;
 	run.contract_ms = (al_now_ns() - tc) / 1000000;
 	t0 = al_now_ns();
-	run.phase = "collect";
+	set_phase(&run, "collect");
 	if ((r = bundle_changes(&run, err)) < 0)
 		goto out;
 	run.delta_ms += (al_now_ns() - t0) / 1000000;
 
-	run.phase = "record";
+	set_phase(&run, "record");
 	uint8_t skey[AL_SECRET_KEY_LEN];
 	if ((r = al_store__secret_key(st, skey, err)) < 0)
 		goto out;

@@ -67,6 +67,24 @@ ok "-q: no progress" -- sh -c '! printf %s "$1" | grep -q "import:"' sh "$out"
 out=$($TTY env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" snapshot import "$B" --quiet)
 ok "--quiet after the verb: no progress" -- sh -c '! printf %s "$1" | grep -q "import:"' sh "$out"
 
+# a run's heavy phases on either side of the command, and bundles (the
+# file read against its size; an export's time)
+"$AL" project create big --from "$B" >/dev/null
+out=$($TTY env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" run big -- sh -c 'for i in $(seq 1 50); do echo x > n$i; done')
+like "$out" "${CR}materialising the workspace: [0-9.]+ s" "a run: progress while its workspace is materialised"
+like "$out" "${CR}collecting the changes: [0-9.]+ s" "  and while its changes are collected"
+RUN=$(printf '%s' "$out" | grep -oE 'run r[0-9a-f]+' | head -1 | cut -d' ' -f2)
+out=$($TTY env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" bundle export "$RUN" "$T/b.tar.zst")
+like "$out" "${CR}bundle export: [0-9.]+ s" "bundle export: progress"
+out=$($TTY env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" bundle inspect "$T/b.tar.zst")
+like "$out" "${CR}bundle inspect: [0-9.]+ [KMG]?i?B of [0-9.]+ [KMG]?i?B \\([0-9]+%\\)" "bundle inspect: the share of the file read"
+HEADB=$("$AL" project head big)
+out=$($TTY env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" bundle apply "$T/b.tar.zst" big --base "$HEADB")
+like "$out" "${CR}bundle apply: [0-9.]+ [KMG]?i?B of" "bundle apply: the share of the file read"
+ok "  and the bundle applied" -- sh -c '[ "$("$1" project head big)" != "$2" ]' sh "$AL" "$HEADB"
+out=$(env AIRLOCK_PROGRESS_DELAY_MS=0 "$AL" bundle inspect "$T/b.tar.zst" 2>&1)
+ok "  in a pipe: none" -- sh -c '! printf %s "$1" | grep -q "bundle inspect:"' sh "$out"
+
 "$AL" admin principal create au --role author >/dev/null
 AU=$("$AL" admin token create au 2>/dev/null)
 serve_start
