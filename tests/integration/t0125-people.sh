@@ -139,7 +139,10 @@ chown nobody "$CF" 2>/dev/null && {
 	chown "$(id -u)" "$CF"
 }
 chmod 000 "$CF"
-run setpriv --reuid=nobody --regid=nogroup --clear-groups env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$AL" --version
+NB=$(mktemp -d /tmp/airlock-nobody.XXXXXX); chmod 755 "$NB" # a copy nobody can run, wherever the checkout is
+NAL=$(nobody_airlock "$NB")
+run sh -c "cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups env XDG_CONFIG_HOME='$XDG_CONFIG_HOME' '$NAL' --version"
+rm -rf "$NB"
 is "$rc" 0 "a config file out of the user's reach: taken as none (as git does)"
 chmod 644 "$CF"
 rm "$CF"; mkdir "$CF"
