@@ -35,7 +35,8 @@ static const char run_help[] =
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
 	"                   [--secret-file K[=V]]... [--contract FILE] [--group G] [--author A]\n"
 	"                   [--backend ns|vm] [--allow HOST[:PORT]]... [--egress-connections N]\n"
-	"                   [--egress-bytes BYTES] [--integration NAME]... [--json] -- CMD [ARG...]\n"
+	"                   [--egress-bytes BYTES] [--integration NAME]... [--json]\n"
+	"                   -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -693,7 +694,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	};
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct al_contract *contract = NULL;
-	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 }, integ = { 0 };
+	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 },
+		    integ = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
 	struct al_error err = { 0 };

@@ -526,8 +526,8 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
-	const char *backend;        /* the sandbox's ("ns", "vm") */
-	struct al_net_proxy *proxy; /* network egress */
+	const char *backend;          /* the sandbox's ("ns", "vm") */
+	struct al_net_proxy *proxy;   /* network egress */
 	struct al_integ_relay *integ; /* integrations */
 };
 
