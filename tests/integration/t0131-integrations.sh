@@ -23,7 +23,7 @@ openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" -subj
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$T/san.ext"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
 	-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1
-python3 "$SRC_ROOT/tests/helpers/integ_target.py" "$T/srv.pem" "$T/srv.key" "$T/log" "$T/port" &
+python3 "$SRC_ROOT/tests/helpers/integ_target.py" "$T/srv.pem" "$T/srv.key" "$T/log" "$T/port" 2>"$T/srv.err" &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
