@@ -51,6 +51,11 @@ int al_integ_grant(struct al_store *st, const char *name, const char *project,
 		   const char *principal, const char *actor, struct al_error *err);
 /* Delete it and its grants. */
 int al_integ_delete(struct al_store *st, const char *name, const char *actor, struct al_error *err);
+/* May a run of project (started by principal, or NULL) use the
+ * NULL-terminated names?  As a run checks them before it starts: each
+ * exists (AL_ENOTFOUND), is granted (AL_EDENIED), its secret opens. */
+int al_integ_usable(struct al_store *st, const char *const *names, const char *project,
+		    const char *principal, struct al_error *err);
 /* The tenant's integrations, by name: [{"name","base_url","header" (its
  * name only),"keep_bodies","insecure","ca":bool,"projects":[...],
  * "principals":[...],"created"}]. */

@@ -61,7 +61,7 @@ static const char run_help[] =
 	"                      you: airlock admin integration grant) at\n"
 	"                      $AIRLOCK_INTEGRATIONS/NAME/PATH; airlock adds its\n"
 	"                      credential on the host, the run never sees it; calls\n"
-	"                      count against the egress caps (local runs only)\n"
+	"                      count against the egress caps\n"
 	"  --backend ns|vm     the sandbox: ns (Linux namespaces, the default unless the\n"
 	"                      policy says otherwise) or vm (a microVM with its own\n"
 	"                      kernel: QEMU, KVM where usable, else TCG, ~2 s a run)\n"
@@ -513,6 +513,12 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "network",
 				    json_pack("{s:s,s:o}", "mode", "egress", "allow", a));
 	}
+	if (o->integrations && o->integrations[0]) {
+		json_t *a = json_array();
+		for (size_t i = 0; o->integrations[i]; i++)
+			json_array_append_new(a, json_string(o->integrations[i]));
+		json_object_set_new(body, "integrations", a);
+	}
 	if (o->backend)
 		json_object_set_new(body, "backend", json_string(o->backend));
 	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
@@ -864,9 +870,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	o.secret_files = secret_files.v;
 	o.egress_allow = allow.v;
 	o.integrations = integ.v;
-	if (rc < 0 && cli->server && integ.n) {
-		rc = cli_usage(cli, "--integration is for local runs only (not --server yet)");
-	} else if (rc < 0 && cli->server) {
+	if (rc < 0 && cli->server) {
 		rc = run_remote(cli, &o);
 	} else if (rc < 0) {
 		if (cli_open(cli, &st, &err) < 0 || (!o.image && ops_default_image(st, &err) < 0))

@@ -680,6 +680,15 @@ int al_integ__relay_new(struct al_store *st, const char *const *names, const cha
 	return 0;
 }
 
+int al_integ_usable(struct al_store *st, const char *const *names, const char *project,
+		    const char *principal, struct al_error *err)
+{
+	struct al_integ_relay *r = NULL;
+	int rc = al_integ__relay_new(st, names, project, principal, 1, 1, &r, err);
+	al_integ__relay_free(r);
+	return rc;
+}
+
 static void set_reason(struct call_rec *c, const char *verdict, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void set_reason(struct call_rec *c, const char *verdict, const char *fmt, ...)

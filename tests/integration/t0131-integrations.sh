@@ -158,6 +158,23 @@ is "$(grep -r -l -a -e "$SECRET" -e k2-secret-value -e "$B64" "$AIRLOCK_HOME" | 
 	"no file of the home holds a secret in clear (nor in base64): meta.db keeps it sealed"
 is "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM integrations WHERE length(secret) > 28").fetchone()[0])' "$AIRLOCK_HOME/tenants/default/meta.db")" 3 "…while meta.db holds the three sealed secrets"
 
+# the API: integrations [NAME...] in a run request; a principal's grant
+serve_start || exit 1
+"$AL" admin principal create alice --role agent --project q >/dev/null
+TOK=$("$AL" admin token create alice 2>/dev/null)
+api POST /projects/q/runs "$TOK" '{"argv":["true"],"integrations":["gh"]}'
+is "$status" 403 "API: an integration granted neither to the project nor to the principal is 403"
+api POST /projects/q/runs "$TOK" '{"argv":["true"],"integrations":["nope"]}'
+is "$status" 404 "API: an unknown integration is 404"
+api POST /projects/q/runs "$TOK" '{"argv":["true"],"integrations":["Bad/Name"]}'
+is "$status" 422 "API: a malformed name is 422"
+api POST /projects/q/runs "$TOK" '{"argv":["sh","-c","wget -q -O- --post-data=via-api $AIRLOCK_INTEGRATIONS/kb/api"],"wait":true,"integrations":["kb"]}'
+is "$status" 200 "API: a run of alice on project q uses kb, granted to alice"
+is "$(echo "$out" | J 'c=d["integrations"]["calls"][0]; print(d["principal"], c["integration"], c["status"], c["verdict"])')" \
+	"alice kb 201 done" "…recorded with the call"
+like "$(tail -1 "$T/log")" '"path": "/api/v1/api", "authorization": null, "x_api_key": "k2-secret-value", "body": "via-api"' "…which reached the service with kb's credential"
+serve_stop
+
 # project q was granted nothing; deleted: refused again
 run "$AL" run q --integration gh -- true
 is "$rc" 11 "another project is refused"
