@@ -516,7 +516,7 @@ struct integ {
 };
 
 struct call_rec {
-	char integration[64];
+	char integration[4 * 63 + 1]; /* quoted: the sandbox's bytes */
 	char method[16];
 	char path[4 * 512 + 1]; /* quoted */
 	const char *verdict;    /* "done", "refused", "failed" */
@@ -1037,8 +1037,7 @@ static void serve(struct conn *c)
 	size_t nl = strcspn(target + 1, "/?");
 	if (nl >= tl)
 		nl = tl - 1;
-	snprintf(rec->integration, sizeof(rec->integration), "%.*s", nl < 63 ? (int)nl : 63,
-		 target + 1);
+	al_quote(target + 1, nl < 63 ? nl : 63, rec->integration, sizeof(rec->integration));
 	const struct integ *x = find(c->r, target + 1, nl);
 	if (!x) {
 		refuse(c, 403, "integration '%s' is not one this run was granted",

@@ -31,6 +31,7 @@ req 'POST /gh/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\
 req 'POST /gh/x HTTP/1.1\r\nContent-Length: 2097152\r\n\r\n'
 req 'GET /gh/big HTTP/1.1\r\nHost: a\r\n\r\n'
 req 'GET /gh/ok HTTP/1.1\r\nauthorization: Bearer forged\r\nAUTHORIZATION: Bearer forged2\r\n\r\n'
+req 'GET /\377\376/x HTTP/1.1\r\nHost: a\r\n\r\n'
 SH
 "$AL" project create p --from "$T/src" >/dev/null
 J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
@@ -73,11 +74,13 @@ HTTP/1.1 405 Error
 HTTP/1.1 411 Error
 HTTP/1.1 413 Error
 HTTP/1.1 502 Error
-HTTP/1.1 200 OK" "'..' plain and encoded, '.', encoded '/' and '\\', '\\', a bad escape, an absolute URL, '//host', CONNECT, chunked, an over-size body and answer: each refused"
+HTTP/1.1 200 OK
+HTTP/1.1 403 Error" "'..' plain and encoded, '.', encoded '/' and '\\', '\\', a bad escape, an absolute URL, '//host', CONNECT, chunked, an over-size body and answer, a name that is not UTF-8: each refused"
 is "$(echo "$REC" | J 'print(" ".join(c["verdict"] for c in d["integrations"]["calls"]))')" \
-	"refused refused refused refused refused refused refused refused refused refused refused refused refused refused refused failed done" \
+	"refused refused refused refused refused refused refused refused refused refused refused refused refused refused refused failed done refused" \
 	"every attempt is in the record"
 like "$(echo "$REC" | J 'print(d["integrations"]["calls"][1]["reason"])')" "must stay below the base URL" "…with its reason"
+is "$(echo "$REC" | J 'c=d["integrations"]["calls"][17]; print(c["integration"], c["path"])')" '\xff\xfe /\xff\xfe/x' "…a name that is not UTF-8 too, escaped"
 like "$(echo "$REC" | J 'print(d["integrations"]["calls"][15]["reason"])')" "answer is over 8388608 bytes" "an answer over the cap is not returned"
 is "$(python3 -c '
 import json,sys
