@@ -41,6 +41,11 @@ struct al_run_opts {
 	/* network egress: the allow entries (net.h), NULL-terminated or NULL;
 	 * each must be covered by the policy's egress_allow (AL_EDENIED) */
 	const char *const *egress_allow;
+	/* integrations (integ.h) the run reaches at $AIRLOCK_INTEGRATIONS,
+	 * NULL-terminated or NULL: each granted to the project or the
+	 * principal (AL_EDENIED); their calls count against the connections
+	 * and egress_bytes limits */
+	const char *const *integrations;
 	/* what the requester asks for: 0 is the policy's default, above its
 	 * ceiling is AL_ELIMIT (policy.h) */
 	struct al_limits limits;

@@ -23,6 +23,7 @@
 #include "airlock/error.h"
 
 struct al_net_proxy;
+struct al_integ_relay;
 
 enum al_network { AL_NET_NONE = 0, AL_NET_EGRESS = 1 };
 const char *al_network_name(enum al_network net);
@@ -88,6 +89,10 @@ struct al_sandbox_spec {
 	 * 127.0.0.1:AL_NET_PROXY_PORT, started once the sandbox is set up
 	 * and stopped when every process in it is dead */
 	struct al_net_proxy *egress;
+	/* integrations: the relay (integ_private.h) that serves the run's
+	 * 127.0.0.1:AL_INTEG_PORT, started and stopped as the proxy is; NULL:
+	 * none ("ns" only) */
+	struct al_integ_relay *integ;
 };
 
 struct al_sandbox_result {

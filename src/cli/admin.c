@@ -504,6 +504,8 @@ int cmd_admin(struct cli *cli, int argc, char **argv)
 		{ "grant", grant, "grant a project to a principal" },
 		{ "token", cmd_token, "create, revoke and list bearer tokens" },
 		{ "policy", cmd_admin_policy, "run limits: defaults, ceilings, runs in flight" },
+		{ "integration", cmd_admin_integration,
+		  "credentials a run uses through airlock, never sees" },
 		{ "metadata", cmd_metadata, "the PostgreSQL schema (--metadata)" },
 		{ 0 },
 	};

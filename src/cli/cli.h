@@ -226,6 +226,7 @@ int cli_cancel_signal(void);
 
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_admin_policy(struct cli *cli, int argc, char **argv);
+int cmd_admin_integration(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_whoami(struct cli *cli, int argc, char **argv);
 int cmd_project(struct cli *cli, int argc, char **argv);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "airlock/cas.h"
+#include "airlock/integ.h"
 #include "airlock/net.h"
 #include "airlock/image.h"
 #include "airlock/contract.h"
@@ -34,7 +35,8 @@ static const char run_help[] =
 	"                   [--disk-limit BYTES] [--files N] [--env K=V]... [--secret K[=V]]...\n"
 	"                   [--secret-file K[=V]]... [--contract FILE] [--group G] [--author A]\n"
 	"                   [--backend ns|vm] [--allow HOST[:PORT]]... [--egress-connections N]\n"
-	"                   [--egress-bytes BYTES] [--json] -- CMD [ARG...]\n"
+	"                   [--egress-bytes BYTES] [--integration NAME]... [--json]\n"
+	"                   -- CMD [ARG...]\n"
 	"       airlock run show RUN [--json]\n"
 	"\n"
 	"Run CMD in a sandbox on the project's head: the image as the root filesystem,\n"
@@ -55,6 +57,11 @@ static const char run_help[] =
 	"                      only when an entry is that address\n"
 	"  --egress-connections N, --egress-bytes BYTES  the run's egress caps (default\n"
 	"                      256 connections, 1G both ways)\n"
+	"  --integration NAME  reach the integration NAME (granted to the project or to\n"
+	"                      you: airlock admin integration grant) at\n"
+	"                      $AIRLOCK_INTEGRATIONS/NAME/PATH; airlock adds its\n"
+	"                      credential on the host, the run never sees it; calls\n"
+	"                      count against the egress caps\n"
 	"  --backend ns|vm     the sandbox: ns (Linux namespaces, the default unless the\n"
 	"                      policy says otherwise) or vm (a microVM with its own\n"
 	"                      kernel: QEMU, KVM where usable, else TCG, ~2 s a run)\n"
@@ -506,6 +513,12 @@ static int run_remote(struct cli *cli, const struct al_run_opts *o)
 		json_object_set_new(body, "network",
 				    json_pack("{s:s,s:o}", "mode", "egress", "allow", a));
 	}
+	if (o->integrations && o->integrations[0]) {
+		json_t *a = json_array();
+		for (size_t i = 0; o->integrations[i]; i++)
+			json_array_append_new(a, json_string(o->integrations[i]));
+		json_object_set_new(body, "integrations", a);
+	}
 	if (o->backend)
 		json_object_set_new(body, "backend", json_string(o->backend));
 	json_t *argvj = json_array(), *env = json_object(), *sec = json_array();
@@ -618,6 +631,7 @@ enum {
 	O_ALLOW,
 	O_EGRESS_CONNS,
 	O_EGRESS_BYTES,
+	O_INTEGRATION,
 	O_JSON
 };
 
@@ -677,6 +691,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		{ "contract", required_argument, NULL, O_CONTRACT },
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "allow", required_argument, NULL, O_ALLOW },
+		{ "integration", required_argument, NULL, O_INTEGRATION },
 		{ "egress-connections", required_argument, NULL, O_EGRESS_CONNS },
 		{ "egress-bytes", required_argument, NULL, O_EGRESS_BYTES },
 		{ "json", no_argument, NULL, O_JSON },
@@ -685,7 +700,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	};
 	struct al_run_opts o = { .network = AL_NET_NONE }; /* limits 0: the policy's defaults */
 	struct al_contract *contract = NULL;
-	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 };
+	struct strv env = { 0 }, secrets = { 0 }, secret_files = { 0 }, allow = { 0 },
+		    integ = { 0 };
 	char **secret_bufs = calloc((size_t)argc, sizeof(char *));
 	size_t nbufs = 0;
 	struct al_error err = { 0 };
@@ -788,6 +804,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 				rc = 1;
 			break;
 		}
+		case O_INTEGRATION:
+			if (al_integ_name_check(optarg, &err) < 0)
+				rc = cli_usage(cli, "bad --integration: %s", err.msg);
+			else if (strv_push(&integ, optarg) < 0)
+				rc = 1;
+			break;
 		case O_ALLOW:
 			if (al_net_allow_check(optarg, &err) < 0)
 				rc = cli_usage(cli, "bad --allow: %s", err.msg);
@@ -847,6 +869,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	o.secrets = secrets.v;
 	o.secret_files = secret_files.v;
 	o.egress_allow = allow.v;
+	o.integrations = integ.v;
 	if (rc < 0 && cli->server) {
 		rc = run_remote(cli, &o);
 	} else if (rc < 0) {
@@ -899,6 +922,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	free(env.v);
 	free(secrets.v);
 	free(allow.v);
+	free(integ.v);
 	free(secret_files.v);
 	for (size_t i = 0; i < nbufs; i++) {
 		explicit_bzero(secret_bufs[i], strlen(secret_bufs[i]));

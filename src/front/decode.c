@@ -8,6 +8,7 @@
 #include "airlock/auth.h"
 #include "airlock/volume.h"
 #include "airlock/contract.h"
+#include "airlock/integ.h"
 #include "airlock/net.h"
 #include "decode.h"
 #include "airlock/util.h"
@@ -127,6 +128,7 @@ void run_request_release(struct run_request *r)
 	free(r->secrets);
 	free(r->secret_files);
 	free(r->allow);
+	free(r->integ);
 	al_contract_free(r->contract);
 	memset(r, 0, sizeof(*r));
 }
@@ -151,6 +153,7 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 					    "backend",
 					    "egress_connections",
 					    "egress_bytes",
+					    "integrations",
 					    NULL };
 	memset(r, 0, sizeof(*r));
 	r->o.network = AL_NET_NONE;
@@ -249,6 +252,13 @@ int decode_run(json_t *body, struct run_request *r, struct al_error *err)
 		rc = get_string(body, "network", false, &network, err);
 	if (rc == 0 && network)
 		rc = al_network_parse(network, &r->o.network, err);
+	size_t ni = 0;
+	if (rc == 0)
+		rc = string_array(json_object_get(body, "integrations"), "integrations",
+				  AL_INTEG_RUN_MAX, &r->integ, &ni, err);
+	for (size_t i = 0; rc == 0 && i < ni; i++)
+		rc = al_integ_name_check(r->integ[i], err);
+	r->o.integrations = r->integ;
 	if (rc == 0)
 		rc = get_string(body, "backend", false, &r->o.backend, err);
 	if (rc == 0 && r->o.backend && !al_sandbox_backend_known(r->o.backend))

@@ -20,6 +20,7 @@ struct run_request {
 	const char **argv, **env, **secrets,
 		**secret_files; /* NULL-terminated; "K=V" built in bufs */
 	const char **allow;     /* network.allow, NULL-terminated (borrowed strings) */
+	const char **integ;     /* integrations, NULL-terminated (borrowed strings) */
 	char **bufs;            /* owned: the K=V strings (secret ones wiped on release) */
 	size_t nbufs;
 	bool wait;

@@ -27,6 +27,7 @@
 #include "airlock/store.h"
 #include "delta_private.h"
 #include "gc_private.h"
+#include "integ_private.h"
 #include "ledger_private.h"
 #include "net_private.h"
 #include "run_private.h"
@@ -525,8 +526,9 @@ struct run {
 	json_t *verdict; /* the record's "contract", or NULL */
 	bool blocked;    /* its draft is made blocked */
 	uint64_t contract_ms;
-	const char *backend;        /* the sandbox's ("ns", "vm") */
-	struct al_net_proxy *proxy; /* network egress */
+	const char *backend;          /* the sandbox's ("ns", "vm") */
+	struct al_net_proxy *proxy;   /* network egress */
+	struct al_integ_relay *integ; /* integrations */
 };
 
 static void set_phase(struct run *r, const char *phase)
@@ -569,6 +571,7 @@ static void run_release(struct run *r)
 	}
 	al_overlay_report_release(&r->rep);
 	al_net__proxy_free(r->proxy);
+	al_integ__relay_free(r->integ);
 }
 
 static int put_capture(struct al_cas *cas, int fd, uint64_t size, struct al_oid *out,
@@ -772,6 +775,9 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 	else if (rec && o->network == AL_NET_EGRESS)
 		json_object_set_new(rec, "egress",
 				    json_pack("{s:o}", "allow", strings_json(o->egress_allow)));
+	/* every call through the run's integrations, refused ones too */
+	if (rec && r->integ)
+		json_object_set_new(rec, "integrations", al_integ__relay_json(r->integ));
 	if (rec)
 		json_object_set_new(rec, "outcome", json_string(outcome(r)));
 	return rec;
@@ -1066,6 +1072,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 						 "https_proxy=" AL_NET_PROXY_URL };
 	for (size_t i = 0; i < 4 && o->network == AL_NET_EGRESS && !(x && x->env_exact); i++)
 		env_set(env, proxy_env[i], err);
+	if (o->integrations && o->integrations[0] && !(x && x->env_exact))
+		env_set(env, "AIRLOCK_INTEGRATIONS=" AL_INTEG_URL, err);
 	for (int i = 0; r == 0 && i < nuser; i++)
 		r = env_set(env, o->env[i], err);
 	for (int i = 0; r == 0 && i < nsec; i++)
@@ -1139,6 +1147,12 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
 	    (r = al_run__contracts_load(st, o->project, o->contract, pol.contract_floor,
 					&run.contracts, err)) < 0)
+		goto out;
+	/* the integrations asked for: each granted, its secret opened here */
+	if (o->integrations && o->integrations[0] &&
+	    (r = al_integ__relay_new(st, o->integrations, o->project, o->principal,
+				     run.limits.connections, run.limits.egress_bytes, &run.integ,
+				     err)) < 0)
 		goto out;
 	if (x && x->image)
 		run.image = *x->image;
@@ -1227,6 +1241,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	}
 	struct al_sandbox_spec spec = {
 		.egress = run.proxy,
+		.integ = run.integ,
 		.lowers_fd = run.lowers,
 		.image_dir = run.lower_img,
 		.workspace_dir = run.lower_ws,

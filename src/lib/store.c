@@ -119,6 +119,15 @@ static const char *const meta_migrations[] = {
 	/* 3: a path accepted by hunks keeps their numbers ("1,3"), and its
 	 * outcome may be 'partially_applied' */
 	"ALTER TABLE draft_paths ADD COLUMN hunks TEXT;",
+	/* 4: integrations (integ.h): the secret sealed (AES-256-GCM under the
+	 * secrets key), never in clear; grants to projects and principals */
+	"CREATE TABLE IF NOT EXISTS integrations("
+	"  name TEXT PRIMARY KEY, base_url TEXT NOT NULL, header TEXT NOT NULL,"
+	"  secret BLOB NOT NULL, ca TEXT, keep_bodies INTEGER NOT NULL,"
+	"  insecure INTEGER NOT NULL, created INTEGER NOT NULL, created_by TEXT);"
+	"CREATE TABLE IF NOT EXISTS integration_grants("
+	"  integration TEXT NOT NULL, kind TEXT NOT NULL, who TEXT NOT NULL,"
+	"  PRIMARY KEY(integration, kind, who)) WITHOUT ROWID;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

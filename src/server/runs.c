@@ -7,6 +7,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/image.h"
+#include "airlock/integ.h"
 #include "airlock/policy.h"
 #include "airlock/run.h"
 #include "airlock/store.h"
@@ -109,6 +110,9 @@ int h_run_start(struct req *rq)
 			  ? al_policy_egress(&pol, r->req.o.egress_allow, &err)
 			  : 0) == 0)
 		rc = al_policy_limits(&pol, &r->req.o.limits, &lim, &err);
+	/* integrations: each granted to the project or the principal */
+	if (rc == 0 && r->req.o.integrations && r->req.o.integrations[0])
+		rc = al_integ_usable(st, r->req.o.integrations, project, rq->who.name, &err);
 	/* everything refusable is refused before the first use imports the image */
 	struct al_oid img;
 	if (rc == 0)

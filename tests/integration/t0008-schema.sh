@@ -9,8 +9,8 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
 # the version each database is at now (meta.db 2: project_contracts, 3:
-# draft_paths.hunks; airlock.db 2: the web UI's sessions)
-want() { case $1 in *meta.db) echo 3 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
+# draft_paths.hunks, 4: integrations; airlock.db 2: the web UI's sessions)
+want() { case $1 in *meta.db) echo 4 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
 	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
@@ -49,7 +49,7 @@ v1 1
 is "$(cols)" "volume,path,op,outcome" "a version-1 meta.db: draft_paths without hunks"
 run "$AL" draft list p
 like "$out" "    applied   b.txt" "…it opens: the outcomes decided before are intact"
-is "$(uv "$D/meta.db"):$(cols)" "3:volume,path,op,outcome,hunks" "…brought to version 3: draft_paths.hunks"
+is "$(uv "$D/meta.db"):$(cols)" "4:volume,path,op,outcome,hunks" "…brought to version 4: draft_paths.hunks (and 4: integrations)"
 printf 'one\n1\n2\n3\n4\n5\n6\n7\n8\n9\nlast\n' > "$W/c.txt"; cp "$W/c.txt" "$S/c.txt"
 "$AL" commit p "$S" --base "$("$AL" project head p)" >/dev/null 2>&1
 "$AL" snapshot export "$("$AL" project head p)" "$T/w2" >/dev/null
@@ -63,12 +63,12 @@ like "$("$AL" draft list p)" "partially_applied c.txt \[hunks 2\]" "…recording
 HEAD=$("$AL" project head p)
 v1 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
-is "$(uv "$D/meta.db"):$(cols)" "3:volume,path,op,outcome,hunks" "…and is at version 3 after, with every migration applied"
+is "$(uv "$D/meta.db"):$(cols)" "4:volume,path,op,outcome,hunks" "…and is at version 4 after, with every migration applied"
 # a version-1 meta.db (before project contracts and hunks) gains both, its data intact
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
 printf '{"writable": ["**"]}' > "$T/c.json"
 run "$AL" project contract p --set "$T/c.json"
-is "$rc:$(uv "$D/meta.db"):$(cols)" "0:3:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 3 (project contracts, hunks) on open"
+is "$rc:$(uv "$D/meta.db"):$(cols)" "0:4:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 4 (project contracts, hunks, integrations) on open"
 is "$("$AL" project head p)" "$HEAD" "…its data intact"
 ok "fsck is clean" -- "$AL" fsck
 done_testing

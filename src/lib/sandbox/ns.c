@@ -44,6 +44,7 @@
 #include <netinet/in.h>
 
 #include "airlock/net.h"
+#include "integ_private.h"
 #include "net_private.h"
 #include "sandbox_private.h"
 #include "util.h"
@@ -68,6 +69,7 @@ enum stage {
 	ST_HOSTNAME,
 	ST_LO,
 	ST_PROXY,
+	ST_INTEG,
 	ST_PIVOT,
 	ST_SECRETS,
 	ST_CHDIR,
@@ -99,6 +101,7 @@ static const char *const stage_names[ST_N] = {
 	[ST_HOSTNAME] = "setting the hostname",
 	[ST_LO] = "bringing up loopback",
 	[ST_PROXY] = "opening the egress proxy's socket",
+	[ST_INTEG] = "opening the integrations' socket",
 	[ST_PIVOT] = "pivot_root",
 	[ST_SECRETS] = "writing /run/airlock/secrets",
 	[ST_CHDIR] = "entering /workspace",
@@ -129,6 +132,7 @@ struct child {
 	uint64_t fsize, nproc;
 	bool timens;   /* a time namespace: the clocks start at AL_SANDBOX_BOOT_S */
 	bool egress;   /* listen on 127.0.0.1:AL_NET_PROXY_PORT for the host's proxy */
+	bool integ;    /* and on 127.0.0.1:AL_INTEG_PORT for the integrations' relay */
 	cpu_set_t cpu; /* the CPUs the sandbox runs on (its count is what nproc says) */
 };
 
@@ -451,6 +455,18 @@ static _Noreturn void child_main(const struct child *c)
 		TRY(send_fd(c->sock, l) == 0, ST_PROXY);
 		close(l);
 	}
+	if (c->integ) {
+		/* the integrations' socket, the same way */
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons(AL_INTEG_PORT),
+					  .sin_addr = { htonl(INADDR_LOOPBACK) } };
+		int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		TRY(l >= 0, ST_INTEG);
+		TRY(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 64) == 0,
+		    ST_INTEG);
+		TRY(send_fd(c->sock, l) == 0, ST_INTEG);
+		close(l);
+	}
 
 	TRY(chdir("/tmp/new") == 0, ST_PIVOT);
 	TRY(syscall(SYS_pivot_root, ".", ".") == 0, ST_PIVOT);
@@ -602,7 +618,7 @@ static void close_pair(int p[2])
 
 struct ns_state {
 	int out[2], errp[2], status[2], sock[2];
-	int devnull, init, pidfd, tmpfs, proxy;
+	int devnull, init, pidfd, tmpfs, proxy, integ;
 	pid_t pid;
 	struct al_cgroup cg;
 	struct sock_fprog prog;
@@ -622,8 +638,8 @@ static void ns_release(struct ns_state *s)
 	close_pair(s->errp);
 	close_pair(s->status);
 	close_pair(s->sock);
-	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs, &s->proxy };
-	for (size_t i = 0; i < 5; i++)
+	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs, &s->proxy, &s->integ };
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	al_cgroup__destroy(&s->cg);
@@ -678,6 +694,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	c.egress = spec->network == AL_NET_EGRESS;
 	if (c.egress && !spec->egress)
 		return al_fail(err, AL_EUSAGE, 0, "sandbox: network egress without a proxy");
+	c.integ = spec->integ != NULL;
 	if (!(s->cpus = pick_cpus(l->cpus_milli, &c.cpu)))
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the CPUs this thread may use");
 	s->timens = c.timens;
@@ -778,6 +795,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	s->tmpfs = recv_fd(s->sock[0]);
 	if (c.egress && s->tmpfs >= 0)
 		s->proxy = recv_fd(s->sock[0]);
+	if (c.integ && s->tmpfs >= 0 && (!c.egress || s->proxy >= 0))
+		s->integ = recv_fd(s->sock[0]);
 	struct report rep;
 	ssize_t n;
 	do
@@ -786,12 +805,18 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
 		return al_fail(err, AL_ESANDBOX, rep.err,
 			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
-	if (n != 0 || s->tmpfs < 0 || (c.egress && s->proxy < 0))
+	if (n != 0 || s->tmpfs < 0 || (c.egress && s->proxy < 0) || (c.integ && s->integ < 0))
 		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
 	if (c.egress) {
 		int fd = s->proxy;
 		s->proxy = -1; /* the proxy's from here, even on failure */
 		if ((r = al_net__proxy_start(spec->egress, fd, err)) < 0)
+			return r;
+	}
+	if (c.integ) {
+		int fd = s->integ;
+		s->integ = -1; /* the relay's from here, even on failure */
+		if ((r = al_integ__relay_start(spec->integ, fd, err)) < 0)
 			return r;
 	}
 	return 0;
@@ -873,13 +898,16 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			      .init = -1,
 			      .pidfd = -1,
 			      .tmpfs = -1,
-			      .proxy = -1 };
+			      .proxy = -1,
+			      .integ = -1 };
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);
 		/* every process of the sandbox is dead: its connections end */
 		if (spec->egress)
 			al_net__proxy_stop(spec->egress);
+		if (spec->integ)
+			al_integ__relay_stop(spec->integ);
 		struct statfs fs;
 		if (fstatfs(s.tmpfs, &fs) == 0) {
 			/* within a few blocks of full: a write failed for room */

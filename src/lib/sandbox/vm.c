@@ -874,6 +874,10 @@ static int unpack_result(int result, uint64_t size, const struct al_limits *l, i
 static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
 		  struct al_error *err)
 {
+	if (spec->integ)
+		return al_fail(err, AL_EINVAL, 0,
+			       "sandbox: the vm backend has no integrations' relay yet (use "
+			       "--backend ns for --integration)");
 	struct al_hv_probe hp;
 	driver->probe(&hp, spec->host_uid, spec->host_gid);
 	if (!hp.binary_ok)

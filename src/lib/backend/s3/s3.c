@@ -25,12 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CURL_DISABLE_TYPECHECK
-#include <curl/curl.h>
-
-#include "airlock/dl.h"
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "curl_private.h"
 #include "util.h"
 
 /* what a hostile or broken server can make us hold or fetch */
@@ -38,49 +35,6 @@
 #define S3_MAX_BODY (8u << 20)   /* a listing page or an error document */
 #define HEX_LEN (2 * AL_OID_LEN) /* a key's last segment */
 #define S3_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-static struct {
-	CURLcode (*global_init)(long flags);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
-	CURLcode (*easy_perform)(CURL *c);
-	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
-	void (*easy_reset)(CURL *c);
-	void (*easy_cleanup)(CURL *c);
-	const char *(*easy_strerror)(CURLcode code);
-	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
-	void (*slist_free_all)(struct curl_slist *list);
-} cu;
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
-static struct al_error cu_err;
-static int cu_rc;
-
-static void cu_load(void)
-{
-	const struct dl_sym syms[] = {
-		{ "curl_global_init", DL_SLOT(cu, global_init) },
-		{ "curl_easy_init", DL_SLOT(cu, easy_init) },
-		{ "curl_easy_setopt", DL_SLOT(cu, easy_setopt) },
-		{ "curl_easy_perform", DL_SLOT(cu, easy_perform) },
-		{ "curl_easy_getinfo", DL_SLOT(cu, easy_getinfo) },
-		{ "curl_easy_reset", DL_SLOT(cu, easy_reset) },
-		{ "curl_easy_cleanup", DL_SLOT(cu, easy_cleanup) },
-		{ "curl_easy_strerror", DL_SLOT(cu, easy_strerror) },
-		{ "curl_slist_append", DL_SLOT(cu, slist_append) },
-		{ "curl_slist_free_all", DL_SLOT(cu, slist_free_all) },
-	};
-	cu_rc = dl_load("libcurl.so.4", "libcurl4", syms, ARRAY_SIZE(syms), &cu_err);
-	if (cu_rc == 0 && cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		cu_rc = al_fail(&cu_err, AL_EIO, 0, "curl_global_init failed");
-}
-
-static int cu_ready(struct al_error *err)
-{
-	pthread_once(&cu_once, cu_load);
-	if (cu_rc < 0 && err)
-		*err = cu_err;
-	return cu_rc;
-}
 
 /* ---- configuration ------------------------------------------------------------- */
 
@@ -347,7 +301,7 @@ static size_t on_body(char *p, size_t one, size_t n, void *ctx)
 	(void)one;
 	struct req *q = ctx;
 	long status = 0;
-	cu.easy_getinfo(q->s->h, CURLINFO_RESPONSE_CODE, &status);
+	al__curl.easy_getinfo(q->s->h, CURLINFO_RESPONSE_CODE, &status);
 	if (q->sink && status == 200) {
 		al_sha_update(q->sha, p, n);
 		q->got += n;
@@ -441,7 +395,7 @@ static int perform(struct req *q, const char *method, const char *url, long *sta
 {
 	struct s3 *s = q->s;
 	CURL *h = s->h;
-	cu.easy_reset(h);
+	al__curl.easy_reset(h);
 	struct curl_slist *hdr = NULL;
 	char line[2200];
 	char hex[HEX_LEN + 1];
@@ -449,48 +403,48 @@ static int perform(struct req *q, const char *method, const char *url, long *sta
 	if (put)
 		al_hex(q->id->b, AL_OID_LEN, hex);
 	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", put ? hex : S3_EMPTY_SHA);
-	hdr = cu.slist_append(hdr, line);
+	hdr = al__curl.slist_append(hdr, line);
 	if (s->cfg.session_token[0]) {
 		snprintf(line, sizeof(line), "x-amz-security-token: %s", s->cfg.session_token);
-		hdr = cu.slist_append(hdr, line);
+		hdr = al__curl.slist_append(hdr, line);
 	}
 	if (put)
-		hdr = cu.slist_append(hdr, "Content-Type: application/octet-stream");
+		hdr = al__curl.slist_append(hdr, "Content-Type: application/octet-stream");
 	if (!hdr) {
 		return al_fail(q->err, AL_ENOMEM, ENOMEM, "s3");
 	}
-	cu.easy_setopt(h, CURLOPT_URL, url);
-	cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	cu.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-	cu.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	cu.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-	cu.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)S3_MAX_OBJECT);
-	cu.easy_setopt(h, CURLOPT_USERNAME, s->cfg.access_key);
-	cu.easy_setopt(h, CURLOPT_PASSWORD, s->cfg.secret_key);
-	cu.easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
-	cu.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	cu.easy_setopt(h, CURLOPT_WRITEDATA, q);
+	al__curl.easy_setopt(h, CURLOPT_URL, url);
+	al__curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	al__curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	al__curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	al__curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+	al__curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	al__curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	al__curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)S3_MAX_OBJECT);
+	al__curl.easy_setopt(h, CURLOPT_USERNAME, s->cfg.access_key);
+	al__curl.easy_setopt(h, CURLOPT_PASSWORD, s->cfg.secret_key);
+	al__curl.easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
+	al__curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	al__curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	al__curl.easy_setopt(h, CURLOPT_WRITEDATA, q);
 	if (!strcmp(method, "HEAD")) {
-		cu.easy_setopt(h, CURLOPT_NOBODY, 1L);
+		al__curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (put) {
-		cu.easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		cu.easy_setopt(h, CURLOPT_READFUNCTION, on_send);
-		cu.easy_setopt(h, CURLOPT_READDATA, q);
-		cu.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->size);
+		al__curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		al__curl.easy_setopt(h, CURLOPT_READFUNCTION, on_send);
+		al__curl.easy_setopt(h, CURLOPT_READDATA, q);
+		al__curl.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->size);
 	}
-	CURLcode rc = cu.easy_perform(h);
-	cu.slist_free_all(hdr);
+	CURLcode rc = al__curl.easy_perform(h);
+	al__curl.slist_free_all(hdr);
 	*status = 0;
-	cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	al__curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	if (q->cb_rc < 0)
 		return q->cb_rc;
 	if (rc != CURLE_OK)
 		return al_fail(q->err, rc == CURLE_FILESIZE_EXCEEDED ? AL_ELIMIT : AL_EIO, 0,
 			       "s3: %s %s/%s: %s", method, s->cfg.endpoint, s->cfg.bucket,
-			       cu.easy_strerror(rc));
+			       al__curl.easy_strerror(rc));
 	if (*status == 401 || *status == 403) {
 		char code[80];
 		error_code(&q->body, code, sizeof(code));
@@ -556,7 +510,7 @@ static int head(struct s3 *s, const struct al_oid *id, uint64_t *size, struct al
 	if (status == 404)
 		return 0;
 	curl_off_t len = -1;
-	cu.easy_getinfo(s->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	al__curl.easy_getinfo(s->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
 	if (len < 0)
 		return al_fail(err, AL_EIO, 0, "s3: HEAD answered without a length");
 	*size = (uint64_t)len;
@@ -745,7 +699,7 @@ static void s3_free(struct al_odb_backend *b)
 {
 	struct s3 *s = s3_of(b);
 	if (s->h)
-		cu.easy_cleanup(s->h);
+		al__curl.easy_cleanup(s->h);
 	explicit_bzero(&s->cfg, sizeof(s->cfg));
 	free(s);
 }
@@ -754,7 +708,7 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
 		   struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
-	if (r < 0 || (r = cu_ready(err)) < 0)
+	if (r < 0 || (r = al_curl__ready(err)) < 0)
 		return r;
 	struct s3 *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -762,7 +716,7 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
 	s->cfg = *cfg;
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", cfg->region);
-	s->h = cu.easy_init();
+	s->h = al__curl.easy_init();
 	if (!s->h) {
 		free(s);
 		return al_fail(err, AL_ENOMEM, ENOMEM, "s3: curl");
