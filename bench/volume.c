@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/review.h"
@@ -113,6 +115,55 @@ static int writer(const char *home, int id, int n)
 	}
 	al_store_close(st);
 	return failed;
+}
+
+/* The peer of the writers: the same number of processes, each doing n
+ * one-row transactions on one SQLite database in WAL mode with
+ * synchronous=FULL, on the same disk, waiting on its busy timeout. */
+static int sqlite_writer(const char *path, int id, int n)
+{
+	sqlite3 *db;
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
+			 NULL) != SQLITE_OK)
+		return 1;
+	sqlite3_busy_timeout(db, 120000);
+	int failed = 0;
+	for (int k = 0; k < n; k++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql), "INSERT INTO t(w, k, v) VALUES (%d, %d, 'writer commit')",
+			 id, k);
+		failed += sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK;
+	}
+	sqlite3_close(db);
+	return failed;
+}
+
+static double sqlite_writers(const char *home, int nw, int nc)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/peer.db", home);
+	unlink(path);
+	sqlite3 *db;
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db,
+			 "PRAGMA journal_mode=WAL; CREATE TABLE t(w INTEGER, k INTEGER, v TEXT, "
+			 "PRIMARY KEY (w, k))",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		die("peer", &(struct al_error){ .msg = "sqlite" });
+	sqlite3_close(db);
+	uint64_t t0 = al_now_ns();
+	for (int i = 0; i < nw; i++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(sqlite_writer(path, i, nc) ? 1 : 0);
+	}
+	int status, failed = 0;
+	while (wait(&status) > 0)
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	if (failed)
+		die("peer", &(struct al_error){ .msg = "a writer failed" });
+	return nw * nc / ((double)(al_now_ns() - t0) / 1e9);
 }
 
 /* A 100,000-line ledger (about 5 MB); variant v rewrites every 100th line
@@ -276,6 +327,8 @@ int main(int argc, char **argv)
 	double secs = (double)(al_now_ns() - t0) / 1e9;
 	printf("writers %d x %d commits: %.1f commits/s (%.2f s), %d writers failed\n", nw, nc,
 	       nw * nc / secs, secs, failed);
+	printf("sqlite_writers %d x %d transactions: %.1f tx/s (the peer)\n", nw, nc,
+	       sqlite_writers(home, nw, nc));
 
 	/* replay the log: an unbroken chain, every commit present, every file in the head */
 	if (al_store_open(home, "default", &st, &err) < 0)
