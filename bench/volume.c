@@ -131,8 +131,8 @@ static int sqlite_writer(const char *path, int id, int n)
 	int failed = 0;
 	for (int k = 0; k < n; k++) {
 		char sql[128];
-		snprintf(sql, sizeof(sql), "INSERT INTO t(w, k, v) VALUES (%d, %d, 'writer commit')",
-			 id, k);
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO t(w, k, v) VALUES (%d, %d, 'writer commit')", id, k);
 		failed += sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK;
 	}
 	sqlite3_close(db);
