@@ -110,6 +110,16 @@ static void sweep_stale_batches(int tmpfd)
 	closedir(d);
 }
 
+/* The object digest context, made at first use: making it loads libcrypto's
+ * provider (about 5 M instructions), which a command that reads no object's
+ * bytes (project list, runs) never needs. */
+static struct al_sha *cas_sha(struct al_cas *c)
+{
+	if (!c->sha)
+		c->sha = al_sha_new();
+	return c->sha;
+}
+
 int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 {
 	struct al_cas *c = calloc(1, sizeof(*c));
@@ -150,9 +160,8 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	c->cctx = ZSTD_createCCtx();
 	c->cctx_mt = ZSTD_createCCtx();
 	c->dctx = ZSTD_createDCtx();
-	c->sha = al_sha_new();
 	c->iobuf = malloc(IOBUF);
-	if (!c->cctx || !c->cctx_mt || !c->dctx || !c->sha || !c->iobuf) {
+	if (!c->cctx || !c->cctx_mt || !c->dctx || !c->iobuf) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 		goto fail;
 	}
@@ -625,6 +634,8 @@ int al_cas_put_fd(struct al_cas *c, int fd, uint64_t size, struct al_oid *d, str
 		return al_cas_put(c, buf, (size_t)size, d, err);
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (!cas_sha(c))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	struct loose_writer w = { .fd = -1 };
 	int r = loose_begin(c, &w, err);
 	uint64_t total = 0;
@@ -681,7 +692,9 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 	_cleanup_free_ uint8_t *out = malloc(outsz);
 	if (!out)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
-	struct al_sha *sha = c->sha;
+	struct al_sha *sha = cas_sha(c);
+	if (!sha)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	uint64_t total = 0;
 	size_t last = 1;
 	for (;;) {
