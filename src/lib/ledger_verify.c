@@ -140,11 +140,14 @@ static int verify_entry(struct verifier *v, const char *p, size_t len, struct al
 			if (al_idset_add(&v->drafts, &k) < 0)
 				r = al_fail(err, AL_ENOMEM, ENOMEM, "verify");
 		} else if ((!strcmp(kind, "apply") || !strcmp(kind, "reject")) && draft &&
-			   v->first == 0 && !al_idset_has(&v->drafts, (k = draft_key(draft), &k)))
+			   v->first == 0 && !al_idset_has(&v->drafts, (k = draft_key(draft), &k))) {
+			char q[4 * sizeof(f.draft) + 1]; /* the export's bytes, never raw */
+			al_quote(draft, strlen(draft), q, sizeof(q));
 			r = al_fail(
 				err, AL_ECORRUPT, 0,
 				"entry %lld: %s refers to draft %s, which no earlier entry created",
-				f.seq, kind, draft);
+				f.seq, kind, q);
+		}
 		if (r == 0 && (!strcmp(kind, "commit") || !strcmp(kind, "apply"))) {
 			k = seq_key(f.seq);
 			if (al_idset_add(&v->commits, &k) < 0)

@@ -309,7 +309,17 @@ static void test_verify_references(void **state)
 	append(st, "apply", d);
 	assert_int_equal(verify(st, home2, msg, sizeof(msg)), AL_ECORRUPT);
 	assert_non_null(strstr(msg, "apply refers to draft dB, which no earlier entry created"));
+
 	home_remove(home2, st);
+
+	/* a draft id with a terminal escape (JSON \u001b) is named quoted, never raw */
+	char home3[] = "/tmp/airlock-ledref-XXXXXX";
+	st = home_store(home3);
+	append(st, "reject", "{\"draft\":\"d\\u001b[31m\"}");
+	assert_int_equal(verify(st, home3, msg, sizeof(msg)), AL_ECORRUPT);
+	assert_non_null(strstr(msg, "reject refers to draft d\\x1b[31m, which"));
+	assert_null(strchr(msg, '\033'));
+	home_remove(home3, st);
 }
 
 int main(void)
