@@ -114,18 +114,28 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	 * database (two syncs) and delete it, and the next process to write
 	 * would create it again (two more: its header and the directory):
 	 * four of a CLI run's six syncs. The WAL stays; commits still sync it
-	 * (synchronous), SQLite's automatic checkpoint still bounds it, and
-	 * recovery reads it at the next open, as after a crash. */
+	 * (synchronous), and recovery reads it at the next open, as after a
+	 * crash: the automatic checkpoint bounds it to AL_SQLITE_WAL_BOUND
+	 * bytes, whatever the page size (a database made with 64 KiB pages
+	 * before page sizes were per database checkpoints more often). */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-	char pragmas[320];
-	/* page_size only takes effect when the database is created; large pages
-	 * suit the object pack (rows of KiBs) and cost nothing elsewhere */
+	unsigned page = schema && schema->page_size ? schema->page_size : AL_SQLITE_PAGE;
+	char pragmas[400];
 	snprintf(pragmas, sizeof(pragmas),
-		 "PRAGMA page_size=%d; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA "
-		 "foreign_keys=ON;"
-		 "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=67108864;",
-		 65536, sync == AL_SYNC_FULL ? "FULL" : "NORMAL");
+		 "PRAGMA page_size=%u; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA "
+		 "foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA journal_size_limit=%u;",
+		 page, sync == AL_SYNC_FULL ? "FULL" : "NORMAL", AL_SQLITE_WAL_BOUND);
 	int r = al_sqlite_exec(db, pragmas, err);
+	int psize = 0;
+	sqlite3_stmt *q = NULL;
+	if (r == 0 && (r = al_sqlite_prepare(db, "PRAGMA page_size", &q, err)) == 0 &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		psize = sqlite3_column_int(q, 0); /* the database's own, if it existed */
+	sqlite3_finalize(q);
+	if (r == 0 && psize > 0) {
+		int pages = (int)(AL_SQLITE_WAL_BOUND / (unsigned)psize);
+		sqlite3_wal_autocheckpoint(db, pages > 1 ? pages : 1);
+	}
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);
 	if (r < 0) {

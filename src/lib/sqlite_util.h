@@ -15,12 +15,27 @@ enum al_sync { AL_SYNC_FULL, AL_SYNC_NORMAL };
  * A migration is never edited once released; a change is a new one. */
 struct al_sqlite_schema {
 	const char *const *migrations;
-	unsigned count; /* the version this airlock knows */
+	unsigned count;	    /* the version this airlock knows */
+	unsigned page_size; /* for a new database; 0: AL_SQLITE_PAGE */
 };
-#define AL_SQLITE_SCHEMA(m)                     \
-	{                                       \
-		(m), sizeof(m) / sizeof((m)[0]) \
+#define AL_SQLITE_SCHEMA(m)                        \
+	{                                          \
+		(m), sizeof(m) / sizeof((m)[0]), 0 \
 	}
+#define AL_SQLITE_SCHEMA_PAGES(m, page)               \
+	{                                             \
+		(m), sizeof(m) / sizeof((m)[0]), (page) \
+	}
+
+/* A new database's page size, unless its schema says otherwise: a commit
+ * writes each page it changes whole into the WAL, so small pages keep a
+ * commit's WAL bytes (and what the next open reads back) small. */
+#define AL_SQLITE_PAGE 4096
+/* The WAL's bound in bytes: SQLite checkpoints it into the database once it
+ * holds this much.  The first connection of a process reads the whole WAL
+ * back (recovery, as after a crash, since the last close keeps it: see
+ * al_sqlite_open), so this bounds what every command reads at start. */
+#define AL_SQLITE_WAL_BOUND (1u << 20)
 
 /* Open path in WAL mode with a busy timeout and bring it to schema's version
  * (NULL: no schema).  A database of a newer version than schema knows is

@@ -12,6 +12,7 @@
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -131,11 +132,81 @@ static void test_ledger_key_layouts(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A database's WAL stays within AL_SQLITE_WAL_BOUND (and a commit): every
+ * command's first open reads it all back, since the last close keeps it.
+ * Before the bound, 64 KiB pages let meta.db's WAL reach 64 MiB, read
+ * whole by every run.  A database made with 64 KiB pages keeps them and is
+ * bounded all the same. */
+static const char *const wal_migrations[] = {
+	"CREATE TABLE t(n INTEGER PRIMARY KEY, v BLOB NOT NULL);",
+};
+
+static long wal_after_commits(const char *path, const struct al_sqlite_schema *schema,
+			      int *page_size)
+{
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, schema, &db, &err), 0);
+	char v[3000];
+	memset(v, 'x', sizeof(v));
+	long most = 0;
+	char wal[600];
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	for (int i = 0; i < 400; i++) {
+		sqlite3_stmt *q = NULL;
+		assert_int_equal(al_sqlite_prepare(db, "INSERT INTO t(v) VALUES (?)", &q, &err), 0);
+		sqlite3_bind_blob(q, 1, v, sizeof(v), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		struct stat sb;
+		assert_int_equal(stat(wal, &sb), 0);
+		most = sb.st_size > most ? sb.st_size : most;
+	}
+	sqlite3_stmt *q = NULL;
+	assert_int_equal(al_sqlite_prepare(db, "PRAGMA page_size", &q, &err), 0);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	*page_size = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return most;
+}
+
+static void test_wal_bounded(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wal-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600];
+	int page = 0;
+	/* 400 commits of 3 KB: 1.2 MB of rows, more than the bound */
+	const struct al_sqlite_schema small = AL_SQLITE_SCHEMA(wal_migrations);
+	snprintf(path, sizeof(path), "%s/small.db", dir);
+	long most = wal_after_commits(path, &small, &page);
+	assert_int_equal(page, AL_SQLITE_PAGE);
+	assert_true(most <= 2 * (long)AL_SQLITE_WAL_BOUND);
+
+	const struct al_sqlite_schema big = AL_SQLITE_SCHEMA_PAGES(wal_migrations, 65536);
+	snprintf(path, sizeof(path), "%s/big.db", dir);
+	most = wal_after_commits(path, &big, &page);
+	assert_int_equal(page, 65536);
+	assert_true(most <= 2 * (long)AL_SQLITE_WAL_BOUND); /* 400 pages: 26 MB unbounded */
+
+	/* made with 64 KiB pages, opened with the default: keeps its pages */
+	snprintf(path, sizeof(path), "%s/big.db", dir);
+	most = wal_after_commits(path, &small, &page);
+	assert_int_equal(page, 65536);
+	assert_true(most <= 2 * (long)AL_SQLITE_WAL_BOUND);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tenants_are_separate),
 		cmocka_unit_test(test_ledger_key_layouts),
+		cmocka_unit_test(test_wal_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,8 @@ static const char *const migrations[] = {
 	"  enc INTEGER NOT NULL,"
 	"  data BLOB);",
 };
-static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(migrations);
+/* large pages suit the object pack (rows of KiBs) */
+static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA_PAGES(migrations, 65536);
 
 static int push_batch(struct al_cas *c, struct al_error *err);
 
