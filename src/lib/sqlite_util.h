@@ -15,15 +15,15 @@ enum al_sync { AL_SYNC_FULL, AL_SYNC_NORMAL };
  * A migration is never edited once released; a change is a new one. */
 struct al_sqlite_schema {
 	const char *const *migrations;
-	unsigned count;	    /* the version this airlock knows */
+	unsigned count;     /* the version this airlock knows */
 	unsigned page_size; /* for a new database; 0: AL_SQLITE_PAGE */
 };
 #define AL_SQLITE_SCHEMA(m)                        \
 	{                                          \
 		(m), sizeof(m) / sizeof((m)[0]), 0 \
 	}
-#define AL_SQLITE_SCHEMA_PAGES(m, page)               \
-	{                                             \
+#define AL_SQLITE_SCHEMA_PAGES(m, page)                 \
+	{                                               \
 		(m), sizeof(m) / sizeof((m)[0]), (page) \
 	}
 
