@@ -836,12 +836,17 @@ int srv_main(const struct srv_config *cfg)
 		return al_code_exit(err.code);
 	}
 	al_auth_refusal_window(s.auth, cfg->refusal_window_s);
+	/* Few malloc arenas: each thread (a run, a request) would otherwise
+	 * keep one of its own, and the daemon's memory would not shrink back.
+	 * A fixed mmap threshold: glibc raises it (up to 32 MiB) each time a
+	 * large block is freed, after which a run's large buffers come from
+	 * the heap and stay there as fragments after the run. */
+	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	al_auth_tenant_foreach(s.auth, check_tenant, (void *)cfg, &err);
+	malloc_trim(0); /* the start-up check read each tenant's whole ledger */
 	char ibuf[sizeof(s.init_path)];
 	snprintf(s.init_path, sizeof(s.init_path), "%s", ops_init_path(ibuf, sizeof(ibuf)));
-	/* few malloc arenas: each thread (a run, a request) would otherwise
-	 * keep one of its own, and the daemon's memory would not shrink back */
-	mallopt(M_ARENA_MAX, 2);
 	sched_init(&s.sched, cfg->home, s.init_path, cfg->max_runs, cfg->grace_s);
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
