@@ -196,6 +196,45 @@ static void test_wal_bounded(void **state)
 	most = wal_after_commits(path, &small, &page);
 	assert_int_equal(page, 65536);
 	assert_true(most <= 2 * (long)AL_SQLITE_WAL_BOUND);
+	/* one transaction far past the bound: the WAL does not stay at rest */
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &small, &db, &err), 0);
+	assert_int_equal(al_sqlite_exec(db, "BEGIN IMMEDIATE", &err), 0);
+	char v[3000];
+	memset(v, 'y', sizeof(v));
+	for (int i = 0; i < 2000; i++) {
+		sqlite3_stmt *q = NULL;
+		assert_int_equal(al_sqlite_prepare(db, "INSERT INTO t(v) VALUES (?)", &q, &err), 0);
+		sqlite3_bind_blob(q, 1, v, sizeof(v), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+	}
+	assert_int_equal(al_sqlite_exec(db, "COMMIT", &err), 0);
+	sqlite3_close(db);
+	char wal[700];
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	struct stat sb;
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size <= (long)AL_SQLITE_WAL_BOUND);
+
+	/* a WAL left past the bound (as a crash or an older airlock leaves
+	 * it) is emptied by the next open */
+	sqlite3 *raw = NULL;
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	assert_int_equal(sqlite3_exec(raw,
+				      "PRAGMA wal_autocheckpoint=0; BEGIN; "
+				      "INSERT INTO t(v) SELECT v FROM t LIMIT 1000; COMMIT",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(raw);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size > (long)AL_SQLITE_WAL_BOUND);
+	assert_int_equal(al_sqlite_open(path, &small, &db, &err), 0);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size <= (long)AL_SQLITE_WAL_BOUND);
+	sqlite3_close(db);
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
