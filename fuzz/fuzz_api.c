@@ -5,12 +5,14 @@
  * without '=', an apply request has paths exactly when it selects (each a
  * path, with a non-empty list of hunk numbers from 1 or none), a
  * principal has a valid name and at least one role; a replay request has
- * well-formed secrets, each once. */
+ * well-formed secrets, each once; an integration passes al_integ_check
+ * with its secret, a grant names exactly one project or principal. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "airlock/auth.h"
+#include "airlock/integ.h"
 #include "airlock/volume.h"
 #include "decode.h"
 
@@ -95,6 +97,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *name;
 		if (decode_project(body, &name, &err) == 0 &&
 		    al_project_name_check(name, NULL) != 0)
+			abort();
+		/* the same body as an integration: what is accepted passes the
+		 * library's own check, with its secret, and is never insecure */
+		struct al_integ_spec spec;
+		if (decode_integration(body, &spec, &err) == 0 &&
+		    (!spec.secret || spec.insecure || al_integ_check(&spec, &err) != 0))
+			abort();
+		const char *project, *principal;
+		if (decode_integration_grant(body, &project, &principal, &err) == 0 &&
+		    (!project == !principal ||
+		     (project ? al_project_name_check(project, NULL)
+			      : al_principal_name_check(principal, NULL)) != 0))
 			abort();
 		break;
 	}

@@ -1,5 +1,7 @@
 /* airlock admin integration: credentials bound to a base URL, used on the
- * host on a run's behalf (include/airlock/integ.h).  Local home only. */
+ * host on a run's behalf (include/airlock/integ.h).  On the local home, or
+ * with --server through the API's /integrations routes (docs/api.md): the
+ * same checks, outputs and exit codes. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -35,7 +37,8 @@ static const char create_help[] =
 	"                      system's)\n"
 	"  --keep-bodies       keep each call's request and response bodies in the run's\n"
 	"                      record (default: their sha256 only)\n"
-	"  --insecure          allow an http:// URL to a loopback address (tests)\n";
+	"  --insecure          allow an http:// URL to a loopback address (tests; a local\n"
+	"                      home only: the daemon refuses it)\n";
 
 static const char grant_help[] =
 	"usage: airlock admin integration grant NAME PROJECT|--principal P [--json]\n"
@@ -101,6 +104,30 @@ static int read_secret(const char *path, char *out, size_t n, struct al_error *e
 	return 0;
 }
 
+/* POST /integrations: the secret leaves in this request's body only */
+static int create_remote(struct cli *cli, const struct al_integ_spec *spec)
+{
+	json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:b}", "name", spec->name, "base_url",
+				 spec->base_url, "header", spec->header, "secret", spec->secret,
+				 "keep_bodies", spec->keep_bodies);
+	struct al_error err = { 0 };
+	if (!body)
+		return al_fail(&err, AL_ENOMEM, ENOMEM, "out of memory"), cli_error(cli, &err);
+	if (spec->ca_pem)
+		json_object_set_new(body, "ca_pem", json_string(spec->ca_pem));
+	if (spec->insecure)
+		json_object_set_new(body, "insecure", json_true());
+	json_t *doc = NULL;
+	int r = cli_http(cli, "POST", "/integrations", body, NULL, NULL, &doc, &err);
+	json_t *sv = json_object_get(body, "secret");
+	OPENSSL_cleanse((char *)json_string_value(sv), json_string_length(sv));
+	json_decref(body);
+	if (r < 0)
+		return cli_remote_error(cli, &err, doc);
+	json_decref(doc);
+	return 0;
+}
+
 static int create(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -135,8 +162,6 @@ static int create(struct cli *cli, int argc, char **argv)
 		return cli_usage(cli, "expected one integration NAME");
 	if (!spec.base_url || !spec.header)
 		return cli_usage(cli, "expected --base-url URL and --header \"NAME: VALUE\"");
-	if (cli->server)
-		return cli_local_only(cli);
 	spec.name = argv[optind];
 	spec.actor = cli_author(NULL);
 	struct al_error err = { 0 };
@@ -153,10 +178,12 @@ static int create(struct cli *cli, int argc, char **argv)
 	struct al_store *st = NULL;
 	int rc = 0;
 	if (read_secret(secret_file, secret, sizeof(secret), &err) < 0 ||
-	    cli_open(cli, &st, &err) < 0)
+	    (!cli->server && cli_open(cli, &st, &err) < 0))
 		rc = cli_error(cli, &err);
 	spec.secret = secret;
-	if (!rc && al_integ_create(st, &spec, &err) < 0)
+	if (!rc && cli->server)
+		rc = create_remote(cli, &spec);
+	else if (!rc && al_integ_create(st, &spec, &err) < 0)
 		rc = cli_error(cli, &err);
 	OPENSSL_cleanse(secret, sizeof(secret));
 	free(ca);
@@ -192,14 +219,24 @@ static int grant(struct cli *cli, int argc, char **argv)
 	}
 	if (optind + (principal ? 1 : 2) != argc)
 		return cli_usage(cli, "expected NAME and a PROJECT or --principal P");
-	if (cli->server)
-		return cli_local_only(cli);
 	const char *name = argv[optind], *project = principal ? NULL : argv[optind + 1];
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	int rc = 0;
-	if (cli_open(cli, &st, &err) < 0 ||
-	    al_integ_grant(st, name, project, principal, cli_author(NULL), &err) < 0)
+	if (cli->server) {
+		char path[256], esc[200];
+		snprintf(path, sizeof(path), "/integrations/%s/grants",
+			 cli_path_escape(name, esc, sizeof(esc)));
+		json_t *body = json_pack("{s:s}", project ? "project" : "principal",
+					 project ? project : principal),
+		       *doc = NULL;
+		int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
+		json_decref(body);
+		if (r < 0)
+			return cli_remote_error(cli, &err, doc);
+		json_decref(doc);
+	} else if (cli_open(cli, &st, &err) < 0 ||
+		   al_integ_grant(st, name, project, principal, cli_author(NULL), &err) < 0)
 		rc = cli_error(cli, &err);
 	al_store_close(st);
 	if (rc)
@@ -245,7 +282,7 @@ static int listing(struct cli *cli, int argc, char **argv, const char *help, int
 	if (rc >= 0)
 		return rc;
 	if (cli->server)
-		return cli_local_only(cli);
+		return cli_remote_get(cli, "/integrations", out);
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	rc = -1;
@@ -274,9 +311,24 @@ static int list(struct cli *cli, int argc, char **argv)
 static int show(struct cli *cli, int argc, char **argv)
 {
 	json_t *arr = NULL;
-	int rc = listing(cli, argc, argv, show_help, 1, &arr);
-	if (rc >= 0)
-		return rc;
+	if (cli->server) {
+		int rc = cli_simple_opts(cli, argc, argv, show_help, 1);
+		if (rc >= 0)
+			return rc;
+		char path[256], esc[200];
+		snprintf(path, sizeof(path), "/integrations/%s",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
+		json_t *doc = NULL;
+		if ((rc = cli_remote_get(cli, path, &doc)) >= 0)
+			return rc;
+		arr = json_array();
+		json_array_append_new(arr, doc);
+	} else {
+		int rc = listing(cli, argc, argv, show_help, 1, &arr);
+		if (rc >= 0)
+			return rc;
+	}
+	int rc;
 	const char *name = argv[optind];
 	size_t i;
 	json_t *o, *found = NULL;
@@ -304,13 +356,19 @@ static int delete (struct cli *cli, int argc, char **argv)
 	int rc = cli_simple_opts(cli, argc, argv, delete_help, 1);
 	if (rc >= 0)
 		return rc;
-	if (cli->server)
-		return cli_local_only(cli);
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	rc = 0;
-	if (cli_open(cli, &st, &err) < 0 ||
-	    al_integ_delete(st, argv[optind], cli_author(NULL), &err) < 0)
+	if (cli->server) {
+		char path[256], esc[200];
+		snprintf(path, sizeof(path), "/integrations/%s",
+			 cli_path_escape(argv[optind], esc, sizeof(esc)));
+		json_t *doc = NULL;
+		if (cli_http(cli, "DELETE", path, NULL, NULL, NULL, &doc, &err) < 0)
+			return cli_remote_error(cli, &err, doc);
+		json_decref(doc);
+	} else if (cli_open(cli, &st, &err) < 0 ||
+		   al_integ_delete(st, argv[optind], cli_author(NULL), &err) < 0)
 		rc = cli_error(cli, &err);
 	al_store_close(st);
 	if (rc)

@@ -544,3 +544,54 @@ int decode_project(json_t *body, const char **name, struct al_error *err)
 		rc = al_project_name_check(*name, err);
 	return rc;
 }
+
+int decode_integration(json_t *body, struct al_integ_spec *s, struct al_error *err)
+{
+	static const char *const keys[] = { "name",   "base_url",    "header",   "secret",
+					    "ca_pem", "keep_bodies", "insecure", NULL };
+	memset(s, 0, sizeof(*s));
+	json_t *kb = json_object_get(body, "keep_bodies"), *in = json_object_get(body, "insecure");
+	int rc = known_keys(body, keys, "integration", err);
+	if (rc == 0)
+		rc = get_string(body, "name", true, &s->name, err);
+	if (rc == 0)
+		rc = get_string(body, "base_url", true, &s->base_url, err);
+	if (rc == 0)
+		rc = get_string(body, "header", true, &s->header, err);
+	if (rc == 0)
+		rc = get_string(body, "secret", true, &s->secret, err);
+	if (rc == 0)
+		rc = get_string(body, "ca_pem", false, &s->ca_pem, err);
+	if (rc == 0 && ((kb && !json_is_boolean(kb)) || (in && !json_is_boolean(in))))
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "fields 'keep_bodies' and 'insecure': expected true or false");
+	s->keep_bodies = json_is_true(kb);
+	s->insecure = json_is_true(in);
+	/* http:// to the server's own loopback is a local home's test aid: a
+	 * tenant's admin does not get to aim the daemon at its host's services */
+	if (rc == 0 && s->insecure)
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "integration: 'insecure' (http:// to a loopback address) is for a "
+			     "local home only, not over the API");
+	if (rc == 0)
+		rc = al_integ_check(s, err);
+	return rc;
+}
+
+int decode_integration_grant(json_t *body, const char **project, const char **principal,
+			     struct al_error *err)
+{
+	static const char *const keys[] = { "project", "principal", NULL };
+	int rc = known_keys(body, keys, "integration grant", err);
+	if (rc == 0)
+		rc = get_string(body, "project", false, project, err);
+	if (rc == 0)
+		rc = get_string(body, "principal", false, principal, err);
+	if (rc == 0 && !*project == !*principal)
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "integration grant: exactly one of 'project' and 'principal'");
+	if (rc == 0)
+		rc = *project ? al_project_name_check(*project, err)
+			      : al_principal_name_check(*principal, err);
+	return rc;
+}

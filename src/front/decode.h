@@ -62,6 +62,15 @@ int decode_token(json_t *body, int64_t *ttl, struct al_error *err);
 /* {"name": "..."} */
 int decode_project(json_t *body, const char **name, struct al_error *err);
 
+/* An integration: {name, base_url, header, secret, ca_pem?, keep_bodies?,
+ * insecure?} (insecure true refused: the API's daemon is not a local home),
+ * checked as al_integ_check does; strings borrowed from body. */
+struct al_integ_spec;
+int decode_integration(json_t *body, struct al_integ_spec *s, struct al_error *err);
+/* {"project": P} or {"principal": P}: exactly one (the other NULL). */
+int decode_integration_grant(json_t *body, const char **project, const char **principal,
+			     struct al_error *err);
+
 /* Parse a body: an object, no duplicate keys. */
 int decode_body(const char *p, size_t n, json_t **out, struct al_error *err);
 

@@ -7,6 +7,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -626,4 +629,80 @@ bool al_archive_written_ok(struct archive *w, int rc)
 	 * names as bytes */
 	const char *m = rc == ARCHIVE_WARN ? dl_archive.error_string(w) : NULL;
 	return m && strncmp(m, "Can't translate ", 16) == 0;
+}
+
+/* ---- fds over a Unix socket -------------------------------------------------------- */
+
+#define FD_RECV_MAX 16 /* room for a hostile sender's extra fds, all closed */
+
+int al_fd_recv(int sock, int timeout_ms)
+{
+	struct pollfd pf = { sock, POLLIN, 0 };
+	int pr;
+	do
+		pr = poll(&pf, 1, timeout_ms);
+	while (pr < 0 && errno == EINTR);
+	if (pr == 0)
+		errno = ETIMEDOUT;
+	if (pr <= 0)
+		return -1;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(FD_RECV_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	int fd = -1, got = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+		    cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (got++ == 0)
+				fd = f;
+			else
+				close(f);
+		}
+	}
+	if (n == 1 && got == 1 && !(msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	errno = EBADMSG;
+	return -1;
+}
+
+int al_fd_is_listener(int fd, int family)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		errno = ENOTSOCK;
+		return -1;
+	}
+	int dom = -1, type = -1, proto = -1, acc = 0;
+	socklen_t l1 = sizeof(dom), l2 = sizeof(type), l3 = sizeof(proto), l4 = sizeof(acc);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l1) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l2) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l3) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l4) < 0)
+		return -1;
+	if (dom != family || type != SOCK_STREAM || proto != IPPROTO_TCP || !acc) {
+		errno = EPROTOTYPE;
+		return -1;
+	}
+	return 0;
 }

@@ -31,6 +31,17 @@ static inline void al__sha_freep(struct al_sha **s)
 }
 #define _cleanup_sha_ _cleanup_(al__sha_freep)
 
+/* fds handed over a Unix socket (SCM_RIGHTS) by a process we do not trust
+ * more than the sandbox: al_fd_recv takes exactly one fd with a one-byte
+ * message, waiting at most timeout_ms (errno ETIMEDOUT); anything else (no
+ * fd, two, two messages, a truncated control message) is refused with
+ * EBADMSG and every fd that arrived is closed.  The fd is O_CLOEXEC. */
+int al_fd_recv(int sock, int timeout_ms);
+/* Is fd a listening TCP socket of family (AF_INET, AF_INET6)?  0, or -1
+ * with errno ENOTSOCK (not a socket: a pipe, a FIFO, a file) or EPROTOTYPE
+ * (another family or type, or not listening). */
+int al_fd_is_listener(int fd, int family);
+
 /* files */
 int al_mkdir_p(const char *path, mode_t mode, struct al_error *err);
 int al_fsync_dir(int dirfd_or_neg, const char *path, struct al_error *err);

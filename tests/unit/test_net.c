@@ -1,7 +1,11 @@
 /* net: allow entries (what parses, what covers what, special addresses
  * covered only by themselves) and the proxy's reading of hostile
  * ClientHellos, on loopback: a tunnel forwards only a well-formed
- * ClientHello in one record whose SNI is the allowed name. */
+ * ClientHello in one record whose SNI is the allowed name.  And the
+ * hand-over of the proxy's listening socket from the sandbox's setup
+ * (al_fd_recv, al_fd_is_listener): a hostile sender's pipe, FIFO, Unix or
+ * UDP socket, connected socket, extra fds, truncated control message or
+ * silence is refused, and nothing it sent stays open. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,12 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "airlock/net.h"
 #include "net_private.h"
+#include "util.h"
 
 static void test_allow_check(void **state)
 {
@@ -277,12 +287,167 @@ static void test_proxy_hello(void **state)
 	close(ul);
 }
 
+/* ---- the listening socket's hand-over ---------------------------------------------- */
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* one byte with nfds fds, in ncmsg control messages (the fds split evenly) */
+static void send_fds(int sock, const int *fds, int nfds, int ncmsg)
+{
+	char byte = 'x';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	char buf[CMSG_SPACE(32 * sizeof(int)) * 2];
+	memset(buf, 0, sizeof(buf));
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		int per = nfds / ncmsg;
+		msg.msg_control = buf;
+		msg.msg_controllen = (size_t)ncmsg * CMSG_SPACE((size_t)per * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		for (int i = 0; i < ncmsg; i++, cm = CMSG_NXTHDR(&msg, cm)) {
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN((size_t)per * sizeof(int));
+			memcpy(CMSG_DATA(cm), fds + i * per, (size_t)per * sizeof(int));
+		}
+	}
+	assert_int_equal(sendmsg(sock, &msg, MSG_NOSIGNAL), 1);
+}
+
+static int tcp_listener(struct sockaddr_in *sa)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t sl = sizeof(*sa);
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)sa, &sl), 0);
+	return l;
+}
+
+/* What the receiver makes of one fd sent alone: the errno of the check,
+ * 0 if it is accepted. */
+static int handed(int fd)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	send_fds(sv[1], &fd, 1, 1);
+	int got = al_fd_recv(sv[0], 1000);
+	assert_true(got >= 0);
+	assert_true(fcntl(got, F_GETFD) & FD_CLOEXEC);
+	errno = 0;
+	int r = al_fd_is_listener(got, AF_INET) < 0 ? errno : 0;
+	close(got);
+	close(sv[0]);
+	close(sv[1]);
+	return r;
+}
+
+static void test_fd_handover(void **state)
+{
+	(void)state;
+	struct sockaddr_in sa;
+	int l = tcp_listener(&sa);
+	assert_int_equal(handed(l), 0); /* the one thing accepted */
+
+	int pp[2];
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	assert_int_equal(handed(pp[0]), ENOTSOCK);
+	char fifo[] = "/tmp/al-test-fifo-XXXXXX";
+	int tf = mkstemp(fifo);
+	assert_true(tf >= 0);
+	assert_int_equal(handed(tf), ENOTSOCK); /* a file */
+	close(tf);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int ff = open(fifo, O_RDWR | O_CLOEXEC);
+	assert_true(ff >= 0);
+	assert_int_equal(handed(ff), ENOTSOCK);
+	close(ff);
+	unlink(fifo);
+
+	int ul = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un su = { .sun_family = AF_UNIX };
+	snprintf(su.sun_path + 1, sizeof(su.sun_path) - 1, "al-test-%d", (int)getpid());
+	assert_int_equal(bind(ul, (struct sockaddr *)&su, sizeof(su)), 0);
+	assert_int_equal(listen(ul, 1), 0);
+	assert_int_equal(handed(ul), EPROTOTYPE); /* a listening Unix socket */
+	close(ul);
+	int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(handed(udp), EPROTOTYPE);
+	close(udp);
+	int cs = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(cs, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(handed(cs), EPROTOTYPE); /* connected, not listening */
+	int as = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_int_equal(handed(as), EPROTOTYPE); /* an accepted one */
+	close(as);
+	close(cs);
+
+	/* the message itself: no fd, two in one, two messages, more than
+	 * fit (MSG_CTRUNC), silence; nothing that arrived stays open */
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	int before = open_fds();
+	send_fds(sv[1], NULL, 0, 0);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 1000), -1);
+	assert_int_equal(errno, EBADMSG);
+	int two[2] = { l, pp[0] };
+	send_fds(sv[1], two, 2, 1);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 1000), -1);
+	assert_int_equal(errno, EBADMSG);
+	assert_int_equal(open_fds(), before);
+	send_fds(sv[1], two, 2, 2);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 1000), -1);
+	assert_int_equal(errno, EBADMSG);
+	assert_int_equal(open_fds(), before);
+	int many[32];
+	for (int i = 0; i < 32; i++)
+		many[i] = l;
+	send_fds(sv[1], many, 32, 1);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 1000), -1);
+	assert_int_equal(errno, EBADMSG); /* 32 fds: the control message is cut */
+	assert_int_equal(open_fds(), before);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 200), -1);
+	assert_int_equal(errno, ETIMEDOUT); /* a sender that sends nothing */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	close(sv[1]);
+	errno = 0;
+	assert_int_equal(al_fd_recv(sv[0], 1000), -1); /* the sender left */
+	assert_int_equal(open_fds(), before - 1);
+	close(sv[0]);
+	close(pp[0]);
+	close(pp[1]);
+	close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow_check),
 		cmocka_unit_test(test_covers),
 		cmocka_unit_test(test_proxy_hello),
+		cmocka_unit_test(test_fd_handover),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -347,6 +347,10 @@ static int send_fd(int sock, int fd)
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
+/* The setup's listening sockets come after its tmpfs; a setup that sends
+ * nothing for this long is taken as stuck. */
+#define SETUP_FD_TIMEOUT_MS (120 * 1000)
+
 static int recv_fd(int sock)
 {
 	char byte;
@@ -793,10 +797,21 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (write(s->sock[0], "g", 1) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
 	s->tmpfs = recv_fd(s->sock[0]);
-	if (c.egress && s->tmpfs >= 0)
-		s->proxy = recv_fd(s->sock[0]);
-	if (c.integ && s->tmpfs >= 0 && (!c.egress || s->proxy >= 0))
-		s->integ = recv_fd(s->sock[0]);
+	/* the listening sockets: made by the setup in the sandbox's network
+	 * namespace; checked as hostile (a pipe or any other fd, or more than
+	 * one, would otherwise become the proxy's) */
+	if (c.egress && s->tmpfs >= 0 &&
+	    (s->proxy = al_fd_recv(s->sock[0], SETUP_FD_TIMEOUT_MS)) >= 0 &&
+	    al_fd_is_listener(s->proxy, AF_INET) < 0)
+		return al_fail(err, AL_ESANDBOX, errno,
+			       "sandbox: the egress socket handed over is not a listening TCP "
+			       "socket");
+	if (c.integ && s->tmpfs >= 0 && (!c.egress || s->proxy >= 0) &&
+	    (s->integ = al_fd_recv(s->sock[0], SETUP_FD_TIMEOUT_MS)) >= 0 &&
+	    al_fd_is_listener(s->integ, AF_INET) < 0)
+		return al_fail(err, AL_ESANDBOX, errno,
+			       "sandbox: the integrations' socket handed over is not a listening "
+			       "TCP socket");
 	struct report rep;
 	ssize_t n;
 	do
