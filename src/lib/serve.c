@@ -54,7 +54,8 @@ int al_serve__admit(struct al_serve *s, int fd)
 {
 	pthread_mutex_lock(s->mu);
 	struct al_serve_conn *c = NULL;
-	if (s->stopping || !(c = calloc(1, sizeof(*c))) || !(c->ctx = s->ops->admit(s->owner, fd))) {
+	if (s->stopping || !(c = calloc(1, sizeof(*c))) ||
+	    !(c->ctx = s->ops->admit(s->owner, fd))) {
 		pthread_mutex_unlock(s->mu);
 		free(c);
 		close(fd);
