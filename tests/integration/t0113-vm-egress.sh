@@ -79,3 +79,4 @@ run H run p --backend vm --json --image curl --network egress --allow web.airloc
 is "$(echo "$out" | J 'e=d["egress"]; print(len(e["connections"]), e["connections_over_limit"])')" "2 2" \
 	"past --egress-connections 2 a connection from the VM is refused and counted"
 like "$(echo "$out" | field stdout.text)" "^200 200 000 000" "…the first two answered, the others closed"
+done_testing

@@ -79,3 +79,4 @@ like "$AUD" "\"path\":\"/gh/issues\"" "the calls are in the run's ledger entry"
 ok "the ledger verifies" -- "$AL" audit verify
 ok "the secret is nowhere in the record, the ledger or the home (nor its base64)" -- bash -c '
 	! printf "%s" "$1" | grep -q -e "$2" && ! grep -r -a -q -e "$2" -e "$(printf %s "$2" | base64)" "$AIRLOCK_HOME"' _ "$REC" "$SECRET"
+done_testing
