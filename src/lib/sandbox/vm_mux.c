@@ -184,6 +184,8 @@ static int on_open(struct al_mux *m, uint32_t id, const uint8_t *p, uint32_t len
 
 static int on_frame(struct al_mux *m, uint8_t type, uint32_t id, const uint8_t *p, uint32_t len)
 {
+	if (type < AL_MUX_OPEN || type > AL_MUX_CREDIT)
+		return violation(m, "an unknown frame type", id);
 	if (type == AL_MUX_OPEN)
 		return on_open(m, id, p, len);
 	if (id == 0 || id > m->last_id)
