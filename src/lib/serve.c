@@ -1,6 +1,7 @@
 /* The threaded connection server of the run's host-side services
  * (serve_private.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +44,13 @@ static void *conn_main(void *arg)
 {
 	struct al_serve_conn *c = arg;
 	pthread_mutex_t *mu = c->s->mu;
+	/* a peer gone mid-write is EPIPE for this connection, never the
+	 * process's death (splice has no MSG_NOSIGNAL); threads it starts
+	 * inherit the mask */
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	c->s->ops->serve(c->ctx);
 	pthread_mutex_lock(mu);
 	conn_done(c, true); /* frees c */

@@ -190,14 +190,14 @@ static void test_hostile_frames(void **state)
 	} cases[16];
 	size_t nc = 0;
 	uint8_t four[4] = { 0, 0, 0, 1 };
-#define CASE(w, ...)                                                  \
-	do {                                                          \
-		cases[nc].why = w;                                    \
-		size_t off = 0;                                       \
-		uint8_t *b = cases[nc].bytes;                         \
-		(void)b;                                              \
-		__VA_ARGS__;                                          \
-		cases[nc++].n = off;                                  \
+#define CASE(w, ...)                          \
+	do {                                  \
+		cases[nc].why = w;            \
+		size_t off = 0;               \
+		uint8_t *b = cases[nc].bytes; \
+		(void)b;                      \
+		__VA_ARGS__;                  \
+		cases[nc++].n = off;          \
 	} while (0)
 	CASE("an unknown frame type", off += frame(b, 9, 1, NULL, 0));
 	CASE("an unknown frame type", off += frame(b, 0, 1, NULL, 0));
@@ -231,7 +231,8 @@ static void test_hostile_frames(void **state)
 		rig_up(&r);
 		int rc = al_mux_feed(r.m, cases[i].bytes, cases[i].n);
 		if (rc != -1 || !strstr(r.m->error, cases[i].why))
-			fail_msg("case %zu (%s): rc %d, error '%s'", i, cases[i].why, rc, r.m->error);
+			fail_msg("case %zu (%s): rc %d, error '%s'", i, cases[i].why, rc,
+				 r.m->error);
 		/* over: nothing more is taken, the step says so */
 		assert_int_equal(al_mux_feed(r.m, (const uint8_t *)"", 0), -1);
 		assert_int_equal(pump(&r, 1), -1);

@@ -22,8 +22,7 @@ static void set_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t),
-		 void *ctx)
+void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t), void *ctx)
 {
 	memset(m, 0, sizeof(*m));
 	m->chan = chan;
@@ -237,8 +236,7 @@ static int on_frame(struct al_mux *m, uint8_t type, uint32_t id, const uint8_t *
 		s->credit += c;
 		return 0;
 	}
-	default:
-		return violation(m, "an unknown frame type", id);
+	default: return violation(m, "an unknown frame type", id);
 	}
 }
 
@@ -251,7 +249,8 @@ int al_mux_feed(struct al_mux *m, const uint8_t *p, size_t n)
 		if (m->inlen >= AL_MUX_HDR) {
 			uint32_t len = get32(m->in + 5);
 			if (len > AL_MUX_FRAME_MAX)
-				return violation(m, "a frame over the size limit", get32(m->in + 1));
+				return violation(m, "a frame over the size limit",
+						 get32(m->in + 1));
 			want += len;
 		}
 		size_t k = want - m->inlen < n ? want - m->inlen : n;
@@ -403,9 +402,9 @@ int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n)
 			slot_free(m, s);
 	}
 	while (m->outlen) {
-		ssize_t w = m->chan_sock ? send(m->chan, m->out + m->outoff, m->outlen,
-						MSG_NOSIGNAL)
-					 : write(m->chan, m->out + m->outoff, m->outlen);
+		ssize_t w = m->chan_sock
+				    ? send(m->chan, m->out + m->outoff, m->outlen, MSG_NOSIGNAL)
+				    : write(m->chan, m->out + m->outoff, m->outlen);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN)

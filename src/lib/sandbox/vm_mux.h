@@ -70,8 +70,7 @@ struct al_mux {
 };
 
 /* chan: the channel (made nonblocking here). */
-void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t),
-		 void *ctx);
+void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t), void *ctx);
 /* Guest: carry the accepted connection fd (owned from here) to target: 0,
  * or -1 when every stream is in use (fd closed). */
 int al_mux_add(struct al_mux *m, int fd, uint8_t target);
