@@ -714,7 +714,7 @@ static bool token_char(char ch)
 
 /* The TLS ClientHello's host_name (RFC 6066), "" if it has none: 0, or -1
  * when the bytes are not one ClientHello in one record. */
-static int hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
+int al_net__hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
 {
 	sni[0] = 0;
 	if (n < 9 || b[0] != 0x16 || b[5] != 0x01)
@@ -836,7 +836,7 @@ static void tunnel(struct conn *c, const struct rule *t)
 		set_reason(c->rec, "refused",
 			   "a tunnel carries TLS only (plain HTTP goes through the proxy as "
 			   "http://)");
-	else if (n < want || hello_sni(hello, n, sni, sizeof(sni)) < 0)
+	else if (n < want || al_net__hello_sni(hello, n, sni, sizeof(sni)) < 0)
 		set_reason(c->rec, "refused", "not a TLS ClientHello in one record");
 	else if (t->ip && sni[0])
 		set_reason(c->rec, "refused", "TLS SNI '%s' in a tunnel to the address %s", sni,

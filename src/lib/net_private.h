@@ -30,4 +30,9 @@ void al_net__proxy_stop(struct al_net_proxy *p);
 json_t *al_net__proxy_json(struct al_net_proxy *p);
 void al_net__proxy_free(struct al_net_proxy *p);
 
+/* The TLS ClientHello's host_name (RFC 6066) into sni (sn bytes), "" if it
+ * has none: 0, or -1 when b is not exactly one ClientHello in one record
+ * (a tunnel's first bytes; fuzz/fuzz_proxy.c). */
+int al_net__hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn);
+
 #endif
