@@ -31,12 +31,12 @@ static int fuzz_connect(void *ctx, uint8_t target)
 	return sv[0];
 }
 
-static void check(const struct al_mux *m)
+static void check(const struct al_vm_mux *m)
 {
 	if (m->outoff + m->outlen > AL_MUX_OUT_MAX || m->nopen > AL_MUX_STREAMS_MAX)
 		abort();
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++) {
-		const struct al_mux_stream *s = &m->st[i];
+		const struct al_vm_mux_stream *s = &m->st[i];
 		if (s->fd >= 0 && (s->boff + s->blen > AL_MUX_WINDOW || s->room > AL_MUX_WINDOW ||
 				   s->credit > AL_MUX_WINDOW))
 			abort();
@@ -48,33 +48,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return 0;
-	struct al_mux *m = malloc(sizeof(*m));
+	struct al_vm_mux *m = malloc(sizeof(*m));
 	if (!m)
 		abort();
 	nservers = 0;
-	al_mux_init(m, sv[0], true, fuzz_connect, NULL);
+	al_vm__mux_init(m, sv[0], true, fuzz_connect, NULL);
 	/* the first byte says where to split the rest */
 	size_t cut = size ? data[0] * size / 256 : 0;
 	const uint8_t *p = size ? data + 1 : data;
 	size_t n = size ? size - 1 : 0;
 	if (cut > n)
 		cut = n;
-	if (al_mux_feed(m, p, cut) == 0) {
+	if (al_vm__mux_feed(m, p, cut) == 0) {
 		check(m);
 		struct pollfd pf[AL_MUX_POLLFDS];
-		size_t k = al_mux_pollfds(m, pf);
+		size_t k = al_vm__mux_pollfds(m, pf);
 		poll(pf, k, 0);
-		al_mux_step(m, pf, k);
+		al_vm__mux_step(m, pf, k);
 		check(m);
-		if (al_mux_feed(m, p + cut, n - cut) == 0) {
+		if (al_vm__mux_feed(m, p + cut, n - cut) == 0) {
 			check(m);
-			k = al_mux_pollfds(m, pf);
+			k = al_vm__mux_pollfds(m, pf);
 			poll(pf, k, 0);
-			al_mux_step(m, pf, k);
+			al_vm__mux_step(m, pf, k);
 			check(m);
 		}
 	}
-	al_mux_release(m);
+	al_vm__mux_release(m);
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++)
 		if (m->st[i].fd != -1)
 			abort();

@@ -457,7 +457,7 @@ static void loopback(void)
 #define PROXY_PORT 3128
 #define INTEG_PORT 3129
 
-static struct al_mux mux;
+static struct al_vm_mux mux;
 static int relay_listen[2] = { -1, -1 };
 static bool relay_live;
 
@@ -483,7 +483,7 @@ static void relay_start(const struct run *r, struct devs *d)
 	int chan = open(d->relay, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (chan < 0)
 		die("relay port");
-	al_mux_init(&mux, chan, false, NULL, NULL);
+	al_vm__mux_init(&mux, chan, false, NULL, NULL);
 	if (r->relay & 1)
 		relay_listen[AL_MUX_TO_PROXY] = listen_on(PROXY_PORT);
 	if (r->relay & 2)
@@ -493,7 +493,7 @@ static void relay_start(const struct run *r, struct devs *d)
 
 static void relay_end(void)
 {
-	al_mux_release(&mux);
+	al_vm__mux_release(&mux);
 	for (int t = 0; t < 2; t++)
 		if (relay_listen[t] >= 0) {
 			close(relay_listen[t]);
@@ -919,7 +919,7 @@ int main(int argc, char **argv)
 		p[1] = (struct pollfd){ cancelled ? -1 : ctl, POLLIN, 0 };
 		for (int k = 0; k < 2; k++)
 			p[2 + k] = (struct pollfd){ relay_live ? relay_listen[k] : -1, POLLIN, 0 };
-		size_t nm = relay_live ? al_mux_pollfds(&mux, p + 4) : 0;
+		size_t nm = relay_live ? al_vm__mux_pollfds(&mux, p + 4) : 0;
 		if (poll(p, 4 + nm, tmo) < 0 && errno != EINTR)
 			die("poll");
 		for (int k = 0; k < 2 && relay_live; k++) {
@@ -927,9 +927,9 @@ int main(int argc, char **argv)
 			if (p[2 + k].fd >= 0 && (p[2 + k].revents & POLLIN) &&
 			    (c = accept4(relay_listen[k], NULL, NULL,
 					 SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
-				al_mux_add(&mux, c, (uint8_t)k);
+				al_vm__mux_add(&mux, c, (uint8_t)k);
 		}
-		if (relay_live && al_mux_step(&mux, p + 4, nm) < 0)
+		if (relay_live && al_vm__mux_step(&mux, p + 4, nm) < 0)
 			relay_end(); /* the channel is over: its clients see their end */
 		if (p[1].revents & POLLIN) {
 			char c;

@@ -61,7 +61,7 @@ static size_t frame(uint8_t *out, uint8_t type, uint32_t id, const void *p, uint
 }
 
 struct rig {
-	struct al_mux *m;
+	struct al_vm_mux *m;
 	struct servers srv;
 	int guest; /* the test's end of the channel */
 };
@@ -74,13 +74,13 @@ static void rig_up(struct rig *r)
 	assert_non_null(r->m);
 	memset(&r->srv, 0, sizeof(r->srv));
 	r->srv.fail_target = -1;
-	al_mux_init(r->m, sv[0], true, test_connect, &r->srv);
+	al_vm__mux_init(r->m, sv[0], true, test_connect, &r->srv);
 	r->guest = sv[1];
 }
 
 static void rig_down(struct rig *r)
 {
-	al_mux_release(r->m);
+	al_vm__mux_release(r->m);
 	close(r->m->chan);
 	close(r->guest);
 	servers_close(&r->srv);
@@ -92,9 +92,9 @@ static int pump(struct rig *r, int rounds)
 {
 	struct pollfd pf[AL_MUX_POLLFDS];
 	for (int i = 0; i < rounds; i++) {
-		size_t n = al_mux_pollfds(r->m, pf);
+		size_t n = al_vm__mux_pollfds(r->m, pf);
 		poll(pf, n, 0);
-		if (al_mux_step(r->m, pf, n) < 0)
+		if (al_vm__mux_step(r->m, pf, n) < 0)
 			return -1;
 	}
 	return 0;
@@ -144,7 +144,7 @@ static void test_exchange(void **state)
 	n += frame(in + n, AL_MUX_EOF, 1, NULL, 0);
 	/* one byte at a time: any split is the same */
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(al_mux_feed(r.m, in + i, 1), 0);
+		assert_int_equal(al_vm__mux_feed(r.m, in + i, 1), 0);
 	assert_int_equal(r.srv.n, 1);
 	assert_int_equal(r.m->nopen, 1);
 	assert_int_equal(pump(&r, 3), 0);
@@ -229,15 +229,15 @@ static void test_hostile_frames(void **state)
 	for (size_t i = 0; i < nc; i++) {
 		struct rig r;
 		rig_up(&r);
-		int rc = al_mux_feed(r.m, cases[i].bytes, cases[i].n);
+		int rc = al_vm__mux_feed(r.m, cases[i].bytes, cases[i].n);
 		if (rc != -1 || !strstr(r.m->error, cases[i].why))
 			fail_msg("case %zu (%s): rc %d, error '%s'", i, cases[i].why, rc,
 				 r.m->error);
 		/* over: nothing more is taken, the step says so */
-		assert_int_equal(al_mux_feed(r.m, (const uint8_t *)"", 0), -1);
+		assert_int_equal(al_vm__mux_feed(r.m, (const uint8_t *)"", 0), -1);
 		assert_int_equal(pump(&r, 1), -1);
 		/* every stream's socket closed: its server sees the end */
-		al_mux_release(r.m);
+		al_vm__mux_release(r.m);
 		for (size_t s = 0; s < r.srv.n; s++) {
 			char c;
 			assert_int_equal(read(r.srv.fd[s], &c, 1), 0);
@@ -249,7 +249,7 @@ static void test_hostile_frames(void **state)
 	rig_up(&r);
 	size_t n = frame(big, AL_MUX_OPEN, 1, "\0", 1);
 	n += frame(big + n, AL_MUX_DATA, 1, NULL, AL_MUX_FRAME_MAX + 1);
-	assert_int_equal(al_mux_feed(r.m, big, n), -1);
+	assert_int_equal(al_vm__mux_feed(r.m, big, n), -1);
 	assert_non_null(strstr(r.m->error, "over the size limit"));
 	rig_down(&r);
 }
@@ -263,13 +263,13 @@ static void test_window_and_streams(void **state)
 	struct rig r;
 	rig_up(&r);
 	size_t n = frame(buf, AL_MUX_OPEN, 1, "\0", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	for (uint32_t sent = 0; sent < AL_MUX_WINDOW; sent += AL_MUX_FRAME_MAX) {
 		n = frame(buf, AL_MUX_DATA, 1, payload, AL_MUX_FRAME_MAX);
-		assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+		assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	}
 	n = frame(buf, AL_MUX_DATA, 1, "x", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), -1);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), -1);
 	assert_non_null(strstr(r.m->error, "beyond the window"));
 	rig_down(&r);
 
@@ -277,11 +277,11 @@ static void test_window_and_streams(void **state)
 	rig_up(&r);
 	for (uint32_t id = 1; id <= AL_MUX_STREAMS_MAX; id++) {
 		n = frame(buf, AL_MUX_OPEN, id, "\1", 1);
-		assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+		assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	}
 	assert_int_equal(r.srv.n, AL_MUX_STREAMS_MAX);
 	n = frame(buf, AL_MUX_OPEN, AL_MUX_STREAMS_MAX + 1, "\1", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), -1);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), -1);
 	assert_non_null(strstr(r.m->error, "too many streams"));
 	rig_down(&r);
 
@@ -291,10 +291,10 @@ static void test_window_and_streams(void **state)
 	for (uint32_t id = 1; id <= 1000; id++) {
 		n = frame(buf, AL_MUX_OPEN, id, "\0", 1);
 		n += frame(buf + n, AL_MUX_RESET, id, NULL, 0);
-		assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+		assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 		/* and frames still in flight for it are ignored */
 		n = frame(buf, AL_MUX_DATA, id, "late", 4);
-		assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+		assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 		servers_close(&r.srv);
 	}
 	assert_int_equal(r.m->nopen, 0);
@@ -312,7 +312,7 @@ static void test_refused_target(void **state)
 	size_t n = frame(buf, AL_MUX_OPEN, 1, "\1", 1);
 	n += frame(buf + n, AL_MUX_DATA, 1, "x", 1); /* in flight: ignored */
 	n += frame(buf + n, AL_MUX_OPEN, 2, "\0", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	assert_int_equal(r.srv.n, 1);
 	assert_int_equal(r.m->nopen, 1);
 	assert_int_equal(r.m->refused, 1);
@@ -336,7 +336,7 @@ static void test_guest_never_reads(void **state)
 	setsockopt(r.m->chan, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	uint8_t buf[64];
 	size_t n = frame(buf, AL_MUX_OPEN, 1, "\0", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	int fl = fcntl(r.srv.fd[0], F_GETFL);
 	fcntl(r.srv.fd[0], F_SETFL, fl | O_NONBLOCK);
 	static uint8_t chunk[65536];
@@ -367,7 +367,7 @@ static void test_guest_never_credits(void **state)
 	rig_up(&r);
 	uint8_t buf[64];
 	size_t n = frame(buf, AL_MUX_OPEN, 1, "\0", 1);
-	assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	int fl = fcntl(r.srv.fd[0], F_GETFL);
 	fcntl(r.srv.fd[0], F_SETFL, fl | O_NONBLOCK);
 	static uint8_t chunk[65536];
@@ -386,7 +386,7 @@ static void test_guest_never_credits(void **state)
 	/* a CREDIT lets the next bytes through */
 	uint8_t c[4] = { 0, 0, 0x40, 0 };
 	n = frame(buf, AL_MUX_CREDIT, 1, c, 4);
-	assert_int_equal(al_mux_feed(r.m, buf, n), 0);
+	assert_int_equal(al_vm__mux_feed(r.m, buf, n), 0);
 	assert_int_equal(pump(&r, 2), 0);
 	size_t k = read_frames(r.guest, g, 64);
 	size_t more = 0;

@@ -22,7 +22,8 @@ static void set_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t), void *ctx)
+void al_vm__mux_init(struct al_vm_mux *m, int chan, bool host, int (*connect)(void *, uint8_t),
+		     void *ctx)
 {
 	memset(m, 0, sizeof(*m));
 	m->chan = chan;
@@ -36,7 +37,7 @@ void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, u
 	set_nonblock(chan);
 }
 
-static int violation(struct al_mux *m, const char *what, uint32_t id)
+static int violation(struct al_vm_mux *m, const char *what, uint32_t id)
 {
 	if (!m->error[0])
 		snprintf(m->error, sizeof(m->error), "%s (stream %u)", what, (unsigned)id);
@@ -56,13 +57,13 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static size_t out_room(const struct al_mux *m)
+static size_t out_room(const struct al_vm_mux *m)
 {
 	return AL_MUX_OUT_MAX - m->outoff - m->outlen;
 }
 
 /* Make room at the queue's end (moving what is queued to its start). */
-static bool out_reserve(struct al_mux *m, size_t n)
+static bool out_reserve(struct al_vm_mux *m, size_t n)
 {
 	if (out_room(m) < n && m->outoff) {
 		memmove(m->out, m->out + m->outoff, m->outlen);
@@ -72,7 +73,7 @@ static bool out_reserve(struct al_mux *m, size_t n)
 }
 
 /* Queue a frame's header (the payload follows, written by the caller). */
-static uint8_t *out_frame(struct al_mux *m, uint8_t type, uint32_t id, uint32_t len)
+static uint8_t *out_frame(struct al_vm_mux *m, uint8_t type, uint32_t id, uint32_t len)
 {
 	if (!out_reserve(m, AL_MUX_HDR + len))
 		return NULL;
@@ -84,7 +85,7 @@ static uint8_t *out_frame(struct al_mux *m, uint8_t type, uint32_t id, uint32_t 
 	return h + AL_MUX_HDR;
 }
 
-static struct al_mux_stream *find(struct al_mux *m, uint32_t id)
+static struct al_vm_mux_stream *find(struct al_vm_mux *m, uint32_t id)
 {
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++)
 		if (m->st[i].fd >= 0 && m->st[i].id == id)
@@ -92,7 +93,7 @@ static struct al_mux_stream *find(struct al_mux *m, uint32_t id)
 	return NULL;
 }
 
-static void slot_free(struct al_mux *m, struct al_mux_stream *s)
+static void slot_free(struct al_vm_mux *m, struct al_vm_mux_stream *s)
 {
 	if (s->counted)
 		m->nopen--;
@@ -103,7 +104,7 @@ static void slot_free(struct al_mux *m, struct al_mux_stream *s)
 }
 
 /* Over for us: no longer counted; the slot goes once its bytes are out. */
-static void over(struct al_mux *m, struct al_mux_stream *s)
+static void over(struct al_vm_mux *m, struct al_vm_mux_stream *s)
 {
 	if (s->counted) {
 		s->counted = false;
@@ -111,10 +112,10 @@ static void over(struct al_mux *m, struct al_mux_stream *s)
 	}
 }
 
-static struct al_mux_stream *slot_new(struct al_mux *m, int fd, uint32_t id, uint8_t target)
+static struct al_vm_mux_stream *slot_new(struct al_vm_mux *m, int fd, uint32_t id, uint8_t target)
 {
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++) {
-		struct al_mux_stream *s = &m->st[i];
+		struct al_vm_mux_stream *s = &m->st[i];
 		if (s->fd >= 0)
 			continue;
 		if (!(s->buf = malloc(AL_MUX_WINDOW)))
@@ -131,9 +132,9 @@ static struct al_mux_stream *slot_new(struct al_mux *m, int fd, uint32_t id, uin
 	return NULL;
 }
 
-int al_mux_add(struct al_mux *m, int fd, uint8_t target)
+int al_vm__mux_add(struct al_vm_mux *m, int fd, uint8_t target)
 {
-	struct al_mux_stream *s = NULL;
+	struct al_vm_mux_stream *s = NULL;
 	uint8_t *p = NULL;
 	/* the OPEN is queued now: the ids go out in order */
 	if (!m->error[0] && !m->host && m->nopen < AL_MUX_STREAMS_MAX && m->last_id < UINT32_MAX &&
@@ -156,7 +157,7 @@ int al_mux_add(struct al_mux *m, int fd, uint8_t target)
 }
 
 /* The host's answer to an OPEN: a connection to the target's server. */
-static int on_open(struct al_mux *m, uint32_t id, const uint8_t *p, uint32_t len)
+static int on_open(struct al_vm_mux *m, uint32_t id, const uint8_t *p, uint32_t len)
 {
 	if (!m->host)
 		return violation(m, "an OPEN from the host", id);
@@ -169,7 +170,7 @@ static int on_open(struct al_mux *m, uint32_t id, const uint8_t *p, uint32_t len
 	m->last_id = id;
 	m->opened++;
 	int fd = m->connect ? m->connect(m->ctx, p[0]) : -1;
-	struct al_mux_stream *s = fd >= 0 ? slot_new(m, fd, id, p[0]) : NULL;
+	struct al_vm_mux_stream *s = fd >= 0 ? slot_new(m, fd, id, p[0]) : NULL;
 	if (!s) {
 		/* refused at once: its RESET goes out ahead of any DATA */
 		if (fd >= 0)
@@ -181,7 +182,7 @@ static int on_open(struct al_mux *m, uint32_t id, const uint8_t *p, uint32_t len
 	return 0;
 }
 
-static int on_frame(struct al_mux *m, uint8_t type, uint32_t id, const uint8_t *p, uint32_t len)
+static int on_frame(struct al_vm_mux *m, uint8_t type, uint32_t id, const uint8_t *p, uint32_t len)
 {
 	if (type < AL_MUX_OPEN || type > AL_MUX_CREDIT)
 		return violation(m, "an unknown frame type", id);
@@ -189,7 +190,7 @@ static int on_frame(struct al_mux *m, uint8_t type, uint32_t id, const uint8_t *
 		return on_open(m, id, p, len);
 	if (id == 0 || id > m->last_id)
 		return violation(m, "a frame for a stream never opened", id);
-	struct al_mux_stream *s = find(m, id);
+	struct al_vm_mux_stream *s = find(m, id);
 	switch (type) {
 	case AL_MUX_DATA:
 		if (len == 0)
@@ -240,7 +241,7 @@ static int on_frame(struct al_mux *m, uint8_t type, uint32_t id, const uint8_t *
 	}
 }
 
-int al_mux_feed(struct al_mux *m, const uint8_t *p, size_t n)
+int al_vm__mux_feed(struct al_vm_mux *m, const uint8_t *p, size_t n)
 {
 	if (m->error[0])
 		return -1;
@@ -271,7 +272,7 @@ int al_mux_feed(struct al_mux *m, const uint8_t *p, size_t n)
 }
 
 /* Frames a stream owes the peer, while the queue has room for them. */
-static void stream_out(struct al_mux *m, struct al_mux_stream *s)
+static void stream_out(struct al_vm_mux *m, struct al_vm_mux_stream *s)
 {
 	if (s->reset_pending) {
 		if (out_frame(m, AL_MUX_RESET, s->id, 0))
@@ -295,7 +296,7 @@ static void stream_out(struct al_mux *m, struct al_mux_stream *s)
 	}
 }
 
-size_t al_mux_pollfds(struct al_mux *m, struct pollfd *pf)
+size_t al_vm__mux_pollfds(struct al_vm_mux *m, struct pollfd *pf)
 {
 	size_t n = 0;
 	pf[n++] = (struct pollfd){ m->error[0] ? -1 : m->chan,
@@ -303,7 +304,7 @@ size_t al_mux_pollfds(struct al_mux *m, struct pollfd *pf)
 				   0 };
 	bool data_room = out_room(m) + m->outoff >= AL_MUX_HDR + AL_MUX_FRAME_MAX + CTRL_RESERVE;
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++) {
-		struct al_mux_stream *s = &m->st[i];
+		struct al_vm_mux_stream *s = &m->st[i];
 		short ev = 0;
 		if (s->fd >= 0 && !m->error[0]) {
 			if (data_room && s->credit && !s->local_eof && !s->reset_pending &&
@@ -317,7 +318,7 @@ size_t al_mux_pollfds(struct al_mux *m, struct pollfd *pf)
 	return n;
 }
 
-static void stream_read(struct al_mux *m, struct al_mux_stream *s)
+static void stream_read(struct al_vm_mux *m, struct al_vm_mux_stream *s)
 {
 	size_t k = s->credit < AL_MUX_FRAME_MAX ? s->credit : AL_MUX_FRAME_MAX;
 	if (!out_reserve(m, AL_MUX_HDR + k + CTRL_RESERVE))
@@ -342,7 +343,7 @@ static void stream_read(struct al_mux *m, struct al_mux_stream *s)
 	s->credit -= (uint32_t)r;
 }
 
-static void stream_write(struct al_mux_stream *s)
+static void stream_write(struct al_vm_mux_stream *s)
 {
 	while (s->blen) {
 		ssize_t w = send(s->fd, s->buf + s->boff, s->blen, MSG_NOSIGNAL);
@@ -366,14 +367,14 @@ static void stream_write(struct al_mux_stream *s)
 	}
 }
 
-int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n)
+int al_vm__mux_step(struct al_vm_mux *m, const struct pollfd *pf, size_t n)
 {
 	if (m->error[0])
 		return -1;
 	if (n && pf[0].fd >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 		uint8_t buf[65536];
 		ssize_t r = m->chan_eof ? 0 : read(m->chan, buf, sizeof(buf));
-		if (r > 0 && al_mux_feed(m, buf, (size_t)r) < 0)
+		if (r > 0 && al_vm__mux_feed(m, buf, (size_t)r) < 0)
 			return -1;
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
 			m->chan_eof = true;
@@ -382,7 +383,7 @@ int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n)
 		}
 	}
 	for (size_t i = 1; i < n && i <= AL_MUX_SLOTS; i++) {
-		struct al_mux_stream *s = &m->st[i - 1];
+		struct al_vm_mux_stream *s = &m->st[i - 1];
 		if (pf[i].fd < 0 || s->fd != pf[i].fd || !pf[i].revents)
 			continue;
 		if (pf[i].revents & (POLLOUT | POLLERR | POLLHUP))
@@ -392,7 +393,7 @@ int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n)
 			stream_read(m, s);
 	}
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++) {
-		struct al_mux_stream *s = &m->st[i];
+		struct al_vm_mux_stream *s = &m->st[i];
 		if (s->fd < 0)
 			continue;
 		stream_out(m, s);
@@ -422,7 +423,7 @@ int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n)
 	return 0;
 }
 
-void al_mux_release(struct al_mux *m)
+void al_vm__mux_release(struct al_vm_mux *m)
 {
 	for (size_t i = 0; i < AL_MUX_SLOTS; i++)
 		if (m->st[i].fd >= 0)

@@ -36,7 +36,7 @@
 enum { AL_MUX_OPEN = 1, AL_MUX_DATA, AL_MUX_EOF, AL_MUX_RESET, AL_MUX_CREDIT };
 enum { AL_MUX_TO_PROXY = 0, AL_MUX_TO_INTEG = 1, AL_MUX_TARGETS };
 
-struct al_mux_stream {
+struct al_vm_mux_stream {
 	uint32_t id;
 	int fd; /* the local end (nonblocking); -1: a free slot */
 	uint8_t target;
@@ -50,7 +50,7 @@ struct al_mux_stream {
 	size_t boff, blen;
 };
 
-struct al_mux {
+struct al_vm_mux {
 	int chan;
 	bool chan_sock; /* send(MSG_NOSIGNAL) rather than write */
 	bool host;
@@ -59,7 +59,7 @@ struct al_mux {
 	/* host: a connected socket to target's server, or -1 */
 	int (*connect)(void *ctx, uint8_t target);
 	void *ctx;
-	struct al_mux_stream st[AL_MUX_SLOTS];
+	struct al_vm_mux_stream st[AL_MUX_SLOTS];
 	uint8_t in[AL_MUX_HDR + AL_MUX_FRAME_MAX];
 	size_t inlen;
 	uint8_t out[AL_MUX_OUT_MAX];
@@ -70,20 +70,21 @@ struct al_mux {
 };
 
 /* chan: the channel (made nonblocking here). */
-void al_mux_init(struct al_mux *m, int chan, bool host, int (*connect)(void *, uint8_t), void *ctx);
+void al_vm__mux_init(struct al_vm_mux *m, int chan, bool host, int (*connect)(void *, uint8_t),
+		     void *ctx);
 /* Guest: carry the accepted connection fd (owned from here) to target: 0,
  * or -1 when every stream is in use (fd closed). */
-int al_mux_add(struct al_mux *m, int fd, uint8_t target);
+int al_vm__mux_add(struct al_vm_mux *m, int fd, uint8_t target);
 /* Bytes read from the channel, split anyhow: 0, or -1 once the peer broke
  * the protocol (m->error says how; the channel is over). */
-int al_mux_feed(struct al_mux *m, const uint8_t *p, size_t n);
+int al_vm__mux_feed(struct al_vm_mux *m, const uint8_t *p, size_t n);
 /* What to poll: pf[0] the channel, then the streams; returns the count. */
-size_t al_mux_pollfds(struct al_mux *m, struct pollfd *pf);
-/* After poll on what al_mux_pollfds gave: move what can move.  0 while the
+size_t al_vm__mux_pollfds(struct al_vm_mux *m, struct pollfd *pf);
+/* After poll on what al_vm__mux_pollfds gave: move what can move.  0 while the
  * channel lives, -1 once it is over (the peer closed it or broke the
  * protocol, or it failed). */
-int al_mux_step(struct al_mux *m, const struct pollfd *pf, size_t n);
+int al_vm__mux_step(struct al_vm_mux *m, const struct pollfd *pf, size_t n);
 /* Close every stream's socket and free the buffers. */
-void al_mux_release(struct al_mux *m);
+void al_vm__mux_release(struct al_vm_mux *m);
 
 #endif

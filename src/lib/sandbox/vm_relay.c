@@ -23,7 +23,7 @@
 #include "vm_private.h"
 
 struct al_vm_relay {
-	struct al_mux mux;
+	struct al_vm_mux mux;
 	struct al_net_proxy *proxy;
 	struct al_integ_relay *integ;
 	int wake[2];
@@ -54,19 +54,19 @@ static void *relay_main(void *arg)
 	struct pollfd pf[1 + AL_MUX_POLLFDS];
 	bool live = true;
 	for (;;) {
-		size_t n = live ? al_mux_pollfds(&r->mux, pf + 1) : 0;
+		size_t n = live ? al_vm__mux_pollfds(&r->mux, pf + 1) : 0;
 		pf[0] = (struct pollfd){ r->wake[0], POLLIN, 0 };
 		if (poll(pf, 1 + n, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break;
-		if (live && al_mux_step(&r->mux, pf + 1, n) < 0) {
+		if (live && al_vm__mux_step(&r->mux, pf + 1, n) < 0) {
 			/* over: every stream ends now; the run goes on */
-			al_mux_release(&r->mux);
+			al_vm__mux_release(&r->mux);
 			live = false;
 		}
 	}
-	al_mux_release(&r->mux);
+	al_vm__mux_release(&r->mux);
 	return NULL;
 }
 
@@ -80,7 +80,7 @@ int al_vm__relay_start(int chan, struct al_net_proxy *proxy, struct al_integ_rel
 	}
 	r->proxy = proxy;
 	r->integ = integ;
-	al_mux_init(&r->mux, chan, true, relay_connect, r);
+	al_vm__mux_init(&r->mux, chan, true, relay_connect, r);
 	if (pipe2(r->wake, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(chan);
@@ -105,7 +105,7 @@ const char *al_vm__relay_stop(struct al_vm_relay *r, char *why, size_t n)
 		(void)!write(r->wake[1], "x", 1);
 		pthread_join(r->thread, NULL);
 	}
-	al_mux_release(&r->mux);
+	al_vm__mux_release(&r->mux);
 	close(r->mux.chan);
 	close(r->wake[0]);
 	close(r->wake[1]);
