@@ -547,22 +547,24 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 	char cmdline[256];
 	snprintf(cmdline, sizeof(cmdline), "quiet loglevel=0 panic=-1 pci=off %s",
 		 hp->kvm ? "" : "tsc_early_khz=2000000 tsc=reliable no_timer_check");
-	struct al_hv_vm vm = { .kernel_fd = FD_KERNEL,
-			       .initrd_fd = FD_INITRD,
-			       .cmdline = cmdline,
-			       .vcpus = vcpus,
-			       .memory_mib = mib,
-			       .kvm = hp->kvm,
-			       .disks = { { FD_IMAGE, "image", true },
-					  { FD_WS, "workspace", true },
-					  { FD_CONTROL, "control", true },
-					  { FD_RESULT, "result", false } },
-			       .ndisks = 4,
-			       .ports = { { FD_OUT, "stdout" },
-					  { FD_ERR, "stderr" },
-					  { FD_CTL, "ctl" },
-					  { FD_RELAY, "relay" } },
-			       .nports = relay ? 4 : 3 };
+	struct al_hv_vm vm = {
+		.kernel_fd = FD_KERNEL,
+		.initrd_fd = FD_INITRD,
+		.cmdline = cmdline,
+		.vcpus = vcpus,
+		.memory_mib = mib,
+		.kvm = hp->kvm,
+		.disks = { { FD_IMAGE, "image", true },
+			   { FD_WS, "workspace", true },
+			   { FD_CONTROL, "control", true },
+			   { FD_RESULT, "result", false } },
+		.ndisks = 4,
+		.ports = { { FD_OUT, "stdout" },
+			   { FD_ERR, "stderr" },
+			   { FD_CTL, "ctl" },
+			   { FD_RELAY, "relay" } },
+		.nports = relay ? 4 : 3,
+	};
 	s->vcpus = vcpus;
 	s->memory_mib = mib;
 	if ((r = driver->argv(&vm, hp->binary, &s->argv, err)) < 0)
