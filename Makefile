@@ -156,9 +156,10 @@ $(BUILD)/airlock-init: src/agent/init.c | deps
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
 
 # the microVM backend's guest agent: /init of the guest (static, no sanitizers)
-$(BUILD)/airlock-guest: src/agent/guest.c | deps
+# (with the relay's multiplexer, the host's own: src/lib/sandbox/vm_mux.c)
+$(BUILD)/airlock-guest: src/agent/guest.c src/lib/sandbox/vm_mux.c src/lib/sandbox/vm_mux.h | deps
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -Isrc/lib/sandbox -o $@ $(filter %.c,$^)
 
 # the bzImage's kernel as an ELF, for QEMU's direct boot (tools/vmlinux_extract.c)
 $(BUILD)/tools/vmlinux-extract: tools/vmlinux_extract.c | deps

@@ -108,6 +108,8 @@ if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null; then
 	# the microVM backend, where QEMU and the guest are there (issue 17)
 	if [ -x "${AIRLOCK_QEMU:-/usr/bin/qemu-system-x86_64}" ] && [ -r "$B/guest/vmlinux" ]; then
 		while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/vm.sh" "$OUT")
+		command -v curl >/dev/null &&
+			while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/vmrelay.sh" "$OUT")
 	fi
 else
 	echo "== sandbox figures skipped (need root and bwrap)" >&2

@@ -121,6 +121,9 @@ struct al_sandbox_result {
 		 * entries too deep or too long, linked files past its 4,096th
 		 * (sent as independent files) */
 		uint64_t left_sockets, left_deep, left_links;
+		/* the relay's channel ended early: how the guest broke its
+		 * protocol (empty: it did not) */
+		char relay_error[128];
 	} vm;
 };
 

@@ -51,6 +51,10 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "vm_mux.h"
 
 #define CONTROL_MAX (8u << 20)
 #define NSTR_MAX 8192
@@ -150,6 +154,7 @@ static void load_modules(void)
 struct devs {
 	char image[32], workspace[32], control[32], result[32];
 	char out[32], err[32], ctl[32];
+	char relay[32]; /* only when the run has egress or integrations */
 };
 
 static int find_devs(struct devs *d)
@@ -187,6 +192,7 @@ static int find_devs(struct devs *d)
 			char *dst = !strcmp(s, "stdout")   ? d->out
 				    : !strcmp(s, "stderr") ? d->err
 				    : !strcmp(s, "ctl")    ? d->ctl
+				    : !strcmp(s, "relay")  ? d->relay
 							   : NULL;
 			if (dst)
 				snprintf(dst, 32, "/dev/%.20s", e->d_name);
@@ -214,6 +220,7 @@ struct run {
 	} files[64];
 	size_t nfiles;
 	unsigned long long timeout_ms, disk, files_max, pids, memory, cpus_milli;
+	unsigned long long relay; /* 1: the egress proxy, 2: integrations (bits) */
 };
 
 static char *ctl_buf;
@@ -290,6 +297,8 @@ static void read_control(const char *dev, struct run *r)
 			r->memory = next_num();
 		else if (!strcmp(tag, "cpus_milli"))
 			r->cpus_milli = next_num();
+		else if (!strcmp(tag, "relay") && (r->relay = next_num()) < 4)
+			;
 		else
 			die("control");
 	}
@@ -438,6 +447,59 @@ static void loopback(void)
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
 		die("lo");
 	close(s);
+}
+
+/* ---- the relay: the host's proxy and integrations, over one port ---------------- */
+
+/* Where a namespace run's sandbox finds them (AL_NET_PROXY_PORT,
+ * AL_INTEG_PORT): each accepted connection becomes a stream of the relay's
+ * port (vm_mux.h); the host hands it to the same proxy or relay. */
+#define PROXY_PORT 3128
+#define INTEG_PORT 3129
+
+static struct al_vm_mux mux;
+static int relay_listen[2] = { -1, -1 };
+static bool relay_live;
+
+static int listen_on(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 128) < 0)
+		die("relay listen");
+	return s;
+}
+
+static void relay_start(const struct run *r, struct devs *d)
+{
+	for (int i = 0; !d->relay[0]; i++) {
+		if (i == 2000)
+			die("relay port");
+		usleep(1000);
+		find_devs(d);
+	}
+	int chan = open(d->relay, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (chan < 0)
+		die("relay port");
+	al_vm__mux_init(&mux, chan, false, NULL, NULL);
+	if (r->relay & 1)
+		relay_listen[AL_MUX_TO_PROXY] = listen_on(PROXY_PORT);
+	if (r->relay & 2)
+		relay_listen[AL_MUX_TO_INTEG] = listen_on(INTEG_PORT);
+	relay_live = true;
+}
+
+static void relay_end(void)
+{
+	al_vm__mux_release(&mux);
+	for (int t = 0; t < 2; t++)
+		if (relay_listen[t] >= 0) {
+			close(relay_listen[t]);
+			relay_listen[t] = -1;
+		}
+	relay_live = false;
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -800,6 +862,8 @@ int main(int argc, char **argv)
 	if (sethostname("airlock", 7) < 0)
 		die("hostname");
 	loopback();
+	if (r.relay)
+		relay_start(&r, &d);
 	cgroup(&r);
 
 	int out = open(d.out, O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -850,9 +914,23 @@ int main(int argc, char **argv)
 				tmo = (int)(deadline - now);
 			}
 		}
-		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { cancelled ? -1 : ctl, POLLIN, 0 } };
-		if (poll(p, 2, tmo) < 0 && errno != EINTR)
+		static struct pollfd p[4 + AL_MUX_POLLFDS];
+		p[0] = (struct pollfd){ sfd, POLLIN, 0 };
+		p[1] = (struct pollfd){ cancelled ? -1 : ctl, POLLIN, 0 };
+		for (int k = 0; k < 2; k++)
+			p[2 + k] = (struct pollfd){ relay_live ? relay_listen[k] : -1, POLLIN, 0 };
+		size_t nm = relay_live ? al_vm__mux_pollfds(&mux, p + 4) : 0;
+		if (poll(p, 4 + nm, tmo) < 0 && errno != EINTR)
 			die("poll");
+		for (int k = 0; k < 2 && relay_live; k++) {
+			int c;
+			if (p[2 + k].fd >= 0 && (p[2 + k].revents & POLLIN) &&
+			    (c = accept4(relay_listen[k], NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+				al_vm__mux_add(&mux, c, (uint8_t)k);
+		}
+		if (relay_live && al_vm__mux_step(&mux, p + 4, nm) < 0)
+			relay_end(); /* the channel is over: its clients see their end */
 		if (p[1].revents & POLLIN) {
 			char c;
 			if (read(ctl, &c, 1) == 1 && c == 'c') {

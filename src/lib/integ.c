@@ -40,6 +40,7 @@
 #include "curl_private.h"
 #include "integ_private.h"
 #include "ledger_private.h"
+#include "serve_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -534,25 +535,18 @@ struct al_integ_relay {
 	struct integ *in;
 	size_t nin;
 	uint64_t max_calls, max_bytes;
-	int listen_fd;
-	pthread_t acceptor;
-	bool started;
+	struct al_serve srv;
 
 	pthread_mutex_t mu;
-	pthread_cond_t idle;
-	bool stopping;
-	unsigned active;
 	struct call_rec **recs;
 	size_t nrecs, caprecs;
 	uint64_t over_limit, bytes;
-	struct conn *live;
 };
 
 struct conn {
 	struct al_integ_relay *r;
 	struct call_rec *rec;
 	int fd;
-	struct conn *next, *prev;
 	char head[HEAD_MAX + 1];
 	size_t nhead, used;
 };
@@ -639,6 +633,8 @@ static int load_one(struct al_store *st, sqlite3 *db, const char *name, const ch
 	return 0;
 }
 
+static const struct al_serve_ops relay_ops;
+
 int al_integ__relay_new(struct al_store *st, const char *const *names, const char *project,
 			const char *principal, uint64_t max_calls, uint64_t max_bytes,
 			struct al_integ_relay **out, struct al_error *err)
@@ -660,8 +656,7 @@ int al_integ__relay_new(struct al_store *st, const char *const *names, const cha
 		return al_fail(err, AL_ENOMEM, ENOMEM, "integrations");
 	}
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->idle, NULL);
-	r->listen_fd = -1;
+	al_serve__init(&r->srv, &r->mu, &relay_ops, r, 512 * 1024);
 	r->max_calls = max_calls;
 	r->max_bytes = max_bytes;
 	sqlite3 *db;
@@ -1139,142 +1134,83 @@ static void serve(struct conn *c)
 	free(body);
 }
 
-static void conn_close(struct conn *c)
+/* Under the lock: a call from the sandbox, within the run's cap. */
+static void *conn_admit(void *owner, int fd)
 {
-	struct al_integ_relay *r = c->r;
-	shutdown(c->fd, SHUT_WR);
-	pthread_mutex_lock(&r->mu);
-	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		r->live = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->rec->ms = (al_now_ns() - c->rec->t0) / 1000000;
-	if (!--r->active)
-		pthread_cond_broadcast(&r->idle);
-	pthread_mutex_unlock(&r->mu);
-	free(c);
+	struct al_integ_relay *r = owner;
+	if (r->nrecs >= r->max_calls) {
+		r->over_limit++;
+		static const char msg[] =
+			"HTTP/1.1 429 Error\r\nContent-Type: text/plain\r\nContent-Length: "
+			"52\r\nConnection: close\r\n\r\nairlock integration: the run's "
+			"call "
+			"limit is reached\n";
+		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return NULL;
+	}
+	struct conn *c = calloc(1, sizeof(*c));
+	struct call_rec *rec = calloc(1, sizeof(*rec));
+	if (r->nrecs == r->caprecs) {
+		size_t cap = r->caprecs ? 2 * r->caprecs : 16;
+		struct call_rec **v = realloc(r->recs, cap * sizeof(*v));
+		if (v) {
+			r->recs = v;
+			r->caprecs = cap;
+		}
+	}
+	if (!c || !rec || r->nrecs == r->caprecs) {
+		free(c);
+		free(rec);
+		return NULL;
+	}
+	r->recs[r->nrecs++] = rec;
+	rec->verdict = "refused";
+	rec->t0 = al_now_ns();
+	rec->started = al_wall_s();
+	c->r = r;
+	c->rec = rec;
+	c->fd = fd;
+	return c;
 }
 
-static void *conn_main(void *arg)
+static void conn_serve(void *arg)
 {
 	struct conn *c = arg;
 	serve(c);
-	conn_close(c);
-	return NULL;
+	shutdown(c->fd, SHUT_WR);
 }
 
-static void *accept_main(void *arg)
+static void conn_done(void *arg, bool ran)
 {
-	struct al_integ_relay *r = arg;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 512 * 1024);
-	for (;;) {
-		int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			       errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
-			if (errno != EINTR && errno != ECONNABORTED)
-				usleep(10000);
-			continue;
-		}
-		if (fd < 0)
-			break;
-		pthread_mutex_lock(&r->mu);
-		if (r->stopping) {
-			pthread_mutex_unlock(&r->mu);
-			close(fd);
-			break;
-		}
-		if (r->nrecs >= r->max_calls) {
-			r->over_limit++;
-			pthread_mutex_unlock(&r->mu);
-			static const char msg[] =
-				"HTTP/1.1 429 Error\r\nContent-Type: text/plain\r\nContent-Length: "
-				"52\r\nConnection: close\r\n\r\nairlock integration: the run's "
-				"call "
-				"limit is reached\n";
-			(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			continue;
-		}
-		struct conn *c = calloc(1, sizeof(*c));
-		struct call_rec *rec = calloc(1, sizeof(*rec));
-		if (r->nrecs == r->caprecs) {
-			size_t cap = r->caprecs ? 2 * r->caprecs : 16;
-			struct call_rec **v = realloc(r->recs, cap * sizeof(*v));
-			if (v) {
-				r->recs = v;
-				r->caprecs = cap;
-			}
-		}
-		if (!c || !rec || r->nrecs == r->caprecs) {
-			pthread_mutex_unlock(&r->mu);
-			free(c);
-			free(rec);
-			close(fd);
-			continue;
-		}
-		r->recs[r->nrecs++] = rec;
-		rec->verdict = "refused";
-		rec->t0 = al_now_ns();
-		rec->started = al_wall_s();
-		c->r = r;
-		c->rec = rec;
-		c->fd = fd;
-		c->next = r->live;
-		if (r->live)
-			r->live->prev = c;
-		r->live = c;
-		r->active++;
-		pthread_t t;
-		if (pthread_create(&t, &attr, conn_main, c) != 0) {
-			snprintf(rec->reason, sizeof(rec->reason), "no thread for the call");
-			pthread_mutex_unlock(&r->mu);
-			conn_close(c);
-			continue;
-		}
-		pthread_mutex_unlock(&r->mu);
-	}
-	pthread_attr_destroy(&attr);
-	return NULL;
+	struct conn *c = arg;
+	if (!ran)
+		snprintf(c->rec->reason, sizeof(c->rec->reason), "no thread for the call");
+	c->rec->ms = (al_now_ns() - c->rec->t0) / 1000000;
+	free(c);
 }
+
+static const struct al_serve_ops relay_ops = {
+	.admit = conn_admit,
+	.serve = conn_serve,
+	.done = conn_done,
+};
 
 int al_integ__relay_start(struct al_integ_relay *r, int listen_fd, struct al_error *err)
 {
-	r->listen_fd = listen_fd;
-	if (pthread_create(&r->acceptor, NULL, accept_main, r) != 0)
+	if (al_serve__start(&r->srv, listen_fd) < 0)
 		return al_fail(err, AL_EIO, errno, "integrations: the relay's thread");
-	r->started = true;
 	return 0;
+}
+
+int al_integ__relay_admit(struct al_integ_relay *r, int fd)
+{
+	return al_serve__admit(&r->srv, fd);
 }
 
 void al_integ__relay_stop(struct al_integ_relay *r)
 {
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->mu);
-	r->stopping = true;
-	pthread_mutex_unlock(&r->mu);
-	if (r->listen_fd >= 0)
-		shutdown(r->listen_fd, SHUT_RDWR);
-	if (r->started) {
-		pthread_join(r->acceptor, NULL);
-		r->started = false;
-	}
-	if (r->listen_fd >= 0) {
-		close(r->listen_fd);
-		r->listen_fd = -1;
-	}
-	pthread_mutex_lock(&r->mu);
-	for (struct conn *c = r->live; c; c = c->next)
-		shutdown(c->fd, SHUT_RDWR);
-	while (r->active)
-		pthread_cond_wait(&r->idle, &r->mu);
-	pthread_mutex_unlock(&r->mu);
+	if (r)
+		al_serve__stop(&r->srv);
 }
 
 json_t *al_integ__relay_json(struct al_integ_relay *r)
@@ -1328,7 +1264,7 @@ void al_integ__relay_free(struct al_integ_relay *r)
 	for (size_t i = 0; i < r->nin; i++)
 		integ_release(&r->in[i]);
 	free(r->in);
+	al_serve__release(&r->srv);
 	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->idle);
 	free(r);
 }

@@ -19,8 +19,12 @@ struct al_integ_relay;
 int al_integ__relay_new(struct al_store *st, const char *const *names, const char *project,
 			const char *principal, uint64_t max_calls, uint64_t max_bytes,
 			struct al_integ_relay **out, struct al_error *err);
-/* Serve connections accepted from listen_fd (owned from here). */
+/* Serve connections accepted from listen_fd (owned from here; -1: none). */
 int al_integ__relay_start(struct al_integ_relay *r, int listen_fd, struct al_error *err);
+/* Or: serve a connected socket (owned from here) from elsewhere (the
+ * microVM relay): 0, or -1 when refused (over the call cap: answered 429
+ * and counted; or stopped) and closed. */
+int al_integ__relay_admit(struct al_integ_relay *r, int fd);
 /* Stop accepting, end every call, wait for them.  Idempotent. */
 void al_integ__relay_stop(struct al_integ_relay *r);
 /* The record (docs/formats.md, "integrations"). */

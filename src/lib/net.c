@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "net_private.h"
+#include "serve_private.h"
 #include "util.h"
 
 /* ---- allow entries ---------------------------------------------------------------- */
@@ -291,31 +292,26 @@ struct al_net_proxy {
 	char (*allow)[AL_NET_ENTRY_MAX];
 	size_t nrules;
 	uint64_t max_conns, max_bytes;
-	int listen_fd;
-	pthread_t acceptor;
-	bool started;
+	struct al_serve srv;
 
 	pthread_mutex_t mu;
-	pthread_cond_t idle;
-	bool stopping;
-	unsigned active; /* connection threads alive */
 	struct conn_rec **recs;
 	size_t nrecs, caprecs;
 	uint64_t over_limit;
 	uint64_t bytes; /* reserved and moved, all connections (atomic) */
 	bool bytes_hit;
-	struct conn *live; /* to end at stop */
 };
 
 struct conn {
 	struct al_net_proxy *p;
 	struct conn_rec *rec;
 	int client, up;
-	struct conn *next, *prev;
 	bool answered; /* a refusal was sent: let the client read it before the close */
 	char head[HEAD_MAX + 1];
 	size_t nhead, used; /* bytes read; bytes of the head proper */
 };
+
+static const struct al_serve_ops proxy_ops;
 
 int al_net__proxy_new(const char *const *allow, size_t nallow, uint64_t max_connections,
 		      uint64_t max_bytes, struct al_net_proxy **out, struct al_error *err)
@@ -326,8 +322,7 @@ int al_net__proxy_new(const char *const *allow, size_t nallow, uint64_t max_conn
 	struct al_net_proxy *p = calloc(1, sizeof(*p));
 	if (p) {
 		pthread_mutex_init(&p->mu, NULL);
-		pthread_cond_init(&p->idle, NULL);
-		p->listen_fd = -1;
+		al_serve__init(&p->srv, &p->mu, &proxy_ops, p, 256 * 1024);
 	}
 	if (!p || !(p->rules = calloc(nallow + 1, sizeof(*p->rules))) ||
 	    !(p->allow = calloc(nallow + 1, sizeof(*p->allow)))) {
@@ -516,7 +511,7 @@ static int dial_one(struct conn *c, const struct in6_addr *a, int port)
 		return -1;
 	pthread_mutex_lock(&p->mu);
 	c->up = fd;
-	bool stop = p->stopping;
+	bool stop = p->srv.stopping;
 	pthread_mutex_unlock(&p->mu);
 	int rc = stop ? -1 : connect(fd, (const struct sockaddr *)&ss, sl);
 	if (stop)
@@ -719,7 +714,7 @@ static bool token_char(char ch)
 
 /* The TLS ClientHello's host_name (RFC 6066), "" if it has none: 0, or -1
  * when the bytes are not one ClientHello in one record. */
-static int hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
+int al_net__hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
 {
 	sni[0] = 0;
 	if (n < 9 || b[0] != 0x16 || b[5] != 0x01)
@@ -841,7 +836,7 @@ static void tunnel(struct conn *c, const struct rule *t)
 		set_reason(c->rec, "refused",
 			   "a tunnel carries TLS only (plain HTTP goes through the proxy as "
 			   "http://)");
-	else if (n < want || hello_sni(hello, n, sni, sizeof(sni)) < 0)
+	else if (n < want || al_net__hello_sni(hello, n, sni, sizeof(sni)) < 0)
 		set_reason(c->rec, "refused", "not a TLS ClientHello in one record");
 	else if (t->ip && sni[0])
 		set_reason(c->rec, "refused", "TLS SNI '%s' in a tunnel to the address %s", sni,
@@ -1063,9 +1058,46 @@ static void serve(struct conn *c)
 		forward_http(c, &t, method, path, version);
 }
 
-static void conn_close(struct conn *c)
+/* Under the lock: a connection from the sandbox, within the run's cap. */
+static void *conn_admit(void *owner, int fd)
 {
-	struct al_net_proxy *p = c->p;
+	struct al_net_proxy *p = owner;
+	if (p->nrecs >= p->max_conns) {
+		p->over_limit++;
+		return NULL;
+	}
+	struct conn *c = calloc(1, sizeof(*c));
+	struct conn_rec *r = calloc(1, sizeof(*r));
+	if (p->nrecs == p->caprecs) {
+		size_t cap = p->caprecs ? 2 * p->caprecs : 16;
+		struct conn_rec **v = realloc(p->recs, cap * sizeof(*v));
+		if (v) {
+			p->recs = v;
+			p->caprecs = cap;
+		}
+	}
+	if (!c || !r || p->nrecs == p->caprecs) {
+		free(c);
+		free(r);
+		return NULL;
+	}
+	p->recs[p->nrecs++] = r;
+	r->kind = "?";
+	r->verdict = "refused";
+	r->t0 = al_now_ns();
+	r->started = al_wall_s();
+	r->port = 0;
+	c->p = p;
+	c->rec = r;
+	c->client = fd;
+	c->up = -1;
+	return c;
+}
+
+static void conn_serve(void *arg)
+{
+	struct conn *c = arg;
+	serve(c);
 	if (c->answered) {
 		/* closing with unread input would reset the connection and
 		 * could lose the answer: end ours, read a little of theirs */
@@ -1077,142 +1109,50 @@ static void conn_close(struct conn *c)
 		while (drained < 65536 && (n = recv(c->client, sink, sizeof(sink), 0)) > 0)
 			drained += (size_t)n;
 	}
-	pthread_mutex_lock(&p->mu);
+}
+
+static void conn_done(void *arg, bool ran)
+{
+	struct conn *c = arg;
+	if (!ran)
+		snprintf(c->rec->reason, sizeof(c->rec->reason), "no thread for the connection");
 	if (c->up >= 0)
 		close(c->up);
-	close(c->client);
 	c->up = c->client = -1;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		p->live = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
 	c->rec->ms = (al_now_ns() - c->rec->t0) / 1000000;
-	if (!--p->active)
-		pthread_cond_broadcast(&p->idle);
-	pthread_mutex_unlock(&p->mu);
 	free(c);
 }
 
-static void *conn_main(void *arg)
+static void conn_end(void *arg)
 {
 	struct conn *c = arg;
-	serve(c);
-	conn_close(c);
-	return NULL;
+	if (c->up >= 0)
+		shutdown(c->up, SHUT_RDWR);
 }
 
-static void *accept_main(void *arg)
-{
-	struct al_net_proxy *p = arg;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	for (;;) {
-		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			       errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
-			if (errno != EINTR && errno != ECONNABORTED)
-				usleep(10000);
-			continue;
-		}
-		if (fd < 0)
-			break; /* shut down: the run is over */
-		pthread_mutex_lock(&p->mu);
-		if (p->stopping) {
-			pthread_mutex_unlock(&p->mu);
-			close(fd);
-			break;
-		}
-		if (p->nrecs >= p->max_conns) {
-			p->over_limit++;
-			pthread_mutex_unlock(&p->mu);
-			close(fd);
-			continue;
-		}
-		struct conn *c = calloc(1, sizeof(*c));
-		struct conn_rec *r = calloc(1, sizeof(*r));
-		if (p->nrecs == p->caprecs) {
-			size_t cap = p->caprecs ? 2 * p->caprecs : 16;
-			struct conn_rec **v = realloc(p->recs, cap * sizeof(*v));
-			if (v) {
-				p->recs = v;
-				p->caprecs = cap;
-			}
-		}
-		if (!c || !r || p->nrecs == p->caprecs) {
-			pthread_mutex_unlock(&p->mu);
-			free(c);
-			free(r);
-			close(fd);
-			continue;
-		}
-		p->recs[p->nrecs++] = r;
-		r->kind = "?";
-		r->verdict = "refused";
-		r->t0 = al_now_ns();
-		r->started = al_wall_s();
-		r->port = 0;
-		c->p = p;
-		c->rec = r;
-		c->client = fd;
-		c->up = -1;
-		c->next = p->live;
-		if (p->live)
-			p->live->prev = c;
-		p->live = c;
-		p->active++;
-		pthread_t t;
-		if (pthread_create(&t, &attr, conn_main, c) != 0) {
-			snprintf(r->reason, sizeof(r->reason), "no thread for the connection");
-			pthread_mutex_unlock(&p->mu);
-			conn_close(c);
-			continue;
-		}
-		pthread_mutex_unlock(&p->mu);
-	}
-	pthread_attr_destroy(&attr);
-	return NULL;
-}
+static const struct al_serve_ops proxy_ops = {
+	.admit = conn_admit,
+	.serve = conn_serve,
+	.done = conn_done,
+	.end = conn_end,
+};
 
 int al_net__proxy_start(struct al_net_proxy *p, int listen_fd, struct al_error *err)
 {
-	p->listen_fd = listen_fd;
-	if (pthread_create(&p->acceptor, NULL, accept_main, p) != 0)
+	if (al_serve__start(&p->srv, listen_fd) < 0)
 		return al_fail(err, AL_EIO, errno, "egress: the proxy's thread");
-	p->started = true;
 	return 0;
+}
+
+int al_net__proxy_admit(struct al_net_proxy *p, int fd)
+{
+	return al_serve__admit(&p->srv, fd);
 }
 
 void al_net__proxy_stop(struct al_net_proxy *p)
 {
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->mu);
-	p->stopping = true;
-	pthread_mutex_unlock(&p->mu);
-	if (p->listen_fd >= 0)
-		shutdown(p->listen_fd, SHUT_RDWR); /* accept returns EINVAL */
-	if (p->started) {
-		pthread_join(p->acceptor, NULL);
-		p->started = false;
-	}
-	if (p->listen_fd >= 0) {
-		close(p->listen_fd);
-		p->listen_fd = -1;
-	}
-	pthread_mutex_lock(&p->mu);
-	/* the sandbox is gone: what a connection still waits on ends now */
-	for (struct conn *c = p->live; c; c = c->next) {
-		shutdown(c->client, SHUT_RDWR);
-		if (c->up >= 0)
-			shutdown(c->up, SHUT_RDWR);
-	}
-	while (p->active)
-		pthread_cond_wait(&p->idle, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	if (p)
+		al_serve__stop(&p->srv);
 }
 
 json_t *al_net__proxy_json(struct al_net_proxy *p)
@@ -1251,7 +1191,7 @@ void al_net__proxy_free(struct al_net_proxy *p)
 	free(p->recs);
 	free(p->rules);
 	free(p->allow);
+	al_serve__release(&p->srv);
 	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->idle);
 	free(p);
 }

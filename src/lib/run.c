@@ -759,6 +759,9 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 				  (json_int_t)s->vm.memory_mib, "boot_ms",
 				  (json_int_t)s->vm.boot_ms, "setup_ms", (json_int_t)s->vm.setup_ms,
 				  "collect_ms", (json_int_t)s->vm.collect_ms));
+	if (rec && s->vm.used && s->vm.relay_error[0])
+		json_object_set_new(json_object_get(rec, "vm"), "relay_error",
+				    json_string(s->vm.relay_error));
 	if (rec && s->exit_code > 128)
 		json_object_set_new(rec, "signal", json_integer(s->exit_code - 128));
 	/* what was held fixed for this run (docs/determinism.md) */

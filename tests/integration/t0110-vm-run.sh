@@ -129,9 +129,9 @@ ok "no VMM is left" -- bash -c "! kill -0 $QEMU 2>/dev/null"
 # an unknown backend is a usage error, before anything runs
 run "$AL" run p --backend xen -- true
 is "$rc" 2 "--backend takes ns or vm"
-run "$AL" run p --backend vm --network egress -- true
-is "$rc" 6 "--network egress is refused: the VM has no network device"
-like "$err" "vm backend has no network device" "…saying so"
+run "$AL" run p --backend vm --json --network egress -- sh -c 'echo "$HTTP_PROXY"'
+is "$rc $(echo "$out" | field stdout.text)" "0 http://127.0.0.1:3128" \
+	"--network egress runs: the proxy's address, relayed to the host (t0113, s0052)"
 
 # airlock doctor reports the vm backend: QEMU, the guest, KVM or TCG
 run "$AL" doctor --json

@@ -111,5 +111,12 @@ is "$(echo "$out" | J 'print(len(d["egress"]["connections"]), set(c["verdict"] f
 printf '%s' "$out" >"$T/hostile.json"
 ok "no control character reaches the record" -- bash -c "! grep -qiF '\\u001b' '$T/hostile.json' && ! grep -q \$'\\e' '$T/hostile.json'"
 is "$(wc -l <"$TLOG")" "$before" "the test host saw none of them"
+# a client that leaves mid-download: the proxy's write fails for that
+# connection only, never with a SIGPIPE for airlock
+run H run p --json "${E[@]}" -- sh -c '
+	curl -sS http://web.airlock.test/bytes/50000000 2>/dev/null | head -c 10 | wc -c
+	curl -sS http://web.airlock.test/hello'
+is "$rc $(echo "$out" | field stdout.text | tr '\n' ' ' | sed 's/ *$//')" "0 10 hello web.airlock.test" \
+	"a client that hangs up mid-download ends its connection only: the run and the next connection go on"
 ok "the ledger verifies" -- "$AL" audit verify
 done_testing

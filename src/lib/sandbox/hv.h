@@ -31,7 +31,7 @@ struct al_hv_vm {
 	bool kvm;
 	struct al_hv_disk disks[4];
 	size_t ndisks;
-	struct al_hv_port ports[3];
+	struct al_hv_port ports[4];
 	size_t nports;
 };
 

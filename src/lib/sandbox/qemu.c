@@ -107,7 +107,7 @@ static void qemu_probe(struct al_hv_probe *p, uint32_t uid, uint32_t gid)
 static int qemu_argv(const struct al_hv_vm *vm, const char *binary, char ***out,
 		     struct al_error *err)
 {
-	enum { MAXARGS = 64, ARGLEN = 256 };
+	enum { MAXARGS = 80, ARGLEN = 256 };
 	char **v = calloc(1, (MAXARGS + 1) * sizeof(char *) + MAXARGS * ARGLEN);
 	if (!v)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "vm: qemu argv");

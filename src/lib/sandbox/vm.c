@@ -43,6 +43,8 @@
 #include "airlock/dl_archive.h"
 #include "airlock/manifest.h"
 #include "hv.h"
+#include "integ_private.h"
+#include "net_private.h"
 #include "sandbox_private.h"
 #include "util.h"
 #include "vm_private.h"
@@ -60,6 +62,7 @@ enum {
 	FD_OUT,
 	FD_ERR,
 	FD_CTL,
+	FD_RELAY, /* the relay's port: egress and integrations (-1: none) */
 	FD_N
 };
 
@@ -230,6 +233,9 @@ static int control_disk(const struct al_sandbox_spec *spec, struct al_error *err
 				    put_num(&b, "pids", l->pids) < 0 ||
 				    put_num(&b, "memory", l->memory) < 0 ||
 				    put_num(&b, "cpus_milli", l->cpus_milli) < 0 ||
+				    put_num(&b, "relay",
+					    (spec->egress ? 1u : 0u) | (spec->integ ? 2u : 0u)) <
+					    0 ||
 				    put_str(&b, "end") < 0
 			    ? -1
 			    : 0;
@@ -378,9 +384,10 @@ static _Noreturn void jail_main(struct jail *j)
 	j->status_w = w;
 	int high[FD_N];
 	for (int t = FD_KERNEL; t < FD_N; t++)
-		TRY((high[t] = fcntl(j->fds[t], F_DUPFD_CLOEXEC, 100)) >= 0, ST_FDS);
+		TRY(j->fds[t] < 0 || (high[t] = fcntl(j->fds[t], F_DUPFD_CLOEXEC, 100)) >= 0,
+		    ST_FDS);
 	for (int t = FD_KERNEL; t < FD_N; t++)
-		TRY(dup2(high[t], t) == t, ST_FDS);
+		TRY(j->fds[t] < 0 || dup2(high[t], t) == t, ST_FDS);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	TRY(devnull >= 0 && dup2(devnull, 0) == 0 && dup2(devnull, 1) == 1, ST_FDS);
 	/* stderr stays: QEMU's own errors reach the parent's log */
@@ -408,6 +415,7 @@ struct vm_state {
 	uint64_t memory_mib;
 	int fds[FD_N];     /* ours: closed at the end */
 	int out, err, ctl; /* our ends of the ports */
+	int relay;         /* and of the relay's, when the run has one */
 	int status[2], sock[2];
 	int pidfd;
 	pid_t pid;
@@ -436,6 +444,7 @@ static void vm_release(struct vm_state *s)
 	close_fd(&s->out);
 	close_fd(&s->err);
 	close_fd(&s->ctl);
+	close_fd(&s->relay);
 	close_fd(&s->pidfd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&s->status[i]);
@@ -519,6 +528,14 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 		*ours[i] = sv[0];
 		s->fds[theirs[i]] = sv[1];
 	}
+	bool relay = spec->egress || spec->integ;
+	if (relay) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+			return al_fail(err, AL_ESANDBOX, errno, "vm: the relay's port");
+		s->relay = sv[0];
+		s->fds[FD_RELAY] = sv[1];
+	}
 
 	const struct al_limits *l = &spec->limits;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -542,8 +559,11 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 			   { FD_CONTROL, "control", true },
 			   { FD_RESULT, "result", false } },
 		.ndisks = 4,
-		.ports = { { FD_OUT, "stdout" }, { FD_ERR, "stderr" }, { FD_CTL, "ctl" } },
-		.nports = 3
+		.ports = { { FD_OUT, "stdout" },
+			   { FD_ERR, "stderr" },
+			   { FD_CTL, "ctl" },
+			   { FD_RELAY, "relay" } },
+		.nports = relay ? 4 : 3,
 	};
 	s->vcpus = vcpus;
 	s->memory_mib = mib;
@@ -871,13 +891,26 @@ static int unpack_result(int result, uint64_t size, const struct al_limits *l, i
 	return 0;
 }
 
+/* The relay, then the proxy and the integrations' relay behind it (as a
+ * namespace run stops them once its last process is dead). */
+static void stop_services(const struct al_sandbox_spec *spec, struct al_vm_relay *relay,
+			  struct al_sandbox_result *res)
+{
+	char why[128];
+	const char *e = al_vm__relay_stop(relay, why, sizeof(why));
+	if (e)
+		snprintf(res->vm.relay_error, sizeof(res->vm.relay_error), "%s", e);
+	if (spec->egress)
+		al_net__proxy_stop(spec->egress);
+	if (spec->integ)
+		al_integ__relay_stop(spec->integ);
+}
+
 static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *res,
 		  struct al_error *err)
 {
-	if (spec->integ)
-		return al_fail(err, AL_EINVAL, 0,
-			       "sandbox: the vm backend has no integrations' relay yet (use "
-			       "--backend ns for --integration)");
+	if (spec->network == AL_NET_EGRESS && !spec->egress)
+		return al_fail(err, AL_EUSAGE, 0, "sandbox: network egress without a proxy");
 	struct al_hv_probe hp;
 	driver->probe(&hp, spec->host_uid, spec->host_gid);
 	if (!hp.binary_ok)
@@ -890,20 +923,32 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	struct vm_state s = { .out = -1,
 			      .err = -1,
 			      .ctl = -1,
+			      .relay = -1,
 			      .status = { -1, -1 },
 			      .sock = { -1, -1 },
 			      .pidfd = -1 };
 	for (int i = 0; i < FD_N; i++)
 		s.fds[i] = -1;
 	int r = vm_start(spec, &s, &hp, err);
+	/* the guest's connections to 127.0.0.1:AL_NET_PROXY_PORT and
+	 * :AL_INTEG_PORT, to the same proxy and relay as a namespace run's */
+	struct al_vm_relay *relay = NULL;
+	if (r == 0 && s.relay >= 0) {
+		int chan = s.relay;
+		s.relay = -1; /* the relay's from here */
+		r = al_vm__relay_start(chan, spec->egress, spec->integ, &relay, err);
+	}
 	if (r < 0) {
 		vm_release(&s);
+		stop_services(spec, relay, res);
 		return r;
 	}
 	char line[520];
 	size_t linelen = 0;
 	bool killed = false;
 	vm_wait(spec, &s, res, line, &linelen, &killed);
+	/* the VMM is gone: no stream outlives it */
+	stop_services(spec, relay, res);
 	res->vm.used = true;
 	res->vm.kvm = hp.kvm;
 	res->vm.vcpus = s.vcpus;
@@ -974,11 +1019,8 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 
 static int vm_check(enum al_network network, struct al_error *err)
 {
-	if (network == AL_NET_EGRESS)
-		return al_fail(
-			err, AL_EINVAL, 0,
-			"sandbox: the vm backend has no network device and no egress relay yet "
-			"(use --backend ns for --network egress, or --network none)");
+	(void)network; /* none, and egress through the relay to the host's proxy */
+	(void)err;
 	return 0;
 }
 

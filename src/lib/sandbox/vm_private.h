@@ -5,6 +5,7 @@
 #define AL_VM_PRIVATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "airlock/error.h"
@@ -49,5 +50,18 @@ struct al_vm_status {
 /* AL_EINVAL unless the line is exactly one of those (fields in that order,
  * numbers in range, booleans 0 or 1, one '\n' at its end). */
 int al_vm__status_parse(const char *line, size_t n, struct al_vm_status *st, struct al_error *err);
+
+/* The host's end of the run's relay (vm_relay.c, vm_mux.h): a thread
+ * reading chan (one end of the guest's relay port; owned from here, even
+ * on failure) and handing each stream the guest opens to proxy (target 0)
+ * or integ (target 1), either may be NULL: refused. */
+struct al_net_proxy;
+struct al_integ_relay;
+struct al_vm_relay;
+int al_vm__relay_start(int chan, struct al_net_proxy *proxy, struct al_integ_relay *integ,
+		       struct al_vm_relay **out, struct al_error *err);
+/* Stop the thread, end every stream, free.  Returns why (in why) when the
+ * guest broke the protocol and the relay ended early, else NULL. */
+const char *al_vm__relay_stop(struct al_vm_relay *r, char *why, size_t n);
 
 #endif
