@@ -635,6 +635,27 @@ bool al_archive_written_ok(struct archive *w, int rc)
 
 #define FD_RECV_MAX 16 /* room for a hostile sender's extra fds, all closed */
 
+int al_fd_send(int sock, int fd)
+{
+	char byte = 'u';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
 int al_fd_recv(int sock, int timeout_ms)
 {
 	struct pollfd pf = { sock, POLLIN, 0 };

@@ -37,6 +37,8 @@ static inline void al__sha_freep(struct al_sha **s)
  * fd, two, two messages, a truncated control message) is refused with
  * EBADMSG and every fd that arrived is closed.  The fd is O_CLOEXEC. */
 int al_fd_recv(int sock, int timeout_ms);
+/* Send fd with the one byte 'u'; 0, or -1 with errno. */
+int al_fd_send(int sock, int fd);
 /* Is fd a listening TCP socket of family (AF_INET, AF_INET6)?  0, or -1
  * with errno ENOTSOCK (not a socket: a pipe, a FIFO, a file) or EPROTOTYPE
  * (another family or type, or not listening). */

@@ -326,54 +326,9 @@ static void child_proc_masks(const struct child *c)
 	}
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'u';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /* The setup's listening sockets come after its tmpfs; a setup that sends
  * nothing for this long is taken as stuck. */
 #define SETUP_FD_TIMEOUT_MS (120 * 1000)
-
-static int recv_fd(int sock)
-{
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
 
 static _Noreturn void child_main(const struct child *c)
 {
@@ -413,7 +368,7 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, c->tmpfs_opts) == 0, ST_TMPFS);
 	int t = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	TRY(t >= 0, ST_TMPFS);
-	TRY(send_fd(c->sock, t) == 0, ST_SEND);
+	TRY(al_fd_send(c->sock, t) == 0, ST_SEND);
 	TRY(mkdirat(t, "root", 0755) == 0 && mkdirat(t, "root/upper", 0755) == 0 &&
 		    mkdirat(t, "root/work", 0700) == 0 && mkdirat(t, "ws", 0755) == 0 &&
 		    mkdirat(t, "ws/upper", 0755) == 0 && mkdirat(t, "ws/work", 0700) == 0 &&
@@ -456,7 +411,7 @@ static _Noreturn void child_main(const struct child *c)
 		TRY(l >= 0, ST_PROXY);
 		TRY(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 512) == 0,
 		    ST_PROXY);
-		TRY(send_fd(c->sock, l) == 0, ST_PROXY);
+		TRY(al_fd_send(c->sock, l) == 0, ST_PROXY);
 		close(l);
 	}
 	if (c->integ) {
@@ -468,7 +423,7 @@ static _Noreturn void child_main(const struct child *c)
 		TRY(l >= 0, ST_INTEG);
 		TRY(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 64) == 0,
 		    ST_INTEG);
-		TRY(send_fd(c->sock, l) == 0, ST_INTEG);
+		TRY(al_fd_send(c->sock, l) == 0, ST_INTEG);
 		close(l);
 	}
 
@@ -796,7 +751,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		return r;
 	if (write(s->sock[0], "g", 1) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
-	s->tmpfs = recv_fd(s->sock[0]);
+	s->tmpfs = al_fd_recv(s->sock[0], SETUP_FD_TIMEOUT_MS);
 	/* the listening sockets: made by the setup in the sandbox's network
 	 * namespace; checked as hostile (a pipe or any other fd, or more than
 	 * one, would otherwise become the proxy's) */

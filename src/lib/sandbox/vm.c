@@ -751,51 +751,6 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 
 /* ---- unpacking the result, in a child with a tmpfs of its own --------------------------- */
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'u';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 static void unpack_child(int sock, int result, uint64_t size, const struct al_limits *l)
 {
 	struct al_error e = { 0 };
@@ -833,7 +788,7 @@ static void unpack_child(int sock, int result, uint64_t size, const struct al_li
 	}
 	struct al_vm_caps caps = { .bytes = l->disk ? l->disk : size,
 				   .entries = 2 * (l->files ? l->files : 100000) + 64 };
-	if (al_vm__result_unpack(result, size, up, &caps, &e) == 0 && send_fd(sock, t) < 0)
+	if (al_vm__result_unpack(result, size, up, &caps, &e) == 0 && al_fd_send(sock, t) < 0)
 		al_fail(&e, AL_ESANDBOX, errno, "vm: unpack the result: hand it over");
 out:
 	if (write(sock, &e, sizeof(e)) != (ssize_t)sizeof(e))
@@ -863,7 +818,7 @@ static int unpack_result(int result, uint64_t size, const struct al_limits *l, i
 	int fd = -1;
 	char peek;
 	if (recv(sv[0], &peek, 1, MSG_PEEK) == 1 && peek == 'u')
-		fd = recv_fd(sv[0]);
+		fd = al_fd_recv(sv[0], -1);
 	ssize_t n = al_read_full(sv[0], &e, sizeof(e));
 	close(sv[0]);
 	int st = 0;
