@@ -54,13 +54,16 @@ mkdir -p "$AIRLOCK_HOME/tenants/default/lower/.tmp-deadbeef0000/sub"
 mkdir -p "$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000"
 ( flock 9; sleep 20 ) 9>"$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000.lock" &
 LOCKER=$!
-for d in $(cgdirs); do case "$CG0" in *"$d"*) ;; *) touch -d '2 minutes ago' "$d" ;; esac; done
-ok "…leaving cgroup directories behind" -- test -n "$(leftovers)"
+AGED=$(leftovers)
+for d in $AGED; do touch -d '2 minutes ago' "$d"; done
+ok "…leaving cgroup directories behind" -- test -n "$AGED"
 run "$AL" run p -- true
 is "$rc" 0 "the next run runs"
 is "$("$AL" run show "$KILLED" --json | field outcome)" "failed: interrupted" "…and records the killed attempt as interrupted"
 like "$("$AL" audit --kind run --json)" "\"id\":\"$KILLED\".*failed: interrupted|failed: interrupted.*\"id\":\"$KILLED\"" "…in the ledger"
-is "$(leftovers)" "" "…removes the leftover cgroups"
+# those it left (not another suite's, made meanwhile and still empty)
+is "$(for d in $AGED; do [ -d "$d" ] && [ -z "$(cat "$d/cgroup.procs" 2>/dev/null)" ] && echo "$d"; done)" "" \
+	"…removes the leftover cgroups"
 ok "…and the half-made layer" -- test ! -e "$AIRLOCK_HOME/tenants/default/lower/.tmp-deadbeef0000"
 ok "…but not a layer another process is still making" -- test -d "$AIRLOCK_HOME/tenants/default/lower/.tmp-live00000000"
 kill $LOCKER 2>/dev/null; wait $LOCKER 2>/dev/null
