@@ -5,22 +5,7 @@
 #include <sqlite3.h>
 
 #include "airlock/error.h"
-
-enum al_sync { AL_SYNC_FULL, AL_SYNC_NORMAL };
-
-/* A database's schema as ordered migrations: migrations[i] takes it from
- * PRAGMA user_version i to i + 1, in one transaction with the version's
- * update.  Version 0 is a new database, or one made before versions
- * existed: migration 1 is CREATE ... IF NOT EXISTS, which completes both.
- * A migration is never edited once released; a change is a new one. */
-struct al_sqlite_schema {
-	const char *const *migrations;
-	unsigned count; /* the version this airlock knows */
-};
-#define AL_SQLITE_SCHEMA(m)                     \
-	{                                       \
-		(m), sizeof(m) / sizeof((m)[0]) \
-	}
+#include "db.h" /* enum al_sync, struct al_sqlite_schema */
 
 /* Open path in WAL mode with a busy timeout and bring it to schema's version
  * (NULL: no schema).  A database of a newer version than schema knows is
