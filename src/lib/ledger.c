@@ -17,6 +17,7 @@
 #include "airlock/cas.h"
 #include "airlock/ledger.h"
 #include "airlock/store.h"
+#include "backend/sqlite/db_sqlite.h"
 #include "ledger_export.h"
 #include "ledger_private.h"
 #include "merkle.h"
@@ -396,6 +397,36 @@ int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *
 		return r;
 	}
 	return al_sqlite_exec(db, "COMMIT", err);
+}
+
+/* Until the ledger itself is on the seam, it reaches the transaction's
+ * SQLite connection under it (the only engine the commands open yet). */
+static sqlite3 *txn_sqlite(struct al_db_txn *txn, struct al_error *err)
+{
+	sqlite3 *c = txn->open ? al_db__sqlite(txn->db) : NULL;
+	if (!c)
+		al_fail(err, AL_EUSAGE, 0, "ledger: not in a write transaction of SQLite metadata");
+	return c;
+}
+
+int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
+			  const struct al_ledger_rec *rec, uint64_t *seq, struct al_error *err)
+{
+	sqlite3 *c = txn_sqlite(txn, err);
+	return c ? al_ledger__append(st, c, rec, seq, err) : err->code;
+}
+
+int al_ledger__commit(struct al_store *st, struct al_db_txn *txn, int r, struct al_error *err)
+{
+	if (r == 0) {
+		sqlite3 *c = txn_sqlite(txn, err);
+		r = c ? al_ledger__seal(st, c, err) : err->code;
+	}
+	if (r < 0) {
+		al_db_rollback(txn);
+		return r;
+	}
+	return al_db_commit(txn, err);
 }
 
 int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz,

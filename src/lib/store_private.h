@@ -11,6 +11,11 @@
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
 /* The tenant's metadata database (snapshots, projects, volumes, commits). */
 int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
+/* The same database through the metadata seam (db.h), borrowed: the
+ * modules converted to the seam use this one, the others al_store__meta,
+ * one connection under both until every module is converted. */
+struct al_db;
+int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err);
 
 /* The home the store is in. */
 const char *al_store__home(struct al_store *s);
