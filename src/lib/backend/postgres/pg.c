@@ -126,6 +126,15 @@ static const char *const migrations[] = {
 	"  $$ SELECT tenant FROM public.sessions WHERE hash = session_hash AND expires > now $$;"
 	"REVOKE ALL ON FUNCTION airlock_token_tenant(TEXT, BIGINT) FROM PUBLIC;"
 	"REVOKE ALL ON FUNCTION airlock_session_tenant(TEXT, BIGINT) FROM PUBLIC;",
+	/* 2: the tenant of a row is the transaction's unless the row says it
+	 * (the policy still checks it): the modules' SQL, written once for
+	 * both engines through the metadata seam (src/lib/db.h), names no
+	 * tenant, as on SQLite, where the file is the tenant's */
+	"DO $$ DECLARE t TEXT; BEGIN"
+	"  FOREACH t IN ARRAY string_to_array('" TENANT_TABLES "', ', ') LOOP"
+	"    EXECUTE format('ALTER TABLE %I ALTER COLUMN tenant"
+	"      SET DEFAULT current_setting(''airlock.tenant'', true)', t);"
+	"  END LOOP; END $$;",
 };
 
 struct pgconn {
