@@ -783,8 +783,7 @@ int al_contract_check(const struct al_contract *c, const struct al_contract_inpu
 
 /* ---- a project's default contract ------------------------------------------ */
 
-static int contract_load(struct al_db *db, const char *project, json_t **out,
-			 struct al_error *err)
+static int contract_load(struct al_db *db, const char *project, json_t **out, struct al_error *err)
 {
 	*out = NULL;
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
@@ -816,8 +815,8 @@ int al_project_contract_get(struct al_store *st, const char *project, json_t **o
 /* Replace the project's row: DELETE and INSERT in the transaction, which
  * both engines run alike (an upsert's conflict target would differ:
  * PostgreSQL's keys begin with the tenant). */
-static int contract_store(struct al_db *db, const char *project, const char *doc,
-			  const char *actor, struct al_error *err)
+static int contract_store(struct al_db *db, const char *project, const char *doc, const char *actor,
+			  struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
 	int r = al_db_prepare(db, "DELETE FROM project_contracts WHERE project = ?1", &del, err);

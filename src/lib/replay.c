@@ -74,10 +74,11 @@ int al_run__source_date(struct al_store *st, const char *project, const struct a
 		return r;
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	/* the newest first: the commit that made head the head (UNIQUE(volume, seq)) */
-	if ((r = al_db_prepare(db,
-			       "SELECT c.time FROM commits c JOIN projects p ON c.volume = p.volume "
-			       "WHERE p.name = ?1 AND c.result = ?2 ORDER BY c.seq DESC LIMIT 1",
-			       &q, err)) < 0)
+	if ((r = al_db_prepare(
+		     db,
+		     "SELECT c.time FROM commits c JOIN projects p ON c.volume = p.volume "
+		     "WHERE p.name = ?1 AND c.result = ?2 ORDER BY c.seq DESC LIMIT 1",
+		     &q, err)) < 0)
 		return r;
 	al_db_bind_text(q, 1, project, -1);
 	al_db_bind_blob(q, 2, head->b, AL_OID_LEN);

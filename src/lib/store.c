@@ -168,6 +168,14 @@ int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
 	return al_sqlite_open(path, &global_schema, db, err);
 }
 
+int al_store__global_db(const char *home, struct al_db **db, struct al_error *err)
+{
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
+		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	return al_db_open_sqlite(path, &global_schema, AL_SYNC_FULL, db, err);
+}
+
 static int tenant_dir(const char *home, const char *tenant, char *out, size_t n,
 		      struct al_error *err)
 {

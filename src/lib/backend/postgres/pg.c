@@ -134,7 +134,9 @@ static const char *const migrations[] = {
 	"  FOREACH t IN ARRAY string_to_array('" TENANT_TABLES "', ', ') LOOP"
 	"    EXECUTE format('ALTER TABLE %I ALTER COLUMN tenant"
 	"      SET DEFAULT current_setting(''airlock.tenant'', true)', t);"
-	"  END LOOP; END $$;",
+	"  END LOOP; END $$;"
+	/* the tenant's policy row as meta.db's: policy.c reads WHERE id = 1 */
+	"ALTER TABLE policy ADD COLUMN id INTEGER NOT NULL DEFAULT 1 CHECK (id = 1);",
 };
 
 struct pgconn {
