@@ -29,10 +29,14 @@
  * wraps it, tenant set), so no statement ever runs without the tenant.
  * A ledger entry is written in the transaction of its effect, as before.
  *
- * Errors map to struct al_error: a unique or primary-key violation is
- * AL_EEXIST, another constraint (CHECK, NOT NULL, foreign key) AL_EINVAL,
- * a full disk AL_ELIMIT, a corrupt file AL_ECORRUPT, an unreachable server
- * AL_EUNAVAIL, anything else AL_EIO; the message names the engine's own. */
+ * Errors map to struct al_error as the modules' codes were before the seam:
+ * a unique or primary-key violation is AL_EEXIST; another constraint
+ * (CHECK, NOT NULL, a trigger's abort) AL_EIO, like any failure of the
+ * database; a full disk AL_ELIMIT; a corrupt file AL_ECORRUPT; out of
+ * memory AL_ENOMEM; a lock not had in time or an unreachable server
+ * AL_EUNAVAIL; a row another tenant's (row-level security) AL_EDENIED; a
+ * value PostgreSQL's type refuses AL_EINVAL.  The message names the
+ * engine's own words. */
 #ifndef AL_DB_H
 #define AL_DB_H
 

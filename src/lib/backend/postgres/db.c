@@ -98,8 +98,8 @@ static int pg_fail(struct pg_db *db, PGresult *res, struct al_error *err, const 
 	int code = AL_EIO;
 	if (sqlstate_is(state, "23505"))
 		code = AL_EEXIST;
-	else if (sqlstate_is(state, "23") || sqlstate_is(state, "22"))
-		code = AL_EINVAL;
+	else if (sqlstate_is(state, "22"))
+		code = AL_EINVAL; /* a value the type refuses (SQLite has no such check) */
 	else if (sqlstate_is(state, "42501"))
 		code = AL_EDENIED; /* a privilege, or a row another tenant's */
 	else if (sqlstate_is(state, "40001") || sqlstate_is(state, "40P01") ||

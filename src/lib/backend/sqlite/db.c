@@ -32,7 +32,7 @@ int al_db__sqlite_fail(sqlite3 *c, struct al_error *err, const char *what)
 		code = rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY ||
 				       rc == SQLITE_CONSTRAINT_ROWID
 			       ? AL_EEXIST
-			       : AL_EINVAL;
+			       : AL_EIO; /* as before the seam: a CHECK, NOT NULL, a trigger */
 		break;
 	case SQLITE_FULL: code = AL_ELIMIT; break;
 	case SQLITE_CORRUPT:
