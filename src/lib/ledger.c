@@ -442,6 +442,12 @@ int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
 	return append(st, txn->db, rec, seq, err);
 }
 
+int al_ledger__append_db(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
+			 uint64_t *seq, struct al_error *err)
+{
+	return append(st, db, rec, seq, err);
+}
+
 int al_ledger__commit(struct al_store *st, struct al_db_txn *txn, int r, struct al_error *err)
 {
 	if (r == 0)

@@ -28,6 +28,11 @@ struct al_db_txn;
 int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
 			  const struct al_ledger_rec *rec, uint64_t *seq, struct al_error *err);
 int al_ledger__commit(struct al_store *st, struct al_db_txn *txn, int r, struct al_error *err);
+/* Append on db, which the caller has in a write transaction (a helper
+ * given the connection, not the transaction). */
+struct al_db;
+int al_ledger__append_db(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
+			 uint64_t *seq, struct al_error *err);
 /* A fresh group id: "g" + 15 hex digits. */
 void al_ledger__new_group(char out[17]);
 

@@ -267,6 +267,17 @@ static void transactions(void **state)
 	assert_int_equal(al_db_commit(&txn, &err), 0);
 	assert_int_equal(count(other, "t"), 1);
 
+	/* a row returned and not read to the end does not hold the commit back */
+	assert_int_equal(al_db_begin(db, AL_DB_WRITE, &txn, &err), 0);
+	_cleanup_db_stmt_ struct al_db_stmt *ret = NULL;
+	assert_int_equal(
+		al_db_prepare(db, "INSERT INTO k(name) VALUES (?1) RETURNING id", &ret, &err), 0);
+	al_db_bind_text(ret, 1, "returned", -1);
+	assert_int_equal(al_db_step(ret, &err), AL_DB_ROW);
+	assert_true(al_db_column_int64(ret, 0) > 0);
+	assert_int_equal(al_db_commit(&txn, &err), 0);
+	assert_int_equal(count(other, "k"), 1);
+
 	{ /* a scope left early rolls back */
 		_cleanup_db_txn_ struct al_db_txn t2;
 		assert_int_equal(al_db_begin(db, AL_DB_WRITE, &t2, &err), 0);
