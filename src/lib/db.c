@@ -96,10 +96,6 @@ int al_db_commit(struct al_db_txn *txn, struct al_error *err)
 		return al_fail(err, AL_EUSAGE, 0, "database: no transaction to commit");
 	struct al_db *db = txn->db;
 	txn->open = db->in_txn = false;
-	/* a statement with rows left (an INSERT … RETURNING read once) would
-	 * hold SQLite's commit back ("statements in progress") */
-	for (struct al_db_stmt *st = db->stmts; st; st = st->next)
-		db->ops->reset(st);
 	int r = db->ops->commit(db, err);
 	if (r < 0)
 		db->ops->rollback(db);

@@ -115,8 +115,8 @@ struct al_db_txn {
 int al_db_begin(struct al_db *db, enum al_db_mode mode, struct al_db_txn *txn,
 		struct al_error *err);
 /* Commit; on failure the transaction is rolled back (nothing of it stays).
- * Every statement of the connection is reset first: one with rows left
- * (an INSERT … RETURNING read once) would hold SQLite's commit back. */
+ * A writing statement with rows left (an INSERT … RETURNING read once) is
+ * reset first, which SQLite's commit needs; a reading one goes on. */
 int al_db_commit(struct al_db_txn *txn, struct al_error *err);
 /* Roll back (no-op for one already ended). */
 void al_db_rollback(struct al_db_txn *txn);

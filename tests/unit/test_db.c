@@ -278,6 +278,23 @@ static void transactions(void **state)
 	assert_int_equal(al_db_commit(&txn, &err), 0);
 	assert_int_equal(count(other, "k"), 1);
 
+	/* a reading statement goes on across a commit of its connection (an
+	 * outer loop over rows whose body writes) */
+	_cleanup_db_stmt_ struct al_db_stmt *loop = NULL;
+	assert_int_equal(insert_t(db, 10, 0, &err), 0);
+	assert_int_equal(insert_t(db, 11, 0, &err), 0);
+	assert_int_equal(
+		al_db_prepare(db, "SELECT id FROM t WHERE id >= 10 ORDER BY id", &loop, &err), 0);
+	assert_int_equal(al_db_step(loop, &err), AL_DB_ROW);
+	assert_int_equal(al_db_column_int64(loop, 0), 10);
+	assert_int_equal(al_db_begin(db, AL_DB_WRITE, &txn, &err), 0);
+	assert_int_equal(insert_t(db, 12, 0, &err), 0);
+	assert_int_equal(al_db_commit(&txn, &err), 0);
+	assert_int_equal(al_db_step(loop, &err), AL_DB_ROW);
+	assert_int_equal(al_db_column_int64(loop, 0), 11);
+	al_db_reset(loop);
+	exec_ok(db, "DELETE FROM t WHERE id >= 10");
+
 	{ /* a scope left early rolls back */
 		_cleanup_db_txn_ struct al_db_txn t2;
 		assert_int_equal(al_db_begin(db, AL_DB_WRITE, &t2, &err), 0);

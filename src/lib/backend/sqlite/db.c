@@ -67,6 +67,12 @@ static int s_begin(struct al_db *db, enum al_db_mode mode, struct al_error *err)
 
 static int s_commit(struct al_db *db, struct al_error *err)
 {
+	/* SQLite refuses to commit while a writing statement is in progress
+	 * (an INSERT … RETURNING read once); a reading one may stay (an outer
+	 * loop over rows whose body commits) */
+	for (struct al_db_stmt *st = db->stmts; st; st = st->next)
+		if (sqlite3_stmt_busy(ST(st)) && !sqlite3_stmt_readonly(ST(st)))
+			sqlite3_reset(ST(st));
 	return s_exec(db, "COMMIT", err);
 }
 
