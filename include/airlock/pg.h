@@ -12,8 +12,9 @@
  * tenant (a bearer token's or a session's tenant) it asks through two
  * SECURITY DEFINER functions that return only that.
  *
- * Not yet: the metadata backend interface that would put the daemon on this
- * schema (the embedded SQLite home is still the only one the commands use).
+ * The modules reach it through the metadata seam (src/lib/db.h, the
+ * driver src/lib/backend/postgres/db.c); no command or daemon opens it yet
+ * (the embedded SQLite home is still the only one the commands use).
  * libpq is loaded on first use (include/airlock/dl.h). */
 #ifndef AIRLOCK_PG_H
 #define AIRLOCK_PG_H
@@ -21,7 +22,7 @@
 #include "airlock/error.h"
 
 /* The schema version this build writes (its migrations: 1..AL_PG_SCHEMA). */
-#define AL_PG_SCHEMA 1
+#define AL_PG_SCHEMA 2
 
 /* Bring the database at url (postgres:// or postgresql://, libpq's URI)
  * to AL_PG_SCHEMA, each migration in its own transaction, recorded in

@@ -12,12 +12,12 @@
 #include "airlock/auth.h"
 #include "airlock/store.h"
 #include "ledger_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
 struct al_auth {
-	sqlite3 *db;
+	struct al_db *db;
 	pthread_mutex_t lock;
 	char home[4096];
 	unsigned refusal_window; /* seconds */
@@ -95,7 +95,7 @@ int al_auth_open(const char *home, struct al_auth **out, struct al_error *err)
 	struct al_auth *a = calloc(1, sizeof(*a));
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "auth");
-	int r = al_store__global(home, &a->db, err);
+	int r = al_store__global_db(home, &a->db, err);
 	if (r < 0) {
 		free(a);
 		return r;
@@ -116,39 +116,38 @@ void al_auth_close(struct al_auth *a)
 {
 	if (!a)
 		return;
-	sqlite3_close(a->db);
+	al_db_close(a->db);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
 /* One statement with text parameters, under the lock; row (may be NULL)
  * is called for each result row. */
-typedef int (*row_fn)(void *ctx, sqlite3_stmt *q, struct al_error *err);
+typedef int (*row_fn)(void *ctx, struct al_db_stmt *q, struct al_error *err);
 static int query(struct al_auth *a, const char *sql, const char *const *params, size_t np,
 		 row_fn row, void *ctx, struct al_error *err)
 {
 	pthread_mutex_lock(&a->lock);
-	sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(a->db, sql, &q, err);
+	struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(a->db, sql, &q, err);
 	for (size_t i = 0; r == 0 && i < np; i++)
-		sqlite3_bind_text(q, (int)i + 1, params[i], -1, SQLITE_STATIC);
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		al_db_bind_text(q, (int)i + 1, params[i], -1);
+	int rc = AL_DB_DONE;
+	while (r == 0 && (rc = al_db_step(q, err)) == AL_DB_ROW)
 		if (row)
 			r = row(ctx, q, err);
-	if (r == 0 && rc != SQLITE_DONE) {
-		r = (rc & 0xff) == SQLITE_CONSTRAINT ? al_fail(err, AL_EEXIST, 0, "already exists")
-						     : al_sqlite_fail(a->db, err, "directory");
-	}
-	sqlite3_finalize(q);
+	if (r == 0 && rc < 0)
+		r = rc == AL_EEXIST ? al_fail(err, AL_EEXIST, 0, "already exists")
+				    : al_error_prefix(err, "directory: ");
+	al_db_finalize(q);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }
 
-static int count_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int count_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	(void)err;
-	*(int64_t *)ctx = sqlite3_column_int64(q, 0);
+	*(int64_t *)ctx = al_db_column_int64(q, 0);
 	return 0;
 }
 
@@ -156,7 +155,7 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
 {
 	int64_t n = 0;
 	const char *p[] = { tenant };
-	int r = query(a, "SELECT count(*) FROM tenants WHERE name = ?", p, 1, count_row, &n, err);
+	int r = query(a, "SELECT count(*) FROM tenants WHERE name = ?1", p, 1, count_row, &n, err);
 	if (r == 0 && !n)
 		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s", tenant);
 	return r;
@@ -173,20 +172,21 @@ static int recorded(struct al_auth *a, const char *tenant, const char *kind, con
 		    struct al_error *err)
 {
 	struct al_store *st = NULL;
-	sqlite3 *db;
+	struct al_db *db;
+	struct al_db_txn txn;
 	int r = data ? al_store_open(a->home, tenant, &st, err)
 		     : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
-	if (r == 0 && (r = al_store__meta(st, &db, err)) == 0 &&
-	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+	if (r == 0 && (r = al_store__meta_db(st, &db, err)) == 0 &&
+	    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) == 0) {
 		char group[17];
 		al_ledger__new_group(group);
 		struct al_ledger_rec lr = {
 			.kind = kind, .group = group, .actor = actor ? actor : "", .data = data
 		};
-		r = al_ledger__append(st, db, &lr, NULL, err);
+		r = al_ledger__append_txn(st, &txn, &lr, NULL, err);
 		if (r == 0)
 			r = act(ctx, err);
-		r = al_ledger__finish(st, db, r, err);
+		r = al_ledger__commit(st, &txn, r, err);
 	}
 	al_store_close(st);
 	json_decref(data);
@@ -206,9 +206,10 @@ static int principal_insert(void *ctx, struct al_error *err)
 	snprintf(rs, sizeof(rs), "%u", c->roles);
 	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
 	const char *p[] = { c->tenant, c->name, rs, now };
-	int r = query(c->a,
-		      "INSERT INTO principals(tenant, name, roles, created) VALUES (?, ?, ?, ?)", p,
-		      4, NULL, NULL, err);
+	int r = query(
+		c->a,
+		"INSERT INTO principals(tenant, name, roles, created) VALUES (?1, ?2, ?3, ?4)", p,
+		4, NULL, NULL, err);
 	if (r == AL_EEXIST)
 		r = al_fail(err, AL_EEXIST, 0, "principal %s already exists", c->name);
 	return r;
@@ -237,14 +238,14 @@ struct principal_ctx {
 	void *ctx;
 };
 
-static int principal_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int principal_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	struct principal_ctx *c = ctx;
 	struct al_principal p = { 0 };
 	snprintf(p.tenant, sizeof(p.tenant), "%s", c->tenant);
-	snprintf(p.name, sizeof(p.name), "%s", (const char *)sqlite3_column_text(q, 0));
-	p.roles = (unsigned)sqlite3_column_int(q, 1);
-	p.created = sqlite3_column_int64(q, 2);
+	snprintf(p.name, sizeof(p.name), "%s", al_db_column_text(q, 0));
+	p.roles = (unsigned)al_db_column_int64(q, 1);
+	p.created = al_db_column_int64(q, 2);
 	if (c->one) {
 		*c->one = p;
 		return 0;
@@ -259,7 +260,7 @@ int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *nam
 	struct principal_ctx c = { .tenant = tenant, .one = out };
 	const char *p[] = { tenant, name };
 	int r = query(a,
-		      "SELECT name, roles, created FROM principals WHERE tenant = ? AND name = ?",
+		      "SELECT name, roles, created FROM principals WHERE tenant = ?1 AND name = ?2",
 		      p, 2, principal_row, &c, err);
 	if (r == 0 && !out->name[0])
 		r = al_fail(err, AL_ENOTFOUND, 0, "no principal %s", name);
@@ -272,7 +273,7 @@ int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principa
 	struct principal_ctx c = { .tenant = tenant, .fn = fn, .ctx = ctx };
 	const char *p[] = { tenant };
 	return query(a,
-		     "SELECT name, roles, created FROM principals WHERE tenant = ? ORDER BY name",
+		     "SELECT name, roles, created FROM principals WHERE tenant = ?1 ORDER BY name",
 		     p, 1, principal_row, &c, err);
 }
 
@@ -284,8 +285,8 @@ struct grant_act {
 static int grant_insert(void *ctx, struct al_error *err)
 {
 	struct grant_act *c = ctx;
-	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?, ?, ?)", c->p,
-		     3, NULL, NULL, err);
+	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?1, ?2, ?3)",
+		     c->p, 3, NULL, NULL, err);
 }
 
 int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
@@ -310,8 +311,9 @@ bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const cha
 	const char *p[] = { pr->tenant, pr->name, project };
 	struct al_error err;
 	return query(a,
-		     "SELECT count(*) FROM grants WHERE tenant = ? AND principal = ? AND project = "
-		     "?",
+		     "SELECT count(*) FROM grants WHERE tenant = ?1 AND principal = ?2 AND project "
+		     "= "
+		     "?3",
 		     p, 3, count_row, &n, &err) == 0 &&
 	       n > 0;
 }
@@ -321,10 +323,10 @@ struct grant_ctx {
 	void *ctx;
 };
 
-static int grant_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int grant_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	struct grant_ctx *c = ctx;
-	return c->fn(c->ctx, (const char *)sqlite3_column_text(q, 0), err);
+	return c->fn(c->ctx, al_db_column_text(q, 0), err);
 }
 
 int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *principal,
@@ -333,7 +335,8 @@ int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *pri
 	struct grant_ctx c = { fn, ctx };
 	const char *p[] = { tenant, principal };
 	return query(
-		a, "SELECT project FROM grants WHERE tenant = ? AND principal = ? ORDER BY project",
+		a,
+		"SELECT project FROM grants WHERE tenant = ?1 AND principal = ?2 ORDER BY project",
 		p, 2, grant_row, &c, err);
 }
 
@@ -356,16 +359,17 @@ struct token_act {
 static int token_insert(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(c->a,
-		     "INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?, "
-		     "?, ?, ?, ?, ?)",
-		     c->p, 6, NULL, NULL, err);
+	return query(
+		c->a,
+		"INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?1, "
+		"?2, ?3, ?4, ?5, ?6)",
+		c->p, 6, NULL, NULL, err);
 }
 
 static int token_revoke(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ? AND id = ?", c->p, 2,
+	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ?1 AND id = ?2", c->p, 2,
 		     NULL, NULL, err);
 }
 
@@ -413,8 +417,8 @@ int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, 
 {
 	int64_t n = 0;
 	const char *p[] = { tenant, id };
-	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ? AND id = ?", p, 2, count_row,
-		      &n, err);
+	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ?1 AND id = ?2", p, 2,
+		      count_row, &n, err);
 	if (r == 0 && !n)
 		return al_fail(err, AL_ENOTFOUND, 0, "no token %s", id);
 	struct token_act c = { a, p };
@@ -429,10 +433,10 @@ struct tenant_ctx {
 	void *ctx;
 };
 
-static int tenant_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int tenant_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	struct tenant_ctx *c = ctx;
-	return c->fn(c->ctx, (const char *)sqlite3_column_text(q, 0), err);
+	return c->fn(c->ctx, al_db_column_text(q, 0), err);
 }
 
 int al_auth_tenant_foreach(struct al_auth *a, al_tenant_fn fn, void *ctx, struct al_error *err)
@@ -500,15 +504,15 @@ struct token_ctx {
 	void *ctx;
 };
 
-static int token_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int token_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	struct token_ctx *c = ctx;
 	struct al_token_info t = { 0 };
-	snprintf(t.id, sizeof(t.id), "%s", (const char *)sqlite3_column_text(q, 0));
-	snprintf(t.principal, sizeof(t.principal), "%s", (const char *)sqlite3_column_text(q, 1));
-	t.created = sqlite3_column_int64(q, 2);
-	t.expires = sqlite3_column_int64(q, 3);
-	t.revoked = sqlite3_column_int(q, 4) != 0;
+	snprintf(t.id, sizeof(t.id), "%s", al_db_column_text(q, 0));
+	snprintf(t.principal, sizeof(t.principal), "%s", al_db_column_text(q, 1));
+	t.created = al_db_column_int64(q, 2);
+	t.expires = al_db_column_int64(q, 3);
+	t.revoked = al_db_column_int64(q, 4) != 0;
 	return c->fn(c->ctx, &t, err);
 }
 
@@ -519,21 +523,21 @@ int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *pri
 	const char *p[] = { tenant, principal };
 	return query(a,
 		     principal ? "SELECT id, principal, created, expires, revoked FROM tokens "
-				 "WHERE tenant = ? AND principal = ? ORDER BY created, id"
+				 "WHERE tenant = ?1 AND principal = ?2 ORDER BY created, id"
 			       : "SELECT id, principal, created, expires, revoked FROM tokens "
-				 "WHERE tenant = ? ORDER BY created, id",
+				 "WHERE tenant = ?1 ORDER BY created, id",
 		     p, principal ? 2 : 1, token_row, &c, err);
 }
 
 /* A token's principal from a row's first columns: token id, tenant,
  * name, roles, created (the token check's and the session check's). */
-static void token_principal(struct al_principal *p, sqlite3_stmt *q)
+static void token_principal(struct al_principal *p, struct al_db_stmt *q)
 {
-	snprintf(p->token_id, sizeof(p->token_id), "%s", (const char *)sqlite3_column_text(q, 0));
-	snprintf(p->tenant, sizeof(p->tenant), "%s", (const char *)sqlite3_column_text(q, 1));
-	snprintf(p->name, sizeof(p->name), "%s", (const char *)sqlite3_column_text(q, 2));
-	p->roles = (unsigned)sqlite3_column_int(q, 3);
-	p->created = sqlite3_column_int64(q, 4);
+	snprintf(p->token_id, sizeof(p->token_id), "%s", al_db_column_text(q, 0));
+	snprintf(p->tenant, sizeof(p->tenant), "%s", al_db_column_text(q, 1));
+	snprintf(p->name, sizeof(p->name), "%s", al_db_column_text(q, 2));
+	p->roles = (unsigned)al_db_column_int64(q, 3);
+	p->created = al_db_column_int64(q, 4);
 }
 
 struct check_ctx {
@@ -543,15 +547,15 @@ struct check_ctx {
 	bool found;
 };
 
-static int check_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int check_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	(void)err;
 	struct check_ctx *c = ctx;
 	c->found = true;
 	token_principal(c->p, q);
-	c->expires = sqlite3_column_int64(q, 5);
+	c->expires = al_db_column_int64(q, 5);
 	c->p->token_expires = c->expires;
-	c->revoked = sqlite3_column_int(q, 6);
+	c->revoked = al_db_column_int64(q, 6);
 	return 0;
 }
 
@@ -570,7 +574,7 @@ int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out
 		a,
 		"SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
 		"FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
-		"WHERE t.hash = ?",
+		"WHERE t.hash = ?1",
 		p, 1, check_row, &c, &qerr);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
@@ -602,7 +606,7 @@ int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int6
 	/* the token's own expiry bounds the session's */
 	int64_t token_expires = 0;
 	const char *tp[] = { p->token_id };
-	int r = query(a, "SELECT expires FROM tokens WHERE id = ?", tp, 1, count_row,
+	int r = query(a, "SELECT expires FROM tokens WHERE id = ?1", tp, 1, count_row,
 		      &token_expires, err);
 	if (r < 0)
 		return r;
@@ -625,11 +629,12 @@ int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int6
 	snprintf(old, sizeof(old), "%lld", (long long)now);
 	/* ended sessions leave no row behind: expired ones go as new ones come */
 	const char *gp[] = { old };
-	r = query(a, "DELETE FROM sessions WHERE expires <= ?", gp, 1, NULL, NULL, err);
+	r = query(a, "DELETE FROM sessions WHERE expires <= ?1", gp, 1, NULL, NULL, err);
 	const char *ip[] = { hash, p->token_id, created, exp };
 	if (r == 0)
 		r = query(a,
-			  "INSERT INTO sessions(hash, token, created, expires) VALUES (?, ?, ?, ?)",
+			  "INSERT INTO sessions(hash, token, created, expires) VALUES (?1, ?2, ?3, "
+			  "?4)",
 			  ip, 4, NULL, NULL, err);
 	if (r < 0) {
 		OPENSSL_cleanse(session, AL_SESSION_LEN + 1);
@@ -646,16 +651,16 @@ struct session_ctx {
 	bool found;
 };
 
-static int session_row(void *ctx, sqlite3_stmt *q, struct al_error *err)
+static int session_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 {
 	(void)err;
 	struct session_ctx *c = ctx;
 	c->found = true;
 	token_principal(c->p, q);
-	c->expires = sqlite3_column_int64(q, 5);
-	c->token_expires = sqlite3_column_int64(q, 6);
+	c->expires = al_db_column_int64(q, 5);
+	c->token_expires = al_db_column_int64(q, 6);
 	c->p->token_expires = c->token_expires;
-	c->revoked = sqlite3_column_int(q, 7);
+	c->revoked = al_db_column_int64(q, 7);
 	return 0;
 }
 
@@ -673,7 +678,7 @@ int al_auth_session_check(struct al_auth *a, const char *session, struct al_prin
 		      "SELECT t.id, t.tenant, p.name, p.roles, p.created, s.expires, t.expires, "
 		      "t.revoked FROM sessions s JOIN tokens t ON t.id = s.token "
 		      "JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
-		      "WHERE s.hash = ?",
+		      "WHERE s.hash = ?1",
 		      p, 1, session_row, &c, &qerr);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
@@ -703,7 +708,7 @@ int al_auth_session_end(struct al_auth *a, const char *session, struct al_error 
 	char hash[65];
 	token_hash(session, hash);
 	const char *p[] = { hash };
-	return query(a, "DELETE FROM sessions WHERE hash = ?", p, 1, NULL, NULL, err);
+	return query(a, "DELETE FROM sessions WHERE hash = ?1", p, 1, NULL, NULL, err);
 }
 
 void al_auth_session_csrf(const char *session, char out[AL_CSRF_LEN + 1])

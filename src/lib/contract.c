@@ -20,7 +20,7 @@
 #include "airlock/volume.h"
 #include "jsonschema.h"
 #include "ledger_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -783,22 +783,18 @@ int al_contract_check(const struct al_contract *c, const struct al_contract_inpu
 
 /* ---- a project's default contract ------------------------------------------ */
 
-static int contract_load(sqlite3 *db, const char *project, json_t **out, struct al_error *err)
+static int contract_load(struct al_db *db, const char *project, json_t **out, struct al_error *err)
 {
 	*out = NULL;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT doc FROM project_contracts WHERE project = ?", &q,
-				  err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT doc FROM project_contracts WHERE project = ?1", &q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_DONE)
-		return 0;
-	if (rc != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "project contract");
+	al_db_bind_text(q, 1, project, -1);
+	if ((r = al_db_step(q, err)) <= 0)
+		return r == AL_DB_DONE ? 0 : al_error_prefix(err, "project contract: ");
 	json_error_t je;
-	*out = json_loads((const char *)sqlite3_column_text(q, 0), 0, &je);
+	*out = json_loads(al_db_column_text(q, 0), 0, &je);
 	return *out ? 0
 		    : al_fail(err, AL_ECORRUPT, 0, "project %s: stored contract: %s", project,
 			      je.text);
@@ -809,11 +805,37 @@ int al_project_contract_get(struct al_store *st, const char *project, json_t **o
 {
 	*out = NULL;
 	struct al_project_info p;
-	sqlite3 *db;
+	struct al_db *db;
 	int r = al_project_get(st, project, &p, err);
 	if (r == 0)
-		r = al_store__meta(st, &db, err);
+		r = al_store__meta_db(st, &db, err);
 	return r < 0 ? r : contract_load(db, project, out, err);
+}
+
+/* Replace the project's row: DELETE and INSERT in the transaction, which
+ * both engines run alike (an upsert's conflict target would differ:
+ * PostgreSQL's keys begin with the tenant). */
+static int contract_store(struct al_db *db, const char *project, const char *doc, const char *actor,
+			  struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
+	int r = al_db_prepare(db, "DELETE FROM project_contracts WHERE project = ?1", &del, err);
+	if (r < 0)
+		return r;
+	al_db_bind_text(del, 1, project, -1);
+	if ((r = al_db_step(del, err)) < 0 || !doc)
+		return r < 0 ? al_error_prefix(err, "project contract: ") : 0;
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO project_contracts(project, doc, set_by, time) "
+			       "VALUES (?1, ?2, ?3, ?4)",
+			       &ins, err)) < 0)
+		return r;
+	al_db_bind_text(ins, 1, project, -1);
+	al_db_bind_text(ins, 2, doc, -1);
+	al_db_bind_text(ins, 3, actor ? actor : "", -1);
+	al_db_bind_int64(ins, 4, al_wall_s());
+	r = al_db_step(ins, err);
+	return r < 0 ? al_error_prefix(err, "project contract: ") : 0;
 }
 
 int al_project_contract_set(struct al_store *st, const char *project, const json_t *contract,
@@ -827,33 +849,18 @@ int al_project_contract_set(struct al_store *st, const char *project, const json
 	al_contract_free(c);
 	if (actor && *actor && r == 0)
 		r = al_text_check("author", actor, 255, err);
-	sqlite3 *db;
-	if (r < 0 || (r = al_store__meta(st, &db, err)) < 0 ||
-	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	struct al_db *db;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if (r < 0 || (r = al_store__meta_db(st, &db, err)) < 0 ||
+	    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return r;
 	json_t *before = NULL;
 	_cleanup_free_ char *doc =
 		contract ? json_dumps(contract, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st_ = NULL;
 	if ((r = contract_load(db, project, &before, err)) == 0 && contract && !doc)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "contract");
 	if (r == 0)
-		r = al_sqlite_prepare(db,
-				      contract
-					      ? "INSERT OR REPLACE INTO project_contracts(project, "
-						"doc, set_by, time) VALUES (?, ?, ?, ?)"
-					      : "DELETE FROM project_contracts WHERE project = ?",
-				      &st_, err);
-	if (r == 0) {
-		sqlite3_bind_text(st_, 1, project, -1, SQLITE_STATIC);
-		if (contract) {
-			sqlite3_bind_text(st_, 2, doc, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st_, 3, actor ? actor : "", -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st_, 4, al_wall_s());
-		}
-		if (sqlite3_step(st_) != SQLITE_DONE)
-			r = al_sqlite_fail(db, err, "project contract");
-	}
+		r = contract_store(db, project, doc, actor, err);
 	if (r == 0) {
 		char group[17];
 		al_ledger__new_group(group);
@@ -863,10 +870,10 @@ int al_project_contract_set(struct al_store *st, const char *project, const json
 					    .project = project,
 					    .actor = actor ? actor : "",
 					    .data = data };
-		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+		r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
 			 : al_fail(err, AL_ENOMEM, ENOMEM, "contract");
 		json_decref(data);
 	}
 	json_decref(before);
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "fsck_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -37,19 +37,17 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
-static int read_ledger(sqlite3 *db, struct truth *t, struct al_error *err)
+static int read_ledger(struct al_db *db, struct truth *t, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT kind, project, entry FROM ledger ORDER BY seq", &q,
-				  err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT kind, project, entry FROM ledger ORDER BY seq", &q, err);
 	if (r < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *kind = (const char *)sqlite3_column_text(q, 0);
-		const char *project = (const char *)sqlite3_column_text(q, 1);
-		json_t *e = json_loadb(sqlite3_column_blob(q, 2),
-				       (size_t)sqlite3_column_bytes(q, 2), 0, NULL);
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		const char *kind = al_db_column_text(q, 0);
+		const char *project = al_db_column_text(q, 1);
+		json_t *e = json_loadb(al_db_column_blob(q, 2), al_db_column_bytes(q, 2), 0, NULL);
 		json_t *d = json_object_get(e, "data");
 		char key[256];
 		if (!e || !json_is_object(d)) {
@@ -87,7 +85,7 @@ static int read_ledger(sqlite3 *db, struct truth *t, struct al_error *err)
 		}
 		json_decref(e);
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger");
+	return rc < 0 ? al_error_prefix(err, "ledger: ") : 0;
 }
 
 /* The first key whose value differs between a and b (objects). */
@@ -108,18 +106,18 @@ static const char *first_difference(json_t *a, json_t *b)
 
 static const struct al_oid zero;
 
-static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+static int check_runs(struct al_db *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
 		      struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT id, record FROM runs ORDER BY created, id", &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT id, record FROM runs ORDER BY created, id", &q, err);
 	if (r < 0)
 		return r;
 	json_t *seen = json_object();
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(q, 0);
-		json_t *rec = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		const char *id = al_db_column_text(q, 0);
+		json_t *rec = json_loads(al_db_column_text(q, 1), 0, NULL);
 		json_t *led = json_object_get(t->runs, id);
 		json_object_set_new(seen, id, json_true());
 		if (!rec)
@@ -144,7 +142,7 @@ static int check_runs(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, 
 				"run %s: in the ledger, but its record is gone", k);
 	}
 	json_decref(seen);
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
+	return rc < 0 ? al_error_prefix(err, "runs: ") : 0;
 }
 
 static void id_of(const void *blob, int n, char out[AL_OID_STRLEN + 1])
@@ -155,11 +153,11 @@ static void id_of(const void *blob, int n, char out[AL_OID_STRLEN + 1])
 		snprintf(out, AL_OID_STRLEN + 1, "?");
 }
 
-static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+static int check_commits(struct al_db *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
 			 struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(
 		db,
 		"SELECT v.kind, v.public_id, p.name, c.seq, c.parent, c.base, c.result, c.kind "
 		"FROM commits c JOIN volumes v ON v.id = c.volume JOIN projects p ON p.id = "
@@ -170,30 +168,29 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 		return r;
 	json_t *seen = json_object();
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
 		char key[256], parent[AL_OID_STRLEN + 1], base[AL_OID_STRLEN + 1],
 			result[AL_OID_STRLEN + 1];
-		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
-		const char *pub = (const char *)sqlite3_column_text(q, 1),
-			   *proj = (const char *)sqlite3_column_text(q, 2);
-		long long seq = sqlite3_column_int64(q, 3);
+		bool live = !strcmp(al_db_column_text(q, 0), "live");
+		const char *pub = al_db_column_text(q, 1), *proj = al_db_column_text(q, 2);
+		long long seq = al_db_column_int64(q, 3);
 		if (live)
 			snprintf(key, sizeof(key), "live:%s:%lld", proj, seq);
 		else
 			snprintf(key, sizeof(key), "%s:%lld", pub ? pub : "?", seq);
-		id_of(sqlite3_column_blob(q, 4), sqlite3_column_bytes(q, 4), parent);
-		id_of(sqlite3_column_blob(q, 5), sqlite3_column_bytes(q, 5), base);
-		id_of(sqlite3_column_blob(q, 6), sqlite3_column_bytes(q, 6), result);
+		id_of(al_db_column_blob(q, 4), al_db_column_bytes(q, 4), parent);
+		id_of(al_db_column_blob(q, 5), al_db_column_bytes(q, 5), base);
+		id_of(al_db_column_blob(q, 6), al_db_column_bytes(q, 6), result);
 		const char *what = live ? proj : pub;
-		if (!strcmp((const char *)sqlite3_column_text(q, 7), "create")) {
+		if (!strcmp(al_db_column_text(q, 7), "create")) {
 			/* a project's first commit is its project_create entry */
 			char ik[256];
 			snprintf(ik, sizeof(ik), "live:%s", proj);
 			const char *w = json_string_value(json_object_get(t->initial, ik));
 			if (!w || strcmp(w, result))
 				problem(ctx, "ledger",
-					sqlite3_column_bytes(q, 6) == AL_OID_LEN
-						? sqlite3_column_blob(q, 6)
+					al_db_column_bytes(q, 6) == AL_OID_LEN
+						? al_db_column_blob(q, 6)
 						: &zero,
 					"project %s: created with %s, the ledger says %s", proj,
 					result, w ? w : "nothing");
@@ -203,15 +200,15 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 		json_t *led = json_object_get(t->commits, key);
 		if (!led)
 			problem(ctx, "ledger",
-				sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6)
-									 : &zero,
+				al_db_column_bytes(q, 6) == AL_OID_LEN ? al_db_column_blob(q, 6)
+								       : &zero,
 				"commit %lld of %s%s: in the history, but no ledger entry says so",
 				seq, live ? "project " : "draft ", what);
 		else if (strcmp(str(led, "result"), result) || strcmp(str(led, "parent"), parent) ||
 			 strcmp(str(led, "base"), base))
 			problem(ctx, "ledger",
-				sqlite3_column_bytes(q, 6) == AL_OID_LEN ? sqlite3_column_blob(q, 6)
-									 : &zero,
+				al_db_column_bytes(q, 6) == AL_OID_LEN ? al_db_column_blob(q, 6)
+								       : &zero,
 				"commit %lld of %s%s: the history says %s, the ledger %s", seq,
 				live ? "project " : "draft ", what, result, str(led, "result"));
 	}
@@ -223,17 +220,17 @@ static int check_commits(sqlite3 *db, struct truth *t, al_fsck_problem_fn proble
 				"commit %s: in the ledger, but not in the history", k);
 	}
 	json_decref(seen);
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "commits");
+	return rc < 0 ? al_error_prefix(err, "commits: ") : 0;
 }
 
 /* A head is the result of its volume's last commit, or what it was made
  * with; a draft that is not open was decided by an apply or a reject (or
  * closed by its run). */
-static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
+static int check_heads(struct al_db *db, struct truth *t, al_fsck_problem_fn problem, void *ctx,
 		       struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(
 		db,
 		"SELECT v.kind, v.public_id, p.name, v.head, v.state, "
 		"(SELECT c.result FROM commits c WHERE c.volume = v.id ORDER BY c.seq DESC LIMIT "
@@ -243,18 +240,16 @@ static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem,
 	if (r < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		bool live = !strcmp((const char *)sqlite3_column_text(q, 0), "live");
-		const char *pub = (const char *)sqlite3_column_text(q, 1),
-			   *proj = (const char *)sqlite3_column_text(q, 2);
-		const char *state = (const char *)sqlite3_column_text(q, 4);
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		bool live = !strcmp(al_db_column_text(q, 0), "live");
+		const char *pub = al_db_column_text(q, 1), *proj = al_db_column_text(q, 2);
+		const char *state = al_db_column_text(q, 4);
 		char head[AL_OID_STRLEN + 1], want[AL_OID_STRLEN + 1], key[256];
-		id_of(sqlite3_column_blob(q, 3), sqlite3_column_bytes(q, 3), head);
-		const struct al_oid *hb = sqlite3_column_bytes(q, 3) == AL_OID_LEN
-						  ? sqlite3_column_blob(q, 3)
-						  : &zero;
-		if (sqlite3_column_type(q, 5) != SQLITE_NULL) {
-			id_of(sqlite3_column_blob(q, 5), sqlite3_column_bytes(q, 5), want);
+		id_of(al_db_column_blob(q, 3), al_db_column_bytes(q, 3), head);
+		const struct al_oid *hb =
+			al_db_column_bytes(q, 3) == AL_OID_LEN ? al_db_column_blob(q, 3) : &zero;
+		if (al_db_column_type(q, 5) != AL_DB_NULL) {
+			id_of(al_db_column_blob(q, 5), al_db_column_bytes(q, 5), want);
 		} else {
 			snprintf(key, sizeof(key), live ? "live:%s" : "%s",
 				 live ? proj : (pub ? pub : "?"));
@@ -278,14 +273,14 @@ static int check_heads(sqlite3 *db, struct truth *t, al_fsck_problem_fn problem,
 					pub, state);
 		}
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "volumes");
+	return rc < 0 ? al_error_prefix(err, "volumes: ") : 0;
 }
 
 int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx,
 		    struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
 	struct truth t = { json_object(), json_object(), json_object(), json_object(),
@@ -295,7 +290,8 @@ int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx,
 		return al_fail(err, AL_ENOMEM, ENOMEM, "fsck");
 	}
 	/* one snapshot of the database for the whole comparison */
-	if ((r = al_sqlite_exec(db, "BEGIN", err)) < 0) {
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((r = al_db_begin(db, AL_DB_READ, &txn, err)) < 0) {
 		truth_free(&t);
 		return r;
 	}
@@ -303,7 +299,7 @@ int al_fsck__ledger(struct al_store *st, al_fsck_problem_fn problem, void *ctx,
 	    (r = check_runs(db, &t, problem, ctx, err)) == 0 &&
 	    (r = check_commits(db, &t, problem, ctx, err)) == 0)
 		r = check_heads(db, &t, problem, ctx, err);
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	al_db_rollback(&txn); /* it read only */
 	truth_free(&t);
 	return r;
 }

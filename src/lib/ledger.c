@@ -17,6 +17,7 @@
 #include "airlock/cas.h"
 #include "airlock/ledger.h"
 #include "airlock/store.h"
+#include "backend/sqlite/db_sqlite.h"
 #include "ledger_export.h"
 #include "ledger_private.h"
 #include "merkle.h"
@@ -31,35 +32,38 @@
  * [idx*2^level, (idx+1)*2^level).  A root or a proof needs O(log n) of them
  * (merkle.c computes them from these). */
 
-static int tree_get(sqlite3 *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN],
+static int tree_get(struct al_db *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN],
 		    struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT hash FROM ledger_tree WHERE level = ? AND idx = ?",
-				  &st, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	int r = al_db_prepare(db, "SELECT hash FROM ledger_tree WHERE level = ?1 AND idx = ?2", &st,
+			      err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int(st, 1, (int)level);
-	sqlite3_bind_int64(st, 2, (int64_t)idx);
-	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != AL_DIGEST_LEN)
+	al_db_bind_int64(st, 1, level);
+	al_db_bind_int64(st, 2, (int64_t)idx);
+	if ((r = al_db_step(st, err)) < 0)
+		return al_error_prefix(err, "ledger tree: ");
+	if (r != AL_DB_ROW || al_db_column_bytes(st, 0) != AL_DIGEST_LEN)
 		return al_fail(err, AL_ECORRUPT, 0, "ledger: tree node %u/%llu missing", level,
 			       (unsigned long long)idx);
-	memcpy(out, sqlite3_column_blob(st, 0), AL_DIGEST_LEN);
+	memcpy(out, al_db_column_blob(st, 0), AL_DIGEST_LEN);
 	return 0;
 }
 
-static int tree_put(sqlite3 *db, unsigned level, uint64_t idx, const uint8_t h[AL_DIGEST_LEN],
+static int tree_put(struct al_db *db, unsigned level, uint64_t idx, const uint8_t h[AL_DIGEST_LEN],
 		    struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "INSERT INTO ledger_tree(level, idx, hash) VALUES (?,?,?)",
-				  &st, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	int r = al_db_prepare(db, "INSERT INTO ledger_tree(level, idx, hash) VALUES (?1, ?2, ?3)",
+			      &st, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_int(st, 1, (int)level);
-	sqlite3_bind_int64(st, 2, (int64_t)idx);
-	sqlite3_bind_blob(st, 3, h, AL_DIGEST_LEN, SQLITE_STATIC);
-	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger tree");
+	al_db_bind_int64(st, 1, level);
+	al_db_bind_int64(st, 2, (int64_t)idx);
+	al_db_bind_blob(st, 3, h, AL_DIGEST_LEN);
+	r = al_db_step(st, err);
+	return r < 0 ? al_error_prefix(err, "ledger tree: ") : 0;
 }
 
 static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[AL_DIGEST_LEN],
@@ -69,22 +73,23 @@ static int tree_subtree(void *db, unsigned level, uint64_t idx, uint8_t out[AL_D
 }
 
 /* MTH(D[lo:hi]) from the stored complete subtrees */
-static int mth_db(sqlite3 *db, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN],
+static int mth_db(struct al_db *db, uint64_t lo, uint64_t hi, uint8_t out[AL_DIGEST_LEN],
 		  struct al_error *err)
 {
 	struct al_merkle_store t = { tree_subtree, db };
 	return al_merkle__mth(&t, lo, hi, out, err);
 }
 
-static int ledger_size(sqlite3 *db, uint64_t *n, struct al_error *err)
+static int ledger_size(struct al_db *db, uint64_t *n, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, "SELECT COALESCE(MAX(seq) + 1, 0) FROM ledger", &st, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	int r = al_db_prepare(db, "SELECT COALESCE(MAX(seq) + 1, 0) FROM ledger", &st, err);
 	if (r < 0)
 		return r;
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "ledger");
-	*n = (uint64_t)sqlite3_column_int64(st, 0);
+	if ((r = al_db_step(st, err)) != AL_DB_ROW)
+		return r < 0 ? al_error_prefix(err, "ledger: ")
+			     : al_fail(err, AL_EIO, 0, "ledger: no size");
+	*n = (uint64_t)al_db_column_int64(st, 0);
 	return 0;
 }
 
@@ -100,8 +105,8 @@ void al_ledger__new_group(char out[17])
 	snprintf(out, 17, "g%.15s", hex);
 }
 
-int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
-		      uint64_t *seq_out, struct al_error *err)
+static int append(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
+		  uint64_t *seq_out, struct al_error *err)
 {
 	/* what `airlock audit` prints: never a terminal control or bidi override */
 	if ((rec->group && al_text_check("group", rec->group, 64, err) < 0) ||
@@ -125,24 +130,21 @@ int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_r
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 	uint8_t leaf[AL_DIGEST_LEN];
 	al_merkle_leaf(enc, strlen(enc), leaf);
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	r = al_sqlite_prepare(db,
-			      "INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) "
-			      "VALUES (?,?,?,?,?,?,?)",
-			      &ins, err);
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
+	r = al_db_prepare(db,
+			  "INSERT INTO ledger(seq, kind, grp, project, time, entry, leaf) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			  &ins, err);
 	if (r == 0) {
-		sqlite3_bind_int64(ins, 1, (int64_t)seq);
-		sqlite3_bind_text(ins, 2, rec->kind, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, rec->group, -1, SQLITE_STATIC);
-		if (rec->project)
-			sqlite3_bind_text(ins, 4, rec->project, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(ins, 4);
-		sqlite3_bind_int64(ins, 5, now);
-		sqlite3_bind_blob(ins, 6, enc, (int)strlen(enc), SQLITE_STATIC);
-		sqlite3_bind_blob(ins, 7, leaf, AL_DIGEST_LEN, SQLITE_STATIC);
-		if (sqlite3_step(ins) != SQLITE_DONE)
-			r = al_sqlite_fail(db, err, "ledger append");
+		al_db_bind_int64(ins, 1, (int64_t)seq);
+		al_db_bind_text(ins, 2, rec->kind, -1);
+		al_db_bind_text(ins, 3, rec->group, -1);
+		al_db_bind_text(ins, 4, rec->project, -1); /* NULL binds NULL */
+		al_db_bind_int64(ins, 5, now);
+		al_db_bind_blob(ins, 6, enc, strlen(enc));
+		al_db_bind_blob(ins, 7, leaf, AL_DIGEST_LEN);
+		if ((r = al_db_step(ins, err)) < 0)
+			al_error_prefix(err, "ledger append: ");
 	}
 	free(enc);
 	/* complete the subtrees this leaf closes */
@@ -169,7 +171,7 @@ static void origin_of(struct al_store *st, char *out, size_t n)
 	snprintf(out, n, "airlock/%s", al_store_tenant(st));
 }
 
-int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err)
+static int seal(struct al_store *st, struct al_db *db, struct al_error *err)
 {
 	struct al_checkpoint c = { .time = al_wall_s() };
 	int r = ledger_size(db, &c.size, err);
@@ -192,99 +194,103 @@ int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err)
 	EVP_MD_CTX_free(ctx);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "INSERT OR REPLACE INTO checkpoints(size, root, time, origin, signature) "
-		     "VALUES (?,?,?,?,?)",
-		     &ins, err)) < 0)
+	/* the checkpoint of this size replaced (a second seal in the same
+	 * second's transaction): DELETE and INSERT, alike on both engines */
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
+	if ((r = al_db_prepare(db, "DELETE FROM checkpoints WHERE size = ?1", &del, err)) < 0 ||
+	    (r = al_db_prepare(db,
+			       "INSERT INTO checkpoints(size, root, time, origin, signature) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5)",
+			       &ins, err)) < 0)
 		return r;
-	sqlite3_bind_int64(ins, 1, (int64_t)c.size);
-	sqlite3_bind_blob(ins, 2, c.root, AL_DIGEST_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 3, c.time);
-	sqlite3_bind_text(ins, 4, c.origin, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 5, c.sig, AL_ED25519_SIG_LEN, SQLITE_STATIC);
-	return sqlite3_step(ins) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "checkpoint");
+	al_db_bind_int64(del, 1, (int64_t)c.size);
+	al_db_bind_int64(ins, 1, (int64_t)c.size);
+	al_db_bind_blob(ins, 2, c.root, AL_DIGEST_LEN);
+	al_db_bind_int64(ins, 3, c.time);
+	al_db_bind_text(ins, 4, c.origin, -1);
+	al_db_bind_blob(ins, 5, c.sig, AL_ED25519_SIG_LEN);
+	if ((r = al_db_step(del, err)) < 0 || (r = al_db_step(ins, err)) < 0)
+		return al_error_prefix(err, "checkpoint: ");
+	return 0;
 }
 
-static int read_checkpoint(sqlite3_stmt *q, struct al_checkpoint *c)
+static int read_checkpoint(struct al_db_stmt *q, struct al_checkpoint *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->size = (uint64_t)sqlite3_column_int64(q, 0);
-	if (sqlite3_column_bytes(q, 1) != AL_DIGEST_LEN ||
-	    sqlite3_column_bytes(q, 4) != AL_ED25519_SIG_LEN)
+	c->size = (uint64_t)al_db_column_int64(q, 0);
+	if (al_db_column_bytes(q, 1) != AL_DIGEST_LEN ||
+	    al_db_column_bytes(q, 4) != AL_ED25519_SIG_LEN)
 		return -1;
-	memcpy(c->root, sqlite3_column_blob(q, 1), AL_DIGEST_LEN);
-	c->time = sqlite3_column_int64(q, 2);
-	const unsigned char *o = sqlite3_column_text(q, 3);
-	snprintf(c->origin, sizeof(c->origin), "%s", o ? (const char *)o : "");
-	memcpy(c->sig, sqlite3_column_blob(q, 4), AL_ED25519_SIG_LEN);
+	memcpy(c->root, al_db_column_blob(q, 1), AL_DIGEST_LEN);
+	c->time = al_db_column_int64(q, 2);
+	const char *o = al_db_column_text(q, 3);
+	snprintf(c->origin, sizeof(c->origin), "%s", o ? o : "");
+	memcpy(c->sig, al_db_column_blob(q, 4), AL_ED25519_SIG_LEN);
 	return 0;
 }
 
 int al_ledger_checkpoint(struct al_store *st, struct al_checkpoint *out, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db,
-				   "SELECT size, root, time, origin, signature FROM checkpoints "
-				   "ORDER BY size DESC LIMIT 1",
-				   &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT size, root, time, origin, signature FROM checkpoints "
+			       "ORDER BY size DESC LIMIT 1",
+			       &q, err)) < 0)
 		return r;
-	if (sqlite3_step(q) != SQLITE_ROW)
+	if ((r = al_db_step(q, err)) < 0)
+		return al_error_prefix(err, "checkpoint: ");
+	if (r != AL_DB_ROW)
 		return al_fail(err, AL_ENOTFOUND, 0, "the ledger is empty: no checkpoint yet");
 	if (read_checkpoint(q, out) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "checkpoint %lld is malformed",
-			       (long long)sqlite3_column_int64(q, 0));
+			       (long long)al_db_column_int64(q, 0));
 	return 0;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
 
-static int run_query(sqlite3 *db, sqlite3_stmt *q, al_ledger_fn fn, void *ctx, struct al_error *err)
+static int run_query(struct al_db_stmt *q, al_ledger_fn fn, void *ctx, struct al_error *err)
 {
-	int rc, r;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	int r;
+	while ((r = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_ledger_entry e = {
-			.seq = (uint64_t)sqlite3_column_int64(q, 0),
-			.kind = (const char *)sqlite3_column_text(q, 1),
-			.group = (const char *)sqlite3_column_text(q, 2),
-			.project = (const char *)sqlite3_column_text(q, 3),
-			.time = sqlite3_column_int64(q, 4),
-			.json = sqlite3_column_blob(q, 5),
-			.len = (size_t)sqlite3_column_bytes(q, 5),
+			.seq = (uint64_t)al_db_column_int64(q, 0),
+			.kind = al_db_column_text(q, 1),
+			.group = al_db_column_text(q, 2),
+			.project = al_db_column_text(q, 3),
+			.time = al_db_column_int64(q, 4),
+			.json = al_db_column_blob(q, 5),
+			.len = al_db_column_bytes(q, 5),
 		};
 		if ((r = fn(ctx, &e, err)) != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "ledger");
+	return r < 0 ? al_error_prefix(err, "ledger: ") : 0;
 }
 
 int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *qy, al_ledger_fn fn,
 		      void *ctx, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db,
-				   "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
-				   "(?1 IS NULL OR grp = ?1) AND (?2 IS NULL OR project = ?2) AND "
-				   "(?3 IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq",
-				   &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
+			       "(?1 IS NULL OR grp = ?1) AND (?2 IS NULL OR project = ?2) AND "
+			       "(?3 IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq",
+			       &q, err)) < 0)
 		return r;
-	if (qy && qy->group)
-		sqlite3_bind_text(q, 1, qy->group, -1, SQLITE_STATIC);
-	if (qy && qy->project)
-		sqlite3_bind_text(q, 2, qy->project, -1, SQLITE_STATIC);
-	if (qy && qy->kind)
-		sqlite3_bind_text(q, 3, qy->kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, qy ? qy->since : 0);
-	return run_query(db, q, fn, ctx, err);
+	al_db_bind_text(q, 1, qy ? qy->group : NULL, -1);
+	al_db_bind_text(q, 2, qy ? qy->project : NULL, -1);
+	al_db_bind_text(q, 3, qy ? qy->kind : NULL, -1);
+	al_db_bind_int64(q, 4, qy ? qy->since : 0);
+	return run_query(q, fn, ctx, err);
 }
 
 struct get_ctx {
@@ -303,18 +309,18 @@ static int get_one(void *ctx, const struct al_ledger_entry *e, struct al_error *
 int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
 		  struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq = ?",
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(
+		     db, "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE seq = ?1",
 		     &q, err)) < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, (int64_t)seq);
+	al_db_bind_int64(q, 1, (int64_t)seq);
 	struct get_ctx g = { fn, ctx, 0 };
-	if ((r = run_query(db, q, get_one, &g, err)) < 0)
+	if ((r = run_query(q, get_one, &g, err)) < 0)
 		return r;
 	return g.n ? 0
 		   : al_fail(err, AL_ENOTFOUND, 0, "no ledger entry %llu", (unsigned long long)seq);
@@ -323,9 +329,9 @@ int al_ledger_get(struct al_store *st, uint64_t seq, al_ledger_fn fn, void *ctx,
 int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN],
 		   struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	uint64_t n;
-	int r = al_store__meta(st, &db, err);
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size == 0 || size > n)
@@ -337,9 +343,9 @@ int al_ledger_root(struct al_store *st, uint64_t size, uint8_t out[AL_DIGEST_LEN
 int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size,
 			uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	uint64_t n;
-	int r = al_store__meta(st, &db, err);
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size == 0 || size > n || index >= size)
@@ -352,9 +358,9 @@ int al_ledger_inclusion(struct al_store *st, uint64_t index, uint64_t size,
 int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2,
 			  uint8_t (**out)[AL_DIGEST_LEN], size_t *nout, struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	uint64_t n;
-	int r = al_store__meta(st, &db, err);
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (size1 == 0 || size1 > size2 || size2 > n)
@@ -368,9 +374,10 @@ int al_ledger_consistency(struct al_store *st, uint64_t size1, uint64_t size2,
 int al_ledger_append_batch(struct al_store *st, const char *kind, const char *group,
 			   const char *const *data_json, size_t n, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	struct al_db *db;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	int r = al_store__meta_db(st, &db, err);
+	if (r < 0 || (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return r;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		json_error_t je;
@@ -381,10 +388,39 @@ int al_ledger_append_batch(struct al_store *st, const char *kind, const char *gr
 			break;
 		}
 		struct al_ledger_rec rec = { .kind = kind, .group = group, .data = d };
-		r = al_ledger__append(st, db, &rec, NULL, err);
+		r = append(st, db, &rec, NULL, err);
 		json_decref(d);
 	}
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
+}
+
+/* The modules not yet on the seam pass their SQLite connection, inside
+ * their own transaction (BEGIN IMMEDIATE ... al_ledger__finish); the ledger
+ * reaches it through the seam like everything else. */
+static int with_sqlite(sqlite3 *c, struct al_db **out, struct al_error *err)
+{
+	return al_db__sqlite_wrap(c, out, err);
+}
+
+int al_ledger__append(struct al_store *st, sqlite3 *c, const struct al_ledger_rec *rec,
+		      uint64_t *seq_out, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = with_sqlite(c, &db, err);
+	if (r == 0)
+		r = append(st, db, rec, seq_out, err);
+	al_db_close(db);
+	return r;
+}
+
+int al_ledger__seal(struct al_store *st, sqlite3 *c, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = with_sqlite(c, &db, err);
+	if (r == 0)
+		r = seal(st, db, err);
+	al_db_close(db);
+	return r;
 }
 
 int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
@@ -396,6 +432,32 @@ int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *
 		return r;
 	}
 	return al_sqlite_exec(db, "COMMIT", err);
+}
+
+int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
+			  const struct al_ledger_rec *rec, uint64_t *seq, struct al_error *err)
+{
+	if (!txn->open)
+		return al_fail(err, AL_EUSAGE, 0, "ledger: not in a write transaction");
+	return append(st, txn->db, rec, seq, err);
+}
+
+int al_ledger__append_db(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
+			 uint64_t *seq, struct al_error *err)
+{
+	return append(st, db, rec, seq, err);
+}
+
+int al_ledger__commit(struct al_store *st, struct al_db_txn *txn, int r, struct al_error *err)
+{
+	if (r == 0)
+		r = txn->open ? seal(st, txn->db, err)
+			      : al_fail(err, AL_EUSAGE, 0, "ledger: not in a write transaction");
+	if (r < 0) {
+		al_db_rollback(txn);
+		return r;
+	}
+	return al_db_commit(txn, err);
 }
 
 int al_ledger_pubkey(struct al_store *st, uint8_t raw[AL_ED25519_KEY_LEN], char *pem, size_t pemsz,
@@ -453,9 +515,8 @@ static int write_blob(FILE *f, struct al_cas *cas, const char *id, struct al_err
 
 struct exp_ctx {
 	FILE *f;
-	sqlite3 *db;
 	struct al_cas *cas;
-	sqlite3_stmt *cp;
+	struct al_db_stmt *cp;
 	int r;
 };
 
@@ -478,9 +539,11 @@ static int export_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 	json_decref(j);
 	if (r < 0)
 		return r;
-	sqlite3_reset(x->cp);
-	sqlite3_bind_int64(x->cp, 1, (int64_t)e->seq + 1);
-	if (sqlite3_step(x->cp) == SQLITE_ROW) {
+	al_db_reset(x->cp);
+	al_db_bind_int64(x->cp, 1, (int64_t)e->seq + 1);
+	if ((r = al_db_step(x->cp, err)) < 0)
+		return al_error_prefix(err, "checkpoint: ");
+	if (r == AL_DB_ROW) {
 		struct al_checkpoint cp;
 		char line[400];
 		if (read_checkpoint(x->cp, &cp) < 0)
@@ -499,9 +562,9 @@ static int export_one(void *ctx, const struct al_ledger_entry *e, struct al_erro
 int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint64_t *entries_out,
 		     struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	uint64_t n;
-	int r = al_store__meta(st, &db, err);
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0 || (r = ledger_size(db, &n, err)) < 0)
 		return r;
 	if (from > n)
@@ -512,7 +575,8 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	if ((r = al_ledger_pubkey(st, raw, NULL, 0, err)) < 0)
 		return r;
 	/* a consistent view: one read transaction for the whole export */
-	if ((r = al_sqlite_exec(db, "BEGIN", err)) < 0)
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((r = al_db_begin(db, AL_DB_READ, &txn, err)) < 0)
 		return r;
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
@@ -521,7 +585,6 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return al_fail(err, AL_EIO, errno, "create %s", tmp);
 	}
 	char origin[80], hex[65];
@@ -540,24 +603,24 @@ int al_ledger_export(struct al_store *st, uint64_t from, const char *path, uint6
 		}
 		lo += 1ull << level;
 	}
-	struct exp_ctx x = { .f = f, .db = db, .cas = al_store_cas(st) };
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	struct exp_ctx x = { .f = f, .cas = al_store_cas(st) };
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	if (r == 0)
-		r = al_sqlite_prepare(db,
-				      "SELECT size, root, time, origin, signature FROM checkpoints "
-				      "WHERE size = ?",
-				      &x.cp, err);
+		r = al_db_prepare(db,
+				  "SELECT size, root, time, origin, signature FROM checkpoints "
+				  "WHERE size = ?1",
+				  &x.cp, err);
 	if (r == 0)
-		r = al_sqlite_prepare(db,
-				      "SELECT seq, kind, grp, project, time, entry FROM ledger "
-				      "WHERE seq >= ? ORDER BY seq",
-				      &q, err);
+		r = al_db_prepare(db,
+				  "SELECT seq, kind, grp, project, time, entry FROM ledger "
+				  "WHERE seq >= ?1 ORDER BY seq",
+				  &q, err);
 	if (r == 0) {
-		sqlite3_bind_int64(q, 1, (int64_t)from);
-		r = run_query(db, q, export_one, &x, err);
+		al_db_bind_int64(q, 1, (int64_t)from);
+		r = run_query(q, export_one, &x, err);
 	}
-	sqlite3_finalize(x.cp);
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	al_db_finalize(x.cp);
+	al_db_rollback(&txn); /* it read only */
 	fprintf(f, "end %llu\n", (unsigned long long)(n - from));
 	if (r == 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
 		r = al_fail(err, AL_EIO, errno, "write %s", tmp);

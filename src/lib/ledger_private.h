@@ -21,6 +21,18 @@ int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err);
  * effect or not at all; on failure (r < 0) roll back.  Returns r or the
  * commit's failure. */
 int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err);
+/* The same through the metadata seam (db.h), for the modules converted to
+ * it: append inside txn (a write transaction of the tenant's metadata), and
+ * end it: on success seal and commit, on failure (r < 0) roll back. */
+struct al_db_txn;
+int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
+			  const struct al_ledger_rec *rec, uint64_t *seq, struct al_error *err);
+int al_ledger__commit(struct al_store *st, struct al_db_txn *txn, int r, struct al_error *err);
+/* Append on db, which the caller has in a write transaction (a helper
+ * given the connection, not the transaction). */
+struct al_db;
+int al_ledger__append_db(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
+			 uint64_t *seq, struct al_error *err);
 /* A fresh group id: "g" + 15 hex digits. */
 void al_ledger__new_group(char out[17]);
 

@@ -15,7 +15,7 @@
 #include "airlock/policy.h"
 #include "airlock/store.h"
 #include "ledger_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -326,27 +326,25 @@ int al_policy_parse(const char *text, size_t n, struct al_policy *out, bool *has
 
 /* ---- storage ------------------------------------------------------------------- */
 
-static int level_db(const char *home, struct al_store *tenant, sqlite3 **db, bool *global,
+static int level_db(const char *home, struct al_store *tenant, struct al_db **db, bool *global,
 		    struct al_error *err)
 {
 	*global = tenant == NULL;
-	return tenant ? al_store__meta(tenant, db, err) : al_store__global(home, db, err);
+	*db = NULL;
+	return tenant ? al_store__meta_db(tenant, db, err) : al_store__global_db(home, db, err);
 }
 
-static int load(sqlite3 *db, struct al_policy *out, struct al_error *err)
+static int load(struct al_db *db, struct al_policy *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT doc FROM policy WHERE id = 1", &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT doc FROM policy WHERE id = 1", &q, err);
 	if (r < 0)
 		return r;
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_DONE)
-		return 0;
-	if (rc != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "policy");
+	if ((r = al_db_step(q, err)) <= 0)
+		return r == AL_DB_DONE ? 0 : al_error_prefix(err, "policy: ");
 	bool be;
-	const char *doc = (const char *)sqlite3_column_text(q, 0);
+	const char *doc = al_db_column_text(q, 0);
 	r = al_policy_parse(doc, strlen(doc), out, &be, err);
 	return r < 0 ? al_error_prefix(err, "stored ") : 0;
 }
@@ -354,15 +352,15 @@ static int load(sqlite3 *db, struct al_policy *out, struct al_error *err)
 int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *out,
 		  struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	bool global;
 	if (!tenant && !home)
 		return al_fail(err, AL_EINVAL, 0, "policy: no home");
 	int r = level_db(home, tenant, &db, &global, err);
 	if (r == 0)
 		r = load(db, out, err);
-	if (global && db)
-		sqlite3_close_v2(db);
+	if (global)
+		al_db_close(db);
 	if (!global && r == 0)
 		out->best_effort = false;
 	return r;
@@ -484,13 +482,13 @@ static int check_level(const struct al_policy *p, const struct al_policy *own,
 static int deployment(const char *home, struct al_policy *out, struct al_error *err)
 {
 	struct al_policy stored;
-	sqlite3 *db;
+	struct al_db *db;
 	al_policy_builtin(out);
-	int r = al_store__global(home, &db, err);
+	int r = al_store__global_db(home, &db, err);
 	if (r < 0)
 		return r;
 	r = load(db, &stored, err);
-	sqlite3_close_v2(db);
+	al_db_close(db);
 	if (r == 0) {
 		overlay(out, &stored);
 		out->best_effort = stored.best_effort;
@@ -549,18 +547,18 @@ static json_t *policy_json_doc(const struct al_policy *p)
  * `policy` entry (scope deployment) in every tenant's ledger, after it
  * took effect (two databases; a failure here is reported, the change
  * stays). */
-static int record_everywhere(sqlite3 *global, const char *home, const struct al_policy *before,
+static int record_everywhere(struct al_db *global, const char *home, const struct al_policy *before,
 			     const struct al_policy *after, const char *actor, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(global, "SELECT name FROM tenants ORDER BY name", &q, err);
-	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(global, "SELECT name FROM tenants ORDER BY name", &q, err);
+	while (r == 0 && (r = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_store *st = NULL;
-		sqlite3 *db;
-		if ((r = al_store_open(home, (const char *)sqlite3_column_text(q, 0), &st, err)) ==
-			    0 &&
-		    (r = al_store__meta(st, &db, err)) == 0 &&
-		    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+		struct al_db *db;
+		_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+		if ((r = al_store_open(home, al_db_column_text(q, 0), &st, err)) == 0 &&
+		    (r = al_store__meta_db(st, &db, err)) == 0 &&
+		    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) == 0) {
 			char group[17];
 			al_ledger__new_group(group);
 			json_t *data =
@@ -570,14 +568,28 @@ static int record_everywhere(sqlite3 *global, const char *home, const struct al_
 						    .group = group,
 						    .actor = actor ? actor : "",
 						    .data = data };
-			r = data ? al_ledger__append(st, db, &lr, NULL, err)
+			r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
 				 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 			json_decref(data);
-			r = al_ledger__finish(st, db, r, err);
+			r = al_ledger__commit(st, &txn, r, err);
 		}
 		al_store_close(st);
 	}
-	return r;
+	return r < 0 ? r : 0;
+}
+
+/* Replace the level's document: DELETE and INSERT in the transaction, the
+ * same on both engines (contract.c says why not an upsert). */
+static int store_doc(struct al_db *db, const char *doc, struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
+	int r = al_db_prepare(db, "DELETE FROM policy WHERE id = 1", &del, err);
+	if (r == 0 && (r = al_db_step(del, err)) == 0 &&
+	    (r = al_db_prepare(db, "INSERT INTO policy(id, doc) VALUES (1, ?1)", &ins, err)) == 0) {
+		al_db_bind_text(ins, 1, doc, -1);
+		r = al_db_step(ins, err);
+	}
+	return r < 0 ? al_error_prefix(err, "policy: ") : 0;
 }
 
 int al_policy_set(const char *home, struct al_store *tenant, const struct al_policy *p,
@@ -590,14 +602,15 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (tenant)
 		home = al_store__home(tenant);
 	struct al_policy dep, before, after;
-	sqlite3 *db;
+	struct al_db *db = NULL;
 	bool global = tenant == NULL;
 	_cleanup_free_ char *doc = NULL;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	int r = deployment(home, &dep, err);
 	if (r == 0)
 		r = level_db(home, tenant, &db, &global, err);
-	if (r == 0 && (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0 && global)
-		sqlite3_close_v2(db);
+	if (r == 0 && (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0 && global)
+		al_db_close(db);
 	if (r < 0)
 		return r;
 	if ((r = load(db, &before, err)) < 0)
@@ -619,14 +632,8 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	}
 	if (r == 0 && !(doc = al_policy_format(&after)))
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "policy");
-	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if (r == 0 &&
-	    (r = al_sqlite_prepare(db, "INSERT OR REPLACE INTO policy(id, doc) VALUES (1, ?)", &up,
-				   err)) == 0) {
-		sqlite3_bind_text(up, 1, doc, -1, SQLITE_STATIC);
-		if (sqlite3_step(up) != SQLITE_DONE)
-			r = al_sqlite_fail(db, err, "policy");
-	}
+	if (r == 0)
+		r = store_doc(db, doc, err);
 	if (!global && r == 0) {
 		_cleanup_free_ char *was = al_policy_format(&before);
 		json_error_t je;
@@ -638,20 +645,20 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 		struct al_ledger_rec lr = {
 			.kind = "policy", .group = group, .actor = actor ? actor : "", .data = data
 		};
-		r = data ? al_ledger__append(tenant, db, &lr, NULL, err)
+		r = data ? al_ledger__append_txn(tenant, &txn, &lr, NULL, err)
 			 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 		json_decref(data);
-		return al_ledger__finish(tenant, db, r, err);
+		return al_ledger__commit(tenant, &txn, r, err);
 	}
 out:
 	if (r < 0)
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		al_db_rollback(&txn);
 	else
-		r = al_sqlite_exec(db, "COMMIT", err);
+		r = al_db_commit(&txn, err);
 	if (global && r == 0)
 		r = record_everywhere(db, home, &before, &after, actor, err);
 	if (global)
-		sqlite3_close_v2(db); /* the global database's connection is ours */
+		al_db_close(db); /* the global database's connection is ours */
 	return r;
 }
 

@@ -19,7 +19,7 @@
 #include "airlock/store.h"
 #include "replay_private.h"
 #include "run_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -68,27 +68,26 @@ static int oid_of(json_t *o, const char *k, struct al_oid *out)
 int al_run__source_date(struct al_store *st, const char *project, const struct al_oid *head,
 			int64_t *out, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	/* the newest first: the commit that made head the head (UNIQUE(volume, seq)) */
-	if ((r = al_sqlite_prepare(
+	if ((r = al_db_prepare(
 		     db,
 		     "SELECT c.time FROM commits c JOIN projects p ON c.volume = p.volume "
-		     "WHERE p.name = ? AND c.result = ? ORDER BY c.seq DESC LIMIT 1",
+		     "WHERE p.name = ?1 AND c.result = ?2 ORDER BY c.seq DESC LIMIT 1",
 		     &q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 2, head->b, AL_OID_LEN, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int64(q, 0);
+	al_db_bind_text(q, 1, project, -1);
+	al_db_bind_blob(q, 2, head->b, AL_OID_LEN);
+	if ((r = al_db_step(q, err)) == AL_DB_ROW) {
+		*out = al_db_column_int64(q, 0);
 		return 0;
 	}
-	if (rc != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "the base's commit time");
+	if (r < 0)
+		return al_error_prefix(err, "the base's commit time: ");
 	struct al_project_info p;
 	if ((r = al_project_get(st, project, &p, err)) < 0)
 		return r;

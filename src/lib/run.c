@@ -31,6 +31,7 @@
 #include "ledger_private.h"
 #include "net_private.h"
 #include "run_private.h"
+#include "db.h"
 #include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
@@ -432,28 +433,34 @@ struct rec_ctx {
 	char *text;
 };
 
-static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, struct al_error *err)
+/* In the draft's transaction, through the metadata seam (db.h): the row
+ * replaced by DELETE and INSERT, alike on both engines. */
+static int record_hook(void *ctx, struct al_db *db, const struct al_draft_info *d,
+		       struct al_error *err)
 {
 	struct rec_ctx *c = ctx;
 	json_object_set_new(c->record, "draft", json_string(d->id));
 	json_object_set_new(c->record, "group", json_string(d->group));
 	if (!(c->text = json_dumps(c->record, JSON_FLAGS)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "run record");
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(db,
-				  "INSERT OR REPLACE INTO runs(id, project, grp, draft, created, "
-				  "record) VALUES (?,?,?,?,?,?)",
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
+	int r = al_db_prepare(db, "DELETE FROM runs WHERE id = ?1", &del, err);
+	if (r == 0)
+		r = al_db_prepare(db,
+				  "INSERT INTO runs(id, project, grp, draft, created, record) "
+				  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 				  &ins, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(ins, 1, c->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 2, c->project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 3, d->group, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 4, d->id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 5, json_integer_value(json_object_get(c->record, "started")));
-	sqlite3_bind_text(ins, 6, c->text, -1, SQLITE_STATIC);
-	if (sqlite3_step(ins) != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "record run");
+	al_db_bind_text(del, 1, c->id, -1);
+	al_db_bind_text(ins, 1, c->id, -1);
+	al_db_bind_text(ins, 2, c->project, -1);
+	al_db_bind_text(ins, 3, d->group, -1);
+	al_db_bind_text(ins, 4, d->id, -1);
+	al_db_bind_int64(ins, 5, json_integer_value(json_object_get(c->record, "started")));
+	al_db_bind_text(ins, 6, c->text, -1);
+	if ((r = al_db_step(del, err)) < 0 || (r = al_db_step(ins, err)) < 0)
+		return al_error_prefix(err, "record run: ");
 	/* the ledger keeps the record itself: the command, its policy and
 	 * limits, its status, the digests of its outputs, bundle and draft */
 	struct al_ledger_rec lr = { .kind = "run",
@@ -462,7 +469,7 @@ static int record_hook(void *ctx, sqlite3 *db, const struct al_draft_info *d, st
 				    .actor =
 					    json_string_value(json_object_get(c->record, "author")),
 				    .data = c->record };
-	return al_ledger__append(c->st, db, &lr, NULL, err);
+	return al_ledger__append_db(c->st, db, &lr, NULL, err);
 }
 
 static json_t *limits_json(const struct al_limits *l)

@@ -5,27 +5,7 @@
 #include <sqlite3.h>
 
 #include "airlock/error.h"
-
-enum al_sync { AL_SYNC_FULL, AL_SYNC_NORMAL };
-
-/* A database's schema as ordered migrations: migrations[i] takes it from
- * PRAGMA user_version i to i + 1, in one transaction with the version's
- * update.  Version 0 is a new database, or one made before versions
- * existed: migration 1 is CREATE ... IF NOT EXISTS, which completes both.
- * A migration is never edited once released; a change is a new one. */
-struct al_sqlite_schema {
-	const char *const *migrations;
-	unsigned count;     /* the version this airlock knows */
-	unsigned page_size; /* for a new database; 0: AL_SQLITE_PAGE */
-};
-#define AL_SQLITE_SCHEMA(m)                        \
-	{                                          \
-		(m), sizeof(m) / sizeof((m)[0]), 0 \
-	}
-#define AL_SQLITE_SCHEMA_PAGES(m, page)                 \
-	{                                               \
-		(m), sizeof(m) / sizeof((m)[0]), (page) \
-	}
+#include "db.h" /* enum al_sync, struct al_sqlite_schema */
 
 /* A new database's page size, unless its schema says otherwise: a commit
  * writes each page it changes whole into the WAL, so small pages keep a

@@ -13,6 +13,7 @@
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "backend/sqlite/db_sqlite.h"
 #include "cas_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
@@ -26,6 +27,7 @@ struct al_store {
 	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
 	sqlite3 *meta;
+	struct al_db *meta_db; /* the seam's connection over meta (db.h) */
 	sqlite3 *statcache;
 };
 
@@ -164,6 +166,14 @@ int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	return al_sqlite_open(path, &global_schema, db, err);
+}
+
+int al_store__global_db(const char *home, struct al_db **db, struct al_error *err)
+{
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
+		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	return al_db_open_sqlite(path, &global_schema, AL_SYNC_FULL, db, err);
 }
 
 static int tenant_dir(const char *home, const char *tenant, char *out, size_t n,
@@ -464,6 +474,7 @@ void al_store_close(struct al_store *s)
 		return;
 	al_cas_close(s->cas);
 	EVP_PKEY_free(s->ledger_key);
+	al_db_close(s->meta_db);
 	sqlite3_close(s->meta);
 	sqlite3_close(s->statcache);
 	free(s);
@@ -511,6 +522,16 @@ int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err)
 	int r = meta(s, err);
 	if (r == 0)
 		*out = s->meta;
+	return r;
+}
+
+int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err)
+{
+	int r = meta(s, err);
+	if (r == 0 && !s->meta_db)
+		r = al_db__sqlite_wrap(s->meta, &s->meta_db, err);
+	if (r == 0)
+		*out = s->meta_db;
 	return r;
 }
 

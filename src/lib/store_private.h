@@ -7,16 +7,24 @@
 
 #include "airlock/store.h"
 
+struct al_db;
+
 /* The stat cache database of the tenant, opened on first use. */
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
 /* The tenant's metadata database (snapshots, projects, volumes, commits). */
 int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
+/* The same database through the metadata seam (db.h), borrowed: the
+ * modules converted to the seam use this one, the others al_store__meta,
+ * one connection under both until every module is converted. */
+int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err);
 
 /* The home the store is in. */
 const char *al_store__home(struct al_store *s);
 
 /* Open the home's global database (tenants, principals, tokens). */
 int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
+/* The same through the metadata seam (db.h); the caller closes it. */
+int al_store__global_db(const char *home, struct al_db **out, struct al_error *err);
 
 void al_cas__release_memory(struct al_cas *c);
 bool al_cas__idle(struct al_cas *c);

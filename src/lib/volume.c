@@ -10,7 +10,7 @@
 #include "airlock/review.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "ledger_private.h"
 #include "store_private.h"
 #include "util.h"
@@ -101,17 +101,26 @@ struct vol {
 	int64_t applied, discarded, partial, created;
 };
 
-static int get_blob32(sqlite3_stmt *st, int col, struct al_oid *out)
+/* A statement's failure, with what was being done (the seam filled err);
+ * a statement that answered other than expected is an I/O failure. */
+static int db_fail(struct al_error *err, const char *what)
 {
-	if (sqlite3_column_bytes(st, col) != AL_OID_LEN)
+	if (err && err->code < 0)
+		return al_error_prefix(err, "%s: ", what);
+	return al_fail(err, AL_EIO, 0, "%s: unexpected answer from the database", what);
+}
+
+static int get_blob32(struct al_db_stmt *st, int col, struct al_oid *out)
+{
+	if (al_db_column_bytes(st, col) != AL_OID_LEN)
 		return -1;
-	memcpy(out->b, sqlite3_column_blob(st, col), AL_OID_LEN);
+	memcpy(out->b, al_db_column_blob(st, col), AL_OID_LEN);
 	return 0;
 }
 
-static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
+static void copy_text(char *dst, size_t n, struct al_db_stmt *st, int col)
 {
-	const unsigned char *t = sqlite3_column_text(st, col);
+	const char *t = al_db_column_text(st, col);
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
@@ -125,17 +134,17 @@ static void copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
 	"(SELECT count(*) FROM draft_paths dp WHERE dp.volume = v.id AND dp.outcome = "         \
 	"'partially_applied'), v.created"
 
-static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_error *err)
+static int read_vol(struct al_db_stmt *st, struct vol *v, struct al_error *err)
 {
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
+	int rc = al_db_step(st, err);
+	if (rc == AL_DB_DONE)
 		return AL_ENOTFOUND;
-	if (rc != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "volumes");
+	if (rc != AL_DB_ROW)
+		return db_fail(err, "volumes");
 	memset(v, 0, sizeof(*v));
-	v->id = sqlite3_column_int64(st, 0);
-	v->project = sqlite3_column_int64(st, 1);
-	v->seq = sqlite3_column_int64(st, 2);
+	v->id = al_db_column_int64(st, 0);
+	v->project = al_db_column_int64(st, 1);
+	v->seq = al_db_column_int64(st, 2);
 	if (get_blob32(st, 3, &v->head) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "volume %lld has a malformed head",
 			       (long long)v->id);
@@ -146,10 +155,10 @@ static int read_vol(sqlite3 *db, sqlite3_stmt *st, struct vol *v, struct al_erro
 	copy_text(v->project_name, sizeof(v->project_name), st, 8);
 	copy_text(v->group, sizeof(v->group), st, 9);
 	copy_text(v->run, sizeof(v->run), st, 10);
-	v->applied = sqlite3_column_int64(st, 11);
-	v->discarded = sqlite3_column_int64(st, 12);
-	v->partial = sqlite3_column_int64(st, 13);
-	v->created = sqlite3_column_int64(st, 14);
+	v->applied = al_db_column_int64(st, 11);
+	v->discarded = al_db_column_int64(st, 12);
+	v->partial = al_db_column_int64(st, 13);
+	v->created = al_db_column_int64(st, 14);
 	return 0;
 }
 
@@ -175,12 +184,12 @@ static json_t *jentry(bool has, const struct al_entry *e)
 }
 
 /* rec->data is consumed (unlike al_ledger__append's) */
-static int log_action(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
+static int log_action(struct al_store *st, struct al_db *db, const struct al_ledger_rec *rec,
 		      uint64_t *seq, struct al_error *err)
 {
 	if (!rec->data)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
-	int r = al_ledger__append(st, db, rec, seq, err);
+	int r = al_ledger__append_db(st, db, rec, seq, err);
 	json_decref(rec->data);
 	return r;
 }
@@ -211,13 +220,14 @@ static const char *group_of(const struct al_commit_opts *o, char buf[17])
 
 /* The refusal itself is an action: recorded in its own transaction once
  * the refused one has rolled back. */
-static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_req *q,
+static void log_refusal(struct al_store *st, struct al_db *db, const struct commit_req *q,
 			const char *project, const struct al_commit_result *res)
 {
 	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
 	const char *group = q->group, *draft = q->draft;
-	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	struct al_db_txn txn;
+	if (al_db_begin(db, AL_DB_WRITE, &txn, NULL) < 0)
 		return;
 	json_t *paths = json_array();
 	for (size_t i = 0; i < res->nconflicts; i++)
@@ -236,18 +246,18 @@ static void log_refusal(struct al_store *st, sqlite3 *db, const struct commit_re
 						    .actor = o ? o->author : NULL,
 						    .data = d },
 			   NULL, &e2);
-	al_ledger__finish(st, db, r, &e2);
+	al_ledger__commit(st, &txn, r, &e2);
 }
 
-static int find_volume(sqlite3 *db, const char *sql, const char *key, const char *what,
+static int find_volume(struct al_db *db, const char *sql, const char *key, const char *what,
 		       struct vol *v, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = al_sqlite_prepare(db, sql, &st, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	int r = al_db_prepare(db, sql, &st, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	r = read_vol(db, st, v, err);
+	al_db_bind_text(st, 1, key, -1);
+	r = read_vol(st, v, err);
 	if (r == AL_ENOTFOUND) {
 		char q[100];
 		al_quote(key, strnlen(key, 80), q, sizeof(q));
@@ -256,26 +266,26 @@ static int find_volume(sqlite3 *db, const char *sql, const char *key, const char
 	return r;
 }
 
-static int live_volume(sqlite3 *db, const char *project, struct vol *v, struct al_error *err)
+static int live_volume(struct al_db *db, const char *project, struct vol *v, struct al_error *err)
 {
 	return find_volume(db,
 			   "SELECT " VOL_COLS
-			   " FROM projects p JOIN volumes v ON v.id = p.volume WHERE p.name = ?",
+			   " FROM projects p JOIN volumes v ON v.id = p.volume WHERE p.name = ?1",
 			   project, "project", v, err);
 }
 
 /* A draft by its id, or by the id of the run that made it. */
-static int draft_volume(sqlite3 *db, const char *id, struct vol *v, struct al_error *err)
+static int draft_volume(struct al_db *db, const char *id, struct vol *v, struct al_error *err)
 {
 	if (id[0] == 'r')
 		return find_volume(
 			db,
 			"SELECT " VOL_COLS " FROM runs r JOIN volumes v ON v.public_id = r.draft "
-			"JOIN projects p ON p.id = v.project WHERE r.id = ? AND v.kind = 'draft'",
+			"JOIN projects p ON p.id = v.project WHERE r.id = ?1 AND v.kind = 'draft'",
 			id, "run", v, err);
 	return find_volume(db,
 			   "SELECT " VOL_COLS " FROM volumes v JOIN projects p ON p.id = v.project "
-			   "WHERE v.public_id = ? AND v.kind = 'draft'",
+			   "WHERE v.public_id = ?1 AND v.kind = 'draft'",
 			   id, "draft", v, err);
 }
 
@@ -317,31 +327,31 @@ struct from_parent {
  * when the parent's row has them (from fp's list when the commit has it,
  * else a diff, which reads only differing subtrees), else a walk.  A row an
  * earlier version left at 0 files 0 bytes is filled in. */
-static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid *parent,
+static int record_snapshot(struct al_db *db, struct al_cas *cas, const struct al_oid *parent,
 			   const struct al_oid *id, const char *source,
 			   const struct from_parent *fp, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *st = NULL;
-	int r = al_sqlite_prepare(db,
-				  "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND "
-				  "(files > 0 OR bytes > 0)",
-				  &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *st = NULL;
+	int r = al_db_prepare(db,
+			      "SELECT id, files, bytes FROM snapshots WHERE id IN (?1, ?2) AND "
+			      "(files > 0 OR bytes > 0)",
+			      &q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(q, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 2, parent->b, AL_OID_LEN, SQLITE_STATIC);
+	al_db_bind_blob(q, 1, id->b, AL_OID_LEN);
+	al_db_bind_blob(q, 2, parent->b, AL_OID_LEN);
 	int64_t c[2] = { 0, 0 };
 	bool have_parent = false;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (memcmp(sqlite3_column_blob(q, 0), id->b, AL_OID_LEN) == 0)
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		if (memcmp(al_db_column_blob(q, 0), id->b, AL_OID_LEN) == 0)
 			return 0; /* recorded, with its counts */
-		c[0] = sqlite3_column_int64(q, 1);
-		c[1] = sqlite3_column_int64(q, 2);
+		c[0] = al_db_column_int64(q, 1);
+		c[1] = al_db_column_int64(q, 2);
 		have_parent = true;
 	}
-	if (rc != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "record snapshot");
+	if (rc != AL_DB_DONE)
+		return db_fail(err, "record snapshot");
 	if (have_parent && fp->changes) {
 		for (size_t i = 0; i < fp->changes->n; i++) {
 			const struct al_change_rec *x = &fp->changes->v[i];
@@ -359,101 +369,109 @@ static int record_snapshot(sqlite3 *db, struct al_cas *cas, const struct al_oid 
 		if ((r = al_manifest_walk(cas, id, count_file, c, err)) < 0)
 			return r;
 	}
-	if ((r = al_sqlite_prepare(
+	if ((r = al_db_prepare(
 		     db,
-		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?, ?, ?, ?, "
-		     "?) "
+		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?1, ?2, ?3, "
+		     "?4, "
+		     "?5) "
 		     "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
 		     &st, err)) < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, al_wall_s());
-	sqlite3_bind_int64(st, 3, c[0]);
-	sqlite3_bind_int64(st, 4, c[1]);
-	sqlite3_bind_text(st, 5, source, -1, SQLITE_STATIC);
-	return sqlite3_step(st) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record snapshot");
+	al_db_bind_blob(st, 1, id->b, AL_OID_LEN);
+	al_db_bind_int64(st, 2, al_wall_s());
+	al_db_bind_int64(st, 3, c[0]);
+	al_db_bind_int64(st, 4, c[1]);
+	al_db_bind_text(st, 5, source, -1);
+	return al_db_step(st, err) == AL_DB_DONE ? 0 : db_fail(err, "record snapshot");
 }
 
-static void bind_entry(sqlite3_stmt *st, int col, bool has, const struct al_entry *e)
+static void bind_entry(struct al_db_stmt *st, int col, bool has, const struct al_entry *e)
 {
 	if (!has) {
 		for (int i = 0; i < 4; i++)
-			sqlite3_bind_null(st, col + i);
+			al_db_bind_null(st, col + i);
 		return;
 	}
-	sqlite3_bind_int(st, col, e->type);
-	sqlite3_bind_int(st, col + 1, (int)e->mode);
-	sqlite3_bind_int64(st, col + 2, (int64_t)e->size);
-	sqlite3_bind_blob(st, col + 3, e->digest.b, AL_OID_LEN, SQLITE_TRANSIENT);
+	al_db_bind_int64(st, col, e->type);
+	al_db_bind_int64(st, col + 1, (int)e->mode);
+	al_db_bind_int64(st, col + 2, (int64_t)e->size);
+	al_db_bind_blob(st, col + 3, e->digest.b, AL_OID_LEN);
 }
 
 /* Move a volume's head (compare-and-swap on the head read) and record the
  * commit, in the caller's transaction. */
-static int record_commit(sqlite3 *db, struct al_cas *cas, struct vol *v, const struct commit_req *q,
-			 const struct al_oid *result, const struct from_parent *fp,
-			 struct al_commit_result *res, struct al_error *err)
+static int record_commit(struct al_db *db, struct al_cas *cas, struct vol *v,
+			 const struct commit_req *q, const struct al_oid *result,
+			 const struct from_parent *fp, struct al_commit_result *res,
+			 struct al_error *err)
 {
 	const struct al_oid *base = q->base;
 	const struct al_commit_opts *o = q->opts;
 	const char *kind = q->kind, *draft = q->draft;
 	int64_t *seq = &res->seq;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL, *ins = NULL, *cf = NULL;
-	int r = al_sqlite_prepare(
-		db, "UPDATE volumes SET head = ?, seq = seq + 1 WHERE id = ? AND head = ?", &up,
+	_cleanup_db_stmt_ struct al_db_stmt *up = NULL, *ins = NULL, *cf = NULL;
+	int r = al_db_prepare(
+		db, "UPDATE volumes SET head = ?1, seq = seq + 1 WHERE id = ?2 AND head = ?3", &up,
 		err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(up, 1, result->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(up, 2, v->id);
-	sqlite3_bind_blob(up, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
-	if (sqlite3_step(up) != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "move head");
-	if (sqlite3_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
+	al_db_bind_blob(up, 1, result->b, AL_OID_LEN);
+	al_db_bind_int64(up, 2, v->id);
+	al_db_bind_blob(up, 3, v->head.b, AL_OID_LEN);
+	if (al_db_step(up, err) != AL_DB_DONE)
+		return db_fail(err, "move head");
+	if (al_db_changes(db) != 1) /* cannot happen under the write lock; checked anyway */
 		return al_fail(err, AL_ECONFLICT, 0,
 			       "VolumeConflictError: the head moved during the commit");
-	if ((r = al_sqlite_prepare(
+	if ((r = al_db_prepare(
 		     db,
 		     "INSERT INTO commits(volume, seq, parent, base, result, author, message, "
-		     "strategy, kind, draft, time) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+		     "strategy, kind, draft, time) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) "
+		     "RETURNING id",
 		     &ins, err)) < 0)
 		return r;
 	*seq = v->seq + 1;
-	sqlite3_bind_int64(ins, 1, v->id);
-	sqlite3_bind_int64(ins, 2, *seq);
-	sqlite3_bind_blob(ins, 3, v->head.b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 4, base->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 5, result->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 6, o && o->author ? o->author : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 7, o && o->message ? o->message : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 8, al_strategy_name(o ? o->strategy : AL_STRICT), -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 9, kind, -1, SQLITE_STATIC);
+	al_db_bind_int64(ins, 1, v->id);
+	al_db_bind_int64(ins, 2, *seq);
+	al_db_bind_blob(ins, 3, v->head.b, AL_OID_LEN);
+	al_db_bind_blob(ins, 4, base->b, AL_OID_LEN);
+	al_db_bind_blob(ins, 5, result->b, AL_OID_LEN);
+	al_db_bind_text(ins, 6, o && o->author ? o->author : "", -1);
+	al_db_bind_text(ins, 7, o && o->message ? o->message : "", -1);
+	al_db_bind_text(ins, 8, al_strategy_name(o ? o->strategy : AL_STRICT), -1);
+	al_db_bind_text(ins, 9, kind, -1);
 	if (draft)
-		sqlite3_bind_text(ins, 10, draft, -1, SQLITE_STATIC);
+		al_db_bind_text(ins, 10, draft, -1);
 	else
-		sqlite3_bind_null(ins, 10);
-	sqlite3_bind_int64(ins, 11, al_wall_s());
-	if (sqlite3_step(ins) != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "record commit");
-	int64_t cid = sqlite3_last_insert_rowid(db);
+		al_db_bind_null(ins, 10);
+	al_db_bind_int64(ins, 11, al_wall_s());
+	if (al_db_step(ins, err) != AL_DB_ROW)
+		return db_fail(err, "record commit");
+	int64_t cid = al_db_column_int64(ins, 0);
 	if (res->nconflicts) {
-		if ((r = al_sqlite_prepare(
-			     db, "INSERT INTO conflicts VALUES (?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?)",
+		if ((r = al_db_prepare(
+			     db,
+			     "INSERT INTO conflicts(commit_id, path, copy_path, base_type, "
+			     "base_mode, "
+			     "base_size, base_digest, theirs_type, theirs_mode, theirs_size, "
+			     "theirs_digest, ours_type, ours_mode, ours_size, ours_digest) "
+			     "VALUES (?1,?2,?3, ?4,?5,?6,?7, ?8,?9,?10,?11, ?12,?13,?14,?15)",
 			     &cf, err)) < 0)
 			return r;
 		for (size_t i = 0; i < res->nconflicts; i++) {
 			const struct al_conflict *c = &res->conflicts[i];
-			sqlite3_reset(cf);
-			sqlite3_bind_int64(cf, 1, cid);
-			sqlite3_bind_text(cf, 2, c->path, -1, SQLITE_STATIC);
+			al_db_reset(cf);
+			al_db_bind_int64(cf, 1, cid);
+			al_db_bind_text(cf, 2, c->path, -1);
 			if (c->copy_path)
-				sqlite3_bind_text(cf, 3, c->copy_path, -1, SQLITE_STATIC);
+				al_db_bind_text(cf, 3, c->copy_path, -1);
 			else
-				sqlite3_bind_null(cf, 3);
+				al_db_bind_null(cf, 3);
 			bind_entry(cf, 4, c->has_base, &c->base);
 			bind_entry(cf, 8, c->has_theirs, &c->theirs);
 			bind_entry(cf, 12, c->has_ours, &c->ours);
-			if (sqlite3_step(cf) != SQLITE_DONE)
-				return al_sqlite_fail(db, err, "record conflict");
+			if (al_db_step(cf, err) != AL_DB_DONE)
+				return db_fail(err, "record conflict");
 		}
 	}
 	struct al_oid parent;
@@ -897,7 +915,7 @@ static int merge_apply(struct merge *m, bool with_copies, struct al_oid *out,
 }
 
 /* In an open meta transaction: commit base -> incoming into v. */
-static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
+static int commit_locked(struct al_store *st, struct al_db *db, struct vol *v,
 			 const struct commit_req *q, struct al_commit_result *res,
 			 struct al_error *err)
 {
@@ -1028,10 +1046,12 @@ static int commit_locked(struct al_store *st, sqlite3 *db, struct vol *v,
 	return r;
 }
 
-static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
+static int begin(struct al_store *st, struct al_db **db, struct al_db_txn *txn,
+		 struct al_error *err)
 {
-	int r = al_store__meta(st, db, err);
-	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
+	txn->open = false;
+	int r = al_store__meta_db(st, db, err);
+	return r < 0 ? r : al_db_begin(*db, AL_DB_WRITE, txn, err);
 }
 
 int al_project_commit(struct al_store *st, const char *project, const struct al_oid *base,
@@ -1039,8 +1059,9 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 		      struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	sqlite3 *db;
-	int r = begin(st, &db, err);
+	struct al_db *db;
+	struct al_db_txn txn;
+	int r = begin(st, &db, &txn, err);
 	if (r < 0)
 		return r;
 	struct vol v;
@@ -1051,7 +1072,7 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	};
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);
-	r = al_ledger__finish(st, db, r, err);
+	r = al_ledger__commit(st, &txn, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, project, res);
 	return r;
@@ -1073,42 +1094,45 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	head = snapshot ? *snapshot : empty;
 	if (snapshot && (r = al_manifest_stat(cas, &head, NULL, NULL, err)) < 0)
 		return r;
-	sqlite3 *db;
-	if ((r = begin(st, &db, err)) < 0)
+	struct al_db *db;
+	struct al_db_txn txn;
+	if ((r = begin(st, &db, &txn, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *pv = NULL, *pp = NULL, *up = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *pv = NULL, *pp = NULL, *up = NULL;
 	int64_t now = al_wall_s();
-	if ((r = al_sqlite_prepare(db,
-				   "INSERT INTO projects(name, volume, created) VALUES (?, 0, ?)",
-				   &pp, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	sqlite3_bind_text(pp, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(pp, 2, now);
-	int rc = sqlite3_step(pp);
-	if (rc == SQLITE_CONSTRAINT_UNIQUE)
-		return al_ledger__finish(
-			st, db, al_fail(err, AL_EEXIST, 0, "project %s already exists", name), err);
-	if (rc != SQLITE_DONE)
-		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
-	int64_t pid = sqlite3_last_insert_rowid(db);
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "INSERT INTO volumes(project, kind, head, created) VALUES (?, 'live', ?, ?)",
-		     &pv, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	sqlite3_bind_int64(pv, 1, pid);
-	sqlite3_bind_blob(pv, 2, empty.b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(pv, 3, now);
-	if (sqlite3_step(pv) != SQLITE_DONE)
-		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create volume"), err);
-	int64_t vid = sqlite3_last_insert_rowid(db);
-	if ((r = al_sqlite_prepare(db, "UPDATE projects SET volume = ? WHERE id = ?", &up, err)) <
-	    0)
-		return al_ledger__finish(st, db, r, err);
-	sqlite3_bind_int64(up, 1, vid);
-	sqlite3_bind_int64(up, 2, pid);
-	if (sqlite3_step(up) != SQLITE_DONE)
-		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create project"), err);
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO projects(name, volume, created) VALUES (?1, 0, ?2) "
+			       "RETURNING id",
+			       &pp, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	al_db_bind_text(pp, 1, name, -1);
+	al_db_bind_int64(pp, 2, now);
+	int rc = al_db_step(pp, err);
+	if (rc == AL_EEXIST)
+		return al_ledger__commit(
+			st, &txn, al_fail(err, AL_EEXIST, 0, "project %s already exists", name),
+			err);
+	if (rc != AL_DB_ROW)
+		return al_ledger__commit(st, &txn, db_fail(err, "create project"), err);
+	int64_t pid = al_db_column_int64(pp, 0);
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO volumes(project, kind, head, created) VALUES (?1, "
+			       "'live', ?2, ?3) "
+			       "RETURNING id",
+			       &pv, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	al_db_bind_int64(pv, 1, pid);
+	al_db_bind_blob(pv, 2, empty.b, AL_OID_LEN);
+	al_db_bind_int64(pv, 3, now);
+	if (al_db_step(pv, err) != AL_DB_ROW)
+		return al_ledger__commit(st, &txn, db_fail(err, "create volume"), err);
+	int64_t vid = al_db_column_int64(pv, 0);
+	if ((r = al_db_prepare(db, "UPDATE projects SET volume = ?1 WHERE id = ?2", &up, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	al_db_bind_int64(up, 1, vid);
+	al_db_bind_int64(up, 2, pid);
+	if (al_db_step(up, err) != AL_DB_DONE)
+		return al_ledger__commit(st, &txn, db_fail(err, "create project"), err);
 	struct vol v = { .id = vid, .project = pid };
 	v.head = empty;
 	struct al_commit_opts o = { .strategy = AL_STRICT,
@@ -1128,8 +1152,8 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 					      .actor = author,
 					      .data = json_pack("{s:o}", "head", jid(&head)) },
 		     NULL, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	if ((r = al_ledger__commit(st, &txn, 0, err)) < 0)
 		return r;
 	if (out) {
 		memset(out, 0, sizeof(*out));
@@ -1142,16 +1166,16 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	return 0;
 }
 
-static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p,
+static int project_row(struct al_db *db, struct al_db_stmt *st, struct al_project_info *p,
 		       struct al_error *err)
 {
 	memset(p, 0, sizeof(*p));
 	copy_text(p->name, sizeof(p->name), st, 0);
-	p->volume = sqlite3_column_int64(st, 1);
+	p->volume = al_db_column_int64(st, 1);
 	if (get_blob32(st, 2, &p->head) < 0)
 		return al_fail(err, AL_ECORRUPT, 0, "project %s has a malformed head", p->name);
-	p->created = sqlite3_column_int64(st, 3);
-	p->commits = sqlite3_column_int64(st, 4);
+	p->created = al_db_column_int64(st, 3);
+	p->commits = al_db_column_int64(st, 4);
 	(void)db;
 	return 0;
 }
@@ -1163,99 +1187,99 @@ static int project_row(sqlite3 *db, sqlite3_stmt *st, struct al_project_info *p,
 int al_project_get(struct al_store *st, const char *name, struct al_project_info *out,
 		   struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, PROJECT_SELECT "WHERE p.name = ?", &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db, PROJECT_SELECT "WHERE p.name = ?1", &q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_DONE) {
+	al_db_bind_text(q, 1, name, -1);
+	int rc = al_db_step(q, err);
+	if (rc == AL_DB_DONE) {
 		char n[100];
 		al_quote(name, strnlen(name, 80), n, sizeof(n));
 		return al_fail(err, AL_ENOTFOUND, 0, "no project %s", n);
 	}
-	if (rc != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "projects");
+	if (rc != AL_DB_ROW)
+		return db_fail(err, "projects");
 	return project_row(db, q, out, err);
 }
 
 int al_project_foreach(struct al_store *st, al_project_fn fn, void *ctx, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, PROJECT_SELECT "ORDER BY p.name", &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db, PROJECT_SELECT "ORDER BY p.name", &q, err)) < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_project_info p;
 		if ((r = project_row(db, q, &p, err)) < 0 || (r = fn(ctx, &p, err)) != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "projects");
+	return rc == AL_DB_DONE ? 0 : db_fail(err, "projects");
 }
 
-static void read_entry(sqlite3_stmt *st, int col, bool *has, struct al_entry *e)
+static void read_entry(struct al_db_stmt *st, int col, bool *has, struct al_entry *e)
 {
 	memset(e, 0, sizeof(*e));
-	*has = sqlite3_column_type(st, col) != SQLITE_NULL &&
-	       sqlite3_column_bytes(st, col + 3) == AL_OID_LEN;
+	*has = al_db_column_type(st, col) != AL_DB_NULL &&
+	       al_db_column_bytes(st, col + 3) == AL_OID_LEN;
 	if (!*has)
 		return;
-	e->type = sqlite3_column_int(st, col);
-	e->mode = (unsigned)sqlite3_column_int(st, col + 1);
-	e->size = (uint64_t)sqlite3_column_int64(st, col + 2);
-	memcpy(e->digest.b, sqlite3_column_blob(st, col + 3), AL_OID_LEN);
+	e->type = (int)al_db_column_int64(st, col);
+	e->mode = (unsigned)(int)al_db_column_int64(st, col + 1);
+	e->size = (uint64_t)al_db_column_int64(st, col + 2);
+	memcpy(e->digest.b, al_db_column_blob(st, col + 3), AL_OID_LEN);
 }
 
 int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, void *ctx,
 		   struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
 	struct vol v;
 	if ((r = live_volume(db, project, &v, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *cq = NULL;
-	if ((r = al_sqlite_prepare(
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *cq = NULL;
+	if ((r = al_db_prepare(
 		     db,
 		     "SELECT id, seq, parent, base, result, author, message, strategy, kind, "
-		     "draft, time FROM commits WHERE volume = ? ORDER BY seq",
+		     "draft, time FROM commits WHERE volume = ?1 ORDER BY seq",
 		     &q, err)) < 0 ||
-	    (r = al_sqlite_prepare(
+	    (r = al_db_prepare(
 		     db,
 		     "SELECT path, copy_path, base_type, base_mode, base_size, base_digest, "
 		     "theirs_type, theirs_mode, theirs_size, theirs_digest, ours_type, ours_mode, "
-		     "ours_size, ours_digest FROM conflicts WHERE commit_id = ? ORDER BY rowid",
+		     "ours_size, ours_digest FROM conflicts WHERE commit_id = ?1 ORDER BY rowid",
 		     &cq, err)) < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, v.id);
+	al_db_bind_int64(q, 1, v.id);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_commit_info c = { 0 };
-		c.seq = sqlite3_column_int64(q, 1);
+		c.seq = al_db_column_int64(q, 1);
 		if (get_blob32(q, 2, &c.parent) < 0 || get_blob32(q, 3, &c.base) < 0 ||
 		    get_blob32(q, 4, &c.result) < 0)
 			return al_fail(err, AL_ECORRUPT, 0, "commit %lld is malformed",
 				       (long long)c.seq);
-		c.author = (const char *)sqlite3_column_text(q, 5);
-		c.message = (const char *)sqlite3_column_text(q, 6);
-		c.strategy = (const char *)sqlite3_column_text(q, 7);
-		c.kind = (const char *)sqlite3_column_text(q, 8);
-		c.draft = (const char *)sqlite3_column_text(q, 9);
-		c.time = sqlite3_column_int64(q, 10);
+		c.author = al_db_column_text(q, 5);
+		c.message = al_db_column_text(q, 6);
+		c.strategy = al_db_column_text(q, 7);
+		c.kind = al_db_column_text(q, 8);
+		c.draft = al_db_column_text(q, 9);
+		c.time = al_db_column_int64(q, 10);
 		struct al_conflict *cf = NULL;
 		size_t ncf = 0, capcf = 0;
-		sqlite3_reset(cq);
-		sqlite3_bind_int64(cq, 1, sqlite3_column_int64(q, 0));
-		while (sqlite3_step(cq) == SQLITE_ROW) {
+		al_db_reset(cq);
+		al_db_bind_int64(cq, 1, al_db_column_int64(q, 0));
+		while (al_db_step(cq, err) == AL_DB_ROW) {
 			if (ncf == capcf) {
 				capcf = capcf ? capcf * 2 : 8;
 				struct al_conflict *n = realloc(cf, capcf * sizeof(*n));
@@ -1266,8 +1290,8 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 				cf = n;
 			}
 			struct al_conflict *x = &cf[ncf++];
-			const char *p0 = (const char *)sqlite3_column_text(cq, 0);
-			const char *p1 = (const char *)sqlite3_column_text(cq, 1);
+			const char *p0 = al_db_column_text(cq, 0);
+			const char *p1 = al_db_column_text(cq, 1);
 			x->path = strdup(p0 ? p0 : "");
 			x->copy_path = p1 ? strdup(p1) : NULL;
 			read_entry(cq, 2, &x->has_base, &x->base);
@@ -1282,7 +1306,7 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 		if (r != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "log");
+	return rc == AL_DB_DONE ? 0 : db_fail(err, "log");
 }
 
 /* ---- drafts ------------------------------------------------------------- */
@@ -1309,20 +1333,21 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 {
 	const struct al_oid *content = o->content;
 	const char *author = o->author;
-	sqlite3 *db;
-	int r = begin(st, &db, err);
+	struct al_db *db;
+	struct al_db_txn txn;
+	int r = begin(st, &db, &txn, err);
 	if (r < 0)
 		return r;
 	struct vol live;
 	if ((r = live_volume(db, project, &live, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	uint8_t rnd[7];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return al_ledger__finish(st, db, al_fail(err, AL_EIO, errno, "draft id"), err);
+		return al_ledger__commit(st, &txn, al_fail(err, AL_EIO, errno, "draft id"), err);
 	char hex[15], id[AL_DRAFT_ID_LEN + 1];
 	al_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "d%.13s", hex);
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
 	char group[17];
 	if (o->group)
 		snprintf(group, sizeof(group), "%s", o->group);
@@ -1330,29 +1355,29 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		al_ledger__new_group(group);
 	const struct al_oid *base = o->base ? o->base : &live.head;
 	if (o->base && (r = al_manifest_stat(al_store_cas(st), o->base, NULL, NULL, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	bool empty = !content || al_oid_eq(content, base);
 	const char *state = o->close_empty && empty ? AL_DRAFT_EMPTY
 			    : o->blocked            ? AL_DRAFT_BLOCKED
 						    : AL_DRAFT_OPEN;
-	if ((r = al_sqlite_prepare(db,
-				   "INSERT INTO volumes(project, kind, head, base, public_id, "
-				   "created, grp, state) "
-				   "VALUES (?, 'draft', ?, ?, ?, ?, ?, ?)",
-				   &ins, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	sqlite3_bind_text(ins, 6, group, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 7, state, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 1, live.project);
-	sqlite3_bind_blob(ins, 2, base->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_blob(ins, 3, base->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_text(ins, 4, id, -1, SQLITE_STATIC);
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO volumes(project, kind, head, base, public_id, "
+			       "created, grp, state) "
+			       "VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+			       &ins, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	al_db_bind_text(ins, 6, group, -1);
+	al_db_bind_text(ins, 7, state, -1);
+	al_db_bind_int64(ins, 1, live.project);
+	al_db_bind_blob(ins, 2, base->b, AL_OID_LEN);
+	al_db_bind_blob(ins, 3, base->b, AL_OID_LEN);
+	al_db_bind_text(ins, 4, id, -1);
 	int64_t now = al_wall_s();
-	sqlite3_bind_int64(ins, 5, now);
-	if (sqlite3_step(ins) != SQLITE_DONE)
-		return al_ledger__finish(st, db, al_sqlite_fail(db, err, "create draft"), err);
+	al_db_bind_int64(ins, 5, now);
+	if (al_db_step(ins, err) != AL_DB_ROW)
+		return al_ledger__commit(st, &txn, db_fail(err, "create draft"), err);
 	struct vol v = live;
-	v.id = sqlite3_last_insert_rowid(db);
+	v.id = al_db_column_int64(ins, 0);
 	v.created = now;
 	v.seq = 0;
 	v.base = *base;
@@ -1371,7 +1396,7 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 								       "base", jid(base), "state",
 								       state) },
 			    NULL, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	if (!empty) {
 		struct al_commit_opts co = { .strategy = AL_STRICT,
 					     .author = author,
@@ -1386,13 +1411,13 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 		r = commit_locked(st, db, &v, &q, &res, err);
 		al_commit_result_release(&res);
 		if (r < 0)
-			return al_ledger__finish(st, db, r, err);
+			return al_ledger__commit(st, &txn, r, err);
 	}
 	struct al_draft_info info;
 	draft_info(&v, &info);
 	if (hook && (r = hook(ctx, db, &info, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	if ((r = al_ledger__finish(st, db, 0, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	if ((r = al_ledger__commit(st, &txn, 0, err)) < 0)
 		return r;
 	if (out)
 		*out = info;
@@ -1415,8 +1440,8 @@ int al_draft_create(struct al_store *st, const char *project, const struct al_oi
 int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out,
 		 struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
 	struct vol v;
@@ -1429,24 +1454,24 @@ int al_draft_get(struct al_store *st, const char *id, struct al_draft_info *out,
 int al_draft_foreach(struct al_store *st, const char *project, al_draft_fn fn, void *ctx,
 		     struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
 	struct vol live;
 	if ((r = live_volume(db, project, &live, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db,
-				   "SELECT " VOL_COLS
-				   " FROM volumes v JOIN projects p ON p.id = v.project "
-				   "WHERE v.project = ? AND v.kind = 'draft' ORDER BY v.id",
-				   &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT " VOL_COLS
+			       " FROM volumes v JOIN projects p ON p.id = v.project "
+			       "WHERE v.project = ?1 AND v.kind = 'draft' ORDER BY v.id",
+			       &q, err)) < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, live.project);
+	al_db_bind_int64(q, 1, live.project);
 	for (;;) {
 		struct vol v;
-		r = read_vol(db, q, &v, err);
+		r = read_vol(q, &v, err);
 		if (r == AL_ENOTFOUND)
 			return 0;
 		if (r < 0)
@@ -1463,8 +1488,9 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 		    struct al_commit_result *res, struct al_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	sqlite3 *db;
-	int r = begin(st, &db, err);
+	struct al_db *db;
+	struct al_db_txn txn;
+	int r = begin(st, &db, &txn, err);
 	if (r < 0)
 		return r;
 	struct vol v;
@@ -1478,7 +1504,7 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 		else
 			r = commit_locked(st, db, &v, &q, res, err);
 	}
-	r = al_ledger__finish(st, db, r, err);
+	r = al_ledger__commit(st, &txn, r, err);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, v.project_name, res);
 	return r;
@@ -1714,30 +1740,28 @@ static char *hunks_text(const struct pick *p)
 }
 
 /* Each change's outcome, in the decision's transaction. */
-static int record_outcomes(sqlite3 *db, const struct vol *d, const struct al_changes *ch,
+static int record_outcomes(struct al_db *db, const struct vol *d, const struct al_changes *ch,
 			   const bool *keep, const struct pick *pick, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	int r = al_sqlite_prepare(db,
-				  "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome, "
-				  "hunks) VALUES (?,?,?,?,?)",
-				  &ins, err);
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
+	int r = al_db_prepare(db,
+			      "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome, "
+			      "hunks) VALUES (?1,?2,?3,?4,?5)",
+			      &ins, err);
 	for (size_t i = 0; r == 0 && i < ch->n; i++) {
 		char op[2] = { ch->v[i].op, 0 };
-		sqlite3_reset(ins);
-		sqlite3_bind_int64(ins, 1, d->id);
-		sqlite3_bind_text(ins, 2, ch->v[i].path, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, op, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(ins, 4, outcome_of(keep[i], &pick[i]), -1, SQLITE_STATIC);
+		al_db_reset(ins);
+		al_db_bind_int64(ins, 1, d->id);
+		al_db_bind_text(ins, 2, ch->v[i].path, -1);
+		al_db_bind_text(ins, 3, op, -1);
+		al_db_bind_text(ins, 4, outcome_of(keep[i], &pick[i]), -1);
 		char *h = pick[i].hunks ? hunks_text(&pick[i]) : NULL;
 		if (pick[i].hunks && !h)
 			return al_fail(err, AL_ENOMEM, ENOMEM, "apply");
-		if (h)
-			sqlite3_bind_text(ins, 5, h, -1, free);
-		else
-			sqlite3_bind_null(ins, 5);
-		if (sqlite3_step(ins) != SQLITE_DONE)
-			r = al_sqlite_fail(db, err, "record the draft's outcomes");
+		al_db_bind_text(ins, 5, h, -1); /* NULL binds NULL */
+		free(h);
+		if (al_db_step(ins, err) != AL_DB_DONE)
+			r = db_fail(err, "record the draft's outcomes");
 	}
 	return r;
 }
@@ -1769,27 +1793,26 @@ static unsigned *parse_hunks(const char *s, size_t *n)
 int al_draft_path_outcomes(struct al_store *st, const char *id, al_path_outcome_fn fn, void *ctx,
 			   struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
 	struct vol v;
 	if ((r = draft_volume(db, id, &v, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "SELECT path, outcome, op, hunks FROM draft_paths WHERE volume = "
-		     "? ORDER BY path",
-		     &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT path, outcome, op, hunks FROM draft_paths WHERE volume = "
+			       "?1 ORDER BY path",
+			       &q, err)) < 0)
 		return r;
-	sqlite3_bind_int64(q, 1, v.id);
+	al_db_bind_int64(q, 1, v.id);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *op = (const char *)sqlite3_column_text(q, 2);
-		const char *h = (const char *)sqlite3_column_text(q, 3);
-		struct al_path_outcome o = { .path = (const char *)sqlite3_column_text(q, 0),
-					     .outcome = (const char *)sqlite3_column_text(q, 1),
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		const char *op = al_db_column_text(q, 2);
+		const char *h = al_db_column_text(q, 3);
+		struct al_path_outcome o = { .path = al_db_column_text(q, 0),
+					     .outcome = al_db_column_text(q, 1),
 					     .op = op ? op[0] : '?' };
 		unsigned *hunks = parse_hunks(h, &o.nhunks);
 		if (h && *h && !hunks)
@@ -1801,23 +1824,23 @@ int al_draft_path_outcomes(struct al_store *st, const char *id, al_path_outcome_
 		if (r != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "draft outcomes");
+	return rc == AL_DB_DONE ? 0 : db_fail(err, "draft outcomes");
 }
 
 /* A blocked draft's refusal, naming its run's first violations. */
-static int blocked_error(sqlite3 *db, const char *id, struct al_error *err)
+static int blocked_error(struct al_db *db, const char *id, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	char what[200] = "";
 	size_t n = 0, shown = 0;
 	const char *run = "?";
 	json_t *rec = NULL;
-	if (al_sqlite_prepare(db, "SELECT id, record FROM runs WHERE draft = ?", &q, NULL) == 0) {
-		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-		if (sqlite3_step(q) == SQLITE_ROW) {
+	if (al_db_prepare(db, "SELECT id, record FROM runs WHERE draft = ?1", &q, NULL) == 0) {
+		al_db_bind_text(q, 1, id, -1);
+		if (al_db_step(q, NULL) == AL_DB_ROW) {
 			json_error_t je;
-			run = (const char *)sqlite3_column_text(q, 0);
-			rec = json_loads((const char *)sqlite3_column_text(q, 1), 0, &je);
+			run = al_db_column_text(q, 0);
+			rec = json_loads(al_db_column_text(q, 1), 0, &je);
 		}
 	}
 	json_t *vs = json_object_get(json_object_get(rec, "contract"), "violations"), *x;
@@ -1913,33 +1936,34 @@ int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode m
 		return al_fail(err, AL_EUSAGE, 0, "apply: bad mode");
 	if (mode == AL_ACCEPT_SELECTED && npaths == 0)
 		return al_fail(err, AL_EINVAL, 0, "accept_selected needs at least one path");
-	sqlite3 *db;
-	int r = begin(st, &db, err);
+	struct al_db *db;
+	struct al_db_txn txn;
+	int r = begin(st, &db, &txn, err);
 	if (r < 0)
 		return r;
 	struct vol d, live;
 	if ((r = draft_volume(db, id, &d, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	id = d.public_id; /* the draft's own id, also when named by its run's */
 	if (strcmp(d.state, AL_DRAFT_EMPTY) == 0)
-		return al_ledger__finish(st, db,
+		return al_ledger__commit(st, &txn,
 					 al_fail(err, AL_ESTATE, 0,
 						 "draft %s is empty (its run changed nothing): "
 						 "nothing to apply",
 						 id),
 					 err);
 	if (strcmp(d.state, AL_DRAFT_BLOCKED) == 0 && mode != AL_REJECT_ALL)
-		return al_ledger__finish(st, db, blocked_error(db, id, err), err);
+		return al_ledger__commit(st, &txn, blocked_error(db, id, err), err);
 	if (strcmp(d.state, AL_DRAFT_OPEN) != 0 && strcmp(d.state, AL_DRAFT_BLOCKED) != 0)
-		return al_ledger__finish(
-			st, db, al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state),
-			err);
+		return al_ledger__commit(
+			st, &txn,
+			al_fail(err, AL_ESTATE, 0, "draft %s was already %s", id, d.state), err);
 	if ((r = live_volume(db, d.project_name, &live, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	struct al_cas *cas = al_store_cas(st);
 	struct al_changes ch;
 	if ((r = al_manifest_changes(cas, &d.base, &d.head, &ch, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
+		return al_ledger__commit(st, &txn, r, err);
 	bool *keep = calloc(ch.n ? ch.n : 1, sizeof(bool));
 	struct pick *pick = calloc(ch.n ? ch.n : 1, sizeof(*pick));
 	if (!keep || !pick)
@@ -1996,22 +2020,21 @@ int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode m
 	picks_free(pick, ch.n);
 	al_changes_release(&ch);
 	if (r < 0) {
-		r = al_ledger__finish(st, db, r, err);
+		r = al_ledger__commit(st, &txn, r, err);
 		if (r == AL_ECONFLICT)
 			log_refusal(st, db, &q, d.project_name, res);
 		return r;
 	}
-	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "UPDATE volumes SET state = ? WHERE id = ? AND state IN ('open', "
-		     "'blocked')",
-		     &up, err)) < 0)
-		return al_ledger__finish(st, db, r, err);
-	sqlite3_bind_text(up, 1, state, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(up, 2, d.id);
-	if (sqlite3_step(up) != SQLITE_DONE || sqlite3_changes(db) != 1)
-		return al_ledger__finish(
-			st, db, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
-	return al_ledger__finish(st, db, 0, err);
+	_cleanup_db_stmt_ struct al_db_stmt *up = NULL;
+	if ((r = al_db_prepare(db,
+			       "UPDATE volumes SET state = ?1 WHERE id = ?2 AND state IN ('open', "
+			       "'blocked')",
+			       &up, err)) < 0)
+		return al_ledger__commit(st, &txn, r, err);
+	al_db_bind_text(up, 1, state, -1);
+	al_db_bind_int64(up, 2, d.id);
+	if (al_db_step(up, err) != AL_DB_DONE || al_db_changes(db) != 1)
+		return al_ledger__commit(
+			st, &txn, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
+	return al_ledger__commit(st, &txn, 0, err);
 }

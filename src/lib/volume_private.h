@@ -3,13 +3,12 @@
 #ifndef AL_VOLUME_PRIVATE_H
 #define AL_VOLUME_PRIVATE_H
 
-#include <sqlite3.h>
-
 #include "airlock/volume.h"
 
 /* Called inside the draft's transaction, after the draft exists; an error
  * rolls everything back. */
-typedef int (*al_volume__draft_hook)(void *ctx, sqlite3 *db, const struct al_draft_info *d,
+struct al_db;
+typedef int (*al_volume__draft_hook)(void *ctx, struct al_db *db, const struct al_draft_info *d,
 				     struct al_error *err);
 int al_volume__draft_create(struct al_store *st, const char *project, const struct al_draft_opts *o,
 			    al_volume__draft_hook hook, void *ctx, struct al_draft_info *out,

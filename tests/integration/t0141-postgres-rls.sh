@@ -24,10 +24,10 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 1" "migrate creates the schema (version 0 -> 1)"
+is "$rc:$out" "0:schema 0 -> 2" "migrate creates the schema (version 0 -> 2)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":1,"to":1}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1 \
+is "$out" '{"from":2,"to":2}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2 \
 	"each applied version is recorded"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
@@ -55,6 +55,11 @@ ok "tenant a writes its rows under SET LOCAL" -- as airlock -c "BEGIN; SET LOCAL
 ok "tenant b writes its rows" -- as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b';
 	INSERT INTO tenants VALUES ('b', 1); INSERT INTO projects VALUES ('b', 1, 'p', 1, 1); COMMIT;"
 is "$(as airlock_owner -c "SET airlock.tenant = 'a'; SELECT count(*) FROM projects")" 1 "(the rows are there: the owner as tenant a sees a's)"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b';
+	INSERT INTO project_contracts(project, doc, time) VALUES ('p', '{}', 1) RETURNING tenant; COMMIT;")" b \
+	"a row that names no tenant gets its transaction's (schema 2: the seam's SQL names none)"
+is "$(as airlock -c "INSERT INTO project_contracts(project, doc, time) VALUES ('q', '{}', 1)" 2>&1 | grep -c 'row-level security')" 1 \
+	"  and without a tenant set, such a row is refused"
 for t in $TABLES; do
 	n=$(as airlock -c "SELECT count(*) FROM $t")
 	[ "$n" = 0 ] || break
@@ -116,7 +121,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 1" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 2" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

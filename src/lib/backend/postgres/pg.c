@@ -4,54 +4,15 @@
  * the deployment: store.c), with the tenant added to each and first in its
  * primary key.  A released migration is never edited; a change is a new
  * one, as for SQLite (sqlite_util.h). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
-#include "airlock/dl.h"
 #include "airlock/pg.h"
+#include "pq.h"
 #include "util.h"
 
-static struct {
-	PGconn *(*connectdb)(const char *conninfo);
-	ConnStatusType (*status)(const PGconn *conn);
-	char *(*error_message)(const PGconn *conn);
-	void (*finish)(PGconn *conn);
-	PGresult *(*exec)(PGconn *conn, const char *query);
-	PGresult *(*exec_params)(PGconn *conn, const char *command, int nParams,
-				 const Oid *paramTypes, const char *const *paramValues,
-				 const int *paramLengths, const int *paramFormats,
-				 int resultFormat);
-	ExecStatusType (*result_status)(const PGresult *res);
-	char *(*result_error_field)(const PGresult *res, int fieldcode);
-	void (*clear)(PGresult *res);
-	int (*ntuples)(const PGresult *res);
-	char *(*getvalue)(const PGresult *res, int tup_num, int field_num);
-} pq;
-static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
-static struct al_error pq_err;
-static int pq_rc;
-
-static void pq_load(void)
-{
-	const struct dl_sym syms[] = {
-		{ "PQconnectdb", DL_SLOT(pq, connectdb) },
-		{ "PQstatus", DL_SLOT(pq, status) },
-		{ "PQerrorMessage", DL_SLOT(pq, error_message) },
-		{ "PQfinish", DL_SLOT(pq, finish) },
-		{ "PQexec", DL_SLOT(pq, exec) },
-		{ "PQexecParams", DL_SLOT(pq, exec_params) },
-		{ "PQresultStatus", DL_SLOT(pq, result_status) },
-		{ "PQresultErrorField", DL_SLOT(pq, result_error_field) },
-		{ "PQclear", DL_SLOT(pq, clear) },
-		{ "PQntuples", DL_SLOT(pq, ntuples) },
-		{ "PQgetvalue", DL_SLOT(pq, getvalue) },
-	};
-	pq_rc = dl_load("libpq.so.5", "libpq5", syms, ARRAY_SIZE(syms), &pq_err);
-}
+#define pq al_pq
 
 /* The tenant tables: each has the tenant first in its primary key, the
  * policy of migration 1 and the service role's grants. */
@@ -165,6 +126,17 @@ static const char *const migrations[] = {
 	"  $$ SELECT tenant FROM public.sessions WHERE hash = session_hash AND expires > now $$;"
 	"REVOKE ALL ON FUNCTION airlock_token_tenant(TEXT, BIGINT) FROM PUBLIC;"
 	"REVOKE ALL ON FUNCTION airlock_session_tenant(TEXT, BIGINT) FROM PUBLIC;",
+	/* 2: the tenant of a row is the transaction's unless the row says it
+	 * (the policy still checks it): the modules' SQL, written once for
+	 * both engines through the metadata seam (src/lib/db.h), names no
+	 * tenant, as on SQLite, where the file is the tenant's */
+	"DO $$ DECLARE t TEXT; BEGIN"
+	"  FOREACH t IN ARRAY string_to_array('" TENANT_TABLES "', ', ') LOOP"
+	"    EXECUTE format('ALTER TABLE %I ALTER COLUMN tenant"
+	"      SET DEFAULT current_setting(''airlock.tenant'', true)', t);"
+	"  END LOOP; END $$;"
+	/* the tenant's policy row as meta.db's: policy.c reads WHERE id = 1 */
+	"ALTER TABLE policy ADD COLUMN id INTEGER NOT NULL DEFAULT 1 CHECK (id = 1);",
 };
 
 struct pgconn {
@@ -274,12 +246,9 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 	if (!role_name_ok(service_role))
 		return al_fail(err, AL_EINVAL, 0,
 			       "postgres: invalid service role name (lower-case [a-z_][a-z0-9_]*)");
-	pthread_once(&pq_once, pq_load);
-	if (pq_rc < 0) {
-		if (err)
-			*err = pq_err;
-		return pq_rc;
-	}
+	int lr = al_pq__load(err);
+	if (lr < 0)
+		return lr;
 	PGconn *c = pq.connectdb(url);
 	if (!c)
 		return al_fail(err, AL_ENOMEM, 0, "postgres: connect");

@@ -1,0 +1,236 @@
+/* The metadata seam's SQLite driver (src/lib/db.h): a thin layer over the
+ * sqlite3 API, with the embedded home's connection set-up unchanged
+ * (sqlite_util.c: WAL, pragmas, busy handler, user_version migrations).
+ * SQLite runs the seam's SQL as written (?NNN placeholders are its own). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_driver.h"
+#include "sqlite_util.h"
+#include "db_sqlite.h"
+
+struct sqlite_db {
+	struct al_db base;
+	sqlite3 *c;
+	bool owned;
+};
+
+struct sqlite_stmt {
+	struct al_db_stmt base;
+	sqlite3_stmt *s;
+};
+
+#define DB(d) ((struct sqlite_db *)(d))
+#define ST(st) (((struct sqlite_stmt *)(st))->s)
+
+int al_db__sqlite_fail(sqlite3 *c, struct al_error *err, const char *what)
+{
+	int rc = sqlite3_extended_errcode(c);
+	int code = AL_EIO;
+	switch (rc & 0xff) {
+	case SQLITE_CONSTRAINT:
+		code = rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY ||
+				       rc == SQLITE_CONSTRAINT_ROWID
+			       ? AL_EEXIST
+			       : AL_EIO; /* as before the seam: a CHECK, NOT NULL, a trigger */
+		break;
+	case SQLITE_FULL: code = AL_ELIMIT; break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB: code = AL_ECORRUPT; break;
+	case SQLITE_NOMEM: code = AL_ENOMEM; break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED: code = AL_EUNAVAIL; break;
+	case SQLITE_RANGE:
+	case SQLITE_MISUSE: code = AL_EUSAGE; break;
+	}
+	return al_fail(err, code, 0, "%s: %s", what, sqlite3_errmsg(c));
+}
+
+static void s_close(struct al_db *db)
+{
+	if (DB(db)->owned)
+		sqlite3_close_v2(DB(db)->c);
+	free(db);
+}
+
+static int s_exec(struct al_db *db, const char *sql, struct al_error *err)
+{
+	if (sqlite3_exec(DB(db)->c, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return al_db__sqlite_fail(DB(db)->c, err, "database");
+	return 0;
+}
+
+static int s_begin(struct al_db *db, enum al_db_mode mode, struct al_error *err)
+{
+	return s_exec(db, mode == AL_DB_WRITE ? "BEGIN IMMEDIATE" : "BEGIN", err);
+}
+
+static int s_commit(struct al_db *db, struct al_error *err)
+{
+	/* SQLite refuses to commit while a writing statement is in progress
+	 * (an INSERT … RETURNING read once); a reading one may stay (an outer
+	 * loop over rows whose body commits) */
+	for (struct al_db_stmt *st = db->stmts; st; st = st->next)
+		if (sqlite3_stmt_busy(ST(st)) && !sqlite3_stmt_readonly(ST(st)))
+			sqlite3_reset(ST(st));
+	return s_exec(db, "COMMIT", err);
+}
+
+static void s_rollback(struct al_db *db)
+{
+	if (!sqlite3_get_autocommit(DB(db)->c))
+		sqlite3_exec(DB(db)->c, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int64_t s_changes(const struct al_db *db)
+{
+	return sqlite3_changes64(DB(db)->c);
+}
+
+static int s_prepare(struct al_db *db, const char *sql, struct al_db_stmt **out,
+		     struct al_error *err)
+{
+	struct sqlite_stmt *st = calloc(1, sizeof(*st));
+	if (!st)
+		return al_fail(err, AL_ENOMEM, 0, "database: out of memory");
+	if (sqlite3_prepare_v2(DB(db)->c, sql, -1, &st->s, NULL) != SQLITE_OK) {
+		free(st);
+		return al_db__sqlite_fail(DB(db)->c, err, "database");
+	}
+	*out = &st->base;
+	return 0;
+}
+
+static void s_finalize(struct al_db_stmt *st)
+{
+	sqlite3_finalize(ST(st));
+	free(st);
+}
+
+static int s_bind(struct al_db_stmt *st, int i, enum al_db_type type, int64_t v, const void *p,
+		  size_t n)
+{
+	int rc;
+	if (n > INT32_MAX)
+		return AL_ELIMIT;
+	switch (type) {
+	case AL_DB_INT: rc = sqlite3_bind_int64(ST(st), i, v); break;
+	case AL_DB_TEXT: rc = sqlite3_bind_text(ST(st), i, p, (int)n, SQLITE_TRANSIENT); break;
+	case AL_DB_BLOB: /* a NULL pointer would bind NULL: an empty blob is a zeroblob */
+		rc = n ? sqlite3_bind_blob(ST(st), i, p, (int)n, SQLITE_TRANSIENT)
+		       : sqlite3_bind_zeroblob(ST(st), i, 0);
+		break;
+	default: rc = sqlite3_bind_null(ST(st), i);
+	}
+	return rc == SQLITE_OK ? 0 : rc == SQLITE_NOMEM ? AL_ENOMEM : AL_EUSAGE;
+}
+
+static int s_step(struct al_db_stmt *st, struct al_error *err)
+{
+	int rc = sqlite3_step(ST(st));
+	if (rc == SQLITE_ROW)
+		return AL_DB_ROW;
+	if (rc == SQLITE_DONE)
+		return AL_DB_DONE;
+	/* sqlite3_step's own code: the connection's may be a later call's */
+	int r = al_db__sqlite_fail(DB(st->db)->c, err, "database");
+	sqlite3_reset(ST(st));
+	return r;
+}
+
+static void s_reset(struct al_db_stmt *st)
+{
+	sqlite3_reset(ST(st));
+}
+
+static int s_column_count(struct al_db_stmt *st)
+{
+	return sqlite3_column_count(ST(st));
+}
+
+static enum al_db_type s_column_type(struct al_db_stmt *st, int i)
+{
+	switch (sqlite3_column_type(ST(st), i)) {
+	case SQLITE_INTEGER:
+	case SQLITE_FLOAT: return AL_DB_INT;
+	case SQLITE_TEXT: return AL_DB_TEXT;
+	case SQLITE_BLOB: return AL_DB_BLOB;
+	default: return AL_DB_NULL;
+	}
+}
+
+static int64_t s_column_int64(struct al_db_stmt *st, int i)
+{
+	return sqlite3_column_int64(ST(st), i);
+}
+
+static const char *s_column_text(struct al_db_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(ST(st), i);
+}
+
+static const void *s_column_blob(struct al_db_stmt *st, int i)
+{
+	const void *p = sqlite3_column_blob(ST(st), i);
+	return p ? p : "";
+}
+
+static size_t s_column_bytes(struct al_db_stmt *st, int i)
+{
+	return (size_t)sqlite3_column_bytes(ST(st), i);
+}
+
+static const struct al_db_ops sqlite_ops = {
+	.close = s_close,
+	.exec = s_exec,
+	.begin = s_begin,
+	.commit = s_commit,
+	.rollback = s_rollback,
+	.changes = s_changes,
+	.prepare = s_prepare,
+	.finalize = s_finalize,
+	.bind = s_bind,
+	.step = s_step,
+	.reset = s_reset,
+	.column_count = s_column_count,
+	.column_type = s_column_type,
+	.column_int64 = s_column_int64,
+	.column_text = s_column_text,
+	.column_blob = s_column_blob,
+	.column_bytes = s_column_bytes,
+};
+
+static int wrap(sqlite3 *c, bool owned, struct al_db **out, struct al_error *err)
+{
+	struct sqlite_db *db = calloc(1, sizeof(*db));
+	if (!db)
+		return al_fail(err, AL_ENOMEM, 0, "database: out of memory");
+	db->base.ops = &sqlite_ops;
+	db->base.engine = AL_DB_SQLITE;
+	db->c = c;
+	db->owned = owned;
+	*out = &db->base;
+	return 0;
+}
+
+int al_db__sqlite_wrap(sqlite3 *c, struct al_db **out, struct al_error *err)
+{
+	return wrap(c, false, out, err);
+}
+
+sqlite3 *al_db__sqlite(struct al_db *db)
+{
+	return db->engine == AL_DB_SQLITE ? DB(db)->c : NULL;
+}
+
+int al_db_open_sqlite(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
+		      struct al_db **out, struct al_error *err)
+{
+	sqlite3 *c = NULL;
+	int r = al_sqlite_open_sync(path, schema, sync, &c, err);
+	if (r < 0)
+		return r;
+	if ((r = wrap(c, true, out, err)) < 0)
+		sqlite3_close_v2(c);
+	return r;
+}
