@@ -57,7 +57,8 @@ static int canon_digest(json_t *v, char out[AL_OID_STRLEN + 1])
 static int read_ledger(struct al_db *db, struct truth *t, struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(db, "SELECT kind, project, entry, seq FROM ledger ORDER BY seq", &q, err);
+	int r = al_db_prepare(db, "SELECT kind, project, entry, seq FROM ledger ORDER BY seq", &q,
+			      err);
 	if (r < 0)
 		return r;
 	int rc;
@@ -148,9 +149,9 @@ static int differs(struct al_db *db, json_t *rec, const char *fact, char what[12
 	al_db_bind_int64(q, 1, strtoll(fact + AL_OID_STRLEN, NULL, 10));
 	if ((r = al_db_step(q, err)) < 0)
 		return r;
-	json_t *e = r == AL_DB_ROW ? json_loadb(al_db_column_blob(q, 0), al_db_column_bytes(q, 0),
-						0, NULL)
-				   : NULL;
+	json_t *e = r == AL_DB_ROW
+			    ? json_loadb(al_db_column_blob(q, 0), al_db_column_bytes(q, 0), 0, NULL)
+			    : NULL;
 	snprintf(what, 128, "%s", first_difference(rec, json_object_get(e, "data")));
 	json_decref(e);
 	return 1;
