@@ -233,6 +233,31 @@ image_with() {
 	done
 	"$AL" image import "$dir" --name "$name" >/dev/null
 }
+# integ_target: a loopback HTTPS server for integration calls
+# (tests/helpers/integ_target.py) with a test CA ($T/ca.pem, the
+# certificate names localhost and 127.0.0.1), its requests logged in
+# $T/log.  Sets $SRV (its pid: the caller's EXIT trap kills it), $PORT,
+# $BASE (https://127.0.0.1:$PORT/api/v1), and a fresh $SECRET, also in
+# $T/secret.
+integ_target() {
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
+		-subj "/CN=airlock test CA" >/dev/null 2>&1
+	openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" \
+		-subj "/CN=localhost" >/dev/null 2>&1
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$T/san.ext"
+	openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+		-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1
+	python3 "$SRC_ROOT/tests/helpers/integ_target.py" "$T/srv.pem" "$T/srv.key" "$T/log" \
+		"$T/port" 2>"$T/srv.err" &
+	SRV=$!
+	local i
+	for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+	PORT=$(cat "$T/port")
+	BASE="https://127.0.0.1:$PORT/api/v1"
+	SECRET="tok-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	printf '%s\n' "$SECRET" >"$T/secret"
+}
+
 # netns_target: a test host in a network namespace of this test's own,
 # reached from the host over a veth pair: sets $TNS (its namespace), $TIP
 # (its address), $HIP (the host's end), $TLOG (every TCP connection and

@@ -15,22 +15,8 @@ mkdir -p "$T/src"; echo data >"$T/src/a"
 "$AL" project create q --from "$T/src" >/dev/null
 J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 
-# a test CA and a certificate for 127.0.0.1; the server on a free port
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
-	-subj "/CN=airlock test CA" >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" -subj "/CN=localhost" \
-	>/dev/null 2>&1
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-	-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1
-python3 "$SRC_ROOT/tests/helpers/integ_target.py" "$T/srv.pem" "$T/srv.key" "$T/log" "$T/port" 2>"$T/srv.err" &
-SRV=$!
+integ_target
 trap 'kill $SRV 2>/dev/null; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
-PORT=$(cat "$T/port")
-BASE="https://127.0.0.1:$PORT/api/v1"
-SECRET="tok-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-printf '%s\n' "$SECRET" >"$T/secret"
 RSECRET=$(printf %s "$SECRET" | rev) # what the sandbox is told: it never sees the secret's text
 LEDGER0=$("$AL" audit --json | J 'print(len(d))')
 

@@ -35,22 +35,12 @@ req 'GET /\377\376/x HTTP/1.1\r\nHost: a\r\n\r\n'
 SH
 "$AL" project create p --from "$T/src" >/dev/null
 J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
-	-subj "/CN=airlock test CA" >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" -subj "/CN=localhost" \
-	>/dev/null 2>&1
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-	-out "$T/srv.pem" -days 2 -extfile "$T/san.ext" >/dev/null 2>&1
-python3 "$SRC_ROOT/tests/helpers/integ_target.py" "$T/srv.pem" "$T/srv.key" "$T/log" "$T/port" 2>"$T/srv.err" &
-SRV=$!
+integ_target
 python3 "$SRC_ROOT/tests/helpers/integ_target.py" - - "$T/log2" "$T/port2" --http 2>"$T/srv2.err" &
 SRV2=$!
 trap 'kill $SRV $SRV2 2>/dev/null; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-for i in $(seq 100); do [ -s "$T/port" ] && [ -s "$T/port2" ] && break; sleep 0.05; done
-PORT=$(cat "$T/port") PORT2=$(cat "$T/port2")
-printf 'sec-%s\n' "$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/secret"
-SECRET=$(cat "$T/secret")
+for i in $(seq 100); do [ -s "$T/port2" ] && break; sleep 0.05; done
+PORT2=$(cat "$T/port2")
 "$AL" admin integration create gh --base-url "https://127.0.0.1:$PORT/api/v1" \
 	--header "Authorization: Bearer @secret" --ca-file "$T/ca.pem" --secret-file "$T/secret" >/dev/null
 "$AL" admin integration grant gh p >/dev/null
