@@ -130,12 +130,16 @@ static const char *const meta_migrations[] = {
 	"CREATE TABLE IF NOT EXISTS integration_grants("
 	"  integration TEXT NOT NULL, kind TEXT NOT NULL, who TEXT NOT NULL,"
 	"  PRIMARY KEY(integration, kind, who)) WITHOUT ROWID;",
-	/* 5: runs are listed in the order they were recorded by a column both
-	 * engines have (the metadata seam has no rowid): seq, one past the
-	 * greatest at each insert, the old rows numbered as their rowid */
+	/* 5: runs and images are listed in the order they were recorded by a
+	 * column both engines have (the metadata seam has no rowid): seq, one
+	 * past the greatest at each insert, the old rows numbered as their
+	 * rowid */
 	"ALTER TABLE runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE runs SET seq = rowid;"
-	"CREATE INDEX IF NOT EXISTS runs_seq ON runs(seq);",
+	"CREATE INDEX IF NOT EXISTS runs_seq ON runs(seq);"
+	"ALTER TABLE images ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE images SET seq = rowid;"
+	"CREATE INDEX IF NOT EXISTS images_seq ON images(seq);",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

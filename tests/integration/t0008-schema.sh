@@ -43,7 +43,7 @@ is "$(sqlite3 "$AIRLOCK_HOME/airlock.db" "SELECT count(*) FROM sessions")" 0 "�
 W="$T/w"; cp -r "$S" "$W"; echo two > "$W/a.txt"; echo new > "$W/b.txt"
 DR=$("$AL" draft create p --from "$W")
 "$AL" apply "$DR" --accept b.txt >/dev/null 2>&1
-v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP TABLE IF EXISTS project_contracts"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
+v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP TABLE IF EXISTS project_contracts"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
 cols() { python3 -c 'import sqlite3,sys; print(",".join(r[1] for r in sqlite3.connect(sys.argv[1]).execute("PRAGMA table_info(draft_paths)")))' "$D/meta.db"; }
 v1 1
 is "$(cols)" "volume,path,op,outcome" "a version-1 meta.db: draft_paths without hunks"
@@ -65,7 +65,7 @@ v1 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
 is "$(uv "$D/meta.db"):$(cols)" "5:volume,path,op,outcome,hunks" "…and is at version 5 after, with every migration applied"
 # a version-1 meta.db (before project contracts and hunks) gains both, its data intact
-python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE project_contracts"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
 printf '{"writable": ["**"]}' > "$T/c.json"
 run "$AL" project contract p --set "$T/c.json"
 is "$rc:$(uv "$D/meta.db"):$(cols)" "0:5:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 5 (project contracts, hunks, integrations, runs.seq) on open"
@@ -79,6 +79,9 @@ python3 - "$D/meta.db" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq")
+c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq")
+for i, n in (("03", "zeta"), ("01", "alpha"), ("02", "mid")):
+    c.execute("INSERT INTO images(name, snapshot, created, source) VALUES (?, ?, 1700000000, 'x')", (n, bytes.fromhex(i * 32)))
 for i in ("r00000000000000c", "r00000000000000a", "r00000000000000b"):
     rec = '{"id":"%s","group":"g000000000000000","project":"p","started":1700000000,"draft":null}' % i
     c.execute("INSERT INTO runs(id, project, grp, draft, created, record) VALUES (?, 'p', 'g000000000000000', NULL, 1700000000, ?)", (i, rec))
@@ -88,4 +91,7 @@ is "$("$AL" runs p | awk '{print $1}' | tr '\n' ' ')" "r00000000000000c r0000000
 	"a version-4 meta.db's runs of one second are listed in the order they were recorded"
 is "$(uv "$D/meta.db"):$(sqlite3 "$D/meta.db" "SELECT group_concat(seq = rowid) FROM runs")" "5:1,1,1" \
 	"…migration 5 numbered them as their rowid"
+is "$("$AL" image list | awk 'NR > 1 || !/NAME/ {print $1}' | tr '\n' ' ')" "zeta alpha mid " \
+	"its images of one second too (migration 5: images.seq)"
+is "$(sqlite3 "$D/meta.db" "SELECT group_concat(seq = rowid) FROM images")" "1,1,1" "…numbered as their rowid"
 done_testing
