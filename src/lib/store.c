@@ -550,6 +550,12 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
 	return r;
 }
 
+void al_store__use_meta_db(struct al_store *s, struct al_db *db)
+{
+	al_db_close(s->meta_db);
+	s->meta_db = db;
+}
+
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 {
 	if (!s->statcache) {
