@@ -11,7 +11,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "ledger_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -204,35 +204,52 @@ static int unpack(const char *tarball, const char *dest, uint64_t *skipped, stru
 	return r;
 }
 
-/* The image's row and its image_import ledger entry, in one transaction. */
-static int record_row(sqlite3 *db, const struct al_oid *id, const char *name, const char *source,
-		      struct al_error *err)
+/* The image's row and its image_import ledger entry, in one transaction.
+ * A named image imported again replaces its row (DELETE + INSERT, alike
+ * on both engines) and keeps its place in listing order (seq). */
+static int record_row(struct al_db *db, const struct al_oid *id, const char *name,
+		      const char *source, struct al_error *err)
 {
 	int r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "INSERT INTO images(name, snapshot, created, source) VALUES (?,?,?,?) "
-		     "ON CONFLICT(name) DO UPDATE SET snapshot = excluded.snapshot, "
-		     "created = excluded.created, source = excluded.source",
-		     &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *old = NULL, *del = NULL, *ins = NULL;
+	if ((r = al_db_prepare(db, "SELECT seq FROM images WHERE name = ?1", &old, err)) < 0 ||
+	    (r = al_db_prepare(db, "DELETE FROM images WHERE name = ?1", &del, err)) < 0 ||
+	    (r = al_db_prepare(db,
+			       "INSERT INTO images(name, snapshot, created, source, seq) VALUES "
+			       "(?1, ?2, ?3, ?4, COALESCE(?5, (SELECT COALESCE(MAX(seq), 0) + 1 "
+			       "FROM images)))",
+			       &ins, err)) < 0)
 		return r;
-	if (name)
-		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+	if (name) {
+		al_db_bind_text(old, 1, name, -1);
+		al_db_bind_text(del, 1, name, -1);
+		al_db_bind_text(ins, 1, name, -1);
+	} else {
+		al_db_bind_null(old, 1);
+		al_db_bind_null(del, 1);
+		al_db_bind_null(ins, 1);
+	}
+	al_db_bind_blob(ins, 2, id->b, AL_OID_LEN);
+	al_db_bind_int64(ins, 3, al_wall_s());
+	al_db_bind_text(ins, 4, source, -1);
+	if ((r = al_db_step(old, err)) < 0)
+		return al_error_prefix(err, "record image: ");
+	if (r == AL_DB_ROW)
+		al_db_bind_int64(ins, 5, al_db_column_int64(old, 0));
 	else
-		sqlite3_bind_null(q, 1);
-	sqlite3_bind_blob(q, 2, id->b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, al_wall_s());
-	sqlite3_bind_text(q, 4, source, -1, SQLITE_STATIC);
-	return sqlite3_step(q) == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "record image");
+		al_db_bind_null(ins, 5);
+	if ((r = al_db_step(del, err)) < 0 || (r = al_db_step(ins, err)) < 0)
+		return al_error_prefix(err, "record image: ");
+	return 0;
 }
 
 static int record(struct al_store *st, const struct al_oid *id, const char *name,
 		  const char *source, const char *actor, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	struct al_db *db;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	int r = al_store__meta_db(st, &db, err);
+	if (r < 0 || (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return r;
 	r = record_row(db, id, name, source, err);
 	char hex[AL_OID_STRLEN + 1], group[17];
@@ -243,10 +260,10 @@ static int record(struct al_store *st, const struct al_oid *id, const char *name
 		.kind = "image_import", .group = group, .actor = actor ? actor : "", .data = data
 	};
 	if (r == 0)
-		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+		r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
 			 : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 	json_decref(data);
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }
 
 int al_tar_import(struct al_store *st, const char *tarball, struct al_import_result *res,
@@ -299,52 +316,51 @@ int al_image_import_as(struct al_store *st, const char *src, const char *name, c
 
 int al_image_foreach(struct al_store *st, al_image_fn fn, void *ctx, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "SELECT name, snapshot, created, source FROM images ORDER BY created, rowid",
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(
+		     db, "SELECT name, snapshot, created, source FROM images ORDER BY created, seq",
 		     &q, err)) < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_image_info im = { 0 };
-		const unsigned char *n = sqlite3_column_text(q, 0);
-		snprintf(im.name, sizeof(im.name), "%s", n ? (const char *)n : "");
-		if (sqlite3_column_bytes(q, 1) != AL_OID_LEN)
+		const char *n = al_db_column_text(q, 0);
+		snprintf(im.name, sizeof(im.name), "%s", n ? n : "");
+		if (al_db_column_bytes(q, 1) != AL_OID_LEN)
 			return al_fail(err, AL_ECORRUPT, 0, "image %s has a malformed id", im.name);
-		memcpy(im.id.b, sqlite3_column_blob(q, 1), AL_OID_LEN);
-		im.created = sqlite3_column_int64(q, 2);
-		im.source = (const char *)sqlite3_column_text(q, 3);
+		memcpy(im.id.b, al_db_column_blob(q, 1), AL_OID_LEN);
+		im.created = al_db_column_int64(q, 2);
+		im.source = al_db_column_text(q, 3);
 		if ((r = fn(ctx, &im, err)) != 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "images");
+	return rc < 0 ? al_error_prefix(err, "images: ") : 0;
 }
 
 /* Is id a registered image, or in the history of a project the caller
  * may read (image.h)?  Only metadata is read, the same queries whatever
  * the answer. */
-static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_fn may_read,
+static int id_acceptable(struct al_db *db, const struct al_oid *id, al_project_read_fn may_read,
 			 void *ctx, bool *ok, struct al_error *err)
 {
 	*ok = false;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *img = NULL, *proj = NULL;
-	int r = al_sqlite_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?", &img, err);
+	_cleanup_db_stmt_ struct al_db_stmt *img = NULL, *proj = NULL;
+	int r = al_db_prepare(db, "SELECT 1 FROM images WHERE snapshot = ?1", &img, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(img, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
-	int rc = sqlite3_step(img);
-	if (rc == SQLITE_ROW) {
+	al_db_bind_blob(img, 1, id->b, AL_OID_LEN);
+	int rc = al_db_step(img, err);
+	if (rc == AL_DB_ROW) {
 		*ok = true;
 		return 0;
 	}
-	if (rc != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "image");
-	if ((r = al_sqlite_prepare(
+	if (rc < 0)
+		return al_error_prefix(err, "image: ");
+	if ((r = al_db_prepare(
 		     db,
 		     "SELECT p.name FROM projects p JOIN volumes v ON v.id = p.volume WHERE v.head "
 		     "= ?1 "
@@ -352,13 +368,13 @@ static int id_acceptable(sqlite3 *db, const struct al_oid *id, al_project_read_f
 		     "WHERE c.parent = ?1 OR c.result = ?1",
 		     &proj, err)) < 0)
 		return r;
-	sqlite3_bind_blob(proj, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
-	while ((rc = sqlite3_step(proj)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(proj, 0);
+	al_db_bind_blob(proj, 1, id->b, AL_OID_LEN);
+	while ((rc = al_db_step(proj, err)) == AL_DB_ROW) {
+		const char *name = al_db_column_text(proj, 0);
 		if (name && (!may_read || may_read(ctx, name)))
 			*ok = true;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "image");
+	return rc < 0 ? al_error_prefix(err, "image: ") : 0;
 }
 
 int al_image_resolve(struct al_store *st, const char *ref, struct al_oid *id, struct al_error *err)
@@ -369,12 +385,12 @@ int al_image_resolve(struct al_store *st, const char *ref, struct al_oid *id, st
 int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn may_read,
 			void *ctx, struct al_oid *id, struct al_error *err)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	int r;
 	if (strncmp(ref, "sha256:", 7) == 0) {
 		bool ok;
 		if ((r = al_oid_parse(ref, id, err)) < 0 ||
-		    (r = al_store__meta(st, &db, err)) < 0 ||
+		    (r = al_store__meta_db(st, &db, err)) < 0 ||
 		    (r = id_acceptable(db, id, may_read, ctx, &ok, err)) < 0)
 			return r;
 		if (!ok)
@@ -384,17 +400,17 @@ int al_image_resolve_as(struct al_store *st, const char *ref, al_project_read_fn
 				       "project you may read");
 		return al_manifest_stat(al_store_cas(st), id, NULL, NULL, err);
 	}
-	if ((r = al_store__meta(st, &db, err)) < 0)
+	if ((r = al_store__meta_db(st, &db, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT snapshot FROM images WHERE name = ?", &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db, "SELECT snapshot FROM images WHERE name = ?1", &q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, ref, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_bytes(q, 0) != AL_OID_LEN) {
+	al_db_bind_text(q, 1, ref, -1);
+	if (al_db_step(q, NULL) != AL_DB_ROW || al_db_column_bytes(q, 0) != AL_OID_LEN) {
 		char s[100];
 		al_quote(ref, strnlen(ref, 80), s, sizeof(s));
 		return al_fail(err, AL_ENOTFOUND, 0, "no image %s", s);
 	}
-	memcpy(id->b, sqlite3_column_blob(q, 0), AL_OID_LEN);
+	memcpy(id->b, al_db_column_blob(q, 0), AL_OID_LEN);
 	return 0;
 }

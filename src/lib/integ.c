@@ -38,10 +38,10 @@
 #include "airlock/integ.h"
 #include "airlock/volume.h"
 #include "curl_private.h"
+#include "db.h"
 #include "integ_private.h"
 #include "ledger_private.h"
 #include "serve_private.h"
-#include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -272,15 +272,16 @@ static int unseal(struct al_store *st, const char *name, const uint8_t *b, size_
 
 /* ---- the catalogue ----------------------------------------------------------------- */
 
-/* An admin act in a transaction of meta.db with its ledger entry (data
- * stolen). */
-static int begin(struct al_store *st, sqlite3 **db, struct al_error *err)
+/* An admin act in a write transaction of meta.db with its ledger entry
+ * (data stolen). */
+static int begin(struct al_store *st, struct al_db_txn *txn, struct al_error *err)
 {
-	int r = al_store__meta(st, db, err);
-	return r < 0 ? r : al_sqlite_exec(*db, "BEGIN IMMEDIATE", err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
+	return r < 0 ? r : al_db_begin(db, AL_DB_WRITE, txn, err);
 }
 
-static int entry(struct al_store *st, sqlite3 *db, const char *kind, const char *actor,
+static int entry(struct al_store *st, struct al_db_txn *txn, const char *kind, const char *actor,
 		 json_t *data, struct al_error *err)
 {
 	char group[17];
@@ -288,23 +289,22 @@ static int entry(struct al_store *st, sqlite3 *db, const char *kind, const char 
 	struct al_ledger_rec lr = {
 		.kind = kind, .group = group, .actor = actor ? actor : "", .data = data
 	};
-	int r = data ? al_ledger__append(st, db, &lr, NULL, err)
+	int r = data ? al_ledger__append_txn(st, txn, &lr, NULL, err)
 		     : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 	json_decref(data);
 	return r;
 }
 
-static int exists(sqlite3 *db, const char *name, bool *out, struct al_error *err)
+static int exists(struct al_db *db, const char *name, bool *out, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(db, "SELECT 1 FROM integrations WHERE name = ?", &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT 1 FROM integrations WHERE name = ?1", &q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	int s = sqlite3_step(q);
-	if (s != SQLITE_ROW && s != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "integrations");
-	*out = s == SQLITE_ROW;
+	al_db_bind_text(q, 1, name, -1);
+	if ((r = al_db_step(q, err)) < 0)
+		return r;
+	*out = r == AL_DB_ROW;
 	return 0;
 }
 
@@ -340,46 +340,47 @@ int al_integ_create(struct al_store *st, const struct al_integ_spec *spec, struc
 	size_t slen = 0;
 	if ((r = seal(st, spec->name, spec->secret, &sealed, &slen, err)) < 0)
 		return r;
-	sqlite3 *db;
-	if ((r = begin(st, &db, err)) < 0) {
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((r = begin(st, &txn, err)) < 0) {
 		free(sealed);
 		return r;
 	}
 	bool had = false;
-	if ((r = exists(db, spec->name, &had, err)) == 0 && had)
+	if ((r = exists(txn.db, spec->name, &had, err)) == 0 && had)
 		r = al_fail(err, AL_EEXIST, 0, "integration %s exists", spec->name);
 	if (r == 0) {
-		_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-		r = al_sqlite_prepare(
-			db,
-			"INSERT INTO integrations(name, base_url, header, secret, ca, "
-			"keep_bodies, insecure, created, created_by) VALUES "
-			"(?,?,?,?,?,?,?,?,?)",
-			&q, err);
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		r = al_db_prepare(txn.db,
+				  "INSERT INTO integrations(name, base_url, header, secret, ca, "
+				  "keep_bodies, insecure, created, created_by) VALUES "
+				  "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+				  &q, err);
 		if (r == 0) {
-			sqlite3_bind_text(q, 1, spec->name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, base, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, spec->header, -1, SQLITE_STATIC);
-			sqlite3_bind_blob(q, 4, sealed, (int)slen, SQLITE_STATIC);
+			al_db_bind_text(q, 1, spec->name, -1);
+			al_db_bind_text(q, 2, base, -1);
+			al_db_bind_text(q, 3, spec->header, -1);
+			al_db_bind_blob(q, 4, sealed, slen);
 			if (spec->ca_pem)
-				sqlite3_bind_text(q, 5, spec->ca_pem, -1, SQLITE_STATIC);
-			sqlite3_bind_int(q, 6, spec->keep_bodies);
-			sqlite3_bind_int(q, 7, spec->insecure);
-			sqlite3_bind_int64(q, 8, al_wall_s());
-			sqlite3_bind_text(q, 9, spec->actor ? spec->actor : "", -1, SQLITE_STATIC);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				r = al_sqlite_fail(db, err, "integrations");
+				al_db_bind_text(q, 5, spec->ca_pem, -1);
+			else
+				al_db_bind_null(q, 5);
+			al_db_bind_int64(q, 6, spec->keep_bodies);
+			al_db_bind_int64(q, 7, spec->insecure);
+			al_db_bind_int64(q, 8, al_wall_s());
+			al_db_bind_text(q, 9, spec->actor ? spec->actor : "", -1);
+			if ((r = al_db_step(q, err)) > 0)
+				r = 0;
 		}
 	}
 	free(sealed);
 	if (r == 0)
-		r = entry(st, db, "integration_create", spec->actor,
+		r = entry(st, &txn, "integration_create", spec->actor,
 			  json_pack("{s:s,s:s,s:s%,s:b,s:b,s:b}", "integration", spec->name,
 				    "base_url", base, "header", spec->header, nl, "keep_bodies",
 				    spec->keep_bodies, "insecure", spec->insecure, "ca",
 				    spec->ca_pem != NULL),
 			  err);
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }
 
 int al_integ_grant(struct al_store *st, const char *name, const char *project,
@@ -399,102 +400,103 @@ int al_integ_grant(struct al_store *st, const char *name, const char *project,
 		if ((r = al_project_get(st, project, &pi, err)) < 0)
 			return r;
 	}
-	sqlite3 *db;
-	if ((r = begin(st, &db, err)) < 0)
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((r = begin(st, &txn, err)) < 0)
 		return r;
 	bool had = false;
-	if ((r = exists(db, name, &had, err)) == 0 && !had)
+	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
 		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
 	if (r == 0) {
-		_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-		r = al_sqlite_prepare(db,
-				      "INSERT OR IGNORE INTO integration_grants(integration, kind, "
-				      "who) VALUES (?,?,?)",
-				      &q, err);
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		r = al_db_prepare(txn.db,
+				  "INSERT INTO integration_grants(integration, kind, who) "
+				  "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+				  &q, err);
 		if (r == 0) {
-			sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, kind, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, who, -1, SQLITE_STATIC);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				r = al_sqlite_fail(db, err, "integration_grants");
+			al_db_bind_text(q, 1, name, -1);
+			al_db_bind_text(q, 2, kind, -1);
+			al_db_bind_text(q, 3, who, -1);
+			if ((r = al_db_step(q, err)) > 0)
+				r = 0;
 		}
 	}
 	if (r == 0)
-		r = entry(st, db, "integration_grant", actor,
+		r = entry(st, &txn, "integration_grant", actor,
 			  json_pack("{s:s,s:s}", "integration", name, kind, who), err);
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }
 
 int al_integ_delete(struct al_store *st, const char *name, const char *actor, struct al_error *err)
 {
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	int r = al_integ_name_check(name, err);
-	sqlite3 *db;
-	if (r < 0 || (r = begin(st, &db, err)) < 0)
+	if (r < 0 || (r = begin(st, &txn, err)) < 0)
 		return r;
 	bool had = false;
-	if ((r = exists(db, name, &had, err)) == 0 && !had)
+	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
 		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
 	for (int i = 0; r == 0 && i < 2; i++) {
-		_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-		r = al_sqlite_prepare(db,
-				      i ? "DELETE FROM integrations WHERE name = ?"
-					: "DELETE FROM integration_grants WHERE integration = ?",
-				      &q, err);
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		r = al_db_prepare(txn.db,
+				  i ? "DELETE FROM integrations WHERE name = ?1"
+				    : "DELETE FROM integration_grants WHERE integration = ?1",
+				  &q, err);
 		if (r == 0) {
-			sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				r = al_sqlite_fail(db, err, "integrations");
+			al_db_bind_text(q, 1, name, -1);
+			if ((r = al_db_step(q, err)) > 0)
+				r = 0;
 		}
 	}
 	if (r == 0)
-		r = entry(st, db, "integration_delete", actor,
+		r = entry(st, &txn, "integration_delete", actor,
 			  json_pack("{s:s}", "integration", name), err);
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }
 
 int al_integ_list(struct al_store *st, json_t **out, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL, *g = NULL;
-	if ((r = al_sqlite_prepare(
-		     db,
-		     "SELECT name, base_url, header, keep_bodies, insecure, ca IS NOT "
-		     "NULL, created FROM integrations ORDER BY name",
-		     &q, err)) < 0 ||
-	    (r = al_sqlite_prepare(db,
-				   "SELECT kind, who FROM integration_grants WHERE integration = ? "
-				   "ORDER BY kind, who",
-				   &g, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *g = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT name, base_url, header, keep_bodies, insecure, CASE WHEN ca "
+			       "IS NULL THEN 0 ELSE 1 END, created FROM integrations ORDER BY name",
+			       &q, err)) < 0 ||
+	    (r = al_db_prepare(db,
+			       "SELECT kind, who FROM integration_grants WHERE integration = ?1 "
+			       "ORDER BY kind, who",
+			       &g, err)) < 0)
 		return r;
 	json_t *arr = json_array();
-	int s;
-	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(q, 0);
-		const char *hdr = (const char *)sqlite3_column_text(q, 2);
+	while ((r = al_db_step(q, err)) == AL_DB_ROW) {
+		const char *name = al_db_column_text(q, 0);
+		const char *hdr = al_db_column_text(q, 2);
 		json_t *projects = json_array(), *principals = json_array();
-		sqlite3_reset(g);
-		sqlite3_bind_text(g, 1, name, -1, SQLITE_TRANSIENT);
-		while (sqlite3_step(g) == SQLITE_ROW)
+		al_db_reset(g);
+		al_db_bind_text(g, 1, name, -1);
+		int s;
+		while ((s = al_db_step(g, err)) == AL_DB_ROW)
 			json_array_append_new(
-				!strcmp((const char *)sqlite3_column_text(g, 0), "project")
-					? projects
-					: principals,
-				json_string((const char *)sqlite3_column_text(g, 1)));
+				!strcmp(al_db_column_text(g, 0), "project") ? projects : principals,
+				json_string(al_db_column_text(g, 1)));
 		json_array_append_new(
 			arr,
 			json_pack("{s:s,s:s,s:s%,s:b,s:b,s:b,s:o,s:o,s:I}", "name", name,
-				  "base_url", (const char *)sqlite3_column_text(q, 1), "header",
-				  hdr, strcspn(hdr, ":"), "keep_bodies", sqlite3_column_int(q, 3),
-				  "insecure", sqlite3_column_int(q, 4), "ca",
-				  sqlite3_column_int(q, 5), "projects", projects, "principals",
-				  principals, "created", (json_int_t)sqlite3_column_int64(q, 6)));
+				  "base_url", al_db_column_text(q, 1), "header", hdr,
+				  strcspn(hdr, ":"), "keep_bodies", (int)al_db_column_int64(q, 3),
+				  "insecure", (int)al_db_column_int64(q, 4), "ca",
+				  (int)al_db_column_int64(q, 5), "projects", projects, "principals",
+				  principals, "created", (json_int_t)al_db_column_int64(q, 6)));
+		if (s < 0) {
+			r = s;
+			break;
+		}
 	}
-	if (s != SQLITE_DONE) {
+	if (r < 0) {
 		json_decref(arr);
-		return al_sqlite_fail(db, err, "integrations");
+		return r;
 	}
 	*out = arr;
 	return 0;
@@ -561,44 +563,44 @@ static void integ_release(struct integ *x)
 }
 
 /* Is the integration granted to project or principal? */
-static int granted(sqlite3 *db, const char *name, const char *project, const char *principal,
+static int granted(struct al_db *db, const char *name, const char *project, const char *principal,
 		   bool *out, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(
 		db,
-		"SELECT 1 FROM integration_grants WHERE integration = ? AND "
-		"((kind = 'project' AND who = ?) OR (kind = 'principal' AND who = ?))",
+		"SELECT 1 FROM integration_grants WHERE integration = ?1 AND "
+		"((kind = 'project' AND who = ?2) OR (kind = 'principal' AND who = ?3))",
 		&q, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, project, -1, SQLITE_STATIC);
+	al_db_bind_text(q, 1, name, -1);
+	al_db_bind_text(q, 2, project, -1);
 	if (principal)
-		sqlite3_bind_text(q, 3, principal, -1, SQLITE_STATIC);
-	int s = sqlite3_step(q);
-	if (s != SQLITE_ROW && s != SQLITE_DONE)
-		return al_sqlite_fail(db, err, "integration_grants");
-	*out = s == SQLITE_ROW;
+		al_db_bind_text(q, 3, principal, -1);
+	else
+		al_db_bind_null(q, 3);
+	if ((r = al_db_step(q, err)) < 0)
+		return r;
+	*out = r == AL_DB_ROW;
 	return 0;
 }
 
-static int load_one(struct al_store *st, sqlite3 *db, const char *name, const char *project,
+static int load_one(struct al_store *st, struct al_db *db, const char *name, const char *project,
 		    const char *principal, struct integ *x, struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	int r = al_integ_name_check(name, err);
-	if (r < 0 || (r = al_sqlite_prepare(db,
-					    "SELECT base_url, header, secret, ca, keep_bodies, "
-					    "insecure FROM integrations WHERE name = ?",
-					    &q, err)) < 0)
+	if (r < 0 || (r = al_db_prepare(db,
+					"SELECT base_url, header, secret, ca, keep_bodies, "
+					"insecure FROM integrations WHERE name = ?1",
+					&q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	int s = sqlite3_step(q);
-	if (s == SQLITE_DONE)
+	al_db_bind_text(q, 1, name, -1);
+	if ((r = al_db_step(q, err)) < 0)
+		return r;
+	if (r == AL_DB_DONE)
 		return al_fail(err, AL_ENOTFOUND, 0, "run: no integration %s", name);
-	if (s != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "integrations");
 	bool ok = false;
 	if ((r = granted(db, name, project, principal, &ok, err)) < 0)
 		return r;
@@ -610,10 +612,10 @@ static int load_one(struct al_store *st, sqlite3 *db, const char *name, const ch
 			name, project, principal ? " or principal " : "",
 			principal ? principal : "");
 	snprintf(x->name, sizeof(x->name), "%s", name);
-	const char *tmpl = (const char *)sqlite3_column_text(q, 1);
+	const char *tmpl = al_db_column_text(q, 1);
 	char *secret = NULL;
-	if ((r = unseal(st, name, sqlite3_column_blob(q, 2), (size_t)sqlite3_column_bytes(q, 2),
-			&secret, err)) < 0)
+	if ((r = unseal(st, name, al_db_column_blob(q, 2), al_db_column_bytes(q, 2), &secret,
+			err)) < 0)
 		return r;
 	const char *at = strstr(tmpl, "@secret");
 	size_t hl = strlen(tmpl) - 7 + strlen(secret) + 1;
@@ -623,12 +625,13 @@ static int load_one(struct al_store *st, sqlite3 *db, const char *name, const ch
 	explicit_bzero(secret, strlen(secret));
 	free(secret);
 	x->hname = strcspn(tmpl, ":");
-	x->base = strdup((const char *)sqlite3_column_text(q, 0));
-	if (sqlite3_column_type(q, 3) != SQLITE_NULL)
-		x->ca = strdup((const char *)sqlite3_column_text(q, 3));
-	x->keep_bodies = sqlite3_column_int(q, 4);
-	x->insecure = sqlite3_column_int(q, 5);
-	if (!x->header || !x->base || (sqlite3_column_type(q, 3) != SQLITE_NULL && !x->ca))
+	x->base = strdup(al_db_column_text(q, 0));
+	bool has_ca = al_db_column_type(q, 3) != AL_DB_NULL;
+	if (has_ca)
+		x->ca = strdup(al_db_column_text(q, 3));
+	x->keep_bodies = al_db_column_int64(q, 4) != 0;
+	x->insecure = al_db_column_int64(q, 5) != 0;
+	if (!x->header || !x->base || (has_ca && !x->ca))
 		return al_fail(err, at ? AL_ENOMEM : AL_ECORRUPT, 0, "integration %s", name);
 	return 0;
 }
@@ -659,8 +662,8 @@ int al_integ__relay_new(struct al_store *st, const char *const *names, const cha
 	al_serve__init(&r->srv, &r->mu, &relay_ops, r, 512 * 1024);
 	r->max_calls = max_calls;
 	r->max_bytes = max_bytes;
-	sqlite3 *db;
-	int rc = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int rc = al_store__meta_db(st, &db, err);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		rc = load_one(st, db, names[i], project, principal, &r->in[i], err);
 		r->nin = i + 1;

@@ -280,11 +280,13 @@ int al_ledger_foreach(struct al_store *st, const struct al_ledger_query *qy, al_
 	if (r < 0)
 		return r;
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	if ((r = al_db_prepare(db,
-			       "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
-			       "(?1 IS NULL OR grp = ?1) AND (?2 IS NULL OR project = ?2) AND "
-			       "(?3 IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq",
-			       &q, err)) < 0)
+	if ((r = al_db_prepare(
+		     db,
+		     "SELECT seq, kind, grp, project, time, entry FROM ledger WHERE "
+		     "(CAST(?1 AS TEXT) IS NULL OR grp = ?1) AND "
+		     "(CAST(?2 AS TEXT) IS NULL OR project = ?2) AND "
+		     "(CAST(?3 AS TEXT) IS NULL OR kind = ?3) AND time >= ?4 ORDER BY seq",
+		     &q, err)) < 0)
 		return r;
 	al_db_bind_text(q, 1, qy ? qy->group : NULL, -1);
 	al_db_bind_text(q, 2, qy ? qy->project : NULL, -1);

@@ -32,7 +32,6 @@
 #include "net_private.h"
 #include "run_private.h"
 #include "db.h"
-#include "sqlite_util.h"
 #include "store_private.h"
 #include "util.h"
 #include "volume_private.h"
@@ -426,6 +425,11 @@ static void on_output(void *ctx, int stream, const void *p, size_t n)
 
 /* ---- the record ----------------------------------------------------------------- */
 
+/* A new row's place in listing order (runs.seq, meta.db migration 5): one
+ * past the greatest, as SQLite's rowid was, written in the row's statement
+ * (its write transaction, or alone: atomic on either engine). */
+#define RUN_SEQ "(SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)"
+
 struct rec_ctx {
 	struct al_store *st;
 	const char *id, *project;
@@ -447,8 +451,8 @@ static int record_hook(void *ctx, struct al_db *db, const struct al_draft_info *
 	int r = al_db_prepare(db, "DELETE FROM runs WHERE id = ?1", &del, err);
 	if (r == 0)
 		r = al_db_prepare(db,
-				  "INSERT INTO runs(id, project, grp, draft, created, record) "
-				  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				  "INSERT INTO runs(id, project, grp, draft, created, record, seq) "
+				  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, " RUN_SEQ ")",
 				  &ins, err);
 	if (r < 0)
 		return r;
@@ -848,25 +852,31 @@ static int record_draftless(struct al_store *st, const char *id, json_t *rec, st
 	const char *project = json_string_value(json_object_get(rec, "project"));
 	const char *actor = json_string_value(json_object_get(rec, "author"));
 	_cleanup_free_ char *text = json_dumps(rec, JSON_FLAGS);
-	sqlite3 *db;
-	int rc =
-		text ? al_store__meta(st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run record");
-	if (rc < 0 || (rc = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	struct al_db *db;
+	int rc = text ? al_store__meta_db(st, &db, err)
+		      : al_fail(err, AL_ENOMEM, ENOMEM, "run record");
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if (rc < 0 || (rc = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return rc;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
-	rc = al_sqlite_prepare(
-		db,
-		"INSERT OR REPLACE INTO runs(id, project, grp, draft, created, record) "
-		"VALUES (?,?,?,NULL,?,?)",
-		&ins, err);
+	/* the attempt's row replaced: DELETE + INSERT in the transaction */
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
+	if ((rc = al_db_prepare(db, "DELETE FROM runs WHERE id = ?1", &del, err)) == 0)
+		rc = al_db_prepare(
+			db,
+			"INSERT INTO runs(id, project, grp, draft, created, record, seq) "
+			"VALUES (?1, ?2, ?3, NULL, ?4, ?5, " RUN_SEQ ")",
+			&ins, err);
 	if (rc == 0) {
-		sqlite3_bind_text(ins, 1, id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, project ? project : "", -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, group, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 4, started ? started : al_wall_s());
-		sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
-		if (sqlite3_step(ins) != SQLITE_DONE)
-			rc = al_sqlite_fail(db, err, "record run");
+		al_db_bind_text(del, 1, id, -1);
+		al_db_bind_text(ins, 1, id, -1);
+		al_db_bind_text(ins, 2, project ? project : "", -1);
+		al_db_bind_text(ins, 3, group, -1);
+		al_db_bind_int64(ins, 4, started ? started : al_wall_s());
+		al_db_bind_text(ins, 5, text, -1);
+		if ((rc = al_db_step(del, err)) < 0 || (rc = al_db_step(ins, err)) < 0)
+			al_error_prefix(err, "record run: ");
+		else
+			rc = 0;
 	}
 	struct al_ledger_rec lr = { .kind = "run",
 				    .group = group,
@@ -874,8 +884,8 @@ static int record_draftless(struct al_store *st, const char *id, json_t *rec, st
 				    .actor = actor ? actor : "",
 				    .data = rec };
 	if (rc == 0)
-		rc = al_ledger__append(st, db, &lr, NULL, err);
-	return al_ledger__finish(st, db, rc, err);
+		rc = al_ledger__append_txn(st, &txn, &lr, NULL, err);
+	return al_ledger__commit(st, &txn, rc, err);
 }
 
 /* An attempt that failed after it began (materialising, setting up the
@@ -978,21 +988,23 @@ static int attempt_begin(struct run *r, struct al_error *err)
 				(json_int_t)r->started, "pid", (int)getpid());
 	char *text = rec ? json_dumps(rec, JSON_FLAGS) : NULL;
 	json_decref(rec);
-	sqlite3 *db;
-	int rc = text ? al_store__meta(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
-	_cleanup_sqlite_stmt_ sqlite3_stmt *ins = NULL;
+	struct al_db *db;
+	int rc = text ? al_store__meta_db(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
 	if (rc == 0 &&
-	    (rc = al_sqlite_prepare(db,
-				    "INSERT INTO runs(id, project, grp, draft, created, record) "
-				    "VALUES (?,?,?,NULL,?,?)",
-				    &ins, err)) == 0) {
-		sqlite3_bind_text(ins, 1, r->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, r->o->project, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, r->o->group ? r->o->group : "", -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 4, r->started);
-		sqlite3_bind_text(ins, 5, text, -1, SQLITE_STATIC);
-		if (sqlite3_step(ins) != SQLITE_DONE)
-			rc = al_sqlite_fail(db, err, "record the run's start");
+	    (rc = al_db_prepare(db,
+				"INSERT INTO runs(id, project, grp, draft, created, record, seq) "
+				"VALUES (?1, ?2, ?3, NULL, ?4, ?5, " RUN_SEQ ")",
+				&ins, err)) == 0) {
+		al_db_bind_text(ins, 1, r->id, -1);
+		al_db_bind_text(ins, 2, r->o->project, -1);
+		al_db_bind_text(ins, 3, r->o->group ? r->o->group : "", -1);
+		al_db_bind_int64(ins, 4, r->started);
+		al_db_bind_text(ins, 5, text, -1);
+		if ((rc = al_db_step(ins, err)) < 0)
+			al_error_prefix(err, "record the run's start: ");
+		else
+			rc = 0;
 	}
 	free(text);
 	return rc;
@@ -1003,26 +1015,26 @@ static int attempt_begin(struct run *r, struct al_error *err)
  * in unnamed temporary files); their sandbox died with them. */
 static void attempts_recover(struct al_store *st)
 {
-	sqlite3 *db;
+	struct al_db *db;
 	struct al_error e = { 0 };
-	if (al_store__meta(st, &db, &e) < 0)
+	if (al_store__meta_db(st, &db, &e) < 0)
 		return;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if (al_sqlite_prepare(db,
-			      "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
-			      "'%\"outcome\":\"running\"%'",
-			      &q, &e) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if (al_db_prepare(db,
+			  "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
+			  "'%\"outcome\":\"running\"%'",
+			  &q, &e) < 0)
 		return;
-	while (sqlite3_step(q) == SQLITE_ROW) {
+	while (al_db_step(q, &e) == AL_DB_ROW) {
 		char id[AL_RUN_ID_LEN + 1], path[4300];
-		snprintf(id, sizeof(id), "%s", (const char *)sqlite3_column_text(q, 0));
+		snprintf(id, sizeof(id), "%s", al_db_column_text(q, 0));
 		if (!al_run_id_valid(id))
 			continue;
 		snprintf(path, sizeof(path), "%s/runs/%s.lock", al_store_dir(st), id);
 		_cleanup_close_ int lk = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0)
 			continue; /* still running */
-		json_t *rec = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
+		json_t *rec = json_loads(al_db_column_text(q, 1), 0, NULL);
 		if (!rec)
 			continue;
 		json_object_set_new(rec, "outcome", json_string("failed: interrupted"));
@@ -1371,20 +1383,19 @@ bool al_run_id_valid(const char *id)
 int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	if (r < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT record FROM runs WHERE id = ?", &q, err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db, "SELECT record FROM runs WHERE id = ?1", &q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_DONE)
+	al_db_bind_text(q, 1, id, -1);
+	if ((r = al_db_step(q, err)) < 0)
+		return al_error_prefix(err, "run: ");
+	if (r == AL_DB_DONE)
 		return al_fail(err, AL_ENOTFOUND, 0, "no run %s", id);
-	if (rc != SQLITE_ROW)
-		return al_sqlite_fail(db, err, "run");
-	return fill_info(out, (const char *)sqlite3_column_text(q, 0), err);
+	return fill_info(out, al_db_column_text(q, 0), err);
 }
 
 int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,
@@ -1394,26 +1405,26 @@ int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void 
 	int r = al_project_get(st, project, &p, err);
 	if (r < 0)
 		return r;
-	sqlite3 *db;
-	if ((r = al_store__meta(st, &db, err)) < 0)
+	struct al_db *db;
+	if ((r = al_store__meta_db(st, &db, err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(
-		     db, "SELECT record FROM runs WHERE project = ? ORDER BY created, rowid", &q,
-		     err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db,
+			       "SELECT record FROM runs WHERE project = ?1 ORDER BY created, seq",
+			       &q, err)) < 0)
 		return r;
-	sqlite3_bind_text(q, 1, project, -1, SQLITE_STATIC);
+	al_db_bind_text(q, 1, project, -1);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
 		struct al_run_info info;
-		if ((r = fill_info(&info, (const char *)sqlite3_column_text(q, 0), err)) < 0)
+		if ((r = fill_info(&info, al_db_column_text(q, 0), err)) < 0)
 			return r;
 		r = fn(ctx, &info, err);
 		al_run_info_release(&info);
 		if (r < 0)
 			return r;
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "runs");
+	return rc < 0 ? al_error_prefix(err, "runs: ") : 0;
 }
 
 /* ---- replay's precondition -------------------------------------------------- */

@@ -130,6 +130,16 @@ static const char *const meta_migrations[] = {
 	"CREATE TABLE IF NOT EXISTS integration_grants("
 	"  integration TEXT NOT NULL, kind TEXT NOT NULL, who TEXT NOT NULL,"
 	"  PRIMARY KEY(integration, kind, who)) WITHOUT ROWID;",
+	/* 5: runs and images are listed in the order they were recorded by a
+	 * column both engines have (the metadata seam has no rowid): seq, one
+	 * past the greatest at each insert, the old rows numbered as their
+	 * rowid */
+	"ALTER TABLE runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE runs SET seq = rowid;"
+	"CREATE INDEX IF NOT EXISTS runs_seq ON runs(seq);"
+	"ALTER TABLE images ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE images SET seq = rowid;"
+	"CREATE INDEX IF NOT EXISTS images_seq ON images(seq);",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
@@ -189,8 +199,8 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	int r = al_tenant_name_check(tenant, err);
 	if (r < 0)
 		return r;
-	sqlite3 *db = NULL;
-	if ((r = al_store__global(home, &db, err)) < 0)
+	struct al_db *db = NULL;
+	if ((r = al_store__global_db(home, &db, err)) < 0)
 		return r;
 	char dir[4096];
 	if ((r = tenant_dir(home, tenant, dir, sizeof(dir), err)) < 0)
@@ -212,21 +222,25 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	}
 	if ((r = al_fsync_dir(-1, dir, err)) < 0)
 		goto out;
-	sqlite3_stmt *st = NULL;
-	if ((r = al_sqlite_prepare(db, "INSERT INTO tenants(name, created) VALUES (?, ?)", &st,
-				   err)) < 0)
-		goto out;
-	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, al_wall_s());
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
-		r = exist_ok ? 0 : al_fail(err, AL_EEXIST, 0, "tenant %s already exists", tenant);
-	} else if (rc != SQLITE_DONE) {
-		r = al_sqlite_fail(db, err, "create tenant");
+	{
+		_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+		if ((r = al_db_prepare(db, "INSERT INTO tenants(name, created) VALUES (?1, ?2)",
+				       &st, err)) < 0)
+			goto out;
+		al_db_bind_text(st, 1, tenant, -1);
+		al_db_bind_int64(st, 2, al_wall_s());
+		r = al_db_step(st, err);
+		if (r == AL_EEXIST)
+			r = exist_ok ? 0
+				     : al_fail(err, AL_EEXIST, 0, "tenant %s already exists",
+					       tenant);
+		else if (r < 0)
+			al_error_prefix(err, "create tenant: ");
+		else
+			r = 0;
 	}
 out:
-	sqlite3_close(db);
+	al_db_close(db);
 	return r;
 }
 
@@ -379,10 +393,11 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 		return r;
 	/* the new tenant's ledger begins with its creation */
 	struct al_store *st = NULL;
-	sqlite3 *db;
+	struct al_db *db;
+	struct al_db_txn txn = { 0 };
 	if ((r = al_store_open(home, tenant, &st, err)) == 0 &&
-	    (r = al_store__meta(st, &db, err)) == 0 &&
-	    (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) == 0) {
+	    (r = al_store__meta_db(st, &db, err)) == 0 &&
+	    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) == 0) {
 		char group[17];
 		al_ledger__new_group(group);
 		json_t *data = json_pack("{s:s}", "tenant", tenant);
@@ -390,10 +405,10 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 					    .group = group,
 					    .actor = actor ? actor : "",
 					    .data = data };
-		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+		r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
 			 : al_fail(err, AL_ENOMEM, ENOMEM, "ledger");
 		json_decref(data);
-		r = al_ledger__finish(st, db, r, err);
+		r = al_ledger__commit(st, &txn, r, err);
 	}
 	al_store_close(st);
 	return r;
@@ -535,6 +550,12 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
 	return r;
 }
 
+void al_store__use_meta_db(struct al_store *s, struct al_db *db)
+{
+	al_db_close(s->meta_db);
+	s->meta_db = db;
+}
+
 int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 {
 	if (!s->statcache) {
@@ -553,53 +574,57 @@ int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
 int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *info,
 			  struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = meta(s, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	struct al_db *db;
+	int r = al_store__meta_db(s, &db, err);
 	if (r < 0)
 		return r;
-	r = al_sqlite_prepare(s->meta,
-			      "INSERT OR IGNORE INTO snapshots(id, created, files, bytes, source) "
-			      "VALUES (?,?,?,?,?)",
-			      &st, err);
+	r = al_db_prepare(db,
+			  "INSERT INTO snapshots(id, created, files, bytes, source) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+			  &st, err);
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, info->id.b, AL_OID_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, info->created);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)info->files);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)info->bytes);
-	sqlite3_bind_text(st, 5, info->source, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return al_sqlite_fail(s->meta, err, "record snapshot");
+	al_db_bind_blob(st, 1, info->id.b, AL_OID_LEN);
+	al_db_bind_int64(st, 2, info->created);
+	al_db_bind_int64(st, 3, (int64_t)info->files);
+	al_db_bind_int64(st, 4, (int64_t)info->bytes);
+	if (info->source)
+		al_db_bind_text(st, 5, info->source, -1);
+	else
+		al_db_bind_null(st, 5);
+	if ((r = al_db_step(st, err)) < 0)
+		return al_error_prefix(err, "record snapshot: ");
 	return 0;
 }
 
 int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx,
 			      struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int r = meta(s, err);
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	struct al_db *db;
+	int r = al_store__meta_db(s, &db, err);
 	if (r < 0)
 		return r;
-	r = al_sqlite_prepare(
-		s->meta,
-		"SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id", &st,
-		err);
+	r = al_db_prepare(
+		db, "SELECT id, created, files, bytes, source FROM snapshots ORDER BY created, id",
+		&st, err);
 	if (r < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = al_db_step(st, err)) == AL_DB_ROW) {
 		struct al_snapshot_info info = { 0 };
-		if (sqlite3_column_bytes(st, 0) != AL_OID_LEN)
+		if (al_db_column_bytes(st, 0) != AL_OID_LEN)
 			return al_fail(err, AL_ECORRUPT, 0, "snapshot table holds a malformed id");
-		memcpy(info.id.b, sqlite3_column_blob(st, 0), AL_OID_LEN);
-		info.created = sqlite3_column_int64(st, 1);
-		info.files = (uint64_t)sqlite3_column_int64(st, 2);
-		info.bytes = (uint64_t)sqlite3_column_int64(st, 3);
-		info.source = (const char *)sqlite3_column_text(st, 4);
+		memcpy(info.id.b, al_db_column_blob(st, 0), AL_OID_LEN);
+		info.created = al_db_column_int64(st, 1);
+		info.files = (uint64_t)al_db_column_int64(st, 2);
+		info.bytes = (uint64_t)al_db_column_int64(st, 3);
+		info.source = al_db_column_text(st, 4);
 		if ((r = fn(ctx, &info, err)) != 0)
 			return r;
 	}
-	if (rc != SQLITE_DONE)
-		return al_sqlite_fail(s->meta, err, "list snapshots");
+	if (rc < 0)
+		return al_error_prefix(err, "list snapshots: ");
 	return 0;
 }

@@ -17,6 +17,12 @@ int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
  * modules converted to the seam use this one, the others al_store__meta,
  * one connection under both until every module is converted. */
 int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err);
+/* Give the store db (taken: closed with the store) as its tenant's
+ * metadata instead of meta.db, for the modules on the seam: how a store's
+ * metadata comes from PostgreSQL (a connection for the store's tenant,
+ * al_db_open_postgres).  The modules still on al_store__meta keep
+ * meta.db. */
+void al_store__use_meta_db(struct al_store *s, struct al_db *db);
 
 /* The home the store is in. */
 const char *al_store__home(struct al_store *s);

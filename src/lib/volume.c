@@ -369,13 +369,25 @@ static int record_snapshot(struct al_db *db, struct al_cas *cas, const struct al
 		if ((r = al_manifest_walk(cas, id, count_file, c, err)) < 0)
 			return r;
 	}
-	if ((r = al_db_prepare(
-		     db,
-		     "INSERT INTO snapshots(id, created, files, bytes, source) VALUES (?1, ?2, ?3, "
-		     "?4, "
-		     "?5) "
-		     "ON CONFLICT(id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes",
-		     &st, err)) < 0)
+	/* a row left at 0 files 0 bytes is filled in, else one is added: an
+	 * UPDATE, then an INSERT if it changed nothing, in the caller's write
+	 * transaction (an upsert's conflict target would differ per engine:
+	 * PostgreSQL's key begins with the tenant) */
+	_cleanup_db_stmt_ struct al_db_stmt *up = NULL;
+	if ((r = al_db_prepare(db, "UPDATE snapshots SET files = ?2, bytes = ?3 WHERE id = ?1", &up,
+			       err)) < 0)
+		return r;
+	al_db_bind_blob(up, 1, id->b, AL_OID_LEN);
+	al_db_bind_int64(up, 2, c[0]);
+	al_db_bind_int64(up, 3, c[1]);
+	if (al_db_step(up, err) != AL_DB_DONE)
+		return db_fail(err, "record snapshot");
+	if (al_db_changes(db) > 0)
+		return 0;
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO snapshots(id, created, files, bytes, source) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5)",
+			       &st, err)) < 0)
 		return r;
 	al_db_bind_blob(st, 1, id->b, AL_OID_LEN);
 	al_db_bind_int64(st, 2, al_wall_s());

@@ -15,6 +15,9 @@ jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 "$AL" admin tenant create acme >/dev/null
 is "$(entries tenant_create acme | jq_ '(d[0]["data"]["tenant"], d[0]["actor"])')" "('acme', 'operator-alice')" "tenant creation is the new tenant's first ledger entry, with who did it"
 is "$(count tenant_create)" 0 "…in that tenant's ledger only"
+run "$AL" admin tenant create acme
+is "$rc:$(count tenant_create acme)" "7:1" "creating it again is refused (exit 7), its ledger unchanged"
+like "$err" "tenant acme already exists" "…saying so"
 
 "$AL" project create p >/dev/null
 "$AL" admin principal create ag --role agent --project p >/dev/null

@@ -24,10 +24,10 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 2" "migrate creates the schema (version 0 -> 2)"
+is "$rc:$out" "0:schema 0 -> 3" "migrate creates the schema (version 0 -> 3)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":2,"to":2}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2 \
+is "$out" '{"from":3,"to":3}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3 \
 	"each applied version is recorded"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
@@ -60,6 +60,28 @@ is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b';
 	"a row that names no tenant gets its transaction's (schema 2: the seam's SQL names none)"
 is "$(as airlock -c "INSERT INTO project_contracts(project, doc, time) VALUES ('q', '{}', 1)" 2>&1 | grep -c 'row-level security')" 1 \
 	"  and without a tenant set, such a row is refused"
+# schema 3: what the modules on the seam write (meta.db 5's columns)
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'c';
+	INSERT INTO projects(name, volume, created) VALUES ('auto', 1, 1) RETURNING id > 0;
+	INSERT INTO volumes(project, kind, head, created) VALUES (1, 'live', '\\x00', 1) RETURNING id > 0;
+	INSERT INTO commits(volume, seq, parent, base, result, strategy, kind, time)
+	  VALUES (1, 1, '\\x00', '\\x00', '\\x00', 'strict', 'commit', 1) RETURNING id > 0; COMMIT;" | tr '\n' ,)" "t,t,t," \
+	"new projects, volumes and commits get their id from the database (INSERT … RETURNING id)"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'c';
+	INSERT INTO images(snapshot, created) VALUES ('\\x01', 1), ('\\x02', 1);
+	INSERT INTO images(name, snapshot, created, seq) VALUES ('base', '\\x03', 1, 3);
+	INSERT INTO runs(id, project, grp, created, record, seq) VALUES ('r1', 'p', 'g', 1, '{}', 1);
+	SELECT count(*) FROM images; COMMIT;")" 3 "unnamed images, any number of them; images and runs have seq"
+run as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'c'; INSERT INTO images(name, snapshot, created) VALUES ('base', '\\x04', 1); COMMIT;"
+like "$rc:$err" '^[1-9].*duplicate key value violates unique constraint "images_name"' "  a name once per tenant"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'c';
+	INSERT INTO integrations(name, base_url, header, secret, keep_bodies, insecure, created)
+	  VALUES ('gh', 'https://x', 'A: @secret', '\\x00', 0, 0, 1) RETURNING tenant;
+	INSERT INTO integration_grants(integration, kind, who) VALUES ('gh', 'project', 'p') RETURNING tenant; COMMIT;" | tr '\n' ,)" "c,c," \
+	"the integrations' tables take the transaction's tenant"
+is "$(as airlock -c "INSERT INTO integrations(name, base_url, header, secret, keep_bodies, insecure, created)
+	  VALUES ('gh2', 'https://x', 'A: @secret', '\\x00', 0, 0, 1)" 2>&1 | grep -c 'row-level security')" 1 \
+	"  and refuse a row without one"
 for t in $TABLES; do
 	n=$(as airlock -c "SELECT count(*) FROM $t")
 	[ "$n" = 0 ] || break
@@ -97,9 +119,12 @@ is "$(as airlock_owner -c "SELECT relrowsecurity::text || relforcerowsecurity::t
 	"  (and the table still has ENABLE and FORCE)"
 
 # ---- before the tenant is known: a token's tenant, and nothing else
-as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; INSERT INTO tokens VALUES ('a', 't1', 'hash-a', 'alice', 1, 2000, false); COMMIT;"
+as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; INSERT INTO tokens VALUES ('a', 't1', 'hash-a', 'alice', 1, 2000, 0);
+	INSERT INTO tokens VALUES ('a', 't2', 'hash-r', 'alice', 1, 2000, 1); COMMIT;"
 is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-a', 1000), '-') || ',' || coalesce(airlock_token_tenant('hash-a', 3000), '-') || ',' || coalesce(airlock_token_tenant('nope', 1000), '-')")" "a,-,-" \
 	"airlock_token_tenant gives a live token's tenant (expired or unknown: none)"
+is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-r', 1000), '-')")" "-" \
+	"  and none for a revoked one (schema 3: revoked 0 or 1, as auth.c writes it)"
 is "$(as airlock -c "SELECT count(*) FROM tokens")" 0 "  while the tokens themselves stay invisible without the tenant"
 
 # ---- migrate refuses a service role that could see across tenants, and a newer schema
@@ -121,7 +146,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 2" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 3" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock
