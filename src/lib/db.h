@@ -10,8 +10,12 @@
  *
  *   - placeholders are numbered, ?1 ?2 … (PostgreSQL gets $1 $2 …; a ? in a
  *     string literal, a quoted identifier or a comment is left alone);
- *   - no engine-only syntax: INSERT … ON CONFLICT (…) DO NOTHING / DO UPDATE
- *     rather than INSERT OR IGNORE / OR REPLACE, … RETURNING id rather than
+ *   - no engine-only syntax: INSERT … ON CONFLICT DO NOTHING rather than
+ *     INSERT OR IGNORE; a row replaced by DELETE + INSERT (or an UPDATE,
+ *     then an INSERT when it changed nothing) in one write transaction
+ *     rather than INSERT OR REPLACE or an upsert, whose conflict target
+ *     would differ once PostgreSQL's keys begin with the tenant;
+ *     … RETURNING id rather than
  *     last_insert_rowid(), CAST(… AS BIGINT) on aggregates that PostgreSQL
  *     widens to numeric (sum), no PRAGMA in module SQL;
  *   - a column is read as the type it has (an integer as int64, text as
