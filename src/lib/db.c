@@ -58,6 +58,8 @@ void al_db_close(struct al_db *db)
 		db->ops->rollback(db);
 	db->in_txn = false;
 	db->closing = true;
+	if (db->ops->drop_cache)
+		db->ops->drop_cache(db);
 	if (!db->stmts)
 		db->ops->close(db);
 }

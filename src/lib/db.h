@@ -161,7 +161,10 @@ size_t al_db_column_bytes(struct al_db_stmt *st, int i);
 int al_db_column_count(struct al_db_stmt *st);
 /* Ready to step again from the start; bindings stay. */
 void al_db_reset(struct al_db_stmt *st);
-void al_db_finalize(struct al_db_stmt *st); /* accepts NULL */
+/* Done with st (accepts NULL).  A driver may keep it to hand back to a
+ * later al_db_prepare of the same SQL text (SQLite's statement cache),
+ * reset and with no value bound; never while it is still in use. */
+void al_db_finalize(struct al_db_stmt *st);
 static inline void al__db_stmt_freep(struct al_db_stmt **st)
 {
 	al_db_finalize(*st);

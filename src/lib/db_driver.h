@@ -9,6 +9,8 @@
 
 struct al_db_ops {
 	void (*close)(struct al_db *db);
+	/* optional: let go of what the connection keeps for reuse (closing) */
+	void (*drop_cache)(struct al_db *db);
 	int (*exec)(struct al_db *db, const char *sql, struct al_error *err);
 	int (*begin)(struct al_db *db, enum al_db_mode mode, struct al_error *err);
 	int (*commit)(struct al_db *db, struct al_error *err);

@@ -55,17 +55,48 @@ static int busy_wait(void *ctx, int n)
  * the next write: a large transaction's WAL (a 1M-entry import's: 140 MB)
  * then stayed at rest, and every process's first open read it all back.
  * No busy waiting here: with readers in the WAL the copy is partial
- * (PASSIVE) and a later commit empties it. */
+ * (PASSIVE) and a later commit empties it.
+ *
+ * A copy that could not empty the WAL (other processes reading it, as
+ * concurrent committers do) is tried again only once the WAL has grown by
+ * half the bound more: before, every later commit copied its few new
+ * frames and synced the database file (two syncs per commit of objects.db,
+ * whose 16-frame bound concurrent writers pass within a few commits).  A
+ * checkpoint makes nothing durable (each commit synced the WAL), so when
+ * it runs changes only the WAL's size at rest. */
+struct wal_state {
+	int bound;  /* frames */
+	int next;   /* the frame count of the next attempt */
+	int frames; /* at the last commit: fewer now means the WAL restarted */
+};
+
 static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 {
-	if (frames < (int)(intptr_t)ctx)
+	struct wal_state *w = ctx;
+	if (frames < w->frames)
+		w->next = w->bound; /* restarted by another connection */
+	w->frames = frames;
+	if (frames < w->next)
 		return SQLITE_OK;
+	int log = 0;
 	sqlite3_busy_handler(db, NULL, NULL);
-	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) ==
+	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, NULL) ==
 	    SQLITE_BUSY)
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
 	sqlite3_busy_handler(db, busy_wait, NULL);
+	/* emptied (log 0): the bound again; else half of it further on */
+	w->next = log <= 0 ? w->bound : frames + (w->bound + 1) / 2;
+	w->frames = log > 0 ? frames : 0;
 	return SQLITE_OK;
+}
+
+/* wal_bound's state lives as long as its connection: SQLite frees it
+ * with the connection (the destructor of a function registered on it). */
+static void wal_state_unused(sqlite3_context *c, int n, sqlite3_value **v)
+{
+	(void)n;
+	(void)v;
+	sqlite3_result_null(c);
 }
 
 static int user_version(sqlite3 *db, int *v, struct al_error *err)
@@ -155,14 +186,26 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	sqlite3_finalize(q);
 	if (r == 0 && psize > 0) {
 		int pages = (int)(AL_SQLITE_WAL_BOUND / (unsigned)psize);
-		sqlite3_wal_hook(db, wal_bound, (void *)(intptr_t)(pages > 1 ? pages : 1));
-		/* a WAL left past the bound (by a crash, or by a version that
-		 * bounded it less) is read back once more, then emptied */
-		char wal[4200];
-		struct stat sb;
-		snprintf(wal, sizeof(wal), "%s-wal", path);
-		if (stat(wal, &sb) == 0 && sb.st_size > (off_t)AL_SQLITE_WAL_BOUND)
-			wal_bound((void *)(intptr_t)0, db, "main", 0);
+		struct wal_state *w = calloc(1, sizeof(*w));
+		if (!w)
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "database");
+		else if (sqlite3_create_function_v2(db, "airlock_wal_state", 0, SQLITE_UTF8, w,
+						    wal_state_unused, NULL, NULL,
+						    free) != SQLITE_OK)
+			r = al_sqlite_fail(db, err, "database"); /* w is freed by it */
+		if (r == 0) {
+			w->bound = w->next = pages > 1 ? pages : 1;
+			sqlite3_wal_hook(db, wal_bound, w);
+			/* a WAL left past the bound (by a crash, or by a version that
+			 * bounded it less) is read back once more, then emptied */
+			char wal[4200];
+			struct stat sb;
+			snprintf(wal, sizeof(wal), "%s-wal", path);
+			if (stat(wal, &sb) == 0 && sb.st_size > (off_t)AL_SQLITE_WAL_BOUND) {
+				w->next = 0;
+				wal_bound(w, db, "main", 0);
+			}
+		}
 	}
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);

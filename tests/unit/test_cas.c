@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "airlock/cas.h"
+#include "store_private.h"
 #include "util.h"
 
 struct fx {
@@ -210,6 +211,55 @@ static void test_live_batch_not_swept(void **state)
 	free(p);
 }
 
+/* A batch whose objects are all stored already opens no objects.db
+ * transaction: another writer may take the write lock meanwhile, and its
+ * commit has nothing to commit or sync.  Its first new object takes the
+ * lock, as before; the batch is never idle (its gc pin stays) while open. */
+static void test_stored_batch_no_txn(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct al_oid d, e;
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "stored", 6, &d, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
+	sqlite3 *other = NULL;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_false(al_cas__idle(f->cas));
+	assert_int_equal(al_cas_put(f->cas, "stored", 6, &d, &err), 0);
+	assert_int_equal(al_cas_has(f->cas, &d, &err), 1);
+	/* the write lock is free: another writer's transaction goes through */
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_true(al_cas__idle(f->cas));
+
+	/* a new object: the batch holds the write lock until its commit */
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "stored", 6, &d, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "new", 3, &e, &err), 0);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(al_cas_has(f->cas, &e, &err), 1);
+
+	/* aborted before and after its first new row: nothing of it stays */
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	al_cas_abort(f->cas);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "aborted", 7, &e, &err), 0);
+	al_cas_abort(f->cas);
+	assert_int_equal(al_cas_has(f->cas, &e, &err), 0);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +268,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_fd_changed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

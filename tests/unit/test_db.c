@@ -17,6 +17,7 @@
 
 #include "db.h"
 #include "util.h"
+#include "backend/sqlite/db_sqlite.h"
 
 enum engine { SQLITE, PG };
 
@@ -441,6 +442,167 @@ static void reuse(void **state)
 	al_db_close(db);
 }
 
+static struct al_db_stmt *prepare_ok(struct al_db *db, const char *sql)
+{
+	struct al_db_stmt *st = NULL;
+	struct al_error err = { 0 };
+	if (al_db_prepare(db, sql, &st, &err) < 0)
+		fail_msg("%s: %s", sql, err.msg);
+	return st;
+}
+
+static int64_t step_int(struct al_db_stmt *st)
+{
+	struct al_error err = { 0 };
+	int r = al_db_step(st, &err);
+	if (r != AL_DB_ROW)
+		fail_msg("step: %d %s", r, err.msg);
+	return al_db_column_int64(st, 0);
+}
+
+/* The same SQL prepared while a statement of it is live is another
+ * statement: its own bindings and its own place in the rows (a statement
+ * cache must not hand out one in use: an outer loop over rows whose body
+ * runs the same query). */
+static void same_sql_live(void **state)
+{
+	(void)state;
+	struct al_db *db = open_db();
+	struct al_error err = { 0 };
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(insert_t(db, i, i * 10, &err), 0);
+	const char *sql = "SELECT id FROM t WHERE id >= ?1 ORDER BY id";
+	struct al_db_stmt *a = prepare_ok(db, sql);
+	al_db_bind_int64(a, 1, 1);
+	assert_int_equal(step_int(a), 1);
+	struct al_db_stmt *b = prepare_ok(db, sql);
+	assert_ptr_not_equal(a, b);
+	al_db_bind_int64(b, 1, 3);
+	assert_int_equal(step_int(b), 3);
+	assert_int_equal(step_int(a), 2);
+	assert_int_equal(step_int(b), 4);
+	al_db_finalize(b); /* back to the cache (SQLite), while a is live */
+	struct al_db_stmt *c = prepare_ok(db, sql);
+	assert_ptr_not_equal(a, c);
+	al_db_bind_int64(c, 1, 4);
+	assert_int_equal(step_int(c), 4);
+	assert_int_equal(al_db_step(c, &err), AL_DB_DONE);
+	assert_int_equal(step_int(a), 3); /* a kept its place and its ?1 */
+	assert_int_equal(step_int(a), 4);
+	assert_int_equal(al_db_step(a, &err), AL_DB_DONE);
+	al_db_finalize(c);
+	al_db_finalize(a);
+	al_db_close(db);
+}
+
+/* A statement finalized mid-rows with values bound, then the same SQL
+ * prepared again: it starts from the first row with no value bound (a
+ * cached statement comes back reset and with its bindings cleared). */
+static void prepared_again_clean(void **state)
+{
+	(void)state;
+	struct al_db *db = open_db();
+	struct al_error err = { 0 };
+	for (int i = 1; i <= 3; i++)
+		assert_int_equal(insert_t(db, i, 7, &err), 0);
+	const char *rows = "SELECT id FROM t WHERE i = ?1 ORDER BY id";
+	const char *cnt = "SELECT count(*) FROM t WHERE i = ?1";
+	for (int round = 0; round < 3; round++) {
+		struct al_db_stmt *st = prepare_ok(db, rows);
+		al_db_bind_int64(st, 1, 7);
+		assert_int_equal(step_int(st), 1);
+		assert_int_equal(step_int(st), 2); /* left mid-rows */
+		al_db_finalize(st);
+		st = prepare_ok(db, rows);
+		assert_int_equal(al_db_step(st, &err), AL_DB_DONE); /* ?1 is NULL: no 7 left */
+		al_db_reset(st);
+		al_db_bind_int64(st, 1, 7);
+		assert_int_equal(step_int(st), 1); /* from the first row */
+		al_db_finalize(st);
+		st = prepare_ok(db, cnt);
+		al_db_bind_int64(st, 1, 7);
+		assert_int_equal(step_int(st), 3);
+		al_db_finalize(st);
+		st = prepare_ok(db, cnt);
+		assert_int_equal(step_int(st), 0);
+		al_db_finalize(st);
+	}
+	/* a statement whose step failed comes back usable */
+	struct al_db_stmt *ins = prepare_ok(db, "INSERT INTO t(id, i) VALUES (?1, ?2)");
+	al_db_bind_int64(ins, 1, 1);
+	assert_int_equal(al_db_step(ins, &err), AL_EEXIST);
+	al_db_finalize(ins);
+	ins = prepare_ok(db, "INSERT INTO t(id, i) VALUES (?1, ?2)");
+	al_db_bind_int64(ins, 1, 9);
+	assert_int_equal(al_db_step(ins, &err), AL_DB_DONE);
+	al_db_finalize(ins);
+	assert_int_equal(count(db, "t"), 4);
+	al_db_close(db);
+}
+
+static int sqlite_stmts(sqlite3 *c)
+{
+	int n = 0;
+	for (sqlite3_stmt *s = sqlite3_next_stmt(c, NULL); s; s = sqlite3_next_stmt(c, s))
+		n++;
+	return n;
+}
+
+/* SQLite's statement cache: a finalized statement is kept and taken back
+ * (one compiled statement for 100 prepares of one text); at most
+ * AL_DB_SQLITE_CACHE are kept, the oldest finalized beyond; a kept
+ * statement holds no transaction; closing finalizes them, also on a
+ * borrowed connection, which its owner can then close. */
+static void sqlite_cache(void **state)
+{
+	(void)state;
+	sqlite3 *c = NULL;
+	assert_int_equal(sqlite3_open(path, &c), SQLITE_OK);
+	struct al_db *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_db__sqlite_wrap(c, &db, &err), 0);
+	for (int i = 0; i < 100; i++) {
+		struct al_db_stmt *st = prepare_ok(db, "SELECT count(*) FROM t");
+		assert_int_equal(step_int(st), 0);
+		al_db_finalize(st);
+		assert_int_equal(sqlite_stmts(c), 1);
+	}
+	assert_int_equal(al_db__sqlite_cached(db), 1);
+	assert_true(sqlite3_get_autocommit(c)); /* no read left open by it */
+
+	enum { N = AL_DB_SQLITE_CACHE * 2 };
+	struct al_db_stmt *live[N];
+	char sql[64];
+	for (int i = 0; i < N; i++) {
+		snprintf(sql, sizeof(sql), "SELECT %d", i);
+		live[i] = prepare_ok(db, sql);
+	}
+	assert_int_equal(al_db__sqlite_cached(db), 1);
+	for (int i = 0; i < N; i++)
+		al_db_finalize(live[i]);
+	assert_int_equal(al_db__sqlite_cached(db), AL_DB_SQLITE_CACHE);
+	assert_int_equal(sqlite_stmts(c), AL_DB_SQLITE_CACHE);
+	/* the most recently finalized are the ones kept */
+	snprintf(sql, sizeof(sql), "SELECT %d", N - 1);
+	struct al_db_stmt *st = prepare_ok(db, sql);
+	assert_int_equal(step_int(st), N - 1);
+	assert_int_equal(sqlite_stmts(c), AL_DB_SQLITE_CACHE);
+	al_db_finalize(st);
+	snprintf(sql, sizeof(sql), "SELECT %d", 0);
+	st = prepare_ok(db, sql);
+	assert_int_equal(sqlite_stmts(c), AL_DB_SQLITE_CACHE + 1);
+	assert_int_equal(step_int(st), 0);
+	/* closed with one statement live: the kept ones go at once, the live
+	 * one stays valid until finalized, and then the connection goes */
+	al_db_close(db);
+	assert_int_equal(sqlite_stmts(c), 1);
+	al_db_reset(st);
+	assert_int_equal(step_int(st), 0);
+	al_db_finalize(st);
+	assert_int_equal(sqlite_stmts(c), 0);
+	assert_int_equal(sqlite3_close(c), SQLITE_OK); /* nothing of ours left on it */
+}
+
 /* writers serialise: read-modify-write increments from 4 connections at
  * once lose none (a write transaction is exclusive per database/tenant) */
 #define WRITERS 4
@@ -567,15 +729,21 @@ static void pg_refusals(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(round_trip, setup),
-		cmocka_unit_test_setup(placeholders, setup),
-		cmocka_unit_test_setup(bad_binds, setup),
-		cmocka_unit_test_setup(transactions, setup),
-		cmocka_unit_test_setup(constraints, setup),
-		cmocka_unit_test_setup(conditional_update, setup),
-		cmocka_unit_test_setup(reuse, setup),
-		cmocka_unit_test_setup(serialised_writers, setup),
+#define EVERY_ENGINE                                                                            \
+	cmocka_unit_test_setup(round_trip, setup), cmocka_unit_test_setup(placeholders, setup), \
+		cmocka_unit_test_setup(bad_binds, setup),                                       \
+		cmocka_unit_test_setup(transactions, setup),                                    \
+		cmocka_unit_test_setup(constraints, setup),                                     \
+		cmocka_unit_test_setup(conditional_update, setup),                              \
+		cmocka_unit_test_setup(reuse, setup),                                           \
+		cmocka_unit_test_setup(same_sql_live, setup),                                   \
+		cmocka_unit_test_setup(prepared_again_clean, setup),                            \
+		cmocka_unit_test_setup(serialised_writers, setup)
+	const struct CMUnitTest tests[] = { EVERY_ENGINE };
+	/* one group (one TAP plan): the statement cache is the SQLite driver's */
+	const struct CMUnitTest sqlite_tests[] = {
+		EVERY_ENGINE,
+		cmocka_unit_test_setup(sqlite_cache, setup),
 	};
 	const struct CMUnitTest pg_only[] = {
 		cmocka_unit_test_setup(pg_tenants, setup),
@@ -586,7 +754,7 @@ int main(void)
 		return 1;
 	snprintf(path, sizeof(path), "%s/meta.db", dir);
 	engine = SQLITE;
-	int failed = cmocka_run_group_tests_name("db: sqlite", tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("db: sqlite", sqlite_tests, NULL, NULL);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -49,6 +49,7 @@ struct al_cas {
 	sqlite3 *db;
 	sqlite3_stmt *st_has, *st_get, *st_put;
 	bool in_batch;
+	bool txn; /* the batch's objects.db transaction, begun at its first row */
 	struct pending *pend;
 	size_t npend, cappend;
 	unsigned tmpseq;
@@ -260,13 +261,26 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	int r = pin(c, err);
 	if (r < 0)
 		return r;
-	r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
-	if (r < 0)
-		return r;
+	/* objects.db's write transaction begins with the batch's first new row
+	 * (batch_txn): a batch whose objects are all stored already (a merge
+	 * whose nodes exist, a re-import) neither takes the write lock from
+	 * other writers nor commits nor syncs.  What it found present stays:
+	 * rows are only ever deleted by the sweep, which the pin excludes. */
 	c->in_batch = true;
+	c->txn = false;
 	c->npend = 0;
 	c->nwr = 0;
 	return 0;
+}
+
+static int batch_txn(struct al_cas *c, struct al_error *err)
+{
+	if (!c->in_batch || c->txn)
+		return 0;
+	int r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
+	if (r == 0)
+		c->txn = true;
+	return r;
 }
 
 static int ensure_batch_dir(struct al_cas *c, struct al_error *err)
@@ -359,9 +373,9 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	 * batch another node can see through the metadata is readable there */
 	if (c->remote && (r = push_batch(c, err)) < 0)
 		goto fail;
-	if ((r = al_sqlite_exec(c->db, "COMMIT", err)) < 0)
+	if (c->txn && (r = al_sqlite_exec(c->db, "COMMIT", err)) < 0)
 		goto fail;
-	c->in_batch = false;
+	c->in_batch = c->txn = false;
 	remove_batch_dir(c);
 	return 0;
 fail:
@@ -373,8 +387,9 @@ void al_cas_abort(struct al_cas *c)
 {
 	if (!c->in_batch)
 		return;
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	c->in_batch = false;
+	if (c->txn)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	c->in_batch = c->txn = false;
 	c->nwr = 0;
 	remove_batch_dir(c);
 }
@@ -403,6 +418,9 @@ int al_cas__has_local(struct al_cas *c, const struct al_oid *d, struct al_error 
 static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
 		      const void *data, size_t dlen, struct al_error *err)
 {
+	int r = batch_txn(c, err);
+	if (r < 0)
+		return r;
 	sqlite3_stmt *st = c->st_put;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
@@ -1403,7 +1421,7 @@ void al_cas_write_abort(struct al_cas_writer *w)
 
 bool al_cas__idle(struct al_cas *c)
 {
-	return c->batchfd < 0 && sqlite3_get_autocommit(c->db);
+	return !c->in_batch && c->batchfd < 0 && sqlite3_get_autocommit(c->db);
 }
 
 void al_cas__release_memory(struct al_cas *c)

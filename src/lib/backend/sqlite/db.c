@@ -1,7 +1,18 @@
 /* The metadata seam's SQLite driver (src/lib/db.h): a thin layer over the
  * sqlite3 API, with the embedded home's connection set-up unchanged
  * (sqlite_util.c: WAL, pragmas, busy handler, user_version migrations).
- * SQLite runs the seam's SQL as written (?NNN placeholders are its own). */
+ * SQLite runs the seam's SQL as written (?NNN placeholders are its own).
+ *
+ * Statement cache: a finalized statement is reset, its bindings cleared,
+ * and kept on its connection's idle list (most recently returned first, at
+ * most AL_DB_SQLITE_CACHE, the oldest finalized beyond that); a prepare of
+ * the same SQL text takes it back instead of compiling again.  Only idle
+ * statements are on the list, so a statement in use is never handed out a
+ * second time: the same text prepared while it is live compiles another.
+ * A reset statement holds no lock and no read snapshot.  Closing the
+ * connection finalizes the list (before a borrowed sqlite3 is closed by its
+ * owner). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,15 +20,20 @@
 #include "sqlite_util.h"
 #include "db_sqlite.h"
 
+struct sqlite_stmt {
+	struct al_db_stmt base;
+	sqlite3_stmt *s;
+	struct sqlite_stmt *inext, *iprev; /* on the idle list */
+	uint64_t hash;                     /* of sql */
+	char sql[];
+};
+
 struct sqlite_db {
 	struct al_db base;
 	sqlite3 *c;
 	bool owned;
-};
-
-struct sqlite_stmt {
-	struct al_db_stmt base;
-	sqlite3_stmt *s;
+	struct sqlite_stmt *idle, *idle_last; /* most recently returned first */
+	unsigned nidle;
 };
 
 #define DB(d) ((struct sqlite_db *)(d))
@@ -46,8 +62,44 @@ int al_db__sqlite_fail(sqlite3 *c, struct al_error *err, const char *what)
 	return al_fail(err, code, 0, "%s: %s", what, sqlite3_errmsg(c));
 }
 
+static void idle_unlink(struct sqlite_db *d, struct sqlite_stmt *e)
+{
+	if (e->iprev)
+		e->iprev->inext = e->inext;
+	else
+		d->idle = e->inext;
+	if (e->inext)
+		e->inext->iprev = e->iprev;
+	else
+		d->idle_last = e->iprev;
+	e->inext = e->iprev = NULL;
+	d->nidle--;
+}
+
+static void stmt_free(struct sqlite_stmt *e)
+{
+	sqlite3_finalize(e->s);
+	free(e);
+}
+
+static void s_drop_cache(struct al_db *db)
+{
+	struct sqlite_db *d = DB(db);
+	while (d->idle) {
+		struct sqlite_stmt *e = d->idle;
+		idle_unlink(d, e);
+		stmt_free(e);
+	}
+}
+
+unsigned al_db__sqlite_cached(struct al_db *db)
+{
+	return db->engine == AL_DB_SQLITE ? DB(db)->nidle : 0;
+}
+
 static void s_close(struct al_db *db)
 {
+	s_drop_cache(db);
 	if (DB(db)->owned)
 		sqlite3_close_v2(DB(db)->c);
 	free(db);
@@ -87,24 +139,64 @@ static int64_t s_changes(const struct al_db *db)
 	return sqlite3_changes64(DB(db)->c);
 }
 
+static uint64_t sql_hash(const char *sql, size_t *len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	const char *p = sql;
+	for (; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+	*len = (size_t)(p - sql);
+	return h;
+}
+
 static int s_prepare(struct al_db *db, const char *sql, struct al_db_stmt **out,
 		     struct al_error *err)
 {
-	struct sqlite_stmt *st = calloc(1, sizeof(*st));
+	struct sqlite_db *d = DB(db);
+	size_t len;
+	uint64_t h = sql_hash(sql, &len);
+	for (struct sqlite_stmt *e = d->idle; e; e = e->inext)
+		if (e->hash == h && strcmp(e->sql, sql) == 0) {
+			idle_unlink(d, e);
+			*out = &e->base;
+			return 0;
+		}
+	struct sqlite_stmt *st = calloc(1, sizeof(*st) + len + 1);
 	if (!st)
 		return al_fail(err, AL_ENOMEM, 0, "database: out of memory");
-	if (sqlite3_prepare_v2(DB(db)->c, sql, -1, &st->s, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(d->c, sql, -1, &st->s, NULL) != SQLITE_OK) {
 		free(st);
-		return al_db__sqlite_fail(DB(db)->c, err, "database");
+		return al_db__sqlite_fail(d->c, err, "database");
 	}
+	st->hash = h;
+	memcpy(st->sql, sql, len + 1);
 	*out = &st->base;
 	return 0;
 }
 
 static void s_finalize(struct al_db_stmt *st)
 {
-	sqlite3_finalize(ST(st));
-	free(st);
+	struct sqlite_db *d = DB(st->db);
+	struct sqlite_stmt *e = (struct sqlite_stmt *)st;
+	if (d->base.closing) {
+		stmt_free(e);
+		return;
+	}
+	/* back to the start, no row, no value left from its last user */
+	sqlite3_reset(e->s);
+	sqlite3_clear_bindings(e->s);
+	e->iprev = NULL;
+	e->inext = d->idle;
+	if (d->idle)
+		d->idle->iprev = e;
+	else
+		d->idle_last = e;
+	d->idle = e;
+	if (++d->nidle > AL_DB_SQLITE_CACHE) {
+		struct sqlite_stmt *old = d->idle_last;
+		idle_unlink(d, old);
+		stmt_free(old);
+	}
 }
 
 static int s_bind(struct al_db_stmt *st, int i, enum al_db_type type, int64_t v, const void *p,
@@ -182,6 +274,7 @@ static size_t s_column_bytes(struct al_db_stmt *st, int i)
 
 static const struct al_db_ops sqlite_ops = {
 	.close = s_close,
+	.drop_cache = s_drop_cache,
 	.exec = s_exec,
 	.begin = s_begin,
 	.commit = s_commit,

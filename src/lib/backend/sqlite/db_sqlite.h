@@ -19,4 +19,9 @@ sqlite3 *al_db__sqlite(struct al_db *db);
 /* The seam's error for c's last failure (db.h: the mapping). */
 int al_db__sqlite_fail(sqlite3 *c, struct al_error *err, const char *what);
 
+/* The most finalized statements a connection keeps for reuse (the driver.s
+ * statement cache), and how many db keeps now (0 for another engine). */
+#define AL_DB_SQLITE_CACHE 64
+unsigned al_db__sqlite_cached(struct al_db *db);
+
 #endif
