@@ -67,7 +67,10 @@ HEAD0=$("$AL" project head p)
 if [ -n "$DRAFT" ]; then
 	status=$(curl -s -o "$T/.api" -w '%{http_code}' -b "$J" -X POST -H 'Content-Type: application/json' --data-binary '{"mode":"reject_all","strategy":"strict"}' "$URL/api/drafts/$DRAFT/apply"); out=$(cat "$T/.api")
 	is "$status:$(echo "$out" | field error.code)" "403:Forbidden" "an apply with the cookie and no X-Airlock-CSRF: 403"
-	status=$(curl -s -o "$T/.api" -w '%{http_code}' -b "$J" -X POST -H "X-Airlock-CSRF: ${CSRF%?}0" -H 'Content-Type: application/json' --data-binary '{"mode":"reject_all","strategy":"strict"}' "$URL/api/drafts/$DRAFT/apply")
+	# the value with its last character changed (to 1 when it was 0: a
+	# "wrong" value equal to the right one made this flaky, 1 run in 16)
+	WRONG="${CSRF%?}0"; [ "$WRONG" = "$CSRF" ] && WRONG="${CSRF%?}1"
+	status=$(curl -s -o "$T/.api" -w '%{http_code}' -b "$J" -X POST -H "X-Airlock-CSRF: $WRONG" -H 'Content-Type: application/json' --data-binary '{"mode":"reject_all","strategy":"strict"}' "$URL/api/drafts/$DRAFT/apply")
 	is "$status" 403 "…with a wrong value: 403"
 	is "$("$AL" draft list p --json | python3 -c "import json,sys; print([x['state'] for x in json.load(sys.stdin) if x['id']=='$DRAFT'][0])")" open "…and the draft is still open"
 	status=$(curl -s -o "$T/.api" -w '%{http_code}' -b "$J" -X POST -H "X-Airlock-CSRF: $CSRF" -H 'Content-Type: application/json' --data-binary '{"mode":"accept_all","strategy":"strict"}' "$URL/api/drafts/$DRAFT/apply"); out=$(cat "$T/.api")
