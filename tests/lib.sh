@@ -233,6 +233,21 @@ image_with() {
 	done
 	"$AL" image import "$dir" --name "$name" >/dev/null
 }
+# pg_server: a throwaway PostgreSQL cluster (Debian's, tests/servers/
+# postgres.sh) in $T/pg for this test file, stopped at exit.  Sets $H and
+# $P (its socket directory and port) and su_sql (psql as the postgres
+# superuser on database ${DB:-postgres}).
+pg_server() {
+	PG="$SRC_ROOT/tests/servers/postgres.sh"
+	need_root # initdb runs as the postgres user
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
+		skip_all "no PostgreSQL server (scripts/deps.sh installs postgresql)"
+	chmod 711 "$T" # the postgres user reaches its directory inside
+	read -r H P < <("$PG" start "$T/pg") || skip_all "PostgreSQL did not start (above)"
+	trap '"$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+}
+su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 -qtAX "$@"; }
+
 # integ_target: a loopback HTTPS server for integration calls
 # (tests/helpers/integ_target.py) with a test CA ($T/ca.pem, the
 # certificate names localhost and 127.0.0.1), its requests logged in

@@ -7,14 +7,7 @@
 # role cannot alter, disable or bypass the policies, and migrate refuses a
 # service role that could.
 . "$(dirname "$0")/../lib.sh"
-PG="$SRC_ROOT/tests/servers/postgres.sh"
-need_root # initdb runs as the postgres user
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
-	skip_all "no PostgreSQL server (scripts/deps.sh installs postgresql)"
-chmod 711 "$T" # the postgres user reaches its directory inside
-read -r H P < <("$PG" start "$T/pg") || skip_all "PostgreSQL did not start (above)"
-trap '"$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 -qtAX "$@"; }
+pg_server
 # as ROLE: psql as that role on the airlock database (trust auth in the test cluster)
 as() { local role=$1; shift; psql -h "$H" -p "$P" -U "$role" -d airlock -v ON_ERROR_STOP=1 -qtAX "$@"; }
 su_sql -c "CREATE ROLE airlock_owner LOGIN" -c "CREATE ROLE airlock LOGIN NOSUPERUSER NOBYPASSRLS" \

@@ -7,14 +7,7 @@
 # tenant of every transaction.  A superuser, whom row-level security does
 # not bind, fails the tenant checks: the suite can tell.
 . "$(dirname "$0")/../lib.sh"
-PG="$SRC_ROOT/tests/servers/postgres.sh"
-need_root # initdb runs as the postgres user
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && id postgres >/dev/null 2>&1 ||
-	skip_all "no PostgreSQL server (scripts/deps.sh installs postgresql)"
-chmod 711 "$T" # the postgres user reaches its directory inside
-read -r H P < <("$PG" start "$T/pg") || skip_all "PostgreSQL did not start (above)"
-trap '"$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d postgres -v ON_ERROR_STOP=1 -qtAX "$@"; }
+pg_server
 su_sql -c "CREATE ROLE airlock_test LOGIN NOSUPERUSER NOBYPASSRLS" \
 	-c "CREATE DATABASE conformance OWNER airlock_test"
 URL="postgresql://airlock_test@/conformance?host=$H&port=$P"
