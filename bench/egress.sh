@@ -19,25 +19,7 @@ OUT=$1
 N=${BENCH_EGRESS_N:-3}
 SIZE=$((1 << 30))
 
-H="$OUT/egress-home"; rm -rf "$H" "$OUT/egress-img" "$OUT/egress-src"; mkdir -p "$OUT/egress-src"
-export AIRLOCK_HOME="$H"
-"$AL" init >/dev/null
-"$AL" project create p --from "$OUT/egress-src" >/dev/null
-# the busybox image plus the host's curl and the libraries it loads
-I="$OUT/egress-img"; cp -a "$B/image/busybox" "$I"
-for f in /usr/bin/curl $(ldd /usr/bin/curl | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
-	mkdir -p "$I$(dirname "$f")"; cp -L "$f" "$I$f"
-done
-"$AL" image import "$I" --name curl >/dev/null
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 "$root/tests/helpers/egress_target.py" 127.0.0.1 "$OUT/egress-target.log" --http-port "$PORT" --no-udp \
-	>"$OUT/egress-target.out" 2>&1 &
-SRV=$!
-trap 'kill $SRV 2>/dev/null' EXIT
-for _ in $(seq 100); do grep -q ready "$OUT/egress-target.out" 2>/dev/null && break; sleep 0.05; done
-"$AL" admin policy set --deployment --egress-allow "127.0.0.1:$PORT" --max-egress-bytes 4G >/dev/null
-U="http://127.0.0.1:$PORT"
+egress_bench egress
 R=(run p --image curl --network egress --allow "127.0.0.1:$PORT" --egress-bytes 2G
 	--egress-connections 1000 --timeout 600 --cpus 2 --)
 

@@ -15,3 +15,29 @@ row() { printf '%-46s %12s %12s %8s   %s\n' "$@"; }
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split("."): d=d[k]
 print(d)' "$1"; }
+
+# egress_bench NAME: a home ($H, exported as AIRLOCK_HOME) with a project p,
+# an image "curl" (busybox plus the host's curl and its libraries) and a
+# loopback HTTP server (tests/helpers/egress_target.py) on $PORT ($U),
+# killed at exit, which the deployment policy lets runs reach.  Needs $B,
+# $OUT and $AL.
+egress_bench() {
+	H="$OUT/$1-home"; rm -rf "$H" "$OUT/$1-img" "$OUT/$1-src"; mkdir -p "$OUT/$1-src"
+	export AIRLOCK_HOME="$H"
+	"$AL" init >/dev/null
+	"$AL" project create p --from "$OUT/$1-src" >/dev/null
+	local I="$OUT/$1-img" f
+	cp -a "$B/image/busybox" "$I"
+	for f in /usr/bin/curl $(ldd /usr/bin/curl | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
+		mkdir -p "$I$(dirname "$f")"; cp -L "$f" "$I$f"
+	done
+	"$AL" image import "$I" --name curl >/dev/null
+	PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	python3 "$root/tests/helpers/egress_target.py" 127.0.0.1 "$OUT/$1-target.log" --http-port "$PORT" \
+		--no-udp >"$OUT/$1-target.out" 2>&1 &
+	SRV=$!
+	trap 'kill $SRV 2>/dev/null' EXIT
+	for _ in $(seq 100); do grep -q ready "$OUT/$1-target.out" 2>/dev/null && break; sleep 0.05; done
+	"$AL" admin policy set --deployment --egress-allow "127.0.0.1:$PORT" --max-egress-bytes 4G >/dev/null
+	U="http://127.0.0.1:$PORT"
+}

@@ -17,24 +17,7 @@ OUT=$1
 N=${BENCH_VMRELAY_N:-3}
 SIZE=${BENCH_VMRELAY_BYTES:-$((256 << 20))}
 
-H="$OUT/vmrelay-home"; rm -rf "$H" "$OUT/vmrelay-img" "$OUT/vmrelay-src"; mkdir -p "$OUT/vmrelay-src"
-export AIRLOCK_HOME="$H"
-"$AL" init >/dev/null
-"$AL" project create p --from "$OUT/vmrelay-src" >/dev/null
-I="$OUT/vmrelay-img"; cp -a "$B/image/busybox" "$I"
-for f in /usr/bin/curl $(ldd /usr/bin/curl | awk '/=> \//{print $3} /^\t\/[^ ]*ld-linux/{print $1}'); do
-	mkdir -p "$I$(dirname "$f")"; cp -L "$f" "$I$f"
-done
-"$AL" image import "$I" --name curl >/dev/null
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 "$root/tests/helpers/egress_target.py" 127.0.0.1 "$OUT/vmrelay-target.log" --http-port "$PORT" --no-udp \
-	>"$OUT/vmrelay-target.out" 2>&1 &
-SRV=$!
-trap 'kill $SRV 2>/dev/null' EXIT
-for _ in $(seq 100); do grep -q ready "$OUT/vmrelay-target.out" 2>/dev/null && break; sleep 0.05; done
-"$AL" admin policy set --deployment --egress-allow "127.0.0.1:$PORT" --max-egress-bytes 4G >/dev/null
-U="http://127.0.0.1:$PORT"
+egress_bench vmrelay
 R=(run p --image curl --network egress --allow "127.0.0.1:$PORT" --egress-bytes 2G
 	--egress-connections 1000 --timeout 600 --cpus 1)
 

@@ -635,19 +635,27 @@ bool al_archive_written_ok(struct archive *w, int rc)
 
 #define FD_RECV_MAX 16 /* room for a hostile sender's extra fds, all closed */
 
+/* a message of one byte with room for ctl bytes of control data */
+union fd_ctl {
+	char buf[CMSG_SPACE(FD_RECV_MAX * sizeof(int))];
+	struct cmsghdr align;
+};
+
+static struct msghdr fd_msg(struct iovec *iov, char *byte, union fd_ctl *u, size_t ctl)
+{
+	*iov = (struct iovec){ .iov_base = byte, .iov_len = 1 };
+	memset(u, 0, sizeof(*u));
+	return (struct msghdr){
+		.msg_iov = iov, .msg_iovlen = 1, .msg_control = u->buf, .msg_controllen = ctl
+	};
+}
+
 int al_fd_send(int sock, int fd)
 {
 	char byte = 'u';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
+	struct iovec iov;
+	union fd_ctl u;
+	struct msghdr msg = fd_msg(&iov, &byte, &u, CMSG_SPACE(sizeof(int)));
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -668,16 +676,9 @@ int al_fd_recv(int sock, int timeout_ms)
 	if (pr <= 0)
 		return -1;
 	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(FD_RECV_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
+	struct iovec iov;
+	union fd_ctl u;
+	struct msghdr msg = fd_msg(&iov, &byte, &u, sizeof(u.buf));
 	ssize_t n;
 	do
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
