@@ -105,6 +105,7 @@ static const struct route routes[] = {
 	{ "GET", "integrations/{name}", AL_ROLE_ADMIN, h_integration, false },
 	{ "DELETE", "integrations/{name}", AL_ROLE_ADMIN, h_integration_delete, false },
 	{ "POST", "integrations/{name}/grants", AL_ROLE_ADMIN, h_integration_grant, false },
+	{ "POST", "integrations/{name}/secret", AL_ROLE_ADMIN, h_integration_secret, false },
 	{ "POST", "session", ANY, h_session_create, false },
 	{ "GET", "session", ANY, h_session, false },
 	{ "DELETE", "session", ANY, h_session_end, false },
