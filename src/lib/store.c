@@ -501,6 +501,11 @@ bool al_store_idle(struct al_store *s)
 	       (!s->statcache || sqlite3_get_autocommit(s->statcache));
 }
 
+void al_store_map_reads(bool on)
+{
+	al_cas__map_reads(on);
+}
+
 void al_store_release_memory(struct al_store *s)
 {
 	al_cas__release_memory(s->cas);

@@ -33,6 +33,7 @@ int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
 int al_store__global_db(const char *home, struct al_db **out, struct al_error *err);
 
 void al_cas__release_memory(struct al_cas *c);
+void al_cas__map_reads(bool on);
 bool al_cas__idle(struct al_cas *c);
 
 #define AL_SECRET_KEY_LEN 32

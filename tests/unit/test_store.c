@@ -391,6 +391,69 @@ static void test_wal_checkpoint_rate(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Is objects.db of dir mapped into this process? */
+static bool mapped(const char *dir)
+{
+	char want[700], line[1200]; /* the file, not its -shm */
+	snprintf(want, sizeof(want), "%s/objects.db\n", dir);
+	FILE *f = fopen("/proc/self/maps", "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* al_store_map_reads: a store opened with it on reads objects.db through a
+ * map (and an object read that way is intact); with it off, as the daemon
+ * sets it, nothing of objects.db is mapped. */
+static void test_map_reads(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-map-XXXXXX";
+	assert_non_null(mkdtemp(home));
+	struct al_error err = { 0 };
+	assert_int_equal(al_home_init(home, &err), 0);
+	static char blob[3000];
+	for (size_t i = 0; i < sizeof(blob); i++)
+		blob[i] = (char)(i * 7919 % 251);
+	struct al_oid id;
+	struct al_store *st = NULL;
+	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	assert_int_equal(al_cas_begin(al_store_cas(st), &err), 0);
+	assert_int_equal(al_cas_put(al_store_cas(st), blob, sizeof(blob), &id, &err), 0);
+	assert_int_equal(al_cas_commit(al_store_cas(st), &err), 0);
+	char db[700];
+	snprintf(db, sizeof(db), "%s/objects.db", al_store_dir(st));
+	al_store_close(st);
+	/* into the database file: a page still in the WAL is read from there */
+	sqlite3 *raw = NULL;
+	assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(raw);
+	for (int on = 1; on >= 0; on--) {
+		al_store_map_reads(on);
+		assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+		struct al_cas *cas = al_store_cas(st);
+		uint8_t *back = NULL;
+		size_t n = 0;
+		assert_int_equal(al_cas_get(cas, &id, &back, &n, &err), 0);
+		assert_int_equal(n, sizeof(blob));
+		assert_memory_equal(back, blob, n);
+		free(back);
+		char dir[600];
+		snprintf(dir, sizeof(dir), "%s", al_store_dir(st));
+		assert_int_equal(mapped(dir), on);
+		al_store_close(st);
+	}
+	al_store_map_reads(true);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_key_layouts),
 		cmocka_unit_test(test_wal_bounded),
 		cmocka_unit_test(test_wal_checkpoint_rate),
+		cmocka_unit_test(test_map_reads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,16 @@ static const char *const migrations[] = {
 /* large pages suit the object pack (rows of KiBs) */
 static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA_PAGES(migrations, 65536);
 
+/* al_store_map_reads: objects.db read through a map of up to 2 GiB (SQLite
+ * clamps it to its build's SQLITE_MAX_MMAP_SIZE; past it, pread) */
+#define MAP_SIZE "2147418112"
+static bool map_reads = true;
+
+void al_cas__map_reads(bool on)
+{
+	map_reads = on;
+}
+
 static int push_batch(struct al_cas *c, struct al_error *err);
 
 static void sweep_stale_batches(int tmpfd)
@@ -151,6 +161,9 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	r = al_sqlite_open(path, &schema, &c->db, err);
 	if (r < 0)
 		goto fail;
+	/* best effort: without it, reads are SQLite's pread copies */
+	if (map_reads)
+		sqlite3_exec(c->db, "PRAGMA mmap_size=" MAP_SIZE, NULL, NULL, NULL);
 	if ((r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects WHERE id = ?", &c->st_has, err)) <
 		    0 ||
 	    (r = al_sqlite_prepare(c->db, "SELECT size, enc, data FROM objects WHERE id = ?",
