@@ -6,22 +6,9 @@
 # closes them unanswered, answers 503 SlowDown / 500 / 403, or flips a byte
 # of an answer, as its plan says, and logs every request it saw.
 . "$(dirname "$0")/../lib.sh"
-SW="$SRC_ROOT/tests/servers/swift.sh"
-command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null ||
-	skip_all "no OpenStack Swift / memcached (scripts/deps.sh installs them)"
-EP=$("$SW" start "$T/swift") || skip_all "Swift did not start (above)"
-trap '[ -n "${PROXY:-}" ] && kill "$PROXY"; "$SW" stop "$T/swift"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
-EMPTY=$(printf '' | sha256sum | cut -c1-64)
-command curl -sf -o /dev/null --netrc-file "$T/swift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
-	-H "x-amz-content-sha256: $EMPTY" -X PUT "$EP/blobs"
-PLAN="$T/plan" LOG="$T/proxy.log"
-: >"$LOG"
-python3 "$SRC_ROOT/tests/servers/fault-proxy.py" "${EP##*:}" "$PLAN" "$LOG" >"$T/proxy.port" &
-PROXY=$!
-for _ in $(seq 100); do [ -s "$T/proxy.port" ] && break; sleep 0.05; done
-B="s3://blobs/r?endpoint=http://127.0.0.1:$(cat "$T/proxy.port")"
+s3_server
+fault_proxy
+B="s3://blobs/r?endpoint=$PEP"
 # puts ID: the PUTs of ID the proxy saw, one "FATE STATUS" a line
 puts() { awk -v k="/blobs/r/default/$1" '$1 == "PUT" && $2 == k { print $3, $4 }' "$LOG"; }
 gets() { awk -v k="/blobs/r/default/$1" '$1 == "GET" && $2 == k { print $3, $4 }' "$LOG"; }

@@ -88,13 +88,13 @@ class H(http.server.BaseHTTPRequestHandler):
             code = int(what)
             doc = ("<?xml version='1.0' encoding='UTF-8'?><Error><Code>%s</Code>"
                    "<Message>injected</Message></Error>" % CODES.get(code, "Injected")).encode()
+            log(self.command, self.path, what, code)  # before the client can see it
             self.send_response(code)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(doc)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(doc)
-            log(self.command, self.path, what, code)
             return
         up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
         up.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
@@ -108,6 +108,8 @@ class H(http.server.BaseHTTPRequestHandler):
         payload = resp.read()
         if what == "corrupt" and payload:
             payload = payload[:-1] + bytes([payload[-1] ^ 1])
+        up.close()
+        log(self.command, self.path, what, resp.status)
         self.send_response(resp.status)
         length = None
         for k, v in resp.getheaders():
@@ -122,8 +124,6 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
-        up.close()
-        log(self.command, self.path, what, resp.status)
 
     do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = handle_one
 

@@ -18,6 +18,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "idset.h"
 #include "cas_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -945,6 +946,85 @@ static int push_batch(struct al_cas *c, struct al_error *err)
 		return r;
 	c->nwr = 0;
 	return 0;
+}
+
+/* ---- uploading what the local store held before its remote ------------------- */
+
+static int sync_listed(void *ctx, const struct al_oid *id, uint64_t size, struct al_error *err)
+{
+	(void)size;
+	return al_idset_add(ctx, id) < 0 ? al_fail(err, AL_ENOMEM, ENOMEM, "cas") : 0;
+}
+
+struct sync_missing {
+	const struct al_idset *remote;
+	struct al_cas_sync_stats *st;
+	struct al_oid *ids;
+	uint64_t *sizes;
+	size_t n, cap;
+};
+
+static int sync_local(void *ctx, const struct al_cas__object *o, struct al_error *err)
+{
+	struct sync_missing *m = ctx;
+	m->st->objects++;
+	if (al_idset_has(m->remote, &o->id)) {
+		m->st->present++;
+		return 0;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct al_oid *ids = realloc(m->ids, cap * sizeof(*ids));
+		if (ids)
+			m->ids = ids;
+		uint64_t *sizes = ids ? realloc(m->sizes, cap * sizeof(*sizes)) : NULL;
+		if (!sizes)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+		m->sizes = sizes;
+		m->cap = cap;
+	}
+	m->ids[m->n] = o->id;
+	m->sizes[m->n++] = o->size;
+	return 0;
+}
+
+#define SYNC_BATCH 64
+
+int al_cas_remote_sync(struct al_cas *c, void (*progress)(void *ctx, uint64_t n, uint64_t bytes),
+		       void *ctx, struct al_cas_sync_stats *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c->remote)
+		return al_fail(err, AL_EUSAGE, 0,
+			       "no object store to upload to: pass --blobs s3://… (or set "
+			       "AIRLOCK_BLOBS)");
+	if (c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: a batch is open");
+	/* the collector must not sweep what is about to be read */
+	int r = pin(c, err);
+	if (r < 0)
+		return r;
+	struct al_idset remote = { 0 };
+	struct sync_missing m = { .remote = &remote, .st = out };
+	r = c->remote->foreach(c->remote, sync_listed, &remote, err);
+	if (r == 0)
+		r = al_cas__foreach(c, 0, sync_local, &m, err);
+	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
+	for (size_t i = 0; r == 0 && i < m.n; i += SYNC_BATCH) {
+		size_t k = m.n - i < SYNC_BATCH ? m.n - i : SYNC_BATCH;
+		if ((r = al_odb_write_many(c->remote, m.ids + i, k, &objs, err)) < 0)
+			break;
+		out->uploaded += k;
+		for (size_t j = i; j < i + k; j++)
+			out->bytes += m.sizes[j];
+		if (progress)
+			progress(ctx, out->uploaded, out->bytes);
+	}
+	al_idset_release(&remote);
+	free(m.ids);
+	free(m.sizes);
+	al_cas__release_memory(c); /* unpins: nothing of a batch is open */
+	return r;
 }
 
 static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
