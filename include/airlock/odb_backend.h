@@ -28,6 +28,7 @@
 #ifndef AIRLOCK_ODB_BACKEND_H
 #define AIRLOCK_ODB_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,13 @@ struct al_odb_objects {
 	void *ctx;
 };
 
+/* What a sweep deleted (would delete, dry) and what it left for being young. */
+struct al_odb_sweep {
+	uint64_t objects, bytes;
+	uint64_t young; /* claimed by nothing, but stored at or after `before`: kept */
+};
+typedef bool (*al_odb_keep_fn)(void *ctx, const struct al_oid *id);
+
 struct al_odb_backend {
 	unsigned version; /* AL_ODB_BACKEND_VERSION */
 	const char *name; /* "sqlite", "s3" */
@@ -77,6 +85,13 @@ struct al_odb_backend {
 	 * write after another, al_odb_write_many). */
 	int (*write_many)(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
 			  const struct al_odb_objects *objs, struct al_error *err);
+	/* Delete every stored object keep() does not claim and that was stored
+	 * before `before` (unix seconds, by the store's own record of when:
+	 * S3's LastModified); dry: count only.  NULL for the local store,
+	 * whose sweep is the collector's own (gc.c).  The rule and why it is
+	 * safe: docs/architecture.md, "Garbage collection in the bucket". */
+	int (*sweep)(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
+		     bool dry, struct al_odb_sweep *out, struct al_error *err);
 };
 
 /* Release a backend (accepts NULL). */

@@ -375,6 +375,46 @@ static void test_write_many(void **state)
 	}
 }
 
+static bool keep_first(void *ctx, const struct al_oid *id)
+{
+	return al_oid_eq(ctx, id);
+}
+
+/* sweep: what keep claims stays; of the rest, only what is older than
+ * `before` goes (the local store has no sweep of its own: gc.c's) */
+static void test_sweep(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	if (f->kind == SQLITE) {
+		assert_null(f->b->sweep);
+		return;
+	}
+	struct al_oid ids[3];
+	for (unsigned i = 0; i < 3; i++) {
+		_cleanup_free_ uint8_t *p = pattern(100 + i, 3000 + i);
+		assert_int_equal(al_odb_write_buf(f->b, p, 100 + i, &ids[i], &err), 0);
+	}
+	struct al_odb_sweep s;
+	/* everything is younger than an hour ago: nothing goes */
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() - 3600, false, &s, &err), 0);
+	assert_int_equal(s.objects, 0);
+	assert_int_equal(s.young, 2);
+	/* older than an hour from now: a dry run counts, deletes nothing */
+	assert_int_equal(f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, true, &s, &err),
+			 0);
+	assert_int_equal(s.objects, 2);
+	assert_int_equal(s.bytes, 101 + 102);
+	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, false, &s, &err), 0);
+	assert_int_equal(s.objects, 2);
+	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
+	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 0);
+	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 0);
+}
+
 static void test_read_verifies(void **state)
 {
 	struct fx *f = *state;
@@ -724,7 +764,8 @@ static void test_hostile_error_document_capped(void **state)
 		cmocka_unit_test_setup_teardown(test_tenants_apart, setup, teardown),             \
 		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, teardown), \
 		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown),             \
-		cmocka_unit_test_setup_teardown(test_write_many, setup, teardown)
+		cmocka_unit_test_setup_teardown(test_write_many, setup, teardown),                \
+		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown)
 
 int main(void)
 {

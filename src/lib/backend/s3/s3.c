@@ -966,10 +966,35 @@ static const char *xml_elem(const char *p, const char *end, const char *tag, siz
 	return s;
 }
 
-static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
-		      struct al_error *err)
+/* "2026-11-30T12:34:56.000Z" (ListObjectsV2's LastModified) as unix
+ * seconds; INT64_MAX when it is anything else (such an object never counts
+ * as old). */
+static int64_t iso_time(const char *p, size_t n)
 {
-	struct s3 *s = s3_of(b);
+	char buf[40];
+	if (n < 20 || n >= sizeof(buf))
+		return INT64_MAX;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	struct tm tm = { 0 };
+	const char *e = strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!e)
+		return INT64_MAX;
+	if (*e == '.')
+		for (e++; *e >= '0' && *e <= '9'; e++)
+			;
+	if (strcmp(e, "Z") != 0)
+		return INT64_MAX;
+	time_t t = timegm(&tm);
+	return t == (time_t)-1 ? INT64_MAX : (int64_t)t;
+}
+
+typedef int (*list_fn)(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		       struct al_error *err);
+
+/* Every key of this tenant, with its size and LastModified, page by page. */
+static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
+{
 	char keyprefix[400], encprefix[1200], token[1024] = "", enctoken[3100];
 	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix,
 		 s->cfg.prefix[0] ? "/" : "", s->tenant);
@@ -1003,9 +1028,10 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 			const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
 			if (!ce)
 				break;
-			size_t kl = 0, sl = 0;
+			size_t kl = 0, sl = 0, ml = 0;
 			const char *k = xml_elem(c, ce, "Key", &kl),
-				   *sz = xml_elem(c, ce, "Size", &sl);
+				   *sz = xml_elem(c, ce, "Size", &sl),
+				   *mt = xml_elem(c, ce, "LastModified", &ml);
 			struct al_oid id;
 			if (k && sz && kl == kplen + HEX_LEN && !memcmp(k, keyprefix, kplen) &&
 			    al_unhex(k + kplen, AL_OID_LEN, id.b) == 0 && sl > 0 && sl < 21) {
@@ -1015,7 +1041,8 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 				char *ep;
 				unsigned long long size = strtoull(num, &ep, 10);
 				if (*ep == 0)
-					r = fn(ctx, &id, size, err);
+					r = fn(ctx, &id, size, mt ? iso_time(mt, ml) : INT64_MAX,
+					       err);
 			}
 			p = ce + 11;
 		}
@@ -1036,6 +1063,91 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		if (r != 0 || !more)
 			return r;
 	}
+}
+
+struct foreach_ctx {
+	al_odb_foreach_fn fn;
+	void *ctx;
+};
+
+static int foreach_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		       struct al_error *err)
+{
+	(void)mtime;
+	struct foreach_ctx *f = ctx;
+	return f->fn(f->ctx, id, size, err);
+}
+
+static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		      struct al_error *err)
+{
+	struct foreach_ctx f = { fn, ctx };
+	return list(s3_of(b), foreach_one, &f, err);
+}
+
+struct sweep_ctx {
+	al_odb_keep_fn keep;
+	void *ctx;
+	int64_t before;
+	struct al_odb_sweep *out;
+	struct al_oid *ids;
+	size_t n, cap;
+};
+
+static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		     struct al_error *err)
+{
+	struct sweep_ctx *x = ctx;
+	if (x->keep(x->ctx, id))
+		return 0;
+	if (mtime >= x->before) {
+		x->out->young++;
+		return 0;
+	}
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		struct al_oid *ids = realloc(x->ids, cap * sizeof(*ids));
+		if (!ids)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+		x->ids = ids;
+		x->cap = cap;
+	}
+	x->ids[x->n++] = *id;
+	x->out->objects++;
+	x->out->bytes += size;
+	return 0;
+}
+
+/* The listing first (whole: deleting while paging would move the pages),
+ * then the DELETEs, at once as write_many's PUTs are; a 404 is an object
+ * already gone. */
+static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
+		    bool dry, struct al_odb_sweep *out, struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	memset(out, 0, sizeof(*out));
+	struct sweep_ctx x = { .keep = keep, .ctx = ctx, .before = before, .out = out };
+	int r = list(s, sweep_one, &x, err);
+	_cleanup_free_ struct al_oid *ids = x.ids;
+	if (r < 0 || dry || x.n == 0)
+		return r;
+	char probe[1200];
+	key_url(s, &ids[0], probe, sizeof(probe));
+	size_t ulen = strlen(probe) + 1;
+	_cleanup_free_ struct req *qs = calloc(x.n, sizeof(*qs));
+	_cleanup_free_ char *urls = calloc(x.n, ulen);
+	if (!qs || !urls)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	for (size_t i = 0; i < x.n; i++) {
+		key_url(s, &ids[i], urls + i * ulen, ulen);
+		qs[i] = (struct req){
+			.s = s, .method = "DELETE", .url = urls + i * ulen, .id = &ids[i]
+		};
+	}
+	r = run(s, qs, x.n, err);
+	for (size_t i = 0; i < x.n; i++)
+		al_buf_release(&qs[i].body);
+	return r;
 }
 
 static void s3_free(struct al_odb_backend *b)
@@ -1075,6 +1187,7 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
 		.foreach = s3_foreach,
 		.free = s3_free,
 		.write_many = s3_write_many,
+		.sweep = s3_sweep,
 	};
 	*out = &s->base;
 	return 0;

@@ -988,6 +988,20 @@ static int sync_local(void *ctx, const struct al_cas__object *o, struct al_error
 	return 0;
 }
 
+static bool remote_keep(void *ctx, const struct al_oid *id)
+{
+	return al_idset_has(ctx, id);
+}
+
+int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep, int64_t before, bool dry,
+			 struct al_odb_sweep *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c->remote || !c->remote->sweep)
+		return 0;
+	return c->remote->sweep(c->remote, remote_keep, (void *)keep, before, dry, out, err);
+}
+
 #define SYNC_BATCH 64
 
 int al_cas_remote_sync(struct al_cas *c, void (*progress)(void *ctx, uint64_t n, uint64_t bytes),
