@@ -130,6 +130,7 @@ struct al_s3_config {
 	unsigned backoff_ms; /* the first wait; each later one doubles, to 5 s */
 	unsigned retry_s;    /* no attempt starts later than this after the first */
 	unsigned parallel;   /* concurrent requests of write_many; 0: 8 */
+	uint64_t max_keys;   /* keys one listing may report; 0: 10 million */
 };
 /* Parse "s3://bucket[/prefix][?endpoint=URL&region=R&credentials=FILE]";
  * what the URL leaves out comes from the environment: AWS_ENDPOINT_URL,

@@ -705,17 +705,53 @@ static void test_s3_config(void **state)
 
 /* ---- a hostile server (tests/servers/hostile-s3.py) ------------------------------- */
 
-static struct al_odb_backend *hostile(void)
+/* the server misbehaves as the bucket's name says (hostile-s3.py) */
+static struct al_odb_backend *hostile_bucket(const char *bucket, uint64_t max_keys)
 {
 	char url[300];
-	snprintf(url, sizeof(url), "s3://bucket/p?endpoint=%s", getenv("AIRLOCK_TEST_S3_HOSTILE"));
+	snprintf(url, sizeof(url), "s3://%s/p?endpoint=%s", bucket,
+		 getenv("AIRLOCK_TEST_S3_HOSTILE"));
 	setenv("AWS_ACCESS_KEY_ID", "k", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "s", 1);
 	struct al_s3_config cfg;
 	struct al_odb_backend *b = NULL;
 	assert_int_equal(al_s3_config_parse(url, &cfg, NULL), 0);
+	cfg.max_keys = max_keys;
+	cfg.backoff_ms = 1;
 	assert_int_equal(al_odb_s3_open(&cfg, "t", &b, NULL), 0);
 	return b;
+}
+
+static struct al_odb_backend *hostile(void)
+{
+	return hostile_bucket("bucket", 0);
+}
+
+/* listings that would never end, or blow up a parser that expands entities */
+static void test_hostile_listings(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	int n = 0;
+	struct al_odb_backend *b = hostile_bucket("endless", 100);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_ELIMIT);
+	assert_int_equal(n, 100);
+	assert_non_null(strstr(err.msg, "more than 100 keys"));
+	al_odb_backend_free(b);
+	n = 0;
+	b = hostile_bucket("loop", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "repeats its continuation token"));
+	al_odb_backend_free(b);
+	b = hostile_bucket("empty", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "without keys"));
+	al_odb_backend_free(b);
+	n = 0;
+	b = hostile_bucket("bomb", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), 0);
+	assert_int_equal(n, 0); /* "&lol9;" is no key of ours, and nothing was expanded */
+	al_odb_backend_free(b);
 }
 
 static void test_hostile_listing_capped(void **state)
@@ -780,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_listing_capped),
 		cmocka_unit_test(test_hostile_huge_object_refused),
 		cmocka_unit_test(test_hostile_error_document_capped),
+		cmocka_unit_test(test_hostile_listings),
 	};
 	int failed = cmocka_run_group_tests_name("odb: local store", local, NULL, NULL);
 	if (getenv("AIRLOCK_TEST_S3"))

@@ -35,6 +35,9 @@
 #define S3_MAX_OBJECT (64ull << 30)
 #define S3_MAX_BODY (8u << 20)   /* a listing page or an error document */
 #define HEX_LEN (2 * AL_OID_LEN) /* a key's last segment */
+/* keys one listing may report: what the collector and the sync hold in
+ * memory (about 100 bytes each) against a server that never ends its list */
+#define S3_MAX_KEYS 10000000ull
 #define S3_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 /* ---- configuration ------------------------------------------------------------- */
@@ -1000,6 +1003,7 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 		 s->cfg.prefix[0] ? "/" : "", s->tenant);
 	uri_encode(keyprefix, encprefix, sizeof(encprefix));
 	size_t kplen = strlen(keyprefix);
+	uint64_t keys = 0, max_keys = s->cfg.max_keys ? s->cfg.max_keys : S3_MAX_KEYS;
 	for (;;) {
 		/* the parameters in SigV4's canonical (sorted) order, encoded */
 		_cleanup_free_ char *url = NULL;
@@ -1024,6 +1028,7 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 		}
 		const char *p = (const char *)q.body.p, *end = p + q.body.len;
 		const char *c;
+		uint64_t page_keys = 0;
 		while (r == 0 && (c = memmem(p, (size_t)(end - p), "<Contents>", 10))) {
 			const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
 			if (!ce)
@@ -1033,6 +1038,8 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 				   *sz = xml_elem(c, ce, "Size", &sl),
 				   *mt = xml_elem(c, ce, "LastModified", &ml);
 			struct al_oid id;
+			if (k && kl > kplen && !memcmp(k, keyprefix, kplen))
+				page_keys++; /* under the prefix: the listing moves on */
 			if (k && sz && kl == kplen + HEX_LEN && !memcmp(k, keyprefix, kplen) &&
 			    al_unhex(k + kplen, AL_OID_LEN, id.b) == 0 && sl > 0 && sl < 21) {
 				char num[24];
@@ -1040,7 +1047,11 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 				num[sl] = 0;
 				char *ep;
 				unsigned long long size = strtoull(num, &ep, 10);
-				if (*ep == 0)
+				if (*ep == 0 && ++keys > max_keys)
+					r = al_fail(err, AL_ELIMIT, 0,
+						    "s3: the listing has more than %llu keys",
+						    (unsigned long long)max_keys);
+				else if (*ep == 0)
 					r = fn(ctx, &id, size, mt ? iso_time(mt, ml) : INT64_MAX,
 					       err);
 			}
@@ -1054,10 +1065,20 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 		if (r == 0 && more && (!tok || tokl == 0 || tokl >= sizeof(token)))
 			r = al_fail(err, AL_EIO, 0,
 				    "s3: a truncated listing without a usable token");
+		/* a server that would keep us listing forever: every truncated
+		 * page must move on (a new token) and bring keys of ours */
+		if (r == 0 && more && page_keys == 0)
+			r = al_fail(err, AL_EIO, 0,
+				    "s3: a truncated listing page without keys under the prefix");
 		if (r == 0 && more) {
+			char prev[sizeof(token)];
+			memcpy(prev, token, sizeof(prev));
 			memcpy(token, tok, tokl);
 			token[tokl] = 0;
 			xml_unescape(token);
+			if (!strcmp(prev, token))
+				r = al_fail(err, AL_EIO, 0,
+					    "s3: the listing repeats its continuation token");
 		}
 		al_buf_release(&q.body);
 		if (r != 0 || !more)
