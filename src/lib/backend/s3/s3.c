@@ -746,8 +746,6 @@ static int run(struct s3 *s, struct req *qs, size_t n, struct al_error *err)
 				if ((int)(d / 1000000) < timeout)
 					timeout = (int)(d / 1000000);
 			}
-		if (nwait && active < par)
-			timeout = timeout < 1 ? 0 : timeout;
 		al__curl.multi_poll(s->m, NULL, 0, timeout, NULL);
 	}
 	/* a failure abandons what is still running */
