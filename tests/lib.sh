@@ -248,6 +248,38 @@ pg_server() {
 }
 su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 -qtAX "$@"; }
 
+# s3_server: a real S3 server for this test file (Debian's Swift with
+# s3api, tests/servers/swift.sh) in $T/swift, stopped at exit (and the
+# fault proxy, if one was started), with a bucket "blobs".  Sets $EP (its
+# endpoint) and the credentials in the environment.  s3 METHOD PATH
+# [curl args]: a signed request of the test's own (not airlock's).
+s3_server() {
+	SW="$SRC_ROOT/tests/servers/swift.sh"
+	command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null ||
+		skip_all "no OpenStack Swift / memcached (scripts/deps.sh installs them)"
+	EP=$("$SW" start "$T/swift") || skip_all "Swift did not start (above)"
+	trap '[ -n "${PROXY:-}" ] && kill "$PROXY"; "$SW" stop "$T/swift"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+	export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing
+	unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
+	s3 PUT blobs -f -o /dev/null
+}
+s3() {
+	local m=$1 p=$2
+	shift 2
+	command curl -s --netrc-file "$T/swift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
+		-H "x-amz-content-sha256: $(printf '' | sha256sum | cut -c1-64)" -X "$m" "$EP/$p" "$@"
+}
+# fault_proxy: tests/servers/fault-proxy.py in front of $EP, its plan in
+# $PLAN and its log in $LOG; sets $PROXY (its pid) and $PEP (its endpoint).
+fault_proxy() {
+	PLAN="$T/plan" LOG="$T/proxy.log"
+	: >"$LOG"
+	python3 "$SRC_ROOT/tests/servers/fault-proxy.py" "${EP##*:}" "$PLAN" "$LOG" >"$T/proxy.port" &
+	PROXY=$!
+	for _ in $(seq 100); do [ -s "$T/proxy.port" ] && break; sleep 0.05; done
+	PEP="http://127.0.0.1:$(cat "$T/proxy.port")"
+}
+
 # integ_target: a loopback HTTPS server for integration calls
 # (tests/helpers/integ_target.py) with a test CA ($T/ca.pem, the
 # certificate names localhost and 127.0.0.1), its requests logged in

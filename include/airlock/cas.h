@@ -117,6 +117,22 @@ typedef void (*al_cas_bad_fn)(void *ctx, const struct al_oid *digest, const char
 int al_cas_verify_all(struct al_cas *cas, al_cas_bad_fn bad, void *ctx, struct al_cas_stats *stats,
 		      struct al_error *err);
 
+/* Upload to the store's remote (--blobs) every object the local store
+ * holds that the remote lacks: the remote is listed first, then the missing
+ * objects go up a batch of 64 at a time (odb_backend.h's write_many, with
+ * its retries); progress(ctx, objects, bytes) after each batch.  Idempotent,
+ * and resumable: a run cut short leaves whole batches uploaded, and the
+ * next lists them.  The collector waits meanwhile (gc.lock shared).
+ * AL_EUSAGE without a remote. */
+struct al_cas_sync_stats {
+	uint64_t objects;  /* in the local store */
+	uint64_t present;  /* of those, in the remote already */
+	uint64_t uploaded; /* uploaded now */
+	uint64_t bytes;    /* their sizes */
+};
+int al_cas_remote_sync(struct al_cas *cas, void (*progress)(void *ctx, uint64_t n, uint64_t bytes),
+		       void *ctx, struct al_cas_sync_stats *out, struct al_error *err);
+
 /* Hash bytes / a file the way the store does (sha256). */
 int al_cas_hash_fd(int fd, struct al_oid *digest_out, uint64_t *size_out, struct al_error *err);
 

@@ -38,7 +38,13 @@ struct al_gc_opts {
 	int64_t now;           /* unix time of the pass (0: the clock); tests move it */
 	unsigned wait_ms;      /* how long to wait for writers to pause (0: 30 s) */
 	const char *actor;     /* who asked (the ledger entry's actor) */
+	/* --blobs: an object in the bucket nothing retains is deleted once the
+	 * bucket has held it this long, by the real clock (never `now`): 0 is
+	 * AL_GC_BLOBS_GRACE_DEFAULT (docs/architecture.md, "Garbage collection
+	 * in the bucket") */
+	int64_t blobs_grace;
 };
+#define AL_GC_BLOBS_GRACE_DEFAULT 86400
 
 struct al_gc_report {
 	int64_t retention_days;              /* AL_GC_FOREVER or days */
@@ -51,6 +57,9 @@ struct al_gc_report {
 	uint64_t retained;    /* objects reached from what is retained */
 	bool objects_skipped; /* writers never paused: no object was deleted this pass */
 	uint64_t seq;         /* the `gc` ledger entry (not in a dry run) */
+	/* --blobs: objects deleted from the bucket (would be, in a dry run),
+	 * and those nothing retains but too young to go */
+	uint64_t blobs_objects, blobs_bytes, blobs_young;
 };
 
 /* One pass over the tenant of st. */

@@ -20,10 +20,15 @@
  *    AL_ECORRUPT / AL_EINVAL and nothing readable is stored under the id.
  *    No backend relies on conditional writes.
  *  - foreach reports every stored object once (for the collector).
+ *  - write_many stores every object of a batch or fails: 0 only once each
+ *    is stored (some may be stored when it fails, which is harmless: they
+ *    are write-once and named by their content).  A remote backend may run
+ *    the uploads concurrently and retry the transient failures of each.
  * A backend handle is used by one thread at a time. */
 #ifndef AIRLOCK_ODB_BACKEND_H
 #define AIRLOCK_ODB_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +42,25 @@
 typedef int64_t (*al_odb_source)(void *ctx, void *buf, size_t n, struct al_error *err);
 typedef int (*al_odb_foreach_fn)(void *ctx, const struct al_oid *id, uint64_t size,
 				 struct al_error *err);
+
+/* Where write_many's objects' bytes come from.  open makes a source over an
+ * object's bytes from its first one and gives its size; it is called again
+ * for each retried upload, after close (which always follows a successful
+ * open).  At most a backend's own bound of sources are open at once. */
+struct al_odb_objects {
+	int (*open)(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		    struct al_error *err);
+	al_odb_source read; /* called with *src as its ctx */
+	void (*close)(void *src);
+	void *ctx;
+};
+
+/* What a sweep deleted (would delete, dry) and what it left for being young. */
+struct al_odb_sweep {
+	uint64_t objects, bytes;
+	uint64_t young; /* claimed by nothing, but stored at or after `before`: kept */
+};
+typedef bool (*al_odb_keep_fn)(void *ctx, const struct al_oid *id);
 
 struct al_odb_backend {
 	unsigned version; /* AL_ODB_BACKEND_VERSION */
@@ -57,6 +81,17 @@ struct al_odb_backend {
 	int (*foreach)(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		       struct al_error *err);
 	void (*free)(struct al_odb_backend *b);
+	/* Store the n objects ids names, their bytes from objs (NULL: one
+	 * write after another, al_odb_write_many). */
+	int (*write_many)(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+			  const struct al_odb_objects *objs, struct al_error *err);
+	/* Delete every stored object keep() does not claim and that was stored
+	 * before `before` (unix seconds, by the store's own record of when:
+	 * S3's LastModified); dry: count only.  NULL for the local store,
+	 * whose sweep is the collector's own (gc.c).  The rule and why it is
+	 * safe: docs/architecture.md, "Garbage collection in the bucket". */
+	int (*sweep)(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
+		     bool dry, struct al_odb_sweep *out, struct al_error *err);
 };
 
 /* Release a backend (accepts NULL). */
@@ -66,6 +101,9 @@ void al_odb_backend_free(struct al_odb_backend *b);
 /* Read a whole object, verified; *out is malloc'ed (one NUL byte beyond len). */
 int al_odb_read_all(struct al_odb_backend *b, const struct al_oid *id, uint8_t **out, size_t *len,
 		    struct al_error *err);
+/* b->write_many, or each object written in turn where a backend has none. */
+int al_odb_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+		      const struct al_odb_objects *objs, struct al_error *err);
 /* Store len bytes; their id goes to id_out. */
 int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
 		     struct al_error *err);
@@ -86,6 +124,13 @@ struct al_s3_config {
 	char secret_key[256];
 	char session_token[2048]; /* may be empty */
 	unsigned list_page;       /* keys per listing page; 0: the server's (1000) */
+	/* retries of a transient failure (docs/architecture.md, "Object
+	 * backends"); 0: the defaults (5 attempts, 200 ms doubling, 60 s) */
+	unsigned attempts;   /* in all, the first included */
+	unsigned backoff_ms; /* the first wait; each later one doubles, to 5 s */
+	unsigned retry_s;    /* no attempt starts later than this after the first */
+	unsigned parallel;   /* concurrent requests of write_many; 0: 8 */
+	uint64_t max_keys;   /* keys one listing may report; 0: 10 million */
 };
 /* Parse "s3://bucket[/prefix][?endpoint=URL&region=R&credentials=FILE]";
  * what the URL leaves out comes from the environment: AWS_ENDPOINT_URL,

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "airlock/auth.h"
+#include "airlock/cas.h"
 #include "airlock/pg.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
@@ -496,6 +497,65 @@ static int cmd_metadata(struct cli *cli, int argc, char **argv)
 	return cli_dispatch(cli, "admin metadata", cmds, argc - 1, argv + 1);
 }
 
+static void sync_progress(void *ctx, uint64_t n, uint64_t bytes)
+{
+	struct cli_progress *p = ctx;
+	uint64_t now = al_now_ns();
+	if (!p->enabled || now - p->start_ns < p->delay_ns)
+		return;
+	p->shown = true;
+	fprintf(stderr, "\rblobs sync: %llu objects, %.1f MiB uploaded   ", (unsigned long long)n,
+		(double)bytes / 1048576.0);
+}
+
+static int blobs_sync(struct cli *cli, int argc, char **argv)
+{
+	static const char help[] =
+		"usage: airlock --blobs s3://BUCKET[/PREFIX][?...] admin blobs sync [--json]\n\n"
+		"Upload to the object store every object of the tenant's local store that the\n"
+		"bucket lacks: what a home stored before --blobs was used.  Lists the bucket\n"
+		"first, so it is idempotent and a run cut short resumes where it stopped.\n"
+		"Prints: objects N, in the bucket already M, uploaded K (B bytes).\n";
+	int r = cli_simple_opts(cli, argc, argv, help, 0);
+	if (r >= 0)
+		return r;
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	if (cli_open(cli, &st, &err) < 0)
+		return cli_error(cli, &err);
+	struct cli_progress p;
+	cli_progress_init(&p, "blobs sync", 0);
+	struct al_cas_sync_stats s;
+	r = al_cas_remote_sync(al_store_cas(st), sync_progress, &p, &s, &err);
+	al_store_close(st);
+	if (p.shown)
+		fputc('\n', stderr);
+	if (r < 0) {
+		if (s.uploaded)
+			al_error_prefix(&err, "after %llu objects uploaded: ",
+					(unsigned long long)s.uploaded);
+		return cli_error(cli, &err);
+	}
+	if (cli->json)
+		return cli_json_print(json_pack(
+			"{s:s,s:I,s:I,s:I,s:I}", "tenant", cli->tenant, "objects",
+			(json_int_t)s.objects, "present", (json_int_t)s.present, "uploaded",
+			(json_int_t)s.uploaded, "bytes", (json_int_t)s.bytes));
+	printf("objects %llu, in the bucket already %llu, uploaded %llu (%llu bytes)\n",
+	       (unsigned long long)s.objects, (unsigned long long)s.present,
+	       (unsigned long long)s.uploaded, (unsigned long long)s.bytes);
+	return 0;
+}
+
+static int cmd_blobs(struct cli *cli, int argc, char **argv)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "sync", blobs_sync, "upload what the local store has and the bucket lacks" },
+		{ 0 },
+	};
+	return cli_dispatch(cli, "admin blobs", cmds, argc - 1, argv + 1);
+}
+
 int cmd_admin(struct cli *cli, int argc, char **argv)
 {
 	static const struct cli_cmd cmds[] = {
@@ -507,6 +567,7 @@ int cmd_admin(struct cli *cli, int argc, char **argv)
 		{ "integration", cmd_admin_integration,
 		  "credentials a run uses through airlock, never sees" },
 		{ "metadata", cmd_metadata, "the PostgreSQL schema (--metadata)" },
+		{ "blobs", cmd_blobs, "the object store (--blobs): upload what the home has" },
 		{ 0 },
 	};
 	return cli_dispatch(cli, "admin", cmds, argc - 1, argv + 1);

@@ -12,6 +12,7 @@
 
 static const char gc_help[] =
 	"usage: airlock gc [--dry-run] [--json] [--lower-budget BYTES] [--wait SEC] [--now UNIX]\n"
+	"                  [--blobs-grace SEC]\n"
 	"       airlock gc retention [DAYS|forever]\n"
 	"\n"
 	"Remove lower layers beyond the budget (least recently used first, never one a\n"
@@ -27,6 +28,9 @@ static const char gc_help[] =
 	"                      are swept (default 30; past it only layers are collected)\n"
 	"  --now UNIX          the pass's clock (what would go at a later date, with\n"
 	"                      --dry-run)\n"
+	"  --blobs-grace SEC   with --blobs: delete from the bucket what nothing retains\n"
+	"                      once the bucket has held it this long (default 86400;\n"
+	"                      by the real clock, not --now)\n"
 	"\n"
 	"retention: print the retention period, or set it (0..36500 days, or forever);\n"
 	"the change is a 'gc_retention' ledger entry.\n";
@@ -84,6 +88,7 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 		{ "lower-budget", required_argument, NULL, 'b' },
 		{ "wait", required_argument, NULL, 'w' },
 		{ "now", required_argument, NULL, 't' },
+		{ "blobs-grace", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -114,6 +119,12 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 			    o.now > (1ll << 40))
 				return cli_usage(cli, "bad --now '%s' (unix seconds)",
 						 cli_esc(optarg, ""));
+			break;
+		case 'g':
+			if (al_parse_count(optarg, 30 * 86400, &v, NULL) < 0 || v == 0)
+				return cli_usage(cli, "bad --blobs-grace '%s' (1..2592000 seconds)",
+						 cli_esc(optarg, ""));
+			o.blobs_grace = (int64_t)v;
 			break;
 		case 'h': fputs(gc_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
@@ -150,6 +161,14 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 			(json_int_t)p.retained, "objects_skipped", p.objects_skipped);
 		if (j && !o.dry_run)
 			json_object_set_new(j, "ledger_seq", json_integer((json_int_t)p.seq));
+		if (j) {
+			json_object_set_new(j, "blobs_objects",
+					    json_integer((json_int_t)p.blobs_objects));
+			json_object_set_new(j, "blobs_bytes",
+					    json_integer((json_int_t)p.blobs_bytes));
+			json_object_set_new(j, "blobs_young",
+					    json_integer((json_int_t)p.blobs_young));
+		}
 		return cli_json_print(j);
 	}
 	char t[32];
@@ -165,6 +184,12 @@ int cmd_gc(struct cli *cli, int argc, char **argv)
 	       "%s\n",
 	       (unsigned long long)p.layers_kept, (unsigned long long)p.layer_bytes_kept,
 	       (unsigned long long)p.layers_in_use, (unsigned long long)p.retained, t);
+	const char *blobs = getenv("AIRLOCK_BLOBS");
+	if (blobs && *blobs)
+		printf("bucket: %s %llu objects (%llu bytes); %llu unretained kept until past the "
+		       "grace period\n",
+		       o.dry_run ? "would delete" : "deleted", (unsigned long long)p.blobs_objects,
+		       (unsigned long long)p.blobs_bytes, (unsigned long long)p.blobs_young);
 	if (p.objects_skipped)
 		printf("objects not swept: writers did not pause within the wait (see --wait)\n");
 	if (!o.dry_run)

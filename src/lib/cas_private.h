@@ -25,6 +25,14 @@ void al_cas__set_remote(struct al_cas *c, struct al_odb_backend *remote);
  * a put's dedup and the collector need; al_cas_has also asks the remote). */
 int al_cas__has_local(struct al_cas *c, const struct al_oid *digest, struct al_error *err);
 
+struct al_idset;
+struct al_odb_sweep;
+/* The remote's sweep (odb_backend.h): delete from the remote what keep
+ * lacks and the remote stored before `before` (dry: count only).  0 with
+ * nothing counted when there is no remote. */
+int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep, int64_t before, bool dry,
+			 struct al_odb_sweep *out, struct al_error *err);
+
 struct al_cas__object {
 	int64_t n; /* insertion order: larger is newer */
 	struct al_oid id;

@@ -23,6 +23,13 @@ static void load(void)
 		{ "curl_easy_strerror", DL_SLOT(al__curl, easy_strerror) },
 		{ "curl_slist_append", DL_SLOT(al__curl, slist_append) },
 		{ "curl_slist_free_all", DL_SLOT(al__curl, slist_free_all) },
+		{ "curl_multi_init", DL_SLOT(al__curl, multi_init) },
+		{ "curl_multi_add_handle", DL_SLOT(al__curl, multi_add_handle) },
+		{ "curl_multi_remove_handle", DL_SLOT(al__curl, multi_remove_handle) },
+		{ "curl_multi_perform", DL_SLOT(al__curl, multi_perform) },
+		{ "curl_multi_poll", DL_SLOT(al__curl, multi_poll) },
+		{ "curl_multi_info_read", DL_SLOT(al__curl, multi_info_read) },
+		{ "curl_multi_cleanup", DL_SLOT(al__curl, multi_cleanup) },
 	};
 	load_rc = dl_load("libcurl.so.4", "libcurl4", syms, ARRAY_SIZE(syms), &load_err);
 	if (load_rc == 0 && al__curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -19,6 +19,15 @@ struct al_curl {
 	const char *(*easy_strerror)(CURLcode code);
 	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
 	void (*slist_free_all)(struct curl_slist *list);
+	/* the multi interface (the S3 backend's concurrent requests) */
+	CURLM *(*multi_init)(void);
+	CURLMcode (*multi_add_handle)(CURLM *m, CURL *c);
+	CURLMcode (*multi_remove_handle)(CURLM *m, CURL *c);
+	CURLMcode (*multi_perform)(CURLM *m, int *running);
+	CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd extra[], unsigned n, int timeout_ms,
+				int *numfds);
+	CURLMsg *(*multi_info_read)(CURLM *m, int *left);
+	CURLMcode (*multi_cleanup)(CURLM *m);
 };
 /* The table: filled once al_curl__ready has returned 0. */
 extern struct al_curl al__curl;

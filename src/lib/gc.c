@@ -18,6 +18,7 @@
 #include "airlock/cas.h"
 #include "airlock/gc.h"
 #include "airlock/manifest.h"
+#include "airlock/odb_backend.h"
 #include "airlock/store.h"
 #include "cas_private.h"
 #include "gc_private.h"
@@ -556,6 +557,19 @@ static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct 
 	return al_ledger__finish(x->g->st, x->g->db, r, err);
 }
 
+/* --blobs: the bucket's copies nothing retains, past the grace period */
+static int blobs_sweep(struct gc *g, const struct al_gc_opts *o, bool dry, struct al_gc_report *rep,
+		       struct al_error *err)
+{
+	struct al_odb_sweep s;
+	int64_t grace = o->blobs_grace ? o->blobs_grace : AL_GC_BLOBS_GRACE_DEFAULT;
+	int r = al_cas__remote_sweep(g->cas, &g->kept, al_wall_s() - grace, dry, &s, err);
+	rep->blobs_objects = s.objects;
+	rep->blobs_bytes = s.bytes;
+	rep->blobs_young = s.young;
+	return r < 0 ? al_error_prefix(err, "gc: the bucket: ") : 0;
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -599,6 +613,7 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		rep->orphan_files = s.orphan_files;
 		rep->orphan_bytes = s.orphan_bytes;
 		rep->retained = g.kept.n;
+		r = blobs_sweep(&g, o, true, rep, err);
 		goto out;
 	}
 
@@ -644,6 +659,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	for (size_t i = 0; i < c.n; i++)
 		if (!al_idset_has(&g.kept, &c.id[i]))
 			c.id[keepn++] = c.id[i];
+	/* the bucket first, still paused: nothing this home stores meanwhile
+	 * can be a copy the bucket is about to lose */
+	if ((r = blobs_sweep(&g, o, false, rep, err)) < 0)
+		goto out;
 	struct al_cas__sweep_stats s;
 	r = al_cas__sweep(g.cas, c.id, keepn, before_commit, &x, &s, err);
 	rep->retained = g.kept.n;

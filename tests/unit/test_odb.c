@@ -287,6 +287,134 @@ static void test_write_refuses_wrong_bytes(void **state)
 	}
 }
 
+/* write_many's objects: 40 buffers, one of them (bad) with a flipped byte */
+struct many {
+	uint8_t *p[40];
+	size_t len[40];
+	struct al_oid ids[40];
+	struct src srcs[40];
+	int open_now, open_max, opens, bad;
+};
+
+static int many_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		     struct al_error *err)
+{
+	(void)err;
+	struct many *m = ctx;
+	size_t i = (size_t)(id - m->ids);
+	assert_true(i < 40);
+	m->srcs[i] = (struct src){ m->p[i], m->len[i], 0 };
+	*size = m->len[i];
+	*src = &m->srcs[i];
+	m->opens++;
+	if (++m->open_now > m->open_max)
+		m->open_max = m->open_now;
+	return 0;
+}
+
+static int64_t many_read(void *ctx, void *buf, size_t n, struct al_error *err)
+{
+	return src_read(ctx, buf, n, err);
+}
+
+static struct many *many_ctx;
+static void many_close(void *src)
+{
+	(void)src;
+	many_ctx->open_now--;
+}
+
+static void test_write_many(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct many m = { 0 };
+	many_ctx = &m;
+	for (unsigned i = 0; i < 40; i++) {
+		m.len[i] = i == 7 ? AL_CAS_LOOSE_MIN + 99 : 50 + i * 13;
+		m.p[i] = pattern(m.len[i], 900 + i);
+		al_sha256(m.p[i], m.len[i], m.ids[i].b);
+	}
+	/* one is stored already: writing it again is harmless */
+	struct al_oid pre;
+	assert_int_equal(al_odb_write_buf(f->b, m.p[3], m.len[3], &pre, &err), 0);
+	const struct al_odb_objects objs = { many_open, many_read, many_close, &m };
+	assert_int_equal(al_odb_write_many(f->b, m.ids, 40, &objs, &err), 0);
+	assert_int_equal(m.open_now, 0); /* every source opened was closed */
+	assert_int_equal(m.opens, 40);
+	/* the S3 backend uploads several at once, within its bound; the local
+	 * store one after another */
+	if (f->kind == S3)
+		assert_true(m.open_max > 1 && m.open_max <= 8);
+	else
+		assert_int_equal(m.open_max, 1);
+	for (unsigned i = 0; i < 40; i++) {
+		_cleanup_free_ uint8_t *back = NULL;
+		size_t len = 0;
+		assert_int_equal(al_odb_read_all(f->b, &m.ids[i], &back, &len, &err), 0);
+		assert_int_equal(len, m.len[i]);
+		assert_memory_equal(back, m.p[i], len);
+	}
+	/* a batch with one object whose bytes are not its id fails as a whole,
+	 * and that object is not stored */
+	struct many bad = m;
+	for (unsigned i = 0; i < 40; i++) {
+		bad.p[i] = pattern(m.len[i], 2000 + i);
+		al_sha256(bad.p[i], bad.len[i], bad.ids[i].b);
+	}
+	bad.p[20][0] ^= 1;
+	bad.open_now = bad.open_max = bad.opens = 0;
+	many_ctx = &bad;
+	const struct al_odb_objects bobjs = { many_open, many_read, many_close, &bad };
+	assert_int_equal(al_odb_write_many(f->b, bad.ids, 40, &bobjs, &err), AL_ECORRUPT);
+	assert_int_equal(bad.open_now, 0);
+	assert_int_equal(f->b->exists(f->b, &bad.ids[20], &err), 0);
+	for (unsigned i = 0; i < 40; i++) {
+		free(m.p[i]);
+		free(bad.p[i]);
+	}
+}
+
+static bool keep_first(void *ctx, const struct al_oid *id)
+{
+	return al_oid_eq(ctx, id);
+}
+
+/* sweep: what keep claims stays; of the rest, only what is older than
+ * `before` goes (the local store has no sweep of its own: gc.c's) */
+static void test_sweep(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	if (f->kind == SQLITE) {
+		assert_null(f->b->sweep);
+		return;
+	}
+	struct al_oid ids[3];
+	for (unsigned i = 0; i < 3; i++) {
+		_cleanup_free_ uint8_t *p = pattern(100 + i, 3000 + i);
+		assert_int_equal(al_odb_write_buf(f->b, p, 100 + i, &ids[i], &err), 0);
+	}
+	struct al_odb_sweep s;
+	/* everything is younger than an hour ago: nothing goes */
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() - 3600, false, &s, &err), 0);
+	assert_int_equal(s.objects, 0);
+	assert_int_equal(s.young, 2);
+	/* older than an hour from now: a dry run counts, deletes nothing */
+	assert_int_equal(f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, true, &s, &err),
+			 0);
+	assert_int_equal(s.objects, 2);
+	assert_int_equal(s.bytes, 101 + 102);
+	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, false, &s, &err), 0);
+	assert_int_equal(s.objects, 2);
+	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
+	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 0);
+	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 0);
+}
+
 static void test_read_verifies(void **state)
 {
 	struct fx *f = *state;
@@ -577,17 +705,53 @@ static void test_s3_config(void **state)
 
 /* ---- a hostile server (tests/servers/hostile-s3.py) ------------------------------- */
 
-static struct al_odb_backend *hostile(void)
+/* the server misbehaves as the bucket's name says (hostile-s3.py) */
+static struct al_odb_backend *hostile_bucket(const char *bucket, uint64_t max_keys)
 {
 	char url[300];
-	snprintf(url, sizeof(url), "s3://bucket/p?endpoint=%s", getenv("AIRLOCK_TEST_S3_HOSTILE"));
+	snprintf(url, sizeof(url), "s3://%s/p?endpoint=%s", bucket,
+		 getenv("AIRLOCK_TEST_S3_HOSTILE"));
 	setenv("AWS_ACCESS_KEY_ID", "k", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "s", 1);
 	struct al_s3_config cfg;
 	struct al_odb_backend *b = NULL;
 	assert_int_equal(al_s3_config_parse(url, &cfg, NULL), 0);
+	cfg.max_keys = max_keys;
+	cfg.backoff_ms = 1;
 	assert_int_equal(al_odb_s3_open(&cfg, "t", &b, NULL), 0);
 	return b;
+}
+
+static struct al_odb_backend *hostile(void)
+{
+	return hostile_bucket("bucket", 0);
+}
+
+/* listings that would never end, or blow up a parser that expands entities */
+static void test_hostile_listings(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	int n = 0;
+	struct al_odb_backend *b = hostile_bucket("endless", 100);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_ELIMIT);
+	assert_int_equal(n, 100);
+	assert_non_null(strstr(err.msg, "more than 100 keys"));
+	al_odb_backend_free(b);
+	n = 0;
+	b = hostile_bucket("loop", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "repeats its continuation token"));
+	al_odb_backend_free(b);
+	b = hostile_bucket("empty", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "without keys"));
+	al_odb_backend_free(b);
+	n = 0;
+	b = hostile_bucket("bomb", 0);
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), 0);
+	assert_int_equal(n, 0); /* "&lol9;" is no key of ours, and nothing was expanded */
+	al_odb_backend_free(b);
 }
 
 static void test_hostile_listing_capped(void **state)
@@ -635,7 +799,9 @@ static void test_hostile_error_document_capped(void **state)
 		cmocka_unit_test_setup_teardown(test_idempotent_and_foreach, setup, teardown),    \
 		cmocka_unit_test_setup_teardown(test_tenants_apart, setup, teardown),             \
 		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, teardown), \
-		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown)
+		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown),             \
+		cmocka_unit_test_setup_teardown(test_write_many, setup, teardown),                \
+		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown)
 
 int main(void)
 {
@@ -650,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_listing_capped),
 		cmocka_unit_test(test_hostile_huge_object_refused),
 		cmocka_unit_test(test_hostile_error_document_capped),
+		cmocka_unit_test(test_hostile_listings),
 	};
 	int failed = cmocka_run_group_tests_name("odb: local store", local, NULL, NULL);
 	if (getenv("AIRLOCK_TEST_S3"))

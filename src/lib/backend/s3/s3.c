@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock/odb_backend.h"
@@ -34,6 +35,9 @@
 #define S3_MAX_OBJECT (64ull << 30)
 #define S3_MAX_BODY (8u << 20)   /* a listing page or an error document */
 #define HEX_LEN (2 * AL_OID_LEN) /* a key's last segment */
+/* keys one listing may report: what the collector and the sync hold in
+ * memory (about 100 bytes each) against a server that never ends its list */
+#define S3_MAX_KEYS 10000000ull
 #define S3_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 /* ---- configuration ------------------------------------------------------------- */
@@ -270,20 +274,44 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 
 /* ---- requests ------------------------------------------------------------------ */
 
+/* Every request runs through one curl multi handle: write_many's uploads at
+ * once (cfg.parallel, 8 by default), anything else alone.  A request that
+ * fails transiently (no connection, a connection reset or timed out, HTTP
+ * 500, 502, 503 (S3's SlowDown) or 504) is tried again after a wait that
+ * doubles from cfg.backoff_ms (to 5 s), of which a random half is taken
+ * (jitter: nodes that failed together do not retry together); at most
+ * cfg.attempts tries, and none starts later than cfg.retry_s after the
+ * first.  Nothing else is retried: a 4xx answer (credentials, a missing
+ * bucket) would fail the same way again.  An upload is retried only from a
+ * source that can start again (write_many's open, or one nothing was read
+ * from yet); a download only while nothing reached its sink. */
+#define S3_PARALLEL_MAX 32
+#define S3_BACKOFF_CAP_MS 5000u
+
 struct s3 {
 	struct al_odb_backend base;
 	struct al_s3_config cfg;
 	char tenant[64];
 	char sigv4[96];
-	CURL *h;
+	CURLM *m;
+	CURL *h[S3_PARALLEL_MAX]; /* made at first use, kept with their connections */
+	bool busy[S3_PARALLEL_MAX];
+	uint64_t rng;
 };
+
+enum req_state { Q_PENDING, Q_ACTIVE, Q_DONE };
 
 struct req {
 	struct s3 *s;
+	const char *method; /* "GET", "HEAD", "PUT", "DELETE" */
+	const char *url;
 	const struct al_oid *id; /* the object (GET and PUT verify against it) */
-	/* PUT: the source, hashed as it is sent */
+	/* PUT: the source, hashed as it is sent; objs: write_many's, opened at
+	 * each attempt */
 	al_odb_source src;
 	void *src_ctx;
+	const struct al_odb_objects *objs;
+	void *opened;
 	uint64_t size, sent;
 	/* GET of an object: the sink, after the status said 200 */
 	al_cas_sink sink;
@@ -292,8 +320,19 @@ struct req {
 	struct al_sha *sha;
 	/* any other body (a listing, an error document), capped */
 	struct al_buf body;
-	struct al_error *err;
+	struct al_error *err; /* the request's own: &e */
+	struct al_error e;
 	int cb_rc; /* a callback's failure, already in err */
+	/* the engine's */
+	enum req_state state;
+	int slot;
+	bool added; /* its handle is in the multi handle */
+	struct curl_slist *hdr;
+	unsigned attempt;
+	uint64_t first_ns, not_before_ns;
+	int rc;
+	long status;
+	curl_off_t length; /* HEAD: Content-Length */
 };
 
 static size_t on_body(char *p, size_t one, size_t n, void *ctx)
@@ -301,7 +340,7 @@ static size_t on_body(char *p, size_t one, size_t n, void *ctx)
 	(void)one;
 	struct req *q = ctx;
 	long status = 0;
-	al__curl.easy_getinfo(q->s->h, CURLINFO_RESPONSE_CODE, &status);
+	al__curl.easy_getinfo(q->s->h[q->slot], CURLINFO_RESPONSE_CODE, &status);
 	if (q->sink && status == 200) {
 		al_sha_update(q->sha, p, n);
 		q->got += n;
@@ -390,30 +429,69 @@ static void error_code(const struct al_buf *b, char *out, size_t n)
 		al_quote(s, (size_t)(e - s), out, n);
 }
 
-/* One request: method on url; *status gets the HTTP status. */
-static int perform(struct req *q, const char *method, const char *url, long *status)
+static unsigned cfg_or(unsigned v, unsigned dflt)
+{
+	return v ? v : dflt;
+}
+
+/* An attempt of q on a free handle of the pool. */
+static int start(struct req *q)
 {
 	struct s3 *s = q->s;
-	CURL *h = s->h;
+	int slot = 0;
+	while (slot < S3_PARALLEL_MAX && s->busy[slot])
+		slot++;
+	if (slot == S3_PARALLEL_MAX)
+		return al_fail(q->err, AL_EIO, 0, "s3: no free request handle");
+	if (!s->h[slot] && !(s->h[slot] = al__curl.easy_init()))
+		return al_fail(q->err, AL_ENOMEM, ENOMEM, "s3: curl");
+	CURL *h = s->h[slot];
+	q->slot = slot;
+	q->cb_rc = 0;
+	q->sent = 0;
+	q->body.len = 0;
+	if (q->sha) {
+		struct al_oid junk; /* a retry hashes from the start */
+		al_sha_final(q->sha, junk.b);
+	}
+	bool put = !strcmp(q->method, "PUT");
+	if (q->objs) {
+		uint64_t size = 0;
+		int r = q->objs->open(q->objs->ctx, q->id, &size, &q->opened, q->err);
+		if (r < 0)
+			return r;
+		q->src = q->objs->read;
+		q->src_ctx = q->opened;
+		q->size = size;
+		if (size > S3_MAX_OBJECT)
+			return al_fail(q->err, AL_ELIMIT, 0, "s3: object larger than %llu bytes",
+				       (unsigned long long)S3_MAX_OBJECT);
+	}
+	if (put && q->size == 0) {
+		struct al_oid got;
+		al_sha_final(q->sha, got.b);
+		if (!al_oid_eq(&got, q->id))
+			return al_fail(q->err, AL_ECORRUPT, 0,
+				       "s3: the empty object does not hash to its id");
+	}
 	al__curl.easy_reset(h);
-	struct curl_slist *hdr = NULL;
 	char line[2200];
 	char hex[HEX_LEN + 1];
-	bool put = !strcmp(method, "PUT");
 	if (put)
 		al_hex(q->id->b, AL_OID_LEN, hex);
 	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", put ? hex : S3_EMPTY_SHA);
-	hdr = al__curl.slist_append(hdr, line);
-	if (s->cfg.session_token[0]) {
+	struct curl_slist *hdr = al__curl.slist_append(NULL, line);
+	if (hdr && s->cfg.session_token[0]) {
 		snprintf(line, sizeof(line), "x-amz-security-token: %s", s->cfg.session_token);
 		hdr = al__curl.slist_append(hdr, line);
 	}
-	if (put)
+	if (hdr && put)
 		hdr = al__curl.slist_append(hdr, "Content-Type: application/octet-stream");
-	if (!hdr) {
+	q->hdr = hdr;
+	if (!hdr)
 		return al_fail(q->err, AL_ENOMEM, ENOMEM, "s3");
-	}
-	al__curl.easy_setopt(h, CURLOPT_URL, url);
+	al__curl.easy_setopt(h, CURLOPT_URL, q->url);
+	al__curl.easy_setopt(h, CURLOPT_PRIVATE, q);
 	al__curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	al__curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	al__curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -427,38 +505,262 @@ static int perform(struct req *q, const char *method, const char *url, long *sta
 	al__curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	al__curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	al__curl.easy_setopt(h, CURLOPT_WRITEDATA, q);
-	if (!strcmp(method, "HEAD")) {
+	if (!strcmp(q->method, "HEAD")) {
 		al__curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (put) {
 		al__curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		al__curl.easy_setopt(h, CURLOPT_READFUNCTION, on_send);
 		al__curl.easy_setopt(h, CURLOPT_READDATA, q);
 		al__curl.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->size);
+	} else if (strcmp(q->method, "GET") != 0) {
+		al__curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
 	}
-	CURLcode rc = al__curl.easy_perform(h);
-	al__curl.slist_free_all(hdr);
-	*status = 0;
-	al__curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	if (q->cb_rc < 0)
-		return q->cb_rc;
-	if (rc != CURLE_OK)
-		return al_fail(q->err, rc == CURLE_FILESIZE_EXCEEDED ? AL_ELIMIT : AL_EIO, 0,
-			       "s3: %s %s/%s: %s", method, s->cfg.endpoint, s->cfg.bucket,
-			       al__curl.easy_strerror(rc));
-	if (*status == 401 || *status == 403) {
-		char code[80];
-		error_code(&q->body, code, sizeof(code));
-		return al_fail(q->err, AL_EAUTH, 0,
-			       "s3: %s refused (HTTP %ld%s%s): check the credentials", method,
-			       *status, code[0] ? " " : "", code);
-	}
-	if (*status >= 300 && *status != 404) {
-		char code[80];
-		error_code(&q->body, code, sizeof(code));
-		return al_fail(q->err, AL_EIO, 0, "s3: %s failed: HTTP %ld%s%s", method, *status,
-			       code[0] ? " " : "", code);
-	}
+	if (al__curl.multi_add_handle(s->m, h) != CURLM_OK)
+		return al_fail(q->err, AL_EIO, 0, "s3: curl refused a request");
+	s->busy[slot] = true;
+	q->added = true;
 	return 0;
+}
+
+/* What an attempt held, let go (its handle stays in the pool). */
+static void attempt_end(struct req *q)
+{
+	struct s3 *s = q->s;
+	if (q->added) {
+		al__curl.multi_remove_handle(s->m, s->h[q->slot]);
+		s->busy[q->slot] = false;
+		q->added = false;
+	}
+	al__curl.slist_free_all(q->hdr);
+	q->hdr = NULL;
+	if (q->opened) {
+		q->objs->close(q->opened);
+		q->opened = NULL;
+	}
+}
+
+static bool transient_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM: return true;
+	default: return false;
+	}
+}
+
+static bool transient_status(long status)
+{
+	return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+/* The wait before attempt q->attempt + 1 (0-based attempt just failed), in
+ * ns: a random point in the upper half of the doubled backoff. */
+static uint64_t backoff_ns(struct s3 *s, unsigned attempt)
+{
+	uint64_t ms = cfg_or(s->cfg.backoff_ms, 200);
+	for (unsigned i = 0; i < attempt && ms < S3_BACKOFF_CAP_MS; i++)
+		ms *= 2;
+	if (ms > S3_BACKOFF_CAP_MS)
+		ms = S3_BACKOFF_CAP_MS;
+	s->rng ^= s->rng << 13; /* xorshift64: jitter, not secrecy */
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	uint64_t half = ms * 1000000ull / 2;
+	return half + s->rng % (half + 1);
+}
+
+/* The attempt of q ended with rc: q is Q_DONE with its result, or
+ * Q_PENDING again with its next attempt's time. */
+static void finish(struct req *q, CURLcode rc)
+{
+	struct s3 *s = q->s;
+	CURL *h = s->h[q->slot];
+	q->status = 0;
+	al__curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &q->status);
+	if (!strcmp(q->method, "HEAD")) {
+		q->length = -1;
+		al__curl.easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &q->length);
+	}
+	attempt_end(q);
+	q->attempt++;
+	const char *ep = s->cfg.endpoint, *bucket = s->cfg.bucket;
+	if (q->cb_rc < 0) {
+		q->rc = q->cb_rc;
+		q->state = Q_DONE;
+		return;
+	}
+	bool transient = rc != CURLE_OK ? transient_curl(rc) : transient_status(q->status);
+	uint64_t now = al_now_ns();
+	bool again = q->attempt < cfg_or(s->cfg.attempts, 5) &&
+		     now - q->first_ns < cfg_or(s->cfg.retry_s, 60) * 1000000000ull &&
+		     (strcmp(q->method, "PUT") != 0 || q->objs || q->sent == 0) &&
+		     (!q->sink || q->got == 0);
+	if (transient && again) {
+		q->not_before_ns = now + backoff_ns(s, q->attempt);
+		q->state = Q_PENDING;
+		return;
+	}
+	q->state = Q_DONE;
+	q->rc = 0;
+	char tries[48] = "";
+	if (q->attempt > 1)
+		snprintf(tries, sizeof(tries), " (after %u attempts)", q->attempt);
+	char code[80];
+	error_code(&q->body, code, sizeof(code));
+	if (rc != CURLE_OK)
+		q->rc = al_fail(q->err, rc == CURLE_FILESIZE_EXCEEDED ? AL_ELIMIT : AL_EIO, 0,
+				"s3: %s %s/%s: %s%s", q->method, ep, bucket,
+				al__curl.easy_strerror(rc), tries);
+	else if (q->status == 401 || q->status == 403)
+		q->rc = al_fail(q->err, AL_EAUTH, 0,
+				"s3: %s refused (HTTP %ld%s%s): check the credentials", q->method,
+				q->status, code[0] ? " " : "", code);
+	else if (q->status >= 300 && q->status != 404)
+		q->rc = al_fail(q->err, AL_EIO, 0, "s3: %s failed: HTTP %ld%s%s%s", q->method,
+				q->status, code[0] ? " " : "", code, tries);
+}
+
+static int ensure_multi(struct s3 *s, struct al_error *err)
+{
+	if (!s->m && !(s->m = al__curl.multi_init()))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3: curl");
+	return 0;
+}
+
+/* Every request of qs to its end, at most cfg.parallel at once, each
+ * retried as the top of this section says.  0 once all succeeded (each
+ * q->status says how: a 404 is the caller's to judge); else the first
+ * failure, in err, the others abandoned. */
+static int run(struct s3 *s, struct req *qs, size_t n, struct al_error *err)
+{
+	int r = ensure_multi(s, err);
+	if (r < 0)
+		return r;
+	size_t par = cfg_or(s->cfg.parallel, 8);
+	if (par > S3_PARALLEL_MAX)
+		par = S3_PARALLEL_MAX;
+	size_t done = 0, active = 0, next = 0;
+	/* the requests waiting for a retry, by index */
+	_cleanup_free_ size_t *wait = NULL;
+	size_t nwait = 0;
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		qs[i].s = s;
+		qs[i].err = &qs[i].e;
+		qs[i].state = Q_PENDING;
+		qs[i].attempt = 0;
+	}
+	while (done < n && first == 0) {
+		uint64_t now = al_now_ns(), wake = UINT64_MAX;
+		/* retries whose time has come first, then requests not yet tried */
+		for (size_t w = 0; w < nwait && active < par && first == 0;) {
+			struct req *q = &qs[wait[w]];
+			if (q->not_before_ns > now) {
+				if (q->not_before_ns < wake)
+					wake = q->not_before_ns;
+				w++;
+				continue;
+			}
+			wait[w] = wait[--nwait];
+			if ((r = start(q)) < 0) {
+				attempt_end(q);
+				q->state = Q_DONE;
+				q->rc = first = r;
+				*err = q->e;
+				break;
+			}
+			q->state = Q_ACTIVE;
+			active++;
+		}
+		while (next < n && active < par && first == 0) {
+			struct req *q = &qs[next++];
+			q->first_ns = now;
+			if ((r = start(q)) < 0) {
+				attempt_end(q);
+				q->state = Q_DONE;
+				q->rc = first = r;
+				*err = q->e;
+				break;
+			}
+			q->state = Q_ACTIVE;
+			active++;
+		}
+		if (first)
+			break;
+		if (active == 0) {
+			/* only retries are left, all waiting */
+			if (wake != UINT64_MAX && wake > now) {
+				uint64_t d = wake - now;
+				struct timespec ts = { (time_t)(d / 1000000000ull),
+						       (long)(d % 1000000000ull) };
+				nanosleep(&ts, NULL);
+			}
+			continue;
+		}
+		int running = 0;
+		if (al__curl.multi_perform(s->m, &running) != CURLM_OK) {
+			first = al_fail(err, AL_EIO, 0, "s3: curl multi failed");
+			break;
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = al__curl.multi_info_read(s->m, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			CURLcode cc = msg->data.result;
+			struct req *q = NULL;
+			al__curl.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+			active--;
+			finish(q, cc);
+			if (q->state == Q_PENDING) {
+				if (!wait && !(wait = calloc(n, sizeof(*wait)))) {
+					q->state = Q_DONE;
+					q->rc = al_fail(&q->e, AL_ENOMEM, ENOMEM, "s3");
+				} else {
+					wait[nwait++] = (size_t)(q - qs);
+					continue;
+				}
+			}
+			done++;
+			if (q->rc < 0 && first == 0) {
+				first = q->rc;
+				*err = q->e;
+			}
+		}
+		if (first || done == n)
+			break;
+		int timeout = 1000;
+		now = al_now_ns();
+		for (size_t w = 0; w < nwait; w++)
+			if (qs[wait[w]].not_before_ns < now + 1000000000ull) {
+				uint64_t d = qs[wait[w]].not_before_ns > now
+						     ? qs[wait[w]].not_before_ns - now
+						     : 0;
+				if ((int)(d / 1000000) < timeout)
+					timeout = (int)(d / 1000000);
+			}
+		al__curl.multi_poll(s->m, NULL, 0, timeout, NULL);
+	}
+	/* a failure abandons what is still running */
+	for (size_t i = 0; i < n; i++)
+		if (qs[i].state == Q_ACTIVE) {
+			attempt_end(&qs[i]);
+			qs[i].state = Q_DONE;
+		}
+	return first;
+}
+
+/* One request, retried as run does; 0 with *status, or its failure. */
+static int perform(struct req *q, struct al_error *err)
+{
+	return run(q->s, q, 1, err);
 }
 
 static struct s3 *s3_of(struct al_odb_backend *b)
@@ -482,13 +784,18 @@ static int s3_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sin
 	_cleanup_sha_ struct al_sha *sha = al_sha_new();
 	if (!sha)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-	struct req q = { .s = s, .id = id, .sink = sink, .sink_ctx = ctx, .sha = sha, .err = err };
-	long status;
-	int r = perform(&q, "GET", url, &status);
+	struct req q = { .s = s,
+			 .method = "GET",
+			 .url = url,
+			 .id = id,
+			 .sink = sink,
+			 .sink_ctx = ctx,
+			 .sha = sha };
+	int r = perform(&q, err);
 	al_buf_release(&q.body);
 	if (r < 0)
 		return r;
-	if (status == 404)
+	if (q.status == 404)
 		return not_found(err, id);
 	struct al_oid got;
 	al_sha_final(sha, got.b);
@@ -501,19 +808,16 @@ static int head(struct s3 *s, const struct al_oid *id, uint64_t *size, struct al
 {
 	char url[1200];
 	key_url(s, id, url, sizeof(url));
-	struct req q = { .s = s, .id = id, .err = err };
-	long status;
-	int r = perform(&q, "HEAD", url, &status);
+	struct req q = { .s = s, .method = "HEAD", .url = url, .id = id };
+	int r = perform(&q, err);
 	al_buf_release(&q.body);
 	if (r < 0)
 		return r;
-	if (status == 404)
+	if (q.status == 404)
 		return 0;
-	curl_off_t len = -1;
-	al__curl.easy_getinfo(s->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
-	if (len < 0)
+	if (q.length < 0)
 		return al_fail(err, AL_EIO, 0, "s3: HEAD answered without a length");
-	*size = (uint64_t)len;
+	*size = (uint64_t)q.length;
 	return 1;
 }
 
@@ -530,6 +834,18 @@ static int s3_exists(struct al_odb_backend *b, const struct al_oid *id, struct a
 	return head(s3_of(b), id, &size, err);
 }
 
+/* What a PUT's answer means once run has taken it. */
+static int put_result(struct s3 *s, struct req *q, struct al_error *err)
+{
+	if (q->status == 404)
+		return al_fail(err, AL_ENOTFOUND, 0, "s3: no bucket %s at %s", s->cfg.bucket,
+			       s->cfg.endpoint);
+	if (q->sent != q->size)
+		return al_fail(err, AL_EIO, 0, "s3: PUT ended after %llu of %llu bytes",
+			       (unsigned long long)q->sent, (unsigned long long)q->size);
+	return 0;
+}
+
 static int s3_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
 		    al_odb_source src, void *ctx, struct al_error *err)
 {
@@ -542,25 +858,54 @@ static int s3_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t 
 	_cleanup_sha_ struct al_sha *sha = al_sha_new();
 	if (!sha)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-	struct req q = {
-		.s = s, .id = id, .src = src, .src_ctx = ctx, .size = size, .sha = sha, .err = err
-	};
-	if (size == 0) {
-		struct al_oid got;
-		al_sha_final(sha, got.b);
-		if (!al_oid_eq(&got, id))
-			return al_fail(err, AL_ECORRUPT, 0,
-				       "s3: the empty object does not hash to its id");
-	}
-	long status;
-	int r = perform(&q, "PUT", url, &status);
+	struct req q = { .s = s,
+			 .method = "PUT",
+			 .url = url,
+			 .id = id,
+			 .src = src,
+			 .src_ctx = ctx,
+			 .size = size,
+			 .sha = sha };
+	int r = perform(&q, err);
 	al_buf_release(&q.body);
-	if (r == 0 && status == 404)
-		r = al_fail(err, AL_ENOTFOUND, 0, "s3: no bucket %s at %s", s->cfg.bucket,
-			    s->cfg.endpoint);
-	if (r == 0 && q.sent != size)
-		r = al_fail(err, AL_EIO, 0, "s3: PUT ended after %llu of %llu bytes",
-			    (unsigned long long)q.sent, (unsigned long long)size);
+	return r < 0 ? r : put_result(s, &q, err);
+}
+
+/* The batch's uploads at once, each from a source opened per attempt. */
+static int s3_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+			 const struct al_odb_objects *objs, struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	if (n == 0)
+		return 0;
+	size_t ulen = 0;
+	char probe[1200];
+	key_url(s, &ids[0], probe, sizeof(probe));
+	ulen = strlen(probe) + 1;
+	_cleanup_free_ struct req *qs = calloc(n, sizeof(*qs));
+	_cleanup_free_ char *urls = calloc(n, ulen);
+	if (!qs || !urls)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		key_url(s, &ids[i], urls + i * ulen, ulen);
+		qs[i] = (struct req){ .s = s,
+				      .method = "PUT",
+				      .url = urls + i * ulen,
+				      .id = &ids[i],
+				      .objs = objs,
+				      .sha = al_sha_new() };
+		if (!qs[i].sha)
+			r = al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	}
+	if (r == 0)
+		r = run(s, qs, n, err);
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			r = put_result(s, &qs[i], err);
+		al_buf_release(&qs[i].body);
+		al_sha_free(qs[i].sha);
+	}
 	return r;
 }
 
@@ -622,15 +967,41 @@ static const char *xml_elem(const char *p, const char *end, const char *tag, siz
 	return s;
 }
 
-static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
-		      struct al_error *err)
+/* "2026-11-30T12:34:56.000Z" (ListObjectsV2's LastModified) as unix
+ * seconds; INT64_MAX when it is anything else (such an object never counts
+ * as old). */
+static int64_t iso_time(const char *p, size_t n)
 {
-	struct s3 *s = s3_of(b);
+	char buf[40];
+	if (n < 20 || n >= sizeof(buf))
+		return INT64_MAX;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	struct tm tm = { 0 };
+	const char *e = strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!e)
+		return INT64_MAX;
+	if (*e == '.')
+		for (e++; *e >= '0' && *e <= '9'; e++)
+			;
+	if (strcmp(e, "Z") != 0)
+		return INT64_MAX;
+	time_t t = timegm(&tm);
+	return t == (time_t)-1 ? INT64_MAX : (int64_t)t;
+}
+
+typedef int (*list_fn)(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		       struct al_error *err);
+
+/* Every key of this tenant, with its size and LastModified, page by page. */
+static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
+{
 	char keyprefix[400], encprefix[1200], token[1024] = "", enctoken[3100];
 	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix,
 		 s->cfg.prefix[0] ? "/" : "", s->tenant);
 	uri_encode(keyprefix, encprefix, sizeof(encprefix));
 	size_t kplen = strlen(keyprefix);
+	uint64_t keys = 0, max_keys = s->cfg.max_keys ? s->cfg.max_keys : S3_MAX_KEYS;
 	for (;;) {
 		/* the parameters in SigV4's canonical (sorted) order, encoded */
 		_cleanup_free_ char *url = NULL;
@@ -642,10 +1013,9 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 			     s->cfg.bucket, token[0] ? "continuation-token=" : "", enctoken,
 			     token[0] ? "&" : "", maxkeys, encprefix) < 0)
 			return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-		struct req q = { .s = s, .err = err };
-		long status;
-		int r = perform(&q, "GET", url, &status);
-		if (r == 0 && status == 404)
+		struct req q = { .s = s, .method = "GET", .url = url };
+		int r = perform(&q, err);
+		if (r == 0 && q.status == 404)
 			r = al_fail(err, AL_ENOTFOUND, 0, "s3: no bucket %s at %s", s->cfg.bucket,
 				    s->cfg.endpoint);
 		if (r == 0 && al_buf_reserve(&q.body, 1) < 0)
@@ -656,14 +1026,18 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		}
 		const char *p = (const char *)q.body.p, *end = p + q.body.len;
 		const char *c;
+		uint64_t page_keys = 0;
 		while (r == 0 && (c = memmem(p, (size_t)(end - p), "<Contents>", 10))) {
 			const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
 			if (!ce)
 				break;
-			size_t kl = 0, sl = 0;
+			size_t kl = 0, sl = 0, ml = 0;
 			const char *k = xml_elem(c, ce, "Key", &kl),
-				   *sz = xml_elem(c, ce, "Size", &sl);
+				   *sz = xml_elem(c, ce, "Size", &sl),
+				   *mt = xml_elem(c, ce, "LastModified", &ml);
 			struct al_oid id;
+			if (k && kl > kplen && !memcmp(k, keyprefix, kplen))
+				page_keys++; /* under the prefix: the listing moves on */
 			if (k && sz && kl == kplen + HEX_LEN && !memcmp(k, keyprefix, kplen) &&
 			    al_unhex(k + kplen, AL_OID_LEN, id.b) == 0 && sl > 0 && sl < 21) {
 				char num[24];
@@ -671,8 +1045,13 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 				num[sl] = 0;
 				char *ep;
 				unsigned long long size = strtoull(num, &ep, 10);
-				if (*ep == 0)
-					r = fn(ctx, &id, size, err);
+				if (*ep == 0 && ++keys > max_keys)
+					r = al_fail(err, AL_ELIMIT, 0,
+						    "s3: the listing has more than %llu keys",
+						    (unsigned long long)max_keys);
+				else if (*ep == 0)
+					r = fn(ctx, &id, size, mt ? iso_time(mt, ml) : INT64_MAX,
+					       err);
 			}
 			p = ce + 11;
 		}
@@ -684,10 +1063,20 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		if (r == 0 && more && (!tok || tokl == 0 || tokl >= sizeof(token)))
 			r = al_fail(err, AL_EIO, 0,
 				    "s3: a truncated listing without a usable token");
+		/* a server that would keep us listing forever: every truncated
+		 * page must move on (a new token) and bring keys of ours */
+		if (r == 0 && more && page_keys == 0)
+			r = al_fail(err, AL_EIO, 0,
+				    "s3: a truncated listing page without keys under the prefix");
 		if (r == 0 && more) {
+			char prev[sizeof(token)];
+			memcpy(prev, token, sizeof(prev));
 			memcpy(token, tok, tokl);
 			token[tokl] = 0;
 			xml_unescape(token);
+			if (!strcmp(prev, token))
+				r = al_fail(err, AL_EIO, 0,
+					    "s3: the listing repeats its continuation token");
 		}
 		al_buf_release(&q.body);
 		if (r != 0 || !more)
@@ -695,11 +1084,99 @@ static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 	}
 }
 
+struct foreach_ctx {
+	al_odb_foreach_fn fn;
+	void *ctx;
+};
+
+static int foreach_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		       struct al_error *err)
+{
+	(void)mtime;
+	struct foreach_ctx *f = ctx;
+	return f->fn(f->ctx, id, size, err);
+}
+
+static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		      struct al_error *err)
+{
+	struct foreach_ctx f = { fn, ctx };
+	return list(s3_of(b), foreach_one, &f, err);
+}
+
+struct sweep_ctx {
+	al_odb_keep_fn keep;
+	void *ctx;
+	int64_t before;
+	struct al_odb_sweep *out;
+	struct al_oid *ids;
+	size_t n, cap;
+};
+
+static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+		     struct al_error *err)
+{
+	struct sweep_ctx *x = ctx;
+	if (x->keep(x->ctx, id))
+		return 0;
+	if (mtime >= x->before) {
+		x->out->young++;
+		return 0;
+	}
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		struct al_oid *ids = realloc(x->ids, cap * sizeof(*ids));
+		if (!ids)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+		x->ids = ids;
+		x->cap = cap;
+	}
+	x->ids[x->n++] = *id;
+	x->out->objects++;
+	x->out->bytes += size;
+	return 0;
+}
+
+/* The listing first (whole: deleting while paging would move the pages),
+ * then the DELETEs, at once as write_many's PUTs are; a 404 is an object
+ * already gone. */
+static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
+		    bool dry, struct al_odb_sweep *out, struct al_error *err)
+{
+	struct s3 *s = s3_of(b);
+	memset(out, 0, sizeof(*out));
+	struct sweep_ctx x = { .keep = keep, .ctx = ctx, .before = before, .out = out };
+	int r = list(s, sweep_one, &x, err);
+	_cleanup_free_ struct al_oid *ids = x.ids;
+	if (r < 0 || dry || x.n == 0)
+		return r;
+	char probe[1200];
+	key_url(s, &ids[0], probe, sizeof(probe));
+	size_t ulen = strlen(probe) + 1;
+	_cleanup_free_ struct req *qs = calloc(x.n, sizeof(*qs));
+	_cleanup_free_ char *urls = calloc(x.n, ulen);
+	if (!qs || !urls)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	for (size_t i = 0; i < x.n; i++) {
+		key_url(s, &ids[i], urls + i * ulen, ulen);
+		qs[i] = (struct req){
+			.s = s, .method = "DELETE", .url = urls + i * ulen, .id = &ids[i]
+		};
+	}
+	r = run(s, qs, x.n, err);
+	for (size_t i = 0; i < x.n; i++)
+		al_buf_release(&qs[i].body);
+	return r;
+}
+
 static void s3_free(struct al_odb_backend *b)
 {
 	struct s3 *s = s3_of(b);
-	if (s->h)
-		al__curl.easy_cleanup(s->h);
+	for (int i = 0; i < S3_PARALLEL_MAX; i++)
+		if (s->h[i])
+			al__curl.easy_cleanup(s->h[i]);
+	if (s->m)
+		al__curl.multi_cleanup(s->m);
 	explicit_bzero(&s->cfg, sizeof(s->cfg));
 	free(s);
 }
@@ -716,11 +1193,9 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
 	s->cfg = *cfg;
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", cfg->region);
-	s->h = al__curl.easy_init();
-	if (!s->h) {
-		free(s);
-		return al_fail(err, AL_ENOMEM, ENOMEM, "s3: curl");
-	}
+	s->rng = al_now_ns() ^ (uint64_t)(uintptr_t)s ^ ((uint64_t)getpid() << 32);
+	if (!s->rng)
+		s->rng = 1;
 	s->base = (struct al_odb_backend){
 		.version = AL_ODB_BACKEND_VERSION,
 		.name = "s3",
@@ -730,6 +1205,8 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
 		.exists = s3_exists,
 		.foreach = s3_foreach,
 		.free = s3_free,
+		.write_many = s3_write_many,
+		.sweep = s3_sweep,
 	};
 	*out = &s->base;
 	return 0;

@@ -55,12 +55,56 @@ static int64_t mem_read(void *ctx, void *buf, size_t n, struct al_error *err)
 	return (int64_t)k;
 }
 
+/* one buffer as write_many's objects: a retry reads it again from its start */
+struct mem_object {
+	const uint8_t *p;
+	size_t len;
+	struct mem_source src;
+};
+
+static int mem_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		    struct al_error *err)
+{
+	(void)id;
+	(void)err;
+	struct mem_object *m = ctx;
+	m->src = (struct mem_source){ m->p, m->len, 0 };
+	*size = m->len;
+	*src = &m->src;
+	return 0;
+}
+
+static void mem_close(void *src)
+{
+	(void)src;
+}
+
+int al_odb_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+		      const struct al_odb_objects *objs, struct al_error *err)
+{
+	if (b->write_many)
+		return b->write_many(b, ids, n, objs, err);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size = 0;
+		void *src = NULL;
+		int r = objs->open(objs->ctx, &ids[i], &size, &src, err);
+		if (r < 0)
+			return r;
+		r = b->write(b, &ids[i], size, objs->read, src, err);
+		objs->close(src);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
 		     struct al_error *err)
 {
 	al_sha256(data, len, id_out->b);
-	struct mem_source m = { data, len, 0 };
-	return b->write(b, id_out, len, mem_read, &m, err);
+	struct mem_object m = { .p = data, .len = len };
+	const struct al_odb_objects objs = { mem_open, mem_read, mem_close, &m };
+	return al_odb_write_many(b, id_out, 1, &objs, err);
 }
 
 /* ---- the local store as a backend ------------------------------------------------ */
