@@ -26,9 +26,8 @@ struct al_store {
 	char tenant[64];
 	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
-	sqlite3 *meta;
-	struct al_db *meta_db; /* the seam's connection over meta (db.h) */
-	sqlite3 *statcache;
+	struct al_db *meta_db; /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
+	sqlite3 *statcache;    /* node-local, this file's alone (import.c reaches it) */
 };
 
 /* airlock.db: the directory of the deployment (auth.c).  A token is kept
@@ -140,6 +139,14 @@ static const char *const meta_migrations[] = {
 	"ALTER TABLE images ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE images SET seq = rowid;"
 	"CREATE INDEX IF NOT EXISTS images_seq ON images(seq);",
+	/* 6: snapshots likewise (gc's second mark takes those recorded since
+	 * its first by seq), and a commit's conflicts in the order they were
+	 * found (seq, their place in the commit; the old rows by rowid) */
+	"ALTER TABLE snapshots ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE snapshots SET seq = rowid;"
+	"CREATE INDEX IF NOT EXISTS snapshots_seq ON snapshots(seq);"
+	"ALTER TABLE conflicts ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE conflicts SET seq = rowid;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
@@ -170,20 +177,34 @@ int al_tenant_name_check(const char *name, struct al_error *err)
 	return 0;
 }
 
-int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
-{
-	char path[4096];
-	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
-		return al_fail(err, AL_EINVAL, 0, "home path too long");
-	return al_sqlite_open(path, &global_schema, db, err);
-}
-
 int al_store__global_db(const char *home, struct al_db **db, struct al_error *err)
 {
 	char path[4096];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	return al_db_open_sqlite(path, &global_schema, AL_SYNC_FULL, db, err);
+}
+
+int al_store__tenants(const char *home,
+		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,
+		      struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = al_store__global_db(home, &db, err);
+	if (r < 0)
+		return r;
+	struct al_db_stmt *q = NULL;
+	if ((r = al_db_prepare(db, "SELECT name FROM tenants ORDER BY name", &q, err)) == 0) {
+		int rc;
+		while ((rc = al_db_step(q, err)) == AL_DB_ROW)
+			if ((r = fn(ctx, al_db_column_text(q, 0), err)) != 0)
+				break;
+		if (r == 0 && rc < 0)
+			r = al_error_prefix(err, "list tenants: ");
+	}
+	al_db_finalize(q);
+	al_db_close(db);
+	return r;
 }
 
 static int tenant_dir(const char *home, const char *tenant, char *out, size_t n,
@@ -215,10 +236,10 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		al_cas_close(cas);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/meta.db", dir);
-		sqlite3 *meta = NULL;
-		if ((r = al_sqlite_open(path, &meta_schema, &meta, err)) < 0)
+		struct al_db *meta = NULL;
+		if ((r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &meta, err)) < 0)
 			goto out;
-		sqlite3_close(meta);
+		al_db_close(meta);
 	}
 	if ((r = al_fsync_dir(-1, dir, err)) < 0)
 		goto out;
@@ -490,22 +511,21 @@ void al_store_close(struct al_store *s)
 	al_cas_close(s->cas);
 	EVP_PKEY_free(s->ledger_key);
 	al_db_close(s->meta_db);
-	sqlite3_close(s->meta);
 	sqlite3_close(s->statcache);
 	free(s);
 }
 
 bool al_store_idle(struct al_store *s)
 {
-	return al_cas__idle(s->cas) && (!s->meta || sqlite3_get_autocommit(s->meta)) &&
+	return al_cas__idle(s->cas) && (!s->meta_db || !al_db_in_txn(s->meta_db)) &&
 	       (!s->statcache || sqlite3_get_autocommit(s->statcache));
 }
 
 void al_store_release_memory(struct al_store *s)
 {
 	al_cas__release_memory(s->cas);
-	if (s->meta)
-		sqlite3_db_release_memory(s->meta);
+	if (s->meta_db && al_db_engine(s->meta_db) == AL_DB_SQLITE)
+		sqlite3_db_release_memory(al_db__sqlite(s->meta_db));
 	if (s->statcache)
 		sqlite3_db_release_memory(s->statcache);
 }
@@ -523,31 +543,17 @@ const char *al_store__home(struct al_store *s)
 	return s->home;
 }
 /* meta.db is opened on first use: reading a snapshot needs only the cas */
-static int meta(struct al_store *s, struct al_error *err)
-{
-	if (s->meta)
-		return 0;
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
-	return al_sqlite_open(path, &meta_schema, &s->meta, err);
-}
-
-int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err)
-{
-	int r = meta(s, err);
-	if (r == 0)
-		*out = s->meta;
-	return r;
-}
-
 int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err)
 {
-	int r = meta(s, err);
-	if (r == 0 && !s->meta_db)
-		r = al_db__sqlite_wrap(s->meta, &s->meta_db, err);
-	if (r == 0)
-		*out = s->meta_db;
-	return r;
+	if (!s->meta_db) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/meta.db", s->dir);
+		int r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &s->meta_db, err);
+		if (r < 0)
+			return r;
+	}
+	*out = s->meta_db;
+	return 0;
 }
 
 void al_store__use_meta_db(struct al_store *s, struct al_db *db)
@@ -580,8 +586,8 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 	if (r < 0)
 		return r;
 	r = al_db_prepare(db,
-			  "INSERT INTO snapshots(id, created, files, bytes, source) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+			  "INSERT INTO snapshots(id, created, files, bytes, source, seq) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, " AL_SNAPSHOT_SEQ ") ON CONFLICT DO NOTHING",
 			  &st, err);
 	if (r < 0)
 		return r;

@@ -17,11 +17,13 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 3" "migrate creates the schema (version 0 -> 3)"
+is "$rc:$out" "0:schema 0 -> 4" "migrate creates the schema (version 0 -> 4)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":3,"to":3}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3 \
+is "$out" '{"from":4,"to":4}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4 \
 	"each applied version is recorded"
+is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.columns WHERE column_name = 'seq' AND table_name IN ('snapshots', 'conflicts')")" \
+	"conflicts,snapshots" "schema 4: snapshots and conflicts have seq"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
 
@@ -139,7 +141,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 3" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 4" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

@@ -193,6 +193,11 @@ static const char *const migrations[] = {
 	"      USING (tenant = current_setting(''airlock.tenant'', true))"
 	"      WITH CHECK (tenant = current_setting(''airlock.tenant'', true))', t);"
 	"  END LOOP; END $$;",
+	/* 4: as meta.db 6: snapshots in the order they were recorded (gc's
+	 * second mark), a commit's conflicts in the order they were found */
+	"ALTER TABLE snapshots ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;"
+	"CREATE INDEX snapshots_seq ON snapshots(tenant, seq);"
+	"ALTER TABLE conflicts ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;",
 };
 
 struct pgconn {
