@@ -12,6 +12,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "airlock/pg.h"
 #include "airlock/store.h"
 #include "backend/sqlite/db_sqlite.h"
 #include "cas_private.h"
@@ -185,16 +186,94 @@ int al_store__global_db(const char *home, struct al_db **db, struct al_error *er
 	return al_db_open_sqlite(path, &global_schema, AL_SYNC_FULL, db, err);
 }
 
+/* ---- metadata on PostgreSQL (al_store_metadata) */
+
+/* set once at start, read by every store and directory opened after */
+static char *metadata;
+static bool metadata_checked; /* the schema's version seen once by this process */
+
+int al_store_metadata(const char *url, struct al_error *err)
+{
+	free(metadata);
+	metadata = NULL;
+	metadata_checked = false;
+	if (!url || !*url)
+		return 0;
+	if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+		return al_fail(err, AL_EINVAL, 0,
+			       "--metadata: expected postgres://USER@HOST/DB (libpq's URI)");
+	if (!(metadata = strdup(url)))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "metadata");
+	return 0;
+}
+
+/* A connection for tenant (NULL: none, for the owner's lookups), the
+ * schema checked on the first: a database without airlock's schema, or at
+ * another version, is refused before anything is read or written.  The
+ * URL is never quoted (it may hold a password). */
+static int pg_open(const char *tenant, struct al_db **out, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = al_db_open_postgres(metadata, tenant, &db, err);
+	if (r < 0)
+		return al_error_prefix(err, "the metadata database: ");
+	if (!metadata_checked) {
+		struct al_db_stmt *q = NULL;
+		int64_t v = -1;
+		struct al_error e = { 0 };
+		if (al_db_prepare(db, "SELECT airlock_schema_version()", &q, &e) == 0 &&
+		    al_db_step(q, &e) == AL_DB_ROW)
+			v = al_db_column_int64(q, 0);
+		al_db_finalize(q);
+		if (v != AL_PG_SCHEMA) {
+			al_db_close(db);
+			if (e.code == AL_EUNAVAIL)
+				return al_fail(err, AL_EUNAVAIL, 0, "the metadata database: %s",
+					       e.msg);
+			if (v > AL_PG_SCHEMA)
+				return al_fail(
+					err, AL_ESTATE, 0,
+					"the metadata database is at schema %lld, newer than "
+					"this airlock's %d (upgrade airlock)",
+					(long long)v, AL_PG_SCHEMA);
+			if (v >= 0)
+				return al_fail(
+					err, AL_ESTATE, 0,
+					"the metadata database is at schema %lld, this "
+					"airlock writes %d (run: airlock --metadata URL admin "
+					"metadata migrate)",
+					(long long)v, AL_PG_SCHEMA);
+			return al_fail(err, AL_ESTATE, 0,
+				       "the metadata database has no airlock schema for this role "
+				       "(run: airlock --metadata URL admin metadata migrate "
+				       "--service-role ROLE, as the owner)");
+		}
+		metadata_checked = true;
+	}
+	*out = db;
+	return 0;
+}
+
+int al_store__dir_db(const char *home, const char *tenant, struct al_db **db, struct al_error *err)
+{
+	return metadata ? pg_open(tenant, db, err) : al_store__global_db(home, db, err);
+}
+
 int al_store__tenants(const char *home,
 		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,
 		      struct al_error *err)
 {
 	struct al_db *db = NULL;
-	int r = al_store__global_db(home, &db, err);
+	int r = al_store__dir_db(home, NULL, &db, err);
 	if (r < 0)
 		return r;
 	struct al_db_stmt *q = NULL;
-	if ((r = al_db_prepare(db, "SELECT name FROM tenants ORDER BY name", &q, err)) == 0) {
+	/* on PostgreSQL the service role sees one tenant's rows at a time: the
+	 * names come from the owner's function (pg.c, schema 5) */
+	if ((r = al_db_prepare(db,
+			       metadata ? "SELECT t FROM airlock_tenants() AS t"
+					: "SELECT name FROM tenants ORDER BY name",
+			       &q, err)) == 0) {
 		int rc;
 		while ((rc = al_db_step(q, err)) == AL_DB_ROW)
 			if ((r = fn(ctx, al_db_column_text(q, 0), err)) != 0)
@@ -221,7 +300,7 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	if (r < 0)
 		return r;
 	struct al_db *db = NULL;
-	if ((r = al_store__global_db(home, &db, err)) < 0)
+	if ((r = al_store__dir_db(home, tenant, &db, err)) < 0)
 		return r;
 	char dir[4096];
 	if ((r = tenant_dir(home, tenant, dir, sizeof(dir), err)) < 0)
@@ -237,7 +316,8 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/meta.db", dir);
 		struct al_db *meta = NULL;
-		if ((r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &meta, err)) < 0)
+		if (!metadata &&
+		    (r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &meta, err)) < 0)
 			goto out;
 		al_db_close(meta);
 	}
@@ -245,8 +325,13 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		goto out;
 	{
 		_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
-		if ((r = al_db_prepare(db, "INSERT INTO tenants(name, created) VALUES (?1, ?2)",
-				       &st, err)) < 0)
+		/* PostgreSQL's row is the tenant's own (its key column is the
+		 * tenant, as in every table there): its transaction may write it */
+		if ((r = al_db_prepare(
+			     db,
+			     metadata ? "INSERT INTO tenants(tenant, created) VALUES (?1, ?2)"
+				      : "INSERT INTO tenants(name, created) VALUES (?1, ?2)",
+			     &st, err)) < 0)
 			goto out;
 		al_db_bind_text(st, 1, tenant, -1);
 		al_db_bind_int64(st, 2, al_wall_s());
@@ -391,8 +476,12 @@ const char *al_store_tenant(struct al_store *s)
 
 int al_home_init(const char *home, struct al_error *err)
 {
-	int r = al_mkdir_p(home, 0700, err);
-	if (r < 0)
+	/* the database first: one unreachable, or without the schema, leaves
+	 * no home half made */
+	struct al_db *db = NULL;
+	int r = metadata ? pg_open(NULL, &db, err) : 0;
+	al_db_close(db);
+	if (r < 0 || (r = al_mkdir_p(home, 0700, err)) < 0)
 		return r;
 	EVP_PKEY *k = NULL;
 	if ((r = ledger_key_load(home, &k, err)) < 0)
@@ -441,6 +530,19 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 static int tenant_known(const char *home, const char *tenant, struct al_error *err)
 {
 	char path[4200];
+	if (metadata) {
+		/* the home holds the keys and the objects; the tenants are the
+		 * database's */
+		if ((size_t)snprintf(path, sizeof(path), "%s/ledger.key", home) >= sizeof(path))
+			return al_fail(err, AL_EINVAL, 0, "home path too long");
+		if (access(path, F_OK) < 0)
+			return al_fail(
+				err, AL_ENOTFOUND, 0,
+				"no airlock home at %s (run: airlock --home %s --metadata URL "
+				"init)",
+				home, home);
+		return 0;
+	}
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	if (access(path, F_OK) < 0)
@@ -477,6 +579,47 @@ int al_store_blobs(const char *url, struct al_error *err)
 	return 0;
 }
 
+int al_home_check(const char *home, struct al_error *err)
+{
+	int r = tenant_known(home, AL_DEFAULT_TENANT, err);
+	if (r == AL_ENOTFOUND && !metadata) {
+		/* the default tenant may have been removed; the home is airlock.db */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/airlock.db", home);
+		r = access(path, F_OK) == 0 ? 0 : r;
+	}
+	struct al_db *db = NULL;
+	if (r == 0 && metadata && (r = pg_open(NULL, &db, err)) == 0)
+		al_db_close(db);
+	return r;
+}
+
+/* On PostgreSQL: the tenant's connection, once its row is there (seen
+ * under row-level security: the transaction's tenant's row only). */
+static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = pg_open(tenant, &db, err);
+	if (r < 0)
+		return r;
+	struct al_db_stmt *q = NULL;
+	int64_t n = 0;
+	if ((r = al_db_prepare(db, "SELECT count(*) FROM tenants", &q, err)) == 0 &&
+	    (r = al_db_step(q, err)) == AL_DB_ROW) {
+		n = al_db_column_int64(q, 0);
+		r = 0;
+	}
+	al_db_finalize(q);
+	if (r == 0 && n == 0)
+		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in the metadata database", tenant);
+	if (r < 0) {
+		al_db_close(db);
+		return r;
+	}
+	*out = db;
+	return 0;
+}
+
 int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
@@ -486,6 +629,11 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 	if (!s)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "store");
 	if ((r = tenant_dir(home, tenant, s->dir, sizeof(s->dir), err)) < 0)
+		goto fail;
+	/* the tenant's objects and caches are this node's: made on its first
+	 * use here */
+	if (metadata && ((r = pg_tenant(tenant, &s->meta_db, err)) < 0 ||
+			 (r = al_mkdir_p(s->dir, 0700, err)) < 0))
 		goto fail;
 	snprintf(s->home, sizeof(s->home), "%s", home);
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);

@@ -31,6 +31,13 @@ const char *al_store__home(struct al_store *s);
 /* The home's global database (tenants, principals, tokens) through the
  * metadata seam (db.h); the caller closes it. */
 int al_store__global_db(const char *home, struct al_db **out, struct al_error *err);
+/* The directory's rows of tenant (tenants, principals, grants, tokens,
+ * sessions) through the seam, the caller closing it: the home's
+ * airlock.db (every tenant's: the SQL names the tenant), or with
+ * al_store_metadata a PostgreSQL connection for tenant (NULL: for no
+ * tenant, which sees no row and asks the owner's functions, pg.c). */
+int al_store__dir_db(const char *home, const char *tenant, struct al_db **out,
+		     struct al_error *err);
 /* Each tenant of the deployment, by name. */
 int al_store__tenants(const char *home,
 		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,

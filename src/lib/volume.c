@@ -1752,17 +1752,29 @@ static char *hunks_text(const struct pick *p)
 	return s;
 }
 
-/* Each change's outcome, in the decision's transaction. */
+/* Each change's outcome, in the decision's transaction: a row there
+ * already replaced by DELETE + INSERT (db.h's subset; INSERT OR REPLACE is
+ * SQLite's alone). */
 static int record_outcomes(struct al_db *db, const struct vol *d, const struct al_changes *ch,
 			   const bool *keep, const struct pick *pick, struct al_error *err)
 {
-	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL, *del = NULL;
 	int r = al_db_prepare(db,
-			      "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome, "
+			      "INSERT INTO draft_paths(volume, path, op, outcome, "
 			      "hunks) VALUES (?1,?2,?3,?4,?5)",
 			      &ins, err);
+	if (r == 0)
+		r = al_db_prepare(db, "DELETE FROM draft_paths WHERE volume = ?1 AND path = ?2",
+				  &del, err);
 	for (size_t i = 0; r == 0 && i < ch->n; i++) {
 		char op[2] = { ch->v[i].op, 0 };
+		al_db_reset(del);
+		al_db_bind_int64(del, 1, d->id);
+		al_db_bind_text(del, 2, ch->v[i].path, -1);
+		if (al_db_step(del, err) != AL_DB_DONE) {
+			r = db_fail(err, "record the draft's outcomes");
+			break;
+		}
 		al_db_reset(ins);
 		al_db_bind_int64(ins, 1, d->id);
 		al_db_bind_text(ins, 2, ch->v[i].path, -1);
