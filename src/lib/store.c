@@ -27,8 +27,8 @@ struct al_store {
 	char tenant[64];
 	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
-	struct al_db *meta_db; /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
-	sqlite3 *statcache;    /* node-local, this file's alone (import.c reaches it) */
+	struct al_db *meta_db;   /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
+	struct al_db *statcache; /* node-local SQLite on every deployment (import.c's) */
 };
 
 /* airlock.db: the directory of the deployment (auth.c).  A token is kept
@@ -659,14 +659,14 @@ void al_store_close(struct al_store *s)
 	al_cas_close(s->cas);
 	EVP_PKEY_free(s->ledger_key);
 	al_db_close(s->meta_db);
-	sqlite3_close(s->statcache);
+	al_db_close(s->statcache);
 	free(s);
 }
 
 bool al_store_idle(struct al_store *s)
 {
 	return al_cas__idle(s->cas) && (!s->meta_db || !al_db_in_txn(s->meta_db)) &&
-	       (!s->statcache || sqlite3_get_autocommit(s->statcache));
+	       (!s->statcache || !al_db_in_txn(s->statcache));
 }
 
 void al_store_release_memory(struct al_store *s)
@@ -675,7 +675,7 @@ void al_store_release_memory(struct al_store *s)
 	if (s->meta_db && al_db_engine(s->meta_db) == AL_DB_SQLITE)
 		sqlite3_db_release_memory(al_db__sqlite(s->meta_db));
 	if (s->statcache)
-		sqlite3_db_release_memory(s->statcache);
+		sqlite3_db_release_memory(al_db__sqlite(s->statcache));
 }
 
 struct al_cas *al_store_cas(struct al_store *s)
@@ -710,14 +710,14 @@ void al_store__use_meta_db(struct al_store *s, struct al_db *db)
 	s->meta_db = db;
 }
 
-int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
+int al_store__statcache(struct al_store *s, struct al_db **out, struct al_error *err)
 {
 	if (!s->statcache) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/statcache.db", s->dir);
 		/* a cache: NORMAL sync is enough, WAL keeps it consistent */
-		int r = al_sqlite_open_sync(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache,
-					    err);
+		int r = al_db_open_sqlite(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache,
+					  err);
 		if (r < 0)
 			return r;
 	}

@@ -3,16 +3,16 @@
 #define AL_STORE_PRIVATE_H
 
 #include <openssl/evp.h>
-#include <sqlite3.h>
 
 #include "airlock/store.h"
 
 struct al_db;
 
-/* The stat cache database of the tenant, opened on first use: node-local
- * by design (a cache of this machine's files' stat data, never shared),
- * SQLite on every deployment, import.c's alone. */
-int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
+/* The stat cache database of the tenant through the seam (db.h),
+ * borrowed, opened on first use: node-local by design (a cache of this
+ * machine's files' stat data, never shared), SQLite on every deployment,
+ * import.c's alone. */
+int al_store__statcache(struct al_store *s, struct al_db **out, struct al_error *err);
 /* The tenant's metadata (snapshots, projects, volumes, commits, runs, the
  * ledger, …) through the metadata seam (db.h), borrowed: meta.db, or the
  * connection given by al_store__use_meta_db. */
