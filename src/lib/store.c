@@ -729,9 +729,17 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 			  struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	struct al_db *db;
 	int r = al_store__meta_db(s, &db, err);
 	if (r < 0)
+		return r;
+	/* under the tenant's write lock (the caller's transaction, or one of
+	 * its own): on PostgreSQL a lone statement takes no lock, and a seq
+	 * computed before gc's first mark but committed after it could be at
+	 * or below what the second mark starts from */
+	bool own = !al_db_in_txn(db);
+	if (own && (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return r;
 	r = al_db_prepare(db,
 			  "INSERT INTO snapshots(id, created, files, bytes, source, seq) "
@@ -749,7 +757,7 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 		al_db_bind_null(st, 5);
 	if ((r = al_db_step(st, err)) < 0)
 		return al_error_prefix(err, "record snapshot: ");
-	return 0;
+	return own ? al_db_commit(&txn, err) : 0;
 }
 
 int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx,

@@ -155,6 +155,25 @@ is "$N" "$(rows ledger seq "WHERE tenant = 'default'" | tr ',' '\n' | wc -l)" \
 	"…as many entries as the database holds for the tenant"
 export AIRLOCK_METADATA="$SVC"
 
+# a snapshot is recorded under the tenant's write lock (gc's pause holds
+# it: a snapshot row must not slip past its second mark): with the lock
+# held elsewhere, an import waits for it
+psql -h "$H" -p "$P" -U airlock -d airlock -qtAX -c "BEGIN;
+	SELECT set_config('airlock.tenant', 'default', true);
+	SELECT pg_advisory_xact_lock(hashtext('airlock.tenant:default'));
+	SELECT pg_sleep(3); COMMIT;" >/dev/null &
+LOCKER=$!
+sleep 0.5
+mkdir -p "$T/imp"; echo held > "$T/imp/f"
+"$AL" snapshot import "$T/imp" > "$T/imp.out" 2>&1 &
+IMP=$!
+sleep 1
+ok "an import waits while another transaction holds the tenant's write lock" -- kill -0 "$IMP"
+wait "$LOCKER"
+wait "$IMP"
+is "$?" 0 "…and records its snapshot once the lock is released"
+like "$(rows snapshots source "WHERE tenant = 'default'")" "$T/imp" "…in the database"
+
 # gc and fsck on the database's metadata
 run "$AL" gc
 is "$rc" 0 "gc"
