@@ -140,11 +140,21 @@ void al_auth_close(struct al_auth *a)
  * own, kept (the least recently used closed beyond AUTH_CONNS; one still
  * being read closes with its last statement).  NULL: the connection of no
  * tenant. */
+/* On PostgreSQL, the write transaction of the admin act this thread is
+ * recording (recorded()): the directory and the ledger are one database
+ * there, so the act's rows go in the ledger entry's transaction. */
+static __thread struct al_db *act_db;
+static __thread const char *act_tenant;
+
 static int conn(struct al_auth *a, const char *tenant, struct al_db **out, struct al_error *err)
 {
 	*out = a->db;
 	if (!a->pg || !tenant)
 		return 0;
+	if (act_db && !strcmp(tenant, act_tenant)) {
+		*out = act_db;
+		return 0;
+	}
 	size_t lru = 0;
 	for (size_t i = 0; i < AUTH_CONNS; i++) {
 		if (a->conns[i].db && !strcmp(a->conns[i].tenant, tenant)) {
@@ -219,7 +229,8 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
  * it, and the transaction commits only if the act succeeded.  (Two
  * databases: a crash between the act's commit and the entry's leaves the
  * act without its entry; the act is never recorded without happening.)
- * data is stolen. */
+ * On PostgreSQL the act runs in the entry's own transaction: both or
+ * neither.  data is stolen. */
 static int recorded(struct al_auth *a, const char *tenant, const char *kind, const char *actor,
 		    json_t *data, int (*act)(void *ctx, struct al_error *err), void *ctx,
 		    struct al_error *err)
@@ -237,8 +248,14 @@ static int recorded(struct al_auth *a, const char *tenant, const char *kind, con
 			.kind = kind, .group = group, .actor = actor ? actor : "", .data = data
 		};
 		r = al_ledger__append_txn(st, &txn, &lr, NULL, err);
+		if (a->pg && al_db_engine(db) == AL_DB_POSTGRES) {
+			act_db = db;
+			act_tenant = tenant;
+		}
 		if (r == 0)
 			r = act(ctx, err);
+		act_db = NULL;
+		act_tenant = NULL;
 		r = al_ledger__commit(st, &txn, r, err);
 	}
 	al_store_close(st);

@@ -107,6 +107,18 @@ like "$TOK" "^alk_[0-9a-f]{64}$" "admin token create"
 BTOK=$("$AL" --tenant acme admin token create bob 2>/dev/null)
 is "$(rows principals name)" "alice,bob" "the principals are rows"
 is "$(rows tokens principal)" "alice,bob" "…and their tokens (hashes)"
+# an admin act and its ledger entry are one transaction there: when the
+# entry's checkpoint cannot be written (a trigger the owner adds), the
+# principal is not created either
+owner_sql -c "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS
+	\$\$BEGIN RAISE EXCEPTION 'injected'; END\$\$;
+	CREATE TRIGGER boom BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION boom();"
+run "$AL" admin principal create carol --role author
+is "$rc" 1 "a principal whose ledger entry cannot be sealed: the command fails (exit 1)"
+is "$(rows principals name)" "alice,bob" "…and the principal is not created: act and entry commit together"
+owner_sql -c "DROP TRIGGER boom ON checkpoints; DROP FUNCTION boom();"
+run "$AL" admin principal create carol --role author
+is "$rc" 0 "…and is, once the entry can be"
 
 # the second tenant sees nothing of the first through the CLI
 run "$AL" --tenant acme project list
@@ -117,7 +129,7 @@ run "$AL" --tenant acme runs p
 isnt0=$([ "$rc" != 0 ] || [ -z "$out" ] && echo yes)
 is "$isnt0" yes "…nor its runs"
 run "$AL" --tenant acme admin principal list
-unlike=$(grep -c alice <<<"$out")
+unlike=$(grep -c "alice\|carol" <<<"$out")
 is "$unlike" 0 "…nor its principals"
 run "$AL" --tenant acme audit verify
 like "$out" "^ok: 3 entries" "acme's ledger is its own (tenant create, principal, token)"
