@@ -40,6 +40,23 @@ int al_tenant_name_check(const char *name, struct al_error *err);
  * malformed url or missing credentials. */
 int al_store_blobs(const char *url, struct al_error *err);
 
+/* Keep every tenant's metadata (projects, volumes, commits, drafts, runs,
+ * the ledger, the directory of tenants, principals and tokens, policy)
+ * in the PostgreSQL database at url (postgres://… or postgresql://…,
+ * libpq's URI, as the service role) instead of the home's SQLite files;
+ * NULL or "" for the home (the default).  The home still holds the keys,
+ * the objects and the node-local caches.  Call it once, before any thread
+ * opens a store; nothing is connected until then.  AL_EINVAL on a URL of
+ * another scheme. */
+int al_store_metadata(const char *url, struct al_error *err);
+
+/* Is home an airlock home (for the metadata in use: its directory on the
+ * home, or the PostgreSQL database reachable at the schema this build
+ * writes)?  AL_ENOTFOUND naming what to run when not; AL_EUNAVAIL when
+ * the database cannot be reached; AL_ESTATE when its schema is not this
+ * build's. */
+int al_home_check(const char *home, struct al_error *err);
+
 /* Open the storage of one tenant; AL_ENOTFOUND if the home or the tenant
  * does not exist. */
 int al_store_open(const char *home, const char *tenant, struct al_store **out,

@@ -57,9 +57,11 @@ static void usage(FILE *f)
 		   "                  s3://BUCKET[/PREFIX][?endpoint=URL&region=R\n"
 		   "                  &credentials=FILE]; else AWS_ACCESS_KEY_ID and\n"
 		   "                  AWS_SECRET_ACCESS_KEY (docs/operations.md)\n"
-		   "  --metadata URL  a PostgreSQL database, postgres://… (env AIRLOCK_METADATA):\n"
-		   "                  for admin metadata migrate; the commands themselves still\n"
-		   "                  use the home (docs/operations.md)\n"
+		   "  --metadata URL  keep the metadata (projects, drafts, runs, the ledger,\n"
+		   "                  tenants, principals, tokens, policy) in PostgreSQL,\n"
+		   "                  postgres://… as the service role (env AIRLOCK_METADATA);\n"
+		   "                  the home keeps the keys and the objects; for admin\n"
+		   "                  metadata migrate, the owner (docs/operations.md)\n"
 		   "  --ca-cert PEM   trust this CA (or self-signed certificate) for an https\n"
 		   "                  --server, besides the system's (env AIRLOCK_CA_CERT)\n"
 		   "  --color=WHEN    colour: auto (on a terminal, without NO_COLOR), always,\n"
@@ -196,6 +198,13 @@ int main(int argc, char **argv)
 		if (al_store_blobs(blobs, &err) < 0)
 			return cli_error(&cli, &err);
 		setenv("AIRLOCK_BLOBS", blobs, 1);
+	}
+	if (cli.metadata && *cli.metadata && !cli.server) {
+		struct al_error err = { 0 };
+		/* as --blobs: before any thread, and for airlock's own processes */
+		if (al_store_metadata(cli.metadata, &err) < 0)
+			return cli_error(&cli, &err);
+		setenv("AIRLOCK_METADATA", cli.metadata, 1);
 	}
 	if (optind >= argc) {
 		usage(stderr);

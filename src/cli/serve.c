@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "airlock/store.h"
 #include "cli.h"
 #include "airlockd.h"
 
@@ -16,6 +17,7 @@ static const char serve_help[] =
 	"                     [--header-timeout SEC] [--body-rate BYTES]\n"
 	"                     [--tls-cert PEM --tls-key PEM] [--insecure] [--refusal-window SEC]\n"
 	"                     [--gc-interval SEC] [--lower-budget BYTES] [--session-ttl SEC]\n"
+	"                     [--metadata postgres://…]\n"
 	"\n"
 	"Serve the home's tenants over HTTP: the JSON API of docs/api.md (OpenAPI at\n"
 	"/api/openapi.json) and the web UI at /. Every request but /api/health and "
@@ -53,6 +55,9 @@ static const char serve_help[] =
 	"  --session-ttl SEC   the web UI's sessions (a token exchanged at\n"
 	"                      POST /api/session) end after SEC, or when their token\n"
 	"                      does if sooner (default 8h)\n"
+	"  --metadata URL      the metadata in PostgreSQL, as the service role (as\n"
+	"                      airlock --metadata; env AIRLOCK_METADATA): the home keeps\n"
+	"                      the keys and the objects (docs/operations.md)\n"
 	"BYTES take K, M, G or T; SEC may also be 30s, 5m, 2h or 1d (docs/cli.md,\n"
 	"Numbers). SIGTERM or SIGINT stop it: no new connections, runs\n"
 	"finish or are cancelled, every answer in flight is sent.\n";
@@ -90,6 +95,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		{ "gc-interval", required_argument, NULL, 'G' },
 		{ "lower-budget", required_argument, NULL, 'L' },
 		{ "session-ttl", required_argument, NULL, 'S' },
+		{ "metadata", required_argument, NULL, 'M' },
 		{ 0 },
 	};
 	struct srv_config cfg = { .home = cli->home,
@@ -118,7 +124,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 										    : SECONDS;
 		struct al_error err = { 0 };
 		if (c != 'h' && c != 'l' && c != '?' && c != 'C' && c != 'K' && c != 'I' &&
-		    serve_value(optarg, kind, &v, &err) < 0)
+		    c != 'M' && serve_value(optarg, kind, &v, &err) < 0)
 			return cli_usage(cli, "bad --%s: %s", name, err.msg);
 		switch (c) {
 		case 'l': cfg.listen = optarg; break;
@@ -146,6 +152,15 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 				return cli_usage(cli, "bad --lower-budget '%s' (not 0)", optarg);
 			cfg.lower_budget = v;
 			break;
+		case 'M': {
+			/* as the global --metadata, for the daemon and the
+			 * processes it starts */
+			struct al_error merr = { 0 };
+			if (al_store_metadata(optarg, &merr) < 0)
+				return cli_error(cli, &merr);
+			setenv("AIRLOCK_METADATA", optarg, 1);
+			break;
+		}
 		case 'h': fputs(serve_help, stdout); return 0;
 		default: return cli_usage(cli, "bad option");
 		}

@@ -16,8 +16,18 @@
 #include "store_private.h"
 #include "util.h"
 
+/* The directory's connections kept open on PostgreSQL, one per tenant */
+#define AUTH_CONNS 16
+
 struct al_auth {
-	struct al_db *db;
+	struct al_db *db; /* airlock.db; on PostgreSQL the connection of no tenant */
+	bool pg;
+	struct {
+		char tenant[64];
+		struct al_db *db;
+		uint64_t used;
+	} conns[AUTH_CONNS];
+	uint64_t uses;
 	pthread_mutex_t lock;
 	char home[4096];
 	unsigned refusal_window; /* seconds */
@@ -95,11 +105,12 @@ int al_auth_open(const char *home, struct al_auth **out, struct al_error *err)
 	struct al_auth *a = calloc(1, sizeof(*a));
 	if (!a)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "auth");
-	int r = al_store__global_db(home, &a->db, err);
+	int r = al_store__dir_db(home, NULL, &a->db, err);
 	if (r < 0) {
 		free(a);
 		return r;
 	}
+	a->pg = al_db_engine(a->db) == AL_DB_POSTGRES;
 	snprintf(a->home, sizeof(a->home), "%s", home);
 	a->refusal_window = 60;
 	/* recursive: a foreach callback may query the directory again */
@@ -117,19 +128,67 @@ void al_auth_close(struct al_auth *a)
 	if (!a)
 		return;
 	al_db_close(a->db);
+	for (size_t i = 0; i < AUTH_CONNS; i++)
+		al_db_close(a->conns[i].db);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
-/* One statement with text parameters, under the lock; row (may be NULL)
- * is called for each result row. */
+/* The connection with tenant's rows (under the lock): airlock.db holds
+ * every tenant's, the SQL naming the tenant; on PostgreSQL row-level
+ * security shows a connection its tenant's only, so each tenant has its
+ * own, kept (the least recently used closed beyond AUTH_CONNS; one still
+ * being read closes with its last statement).  NULL: the connection of no
+ * tenant. */
+/* On PostgreSQL, the write transaction of the admin act this thread is
+ * recording (recorded()): the directory and the ledger are one database
+ * there, so the act's rows go in the ledger entry's transaction. */
+static __thread struct al_db *act_db;
+static __thread const char *act_tenant;
+
+static int conn(struct al_auth *a, const char *tenant, struct al_db **out, struct al_error *err)
+{
+	*out = a->db;
+	if (!a->pg || !tenant)
+		return 0;
+	if (act_db && !strcmp(tenant, act_tenant)) {
+		*out = act_db;
+		return 0;
+	}
+	size_t lru = 0;
+	for (size_t i = 0; i < AUTH_CONNS; i++) {
+		if (a->conns[i].db && !strcmp(a->conns[i].tenant, tenant)) {
+			a->conns[i].used = ++a->uses;
+			*out = a->conns[i].db;
+			return 0;
+		}
+		if (a->conns[i].used < a->conns[lru].used)
+			lru = i;
+	}
+	int r = al_tenant_name_check(tenant, err);
+	struct al_db *db = NULL;
+	if (r < 0 || (r = al_store__dir_db(a->home, tenant, &db, err)) < 0)
+		return r;
+	al_db_close(a->conns[lru].db);
+	snprintf(a->conns[lru].tenant, sizeof(a->conns[lru].tenant), "%s", tenant);
+	a->conns[lru].db = db;
+	a->conns[lru].used = ++a->uses;
+	*out = db;
+	return 0;
+}
+
+/* One statement on tenant's rows (conn) with text parameters, under the
+ * lock; row (may be NULL) is called for each result row. */
 typedef int (*row_fn)(void *ctx, struct al_db_stmt *q, struct al_error *err);
-static int query(struct al_auth *a, const char *sql, const char *const *params, size_t np,
-		 row_fn row, void *ctx, struct al_error *err)
+static int query(struct al_auth *a, const char *tenant, const char *sql, const char *const *params,
+		 size_t np, row_fn row, void *ctx, struct al_error *err)
 {
 	pthread_mutex_lock(&a->lock);
 	struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(a->db, sql, &q, err);
+	struct al_db *db;
+	int r = conn(a, tenant, &db, err);
+	if (r == 0)
+		r = al_db_prepare(db, sql, &q, err);
 	for (size_t i = 0; r == 0 && i < np; i++)
 		al_db_bind_text(q, (int)i + 1, params[i], -1);
 	int rc = AL_DB_DONE;
@@ -155,7 +214,11 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
 {
 	int64_t n = 0;
 	const char *p[] = { tenant };
-	int r = query(a, "SELECT count(*) FROM tenants WHERE name = ?1", p, 1, count_row, &n, err);
+	/* PostgreSQL's tenants key on `tenant`, as every table there */
+	int r = query(a, tenant,
+		      a->pg ? "SELECT count(*) FROM tenants WHERE tenant = ?1"
+			    : "SELECT count(*) FROM tenants WHERE name = ?1",
+		      p, 1, count_row, &n, err);
 	if (r == 0 && !n)
 		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s", tenant);
 	return r;
@@ -166,7 +229,8 @@ static int tenant_exists(struct al_auth *a, const char *tenant, struct al_error 
  * it, and the transaction commits only if the act succeeded.  (Two
  * databases: a crash between the act's commit and the entry's leaves the
  * act without its entry; the act is never recorded without happening.)
- * data is stolen. */
+ * On PostgreSQL the act runs in the entry's own transaction: both or
+ * neither.  data is stolen. */
 static int recorded(struct al_auth *a, const char *tenant, const char *kind, const char *actor,
 		    json_t *data, int (*act)(void *ctx, struct al_error *err), void *ctx,
 		    struct al_error *err)
@@ -184,8 +248,14 @@ static int recorded(struct al_auth *a, const char *tenant, const char *kind, con
 			.kind = kind, .group = group, .actor = actor ? actor : "", .data = data
 		};
 		r = al_ledger__append_txn(st, &txn, &lr, NULL, err);
+		if (a->pg && al_db_engine(db) == AL_DB_POSTGRES) {
+			act_db = db;
+			act_tenant = tenant;
+		}
 		if (r == 0)
 			r = act(ctx, err);
+		act_db = NULL;
+		act_tenant = NULL;
 		r = al_ledger__commit(st, &txn, r, err);
 	}
 	al_store_close(st);
@@ -207,7 +277,7 @@ static int principal_insert(void *ctx, struct al_error *err)
 	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
 	const char *p[] = { c->tenant, c->name, rs, now };
 	int r = query(
-		c->a,
+		c->a, c->tenant,
 		"INSERT INTO principals(tenant, name, roles, created) VALUES (?1, ?2, ?3, ?4)", p,
 		4, NULL, NULL, err);
 	if (r == AL_EEXIST)
@@ -259,7 +329,7 @@ int al_auth_principal_get(struct al_auth *a, const char *tenant, const char *nam
 	memset(out, 0, sizeof(*out));
 	struct principal_ctx c = { .tenant = tenant, .one = out };
 	const char *p[] = { tenant, name };
-	int r = query(a,
+	int r = query(a, tenant,
 		      "SELECT name, roles, created FROM principals WHERE tenant = ?1 AND name = ?2",
 		      p, 2, principal_row, &c, err);
 	if (r == 0 && !out->name[0])
@@ -272,7 +342,7 @@ int al_auth_principal_foreach(struct al_auth *a, const char *tenant, al_principa
 {
 	struct principal_ctx c = { .tenant = tenant, .fn = fn, .ctx = ctx };
 	const char *p[] = { tenant };
-	return query(a,
+	return query(a, tenant,
 		     "SELECT name, roles, created FROM principals WHERE tenant = ?1 ORDER BY name",
 		     p, 1, principal_row, &c, err);
 }
@@ -285,8 +355,9 @@ struct grant_act {
 static int grant_insert(void *ctx, struct al_error *err)
 {
 	struct grant_act *c = ctx;
-	return query(c->a, "INSERT INTO grants(tenant, principal, project) VALUES (?1, ?2, ?3)",
-		     c->p, 3, NULL, NULL, err);
+	return query(c->a, c->p[0],
+		     "INSERT INTO grants(tenant, principal, project) VALUES (?1, ?2, ?3)", c->p, 3,
+		     NULL, NULL, err);
 }
 
 int al_auth_grant(struct al_auth *a, const char *tenant, const char *principal, const char *project,
@@ -310,7 +381,7 @@ bool al_auth_granted(struct al_auth *a, const struct al_principal *pr, const cha
 	int64_t n = 0;
 	const char *p[] = { pr->tenant, pr->name, project };
 	struct al_error err;
-	return query(a,
+	return query(a, pr->tenant,
 		     "SELECT count(*) FROM grants WHERE tenant = ?1 AND principal = ?2 AND project "
 		     "= "
 		     "?3",
@@ -335,7 +406,7 @@ int al_auth_grant_foreach(struct al_auth *a, const char *tenant, const char *pri
 	struct grant_ctx c = { fn, ctx };
 	const char *p[] = { tenant, principal };
 	return query(
-		a,
+		a, tenant,
 		"SELECT project FROM grants WHERE tenant = ?1 AND principal = ?2 ORDER BY project",
 		p, 2, grant_row, &c, err);
 }
@@ -360,7 +431,7 @@ static int token_insert(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
 	return query(
-		c->a,
+		c->a, c->p[2],
 		"INSERT INTO tokens(id, hash, tenant, principal, created, expires) VALUES (?1, "
 		"?2, ?3, ?4, ?5, ?6)",
 		c->p, 6, NULL, NULL, err);
@@ -369,8 +440,8 @@ static int token_insert(void *ctx, struct al_error *err)
 static int token_revoke(void *ctx, struct al_error *err)
 {
 	struct token_act *c = ctx;
-	return query(c->a, "UPDATE tokens SET revoked = 1 WHERE tenant = ?1 AND id = ?2", c->p, 2,
-		     NULL, NULL, err);
+	return query(c->a, c->p[0], "UPDATE tokens SET revoked = 1 WHERE tenant = ?1 AND id = ?2",
+		     c->p, 2, NULL, NULL, err);
 }
 
 int al_auth_token_create(struct al_auth *a, const char *tenant, const char *principal,
@@ -417,7 +488,7 @@ int al_auth_token_revoke(struct al_auth *a, const char *tenant, const char *id, 
 {
 	int64_t n = 0;
 	const char *p[] = { tenant, id };
-	int r = query(a, "SELECT count(*) FROM tokens WHERE tenant = ?1 AND id = ?2", p, 2,
+	int r = query(a, tenant, "SELECT count(*) FROM tokens WHERE tenant = ?1 AND id = ?2", p, 2,
 		      count_row, &n, err);
 	if (r == 0 && !n)
 		return al_fail(err, AL_ENOTFOUND, 0, "no token %s", id);
@@ -442,7 +513,11 @@ static int tenant_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 int al_auth_tenant_foreach(struct al_auth *a, al_tenant_fn fn, void *ctx, struct al_error *err)
 {
 	struct tenant_ctx c = { fn, ctx };
-	return query(a, "SELECT name FROM tenants ORDER BY name", NULL, 0, tenant_row, &c, err);
+	/* on PostgreSQL the names come from the owner's function (pg.c) */
+	return query(a, NULL,
+		     a->pg ? "SELECT t FROM airlock_tenants() AS t"
+			   : "SELECT name FROM tenants ORDER BY name",
+		     NULL, 0, tenant_row, &c, err);
 }
 
 static int no_act(void *ctx, struct al_error *err)
@@ -521,7 +596,7 @@ int al_auth_token_foreach(struct al_auth *a, const char *tenant, const char *pri
 {
 	struct token_ctx c = { fn, ctx };
 	const char *p[] = { tenant, principal };
-	return query(a,
+	return query(a, tenant,
 		     principal ? "SELECT id, principal, created, expires, revoked FROM tokens "
 				 "WHERE tenant = ?1 AND principal = ?2 ORDER BY created, id"
 			       : "SELECT id, principal, created, expires, revoked FROM tokens "
@@ -559,6 +634,30 @@ static int check_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
 	return 0;
 }
 
+static int text_row(void *ctx, struct al_db_stmt *q, struct al_error *err)
+{
+	(void)err;
+	const char *t = al_db_column_text(q, 0);
+	snprintf(ctx, 64, "%s", t ? t : "");
+	return 0;
+}
+
+/* On PostgreSQL, the tenant of a live token or session by its hash, before
+ * the tenant is known: the owner's function (pg.c) answers that and
+ * nothing else.  "" for none.  On airlock.db the lookup's own query sees
+ * every tenant: nothing to do. */
+static int lookup_tenant(struct al_auth *a, const char *fn_sql, const char *hash, char tenant[64],
+			 struct al_error *err)
+{
+	tenant[0] = 0;
+	if (!a->pg)
+		return 0;
+	char now[24];
+	snprintf(now, sizeof(now), "%lld", (long long)al_wall_s());
+	const char *p[] = { hash, now };
+	return query(a, NULL, fn_sql, p, 2, text_row, tenant, err);
+}
+
 int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out,
 		  struct al_error *err)
 {
@@ -570,12 +669,16 @@ int al_auth_check(struct al_auth *a, const char *token, struct al_principal *out
 	struct check_ctx c = { .p = out };
 	const char *p[] = { hash };
 	struct al_error qerr;
-	int r = query(
-		a,
-		"SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
-		"FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
-		"WHERE t.hash = ?1",
-		p, 1, check_row, &c, &qerr);
+	char tenant[64];
+	int r = lookup_tenant(a, "SELECT airlock_token_tenant(?1, CAST(?2 AS BIGINT))", hash,
+			      tenant, &qerr);
+	if (r == 0 && (!a->pg || tenant[0]))
+		r = query(a, a->pg ? tenant : NULL,
+			  "SELECT t.id, t.tenant, p.name, p.roles, p.created, t.expires, t.revoked "
+			  "FROM tokens t JOIN principals p ON p.tenant = t.tenant AND p.name = "
+			  "t.principal "
+			  "WHERE t.hash = ?1",
+			  p, 1, check_row, &c, &qerr);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
 		if (err)
@@ -606,7 +709,7 @@ int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int6
 	/* the token's own expiry bounds the session's */
 	int64_t token_expires = 0;
 	const char *tp[] = { p->token_id };
-	int r = query(a, "SELECT expires FROM tokens WHERE id = ?1", tp, 1, count_row,
+	int r = query(a, p->tenant, "SELECT expires FROM tokens WHERE id = ?1", tp, 1, count_row,
 		      &token_expires, err);
 	if (r < 0)
 		return r;
@@ -629,10 +732,10 @@ int al_auth_session_create(struct al_auth *a, const struct al_principal *p, int6
 	snprintf(old, sizeof(old), "%lld", (long long)now);
 	/* ended sessions leave no row behind: expired ones go as new ones come */
 	const char *gp[] = { old };
-	r = query(a, "DELETE FROM sessions WHERE expires <= ?1", gp, 1, NULL, NULL, err);
+	r = query(a, p->tenant, "DELETE FROM sessions WHERE expires <= ?1", gp, 1, NULL, NULL, err);
 	const char *ip[] = { hash, p->token_id, created, exp };
 	if (r == 0)
-		r = query(a,
+		r = query(a, p->tenant,
 			  "INSERT INTO sessions(hash, token, created, expires) VALUES (?1, ?2, ?3, "
 			  "?4)",
 			  ip, 4, NULL, NULL, err);
@@ -674,12 +777,17 @@ int al_auth_session_check(struct al_auth *a, const char *session, struct al_prin
 	struct session_ctx c = { .p = out };
 	const char *p[] = { hash };
 	struct al_error qerr;
-	int r = query(a,
-		      "SELECT t.id, t.tenant, p.name, p.roles, p.created, s.expires, t.expires, "
-		      "t.revoked FROM sessions s JOIN tokens t ON t.id = s.token "
-		      "JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
-		      "WHERE s.hash = ?1",
-		      p, 1, session_row, &c, &qerr);
+	char tenant[64];
+	int r = lookup_tenant(a, "SELECT airlock_session_tenant(?1, CAST(?2 AS BIGINT))", hash,
+			      tenant, &qerr);
+	if (r == 0 && (!a->pg || tenant[0]))
+		r = query(
+			a, a->pg ? tenant : NULL,
+			"SELECT t.id, t.tenant, p.name, p.roles, p.created, s.expires, t.expires, "
+			"t.revoked FROM sessions s JOIN tokens t ON t.id = s.token "
+			"JOIN principals p ON p.tenant = t.tenant AND p.name = t.principal "
+			"WHERE s.hash = ?1",
+			p, 1, session_row, &c, &qerr);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
 		if (err)
@@ -708,7 +816,7 @@ int al_auth_session_end(struct al_auth *a, const char *session, struct al_error 
 	char hash[65];
 	token_hash(session, hash);
 	const char *p[] = { hash };
-	return query(a, "DELETE FROM sessions WHERE hash = ?1", p, 1, NULL, NULL, err);
+	return query(a, who.tenant, "DELETE FROM sessions WHERE hash = ?1", p, 1, NULL, NULL, err);
 }
 
 void al_auth_session_csrf(const char *session, char out[AL_CSRF_LEN + 1])

@@ -69,6 +69,11 @@ enum al_db_engine al_db_engine(const struct al_db *db)
 	return db->engine;
 }
 
+bool al_db_in_txn(const struct al_db *db)
+{
+	return db->in_txn;
+}
+
 int al_db_exec(struct al_db *db, const char *sql, struct al_error *err)
 {
 	return db->ops->exec(db, sql, err);

@@ -106,6 +106,9 @@ void al_db_close(struct al_db *db);
 
 enum al_db_engine al_db_engine(const struct al_db *db);
 
+/* Whether a transaction (al_db_begin) is open on db. */
+bool al_db_in_txn(const struct al_db *db);
+
 /* Run sql (one or more statements, no placeholders, no rows wanted). */
 int al_db_exec(struct al_db *db, const char *sql, struct al_error *err);
 

@@ -24,7 +24,7 @@
 #include "gc_private.h"
 #include "idset.h"
 #include "ledger_private.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -32,31 +32,25 @@
 
 /* ---- retention ------------------------------------------------------------- */
 
-static const char settings_schema[] =
-	"CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL)";
-
-static int retention_read(sqlite3 *db, int64_t *days, struct al_error *err)
+/* settings is in meta.db since its migration 1 (and in PostgreSQL's schema) */
+static int retention_read(struct al_db *db, int64_t *days, struct al_error *err)
 {
 	*days = AL_GC_FOREVER;
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE name = 'retention_days'", -1,
-			       &q, NULL) != SQLITE_OK) {
-		sqlite3_finalize(q);
-		if (strstr(sqlite3_errmsg(db), "no such table"))
-			return 0; /* never set */
-		return al_sqlite_fail(db, err, "settings");
-	}
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		*days = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : al_sqlite_fail(db, err, "settings");
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT value FROM settings WHERE name = 'retention_days'", &q,
+			      err);
+	if (r < 0)
+		return r;
+	int rc = al_db_step(q, err);
+	if (rc == AL_DB_ROW)
+		*days = al_db_column_int64(q, 0);
+	return rc < 0 ? al_error_prefix(err, "settings: ") : 0;
 }
 
 int al_gc_retention_get(struct al_store *st, int64_t *days, struct al_error *err)
 {
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
 	return r < 0 ? r : retention_read(db, days, err);
 }
 
@@ -71,22 +65,25 @@ int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, st
 		return al_fail(err, AL_EINVAL, 0,
 			       "retention: %lld days is out of range (0..%d, or forever)",
 			       (long long)days, AL_GC_RETENTION_MAX_DAYS);
-	sqlite3 *db;
-	int r = al_store__meta(st, &db, err);
-	if (r < 0 || (r = al_sqlite_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+	struct al_db *db;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	int r = al_store__meta_db(st, &db, err);
+	if (r < 0 || (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return r;
 	int64_t before = AL_GC_FOREVER;
-	if ((r = al_sqlite_exec(db, settings_schema, err)) == 0)
-		r = retention_read(db, &before, err);
-	_cleanup_sqlite_stmt_ sqlite3_stmt *up = NULL;
+	r = retention_read(db, &before, err);
+	/* replaced by DELETE + INSERT in the transaction (db.h's subset) */
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
 	if (r == 0 &&
-	    (r = al_sqlite_prepare(
-		     db,
-		     "INSERT OR REPLACE INTO settings(name, value) VALUES ('retention_days', ?)",
-		     &up, err)) == 0) {
-		sqlite3_bind_int64(up, 1, days);
-		if (sqlite3_step(up) != SQLITE_DONE)
-			r = al_sqlite_fail(db, err, "settings");
+	    (r = al_db_prepare(db, "DELETE FROM settings WHERE name = 'retention_days'", &del,
+			       err)) == 0 &&
+	    (r = al_db_step(del, err)) == 0 &&
+	    (r = al_db_prepare(db,
+			       "INSERT INTO settings(name, value) VALUES ('retention_days', ?1)",
+			       &ins, err)) == 0) {
+		al_db_bind_int64(ins, 1, days);
+		if ((r = al_db_step(ins, err)) < 0)
+			al_error_prefix(err, "settings: ");
 	}
 	if (r == 0) {
 		char group[17];
@@ -97,11 +94,11 @@ int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, st
 					    .group = group,
 					    .actor = actor ? actor : "",
 					    .data = data };
-		r = data ? al_ledger__append(st, db, &lr, NULL, err)
+		r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
 			 : al_fail(err, AL_ENOMEM, ENOMEM, "retention");
 		json_decref(data);
 	}
-	return al_ledger__finish(st, db, r, err);
+	return al_ledger__commit(st, &txn, r, err);
 }
 
 /* ---- reachability -------------------------------------------------------------- */
@@ -109,11 +106,14 @@ int al_gc_retention_set(struct al_store *st, int64_t days, const char *actor, st
 struct gc {
 	struct al_store *st;
 	struct al_cas *cas;
-	sqlite3 *db;
-	int64_t cutoff; /* records at or after this time are retained */
+	struct al_db *db;
+	struct al_db_txn txn; /* the pause: the tenant's metadata write lock */
+	int64_t cutoff;       /* records at or after this time are retained */
 	struct al_idset kept;
-	/* what mark 1 covered: rows beyond these are marked again under the lock */
-	int64_t snap_rowid, commit_id, run_rowid, ledger_seq, nmax;
+	/* what mark 1 covered: rows beyond these are marked again under the lock
+	 * (each table's order column: snapshots.seq, commits.id, runs.seq,
+	 * ledger.seq, alike on both engines) */
+	int64_t snap_seq, commit_id, run_seq, ledger_seq, nmax;
 };
 
 static const uint8_t node_magic[8] = { 'A', 'L', 'T', 'R', 'E', 'E', 0x00, 0x01 }; /* formats.md */
@@ -184,73 +184,81 @@ static int keep_text(struct gc *g, const char *s, size_t n, struct al_error *err
 	return 0;
 }
 
-static int keep_column(struct gc *g, sqlite3_stmt *q, int col, bool text, struct al_error *err)
+static int keep_column(struct gc *g, struct al_db_stmt *q, int col, bool text, struct al_error *err)
 {
-	if (sqlite3_column_type(q, col) == SQLITE_NULL)
+	enum al_db_type t = al_db_column_type(q, col);
+	if (t == AL_DB_NULL)
 		return 0;
-	const void *p =
-		text ? (const void *)sqlite3_column_text(q, col) : sqlite3_column_blob(q, col);
-	int n = sqlite3_column_bytes(q, col);
-	if (text)
-		return keep_text(g, p, (size_t)n, err);
-	return n == AL_OID_LEN ? keep(g, p, true, 0, err) : 0;
+	if (text && t == AL_DB_BLOB) /* a ledger entry: JSON bytes */
+		return keep_text(g, al_db_column_blob(q, col), al_db_column_bytes(q, col), err);
+	if (text) {
+		const char *p = al_db_column_text(q, col);
+		return keep_text(g, p, strlen(p), err);
+	}
+	return al_db_column_bytes(q, col) == AL_OID_LEN
+		       ? keep(g, al_db_column_blob(q, col), true, 0, err)
+		       : 0;
 }
 
-/* Run sql (binding cutoff and after as ?1, ?2) and keep its columns. */
-static int keep_query(struct gc *g, const char *sql, bool text, struct al_error *err, int64_t after)
+/* Run sql (binding cutoff as ?1 and, with nparams 2, after as ?2) and
+ * keep its columns. */
+static int keep_query(struct gc *g, const char *sql, int nparams, bool text, struct al_error *err,
+		      int64_t after)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(g->db, sql, &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(g->db, sql, &q, err);
 	if (r < 0)
 		return r;
-	if (sqlite3_bind_parameter_count(q) >= 1)
-		sqlite3_bind_int64(q, 1, g->cutoff);
-	if (sqlite3_bind_parameter_count(q) >= 2)
-		sqlite3_bind_int64(q, 2, after);
+	if (nparams >= 1)
+		al_db_bind_int64(q, 1, g->cutoff);
+	if (nparams >= 2)
+		al_db_bind_int64(q, 2, after);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		for (int c = 0; c < sqlite3_column_count(q); c++)
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW)
+		for (int c = 0; c < al_db_column_count(q); c++)
 			if ((r = keep_column(g, q, c, text, err)) < 0)
 				return r;
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(g->db, err, "gc: roots");
+	return rc < 0 ? al_error_prefix(err, "gc: roots: ") : 0;
 }
 
-static int64_t max_of(sqlite3 *db, const char *sql)
+/* The greatest of a column (-1 for none). */
+static int max_of(struct al_db *db, const char *sql, int64_t *out, struct al_error *err)
 {
-	sqlite3_stmt *q = NULL;
-	int64_t v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK &&
-	    sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return v;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	*out = -1;
+	int r = al_db_prepare(db, sql, &q, err);
+	if (r < 0)
+		return r;
+	int rc = al_db_step(q, err);
+	if (rc == AL_DB_ROW && al_db_column_type(q, 0) != AL_DB_NULL)
+		*out = al_db_column_int64(q, 0);
+	return rc < 0 ? al_error_prefix(err, "gc: ") : 0;
 }
 
 /* Mark from every root.  again: only what was recorded since the first
  * mark (and the heads, drafts and images, which are few). */
 static int mark(struct gc *g, bool again, struct al_error *err)
 {
-	if (!again) {
-		g->snap_rowid = max_of(g->db, "SELECT MAX(rowid) FROM snapshots");
-		g->commit_id = max_of(g->db, "SELECT MAX(id) FROM commits");
-		g->run_rowid = max_of(g->db, "SELECT MAX(rowid) FROM runs");
-		g->ledger_seq = max_of(g->db, "SELECT MAX(seq) FROM ledger");
-	}
 	int r;
+	if (!again &&
+	    ((r = max_of(g->db, "SELECT MAX(seq) FROM snapshots", &g->snap_seq, err)) < 0 ||
+	     (r = max_of(g->db, "SELECT MAX(id) FROM commits", &g->commit_id, err)) < 0 ||
+	     (r = max_of(g->db, "SELECT MAX(seq) FROM runs", &g->run_seq, err)) < 0 ||
+	     (r = max_of(g->db, "SELECT MAX(seq) FROM ledger", &g->ledger_seq, err)) < 0))
+		return r;
 	if ((r = keep_query(g,
 			    "SELECT head, base FROM volumes WHERE kind = 'live' OR state = 'open'",
-			    false, err, 0)) < 0 ||
-	    (r = keep_query(g, "SELECT snapshot FROM images", false, err, 0)) < 0 ||
-	    (r = keep_query(g, "SELECT id FROM snapshots WHERE created >= ?1 AND rowid > ?2", false,
-			    err, again ? g->snap_rowid : -1)) < 0 ||
+			    0, false, err, 0)) < 0 ||
+	    (r = keep_query(g, "SELECT snapshot FROM images", 0, false, err, 0)) < 0 ||
+	    (r = keep_query(g, "SELECT id FROM snapshots WHERE created >= ?1 AND seq > ?2", 2,
+			    false, err, again ? g->snap_seq : -1)) < 0 ||
 	    (r = keep_query(g,
 			    "SELECT parent, base, result FROM commits WHERE time >= ?1 AND id > ?2",
-			    false, err, again ? g->commit_id : -1)) < 0 ||
-	    (r = keep_query(g, "SELECT record FROM runs WHERE created >= ?1 AND rowid > ?2", true,
-			    err, again ? g->run_rowid : -1)) < 0 ||
-	    (r = keep_query(g,
-			    "SELECT CAST(entry AS TEXT) FROM ledger WHERE time >= ?1 AND seq > ?2",
-			    true, err, again ? g->ledger_seq : -1)) < 0)
+			    2, false, err, again ? g->commit_id : -1)) < 0 ||
+	    (r = keep_query(g, "SELECT record FROM runs WHERE created >= ?1 AND seq > ?2", 2, true,
+			    err, again ? g->run_seq : -1)) < 0 ||
+	    (r = keep_query(g, "SELECT entry FROM ledger WHERE time >= ?1 AND seq > ?2", 2, true,
+			    err, again ? g->ledger_seq : -1)) < 0)
 		return r;
 	return 0;
 }
@@ -297,28 +305,27 @@ static int keep_new(void *ctx, const struct al_cas__object *o, struct al_error *
 	return keep(ctx, &o->id, false, 0, err);
 }
 
-static int snapshots_to_forget(struct gc *g, uint64_t *n, sqlite3_stmt *del, struct al_error *err)
+static int snapshots_to_forget(struct gc *g, uint64_t *n, struct al_db_stmt *del,
+			       struct al_error *err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(g->db, "SELECT id FROM snapshots", &q, err);
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(g->db, "SELECT id FROM snapshots", &q, err);
 	if (r < 0)
 		return r;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(q, 0) != AL_OID_LEN ||
-		    al_idset_has(&g->kept, sqlite3_column_blob(q, 0)))
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		if (al_db_column_bytes(q, 0) != AL_OID_LEN ||
+		    al_idset_has(&g->kept, al_db_column_blob(q, 0)))
 			continue;
 		(*n)++;
 		if (del) {
-			sqlite3_bind_blob(del, 1, sqlite3_column_blob(q, 0), AL_OID_LEN,
-					  SQLITE_TRANSIENT);
-			int d = sqlite3_step(del);
-			sqlite3_reset(del);
-			if (d != SQLITE_DONE)
-				return al_sqlite_fail(g->db, err, "gc: forget snapshot");
+			al_db_reset(del);
+			al_db_bind_blob(del, 1, al_db_column_blob(q, 0), AL_OID_LEN);
+			if ((r = al_db_step(del, err)) < 0)
+				return al_error_prefix(err, "gc: forget snapshot: ");
 		}
 	}
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(g->db, err, "gc: snapshots");
+	return rc < 0 ? al_error_prefix(err, "gc: snapshots: ") : 0;
 }
 
 /* ---- lower layers --------------------------------------------------------------- */
@@ -508,7 +515,6 @@ struct sweep_ctx {
 	struct gc *g;
 	const struct al_gc_opts *o;
 	struct al_gc_report *rep;
-	bool meta_open;
 	int64_t days;
 	uint64_t seq;
 };
@@ -531,7 +537,7 @@ static int append_entry(struct sweep_ctx *x, struct al_error *err)
 	struct al_ledger_rec lr = {
 		.kind = "gc", .group = group, .actor = x->o->actor ? x->o->actor : "", .data = data
 	};
-	int r = al_ledger__append(x->g->st, x->g->db, &lr, &x->seq, err);
+	int r = al_ledger__append_txn(x->g->st, &x->g->txn, &lr, &x->seq, err);
 	json_decref(data);
 	return r;
 }
@@ -547,14 +553,13 @@ static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct 
 	x->rep->bytes = s->bytes;
 	x->rep->orphan_files = s->orphan_files;
 	x->rep->orphan_bytes = s->orphan_bytes;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *del = NULL;
-	int r = al_sqlite_prepare(x->g->db, "DELETE FROM snapshots WHERE id = ?", &del, err);
+	_cleanup_db_stmt_ struct al_db_stmt *del = NULL;
+	int r = al_db_prepare(x->g->db, "DELETE FROM snapshots WHERE id = ?1", &del, err);
 	if (r == 0)
 		r = snapshots_to_forget(x->g, &x->rep->snapshots, del, err);
 	if (r == 0)
 		r = append_entry(x, err);
-	x->meta_open = false;
-	return al_ledger__finish(x->g->st, x->g->db, r, err);
+	return al_ledger__commit(x->g->st, &x->g->txn, r, err);
 }
 
 /* --blobs: the bucket's copies nothing retains, past the grace period */
@@ -586,7 +591,7 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		return al_fail(err, AL_EUSAGE, 0, "gc: the store handle has a transaction open");
 	al_store_release_memory(st);
 	int64_t now = o->now ? o->now : al_wall_s();
-	int r = al_store__meta(st, &g.db, err);
+	int r = al_store__meta_db(st, &g.db, err);
 	if (r < 0 || (r = retention_read(g.db, &rep->retention_days, err)) < 0)
 		return r;
 	g.cutoff = rep->retention_days == AL_GC_FOREVER ? INT64_MIN
@@ -631,13 +636,11 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	uint64_t deadline =
 		al_now_ns() + (uint64_t)(o->wait_ms ? o->wait_ms : WAIT_DEFAULT_MS) * 1000000;
 	for (;;) {
-		if ((r = al_sqlite_exec(g.db, "BEGIN IMMEDIATE", err)) < 0)
+		if ((r = al_db_begin(g.db, AL_DB_WRITE, &g.txn, err)) < 0)
 			goto out;
-		x.meta_open = true;
 		if (flock(lockfd, LOCK_EX | LOCK_NB) == 0)
 			break;
-		sqlite3_exec(g.db, "ROLLBACK", NULL, NULL, NULL);
-		x.meta_open = false;
+		al_db_rollback(&g.txn);
 		if (al_now_ns() > deadline) {
 			rep->objects_skipped = true;
 			break;
@@ -646,9 +649,9 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	}
 	if (rep->objects_skipped) {
 		/* only the record of what was done */
-		if ((r = al_sqlite_exec(g.db, "BEGIN IMMEDIATE", err)) < 0)
+		if ((r = al_db_begin(g.db, AL_DB_WRITE, &g.txn, err)) < 0)
 			goto out;
-		r = al_ledger__finish(st, g.db, append_entry(&x, err), err);
+		r = al_ledger__commit(st, &g.txn, append_entry(&x, err), err);
 		goto out;
 	}
 	/* mark 2, paused: what was recorded since mark 1, and what was stored */
@@ -667,8 +670,7 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	r = al_cas__sweep(g.cas, c.id, keepn, before_commit, &x, &s, err);
 	rep->retained = g.kept.n;
 out:
-	if (x.meta_open)
-		sqlite3_exec(g.db, "ROLLBACK", NULL, NULL, NULL);
+	al_db_rollback(&g.txn); /* still open after a failure before the sweep's commit */
 	rep->seq = x.seq;
 	free(c.id);
 	free(c.size);
@@ -676,30 +678,28 @@ out:
 	return r < 0 ? r : 0;
 }
 
+struct names {
+	char (**v)[64];
+	size_t *n;
+};
+
+static int tenant_name(void *ctx, const char *name, struct al_error *err)
+{
+	struct names *c = ctx;
+	char(*nv)[64] = realloc(*c->v, (*c->n + 1) * 64);
+	if (!nv)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "gc");
+	*c->v = nv;
+	snprintf(nv[(*c->n)++], 64, "%s", name);
+	return 0;
+}
+
 int al_gc_home(const char *home, const struct al_gc_opts *o, al_gc_done_fn done,
 	       bool (*stop)(void *ctx), void *ctx, struct al_error *err)
 {
-	sqlite3 *db = NULL;
-	int r = al_store__global(home, &db, err);
-	if (r < 0)
-		return r;
 	char(*names)[64] = NULL;
 	size_t n = 0;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *q = NULL;
-	if ((r = al_sqlite_prepare(db, "SELECT name FROM tenants ORDER BY name", &q, err)) == 0) {
-		while (sqlite3_step(q) == SQLITE_ROW) {
-			char(*nv)[64] = realloc(names, (n + 1) * 64);
-			if (!nv) {
-				r = al_fail(err, AL_ENOMEM, ENOMEM, "gc");
-				break;
-			}
-			names = nv;
-			snprintf(names[n++], 64, "%s", (const char *)sqlite3_column_text(q, 0));
-		}
-	}
-	sqlite3_finalize(q);
-	q = NULL;
-	sqlite3_close(db);
+	int r = al_store__tenants(home, tenant_name, &(struct names){ &names, &n }, err);
 	for (size_t i = 0; r == 0 && i < n && !(stop && stop(ctx)); i++) {
 		struct al_store *st = NULL;
 		struct al_gc_report rep = { 0 };

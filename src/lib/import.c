@@ -15,7 +15,7 @@
 #include "cas_private.h"
 #include "manifest_private.h"
 #include "pool.h"
-#include "sqlite_util.h"
+#include "db.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -32,8 +32,9 @@ struct cached {
 struct imp {
 	struct al_store *st;
 	struct al_cas *cas;
-	sqlite3 *sc;
-	sqlite3_stmt *sc_sel, *sc_put, *sc_del, *seen_put;
+	struct al_db *sc;        /* the stat cache (the store's, node-local SQLite) */
+	struct al_db_txn sc_txn; /* the import's write transaction of it */
+	struct al_db_stmt *sc_sel, *sc_put, *sc_del, *seen_put;
 	int64_t root_id;
 	int64_t start_s;
 	const struct al_import_opts *opts;
@@ -95,19 +96,19 @@ static int load_cache(struct imp *im, struct al_buf *blob, struct cached **out, 
 	blob->len = 0;
 	if (!im->sc)
 		return 0;
-	sqlite3_stmt *st = im->sc_sel;
-	sqlite3_bind_int64(st, 1, im->root_id);
-	sqlite3_bind_blob(st, 2, im->path.p, (int)im->path.len, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
+	struct al_db_stmt *st = im->sc_sel;
+	al_db_reset(st);
+	al_db_bind_int64(st, 1, im->root_id);
+	al_db_bind_blob(st, 2, im->path.p, im->path.len);
+	int rc = al_db_step(st, err);
 	int r = 0;
-	if (rc == SQLITE_ROW) {
-		if (al_buf_put(blob, sqlite3_column_blob(st, 0),
-			       (size_t)sqlite3_column_bytes(st, 0)) < 0)
+	if (rc == AL_DB_ROW) {
+		if (al_buf_put(blob, al_db_column_blob(st, 0), al_db_column_bytes(st, 0)) < 0)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "import");
-	} else if (rc != SQLITE_DONE) {
-		r = al_sqlite_fail(im->sc, err, "stat cache");
+	} else if (rc < 0) {
+		r = al_error_prefix(err, "stat cache: ");
 	}
-	sqlite3_reset(st);
+	al_db_reset(st);
 	if (r < 0 || blob->len < 5 || memcmp(blob->p, SC_MAGIC, 5) != 0)
 		return r; /* nothing cached (or an unknown format: ignored) */
 	size_t cap = 0, n = 0, off = 5;
@@ -163,14 +164,15 @@ static int cache_store(struct imp *im, const struct al_buf *old, const struct al
 	if (!im->sc ||
 	    (old->len == new->len && (!new->len || memcmp(old->p, new->p, new->len) == 0)))
 		return 0;
-	sqlite3_stmt *st = new->len ? im->sc_put : im->sc_del;
-	sqlite3_bind_int64(st, 1, im->root_id);
-	sqlite3_bind_blob(st, 2, im->path.p, (int)im->path.len, SQLITE_STATIC);
+	struct al_db_stmt *st = new->len ? im->sc_put : im->sc_del;
+	al_db_reset(st);
+	al_db_bind_int64(st, 1, im->root_id);
+	al_db_bind_blob(st, 2, im->path.p, im->path.len);
 	if (new->len)
-		sqlite3_bind_blob(st, 3, new->p, (int)new->len, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : al_sqlite_fail(im->sc, err, "stat cache");
+		al_db_bind_blob(st, 3, new->p, new->len);
+	int rc = al_db_step(st, err);
+	al_db_reset(st);
+	return rc < 0 ? al_error_prefix(err, "stat cache: ") : 0;
 }
 
 static int read_names(struct imp *im, int dfd, struct ient **out, size_t *nout,
@@ -516,11 +518,12 @@ static int import_dir(struct imp *im, int dfd, unsigned depth, struct al_oid *ou
 	if ((r = load_cache(im, &oldc, &cv, &ncv, err)) < 0)
 		goto out;
 	if (im->seen_put) {
-		sqlite3_bind_blob(im->seen_put, 1, im->path.p, (int)im->path.len, SQLITE_TRANSIENT);
-		int rc = sqlite3_step(im->seen_put);
-		sqlite3_reset(im->seen_put);
-		if (rc != SQLITE_DONE) {
-			r = al_sqlite_fail(im->sc, err, "stat cache");
+		al_db_reset(im->seen_put);
+		al_db_bind_blob(im->seen_put, 1, im->path.p, im->path.len);
+		int rc = al_db_step(im->seen_put, err);
+		al_db_reset(im->seen_put);
+		if (rc < 0) {
+			r = al_error_prefix(err, "stat cache: ");
 			goto out;
 		}
 	}
@@ -615,42 +618,45 @@ out:
 	return r;
 }
 
+/* The stat cache is SQLite on every deployment (a cache of this node's
+ * files, never shared): its SQL may be SQLite's own. */
 static int imp_prepare(struct imp *im, const char *root, struct al_error *err)
 {
 	int r = al_store__statcache(im->st, &im->sc, err);
-	if (r < 0)
+	if (r < 0 || (r = al_db_begin(im->sc, AL_DB_WRITE, &im->sc_txn, err)) < 0)
 		return r;
-	if ((r = al_sqlite_exec(
+	if ((r = al_db_exec(
 		     im->sc,
-		     "BEGIN IMMEDIATE;"
 		     "CREATE TEMP TABLE IF NOT EXISTS seen(dir BLOB PRIMARY KEY) WITHOUT ROWID;"
 		     "DELETE FROM temp.seen;",
 		     err)) < 0)
 		return r;
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	if ((r = al_sqlite_prepare(im->sc, "INSERT OR IGNORE INTO roots(path) VALUES (?)", &st,
-				   err)) < 0)
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	if ((r = al_db_prepare(im->sc, "INSERT INTO roots(path) VALUES (?1) ON CONFLICT DO NOTHING",
+			       &st, err)) < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, root, (int)strlen(root), SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return al_sqlite_fail(im->sc, err, "stat cache");
-	sqlite3_finalize(st);
+	al_db_bind_blob(st, 1, root, strlen(root));
+	if (al_db_step(st, err) < 0)
+		return al_error_prefix(err, "stat cache: ");
+	al_db_finalize(st);
 	st = NULL;
-	if ((r = al_sqlite_prepare(im->sc, "SELECT id FROM roots WHERE path = ?", &st, err)) < 0)
+	if ((r = al_db_prepare(im->sc, "SELECT id FROM roots WHERE path = ?1", &st, err)) < 0)
 		return r;
-	sqlite3_bind_blob(st, 1, root, (int)strlen(root), SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return al_sqlite_fail(im->sc, err, "stat cache");
-	im->root_id = sqlite3_column_int64(st, 0);
-	if ((r = al_sqlite_prepare(im->sc, "SELECT data FROM scdir WHERE root = ? AND dir = ?",
-				   &im->sc_sel, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc,
-				   "INSERT OR REPLACE INTO scdir(root, dir, data) VALUES (?,?,?)",
-				   &im->sc_put, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc, "DELETE FROM scdir WHERE root = ? AND dir = ?",
-				   &im->sc_del, err)) < 0 ||
-	    (r = al_sqlite_prepare(im->sc, "INSERT OR IGNORE INTO temp.seen(dir) VALUES (?)",
-				   &im->seen_put, err)) < 0)
+	al_db_bind_blob(st, 1, root, strlen(root));
+	if ((r = al_db_step(st, err)) != AL_DB_ROW)
+		return r < 0 ? al_error_prefix(err, "stat cache: ")
+			     : al_fail(err, AL_EIO, 0, "stat cache: the root's row is missing");
+	im->root_id = al_db_column_int64(st, 0);
+	if ((r = al_db_prepare(im->sc, "SELECT data FROM scdir WHERE root = ?1 AND dir = ?2",
+			       &im->sc_sel, err)) < 0 ||
+	    (r = al_db_prepare(im->sc,
+			       "INSERT OR REPLACE INTO scdir(root, dir, data) VALUES (?1, ?2, ?3)",
+			       &im->sc_put, err)) < 0 ||
+	    (r = al_db_prepare(im->sc, "DELETE FROM scdir WHERE root = ?1 AND dir = ?2",
+			       &im->sc_del, err)) < 0 ||
+	    (r = al_db_prepare(im->sc,
+			       "INSERT INTO temp.seen(dir) VALUES (?1) ON CONFLICT DO NOTHING",
+			       &im->seen_put, err)) < 0)
 		return r;
 	return 0;
 }
@@ -670,25 +676,25 @@ static void imp_release(struct imp *im)
 	free(im->rbuf);
 	im->zctx = NULL;
 	im->rbuf = NULL;
-	sqlite3_finalize(im->sc_sel);
-	sqlite3_finalize(im->sc_put);
-	sqlite3_finalize(im->sc_del);
-	sqlite3_finalize(im->seen_put);
+	al_db_finalize(im->sc_sel);
+	al_db_finalize(im->sc_put);
+	al_db_finalize(im->sc_del);
+	al_db_finalize(im->seen_put);
 	im->sc_sel = im->sc_put = im->sc_del = im->seen_put = NULL;
 }
 
 static int imp_finish_cache(struct imp *im)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	if (al_sqlite_prepare(
+	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	if (al_db_prepare(
 		    im->sc,
-		    "DELETE FROM scdir WHERE root = ? AND dir NOT IN (SELECT dir FROM temp.seen)",
+		    "DELETE FROM scdir WHERE root = ?1 AND dir NOT IN (SELECT dir FROM temp.seen)",
 		    &st, NULL) < 0)
 		return -1;
-	sqlite3_bind_int64(st, 1, im->root_id);
-	if (sqlite3_step(st) != SQLITE_DONE)
+	al_db_bind_int64(st, 1, im->root_id);
+	if (al_db_step(st, NULL) < 0)
 		return -1;
-	return al_sqlite_exec(im->sc, "COMMIT", NULL);
+	return al_db_commit(&im->sc_txn, NULL);
 }
 
 int al_manifest_import(struct al_store *st, const char *dir, const struct al_import_opts *opts,
@@ -741,7 +747,7 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 		goto fail_cache;
 	/* the cache is advisory: failing to save it does not fail the import */
 	if (im.sc && imp_finish_cache(&im) < 0)
-		sqlite3_exec(im.sc, "ROLLBACK", NULL, NULL, NULL);
+		al_db_rollback(&im.sc_txn);
 	imp_release(&im);
 	struct al_snapshot_info info = {
 		.created = al_wall_s(),
@@ -752,8 +758,7 @@ int al_manifest_import(struct al_store *st, const char *dir, const struct al_imp
 	info.id = res->id;
 	return al_store_snapshot_add(st, &info, err);
 fail_cache:
-	if (im.sc)
-		sqlite3_exec(im.sc, "ROLLBACK", NULL, NULL, NULL);
+	al_db_rollback(&im.sc_txn); /* none begun: nothing */
 	imp_release(&im);
 	return r;
 }

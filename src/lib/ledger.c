@@ -17,7 +17,6 @@
 #include "airlock/cas.h"
 #include "airlock/ledger.h"
 #include "airlock/store.h"
-#include "backend/sqlite/db_sqlite.h"
 #include "ledger_export.h"
 #include "ledger_private.h"
 #include "merkle.h"
@@ -394,46 +393,6 @@ int al_ledger_append_batch(struct al_store *st, const char *kind, const char *gr
 		json_decref(d);
 	}
 	return al_ledger__commit(st, &txn, r, err);
-}
-
-/* The modules not yet on the seam pass their SQLite connection, inside
- * their own transaction (BEGIN IMMEDIATE ... al_ledger__finish); the ledger
- * reaches it through the seam like everything else. */
-static int with_sqlite(sqlite3 *c, struct al_db **out, struct al_error *err)
-{
-	return al_db__sqlite_wrap(c, out, err);
-}
-
-int al_ledger__append(struct al_store *st, sqlite3 *c, const struct al_ledger_rec *rec,
-		      uint64_t *seq_out, struct al_error *err)
-{
-	struct al_db *db = NULL;
-	int r = with_sqlite(c, &db, err);
-	if (r == 0)
-		r = append(st, db, rec, seq_out, err);
-	al_db_close(db);
-	return r;
-}
-
-int al_ledger__seal(struct al_store *st, sqlite3 *c, struct al_error *err)
-{
-	struct al_db *db = NULL;
-	int r = with_sqlite(c, &db, err);
-	if (r == 0)
-		r = seal(st, db, err);
-	al_db_close(db);
-	return r;
-}
-
-int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err)
-{
-	if (r == 0)
-		r = al_ledger__seal(st, db, err);
-	if (r < 0) {
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return r;
-	}
-	return al_sqlite_exec(db, "COMMIT", err);
 }
 
 int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,

@@ -1,10 +1,10 @@
 /* Private: how the layers that act append to the ledger, inside their own
- * transaction of meta.db, so an entry exists exactly when its effect does. */
+ * transaction of the tenant's metadata, so an entry exists exactly when
+ * its effect does. */
 #ifndef AL_LEDGER_PRIVATE_H
 #define AL_LEDGER_PRIVATE_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "airlock/ledger.h"
 
@@ -12,18 +12,11 @@ struct al_ledger_rec {
 	const char *kind, *group, *project, *actor;
 	json_t *data; /* an object; not stolen */
 };
-int al_ledger__append(struct al_store *st, sqlite3 *db, const struct al_ledger_rec *rec,
-		      uint64_t *seq, struct al_error *err);
-/* Sign a checkpoint for the current size (once per transaction). */
-int al_ledger__seal(struct al_store *st, sqlite3 *db, struct al_error *err);
-/* End a write transaction of meta.db: on success sign a checkpoint of the
- * ledger in it and commit, so the entries and the checkpoint land with the
- * effect or not at all; on failure (r < 0) roll back.  Returns r or the
- * commit's failure. */
-int al_ledger__finish(struct al_store *st, sqlite3 *db, int r, struct al_error *err);
-/* The same through the metadata seam (db.h), for the modules converted to
- * it: append inside txn (a write transaction of the tenant's metadata), and
- * end it: on success seal and commit, on failure (r < 0) roll back. */
+/* Append inside txn (a write transaction of the tenant's metadata,
+ * db.h), and end it: on success sign a checkpoint of the ledger in it and
+ * commit, so the entries and the checkpoint land with the effect or not
+ * at all; on failure (r < 0) roll back.  Returns r or the commit's
+ * failure. */
 struct al_db_txn;
 int al_ledger__append_txn(struct al_store *st, struct al_db_txn *txn,
 			  const struct al_ledger_rec *rec, uint64_t *seq, struct al_error *err);

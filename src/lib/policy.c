@@ -331,14 +331,25 @@ static int level_db(const char *home, struct al_store *tenant, struct al_db **db
 {
 	*global = tenant == NULL;
 	*db = NULL;
-	return tenant ? al_store__meta_db(tenant, db, err) : al_store__global_db(home, db, err);
+	return tenant ? al_store__meta_db(tenant, db, err) : al_store__dir_db(home, NULL, db, err);
 }
 
-static int load(struct al_db *db, struct al_policy *out, struct al_error *err)
+/* The deployment's level on PostgreSQL is deployment_policy, a table of no
+ * tenant (pg.c, schema 5): policy's rows there are each tenant's. */
+static bool deployment_table(struct al_db *db, bool global)
+{
+	return global && al_db_engine(db) == AL_DB_POSTGRES;
+}
+
+static int load(struct al_db *db, bool global, struct al_policy *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(db, "SELECT doc FROM policy WHERE id = 1", &q, err);
+	int r = al_db_prepare(db,
+			      deployment_table(db, global)
+				      ? "SELECT doc FROM deployment_policy WHERE id = 1"
+				      : "SELECT doc FROM policy WHERE id = 1",
+			      &q, err);
 	if (r < 0)
 		return r;
 	if ((r = al_db_step(q, err)) <= 0)
@@ -358,7 +369,7 @@ int al_policy_get(const char *home, struct al_store *tenant, struct al_policy *o
 		return al_fail(err, AL_EINVAL, 0, "policy: no home");
 	int r = level_db(home, tenant, &db, &global, err);
 	if (r == 0)
-		r = load(db, out, err);
+		r = load(db, global, out, err);
 	if (global)
 		al_db_close(db);
 	if (!global && r == 0)
@@ -484,10 +495,10 @@ static int deployment(const char *home, struct al_policy *out, struct al_error *
 	struct al_policy stored;
 	struct al_db *db;
 	al_policy_builtin(out);
-	int r = al_store__global_db(home, &db, err);
+	int r = al_store__dir_db(home, NULL, &db, err);
 	if (r < 0)
 		return r;
-	r = load(db, &stored, err);
+	r = load(db, true, &stored, err);
 	al_db_close(db);
 	if (r == 0) {
 		overlay(out, &stored);
@@ -547,45 +558,60 @@ static json_t *policy_json_doc(const struct al_policy *p)
  * `policy` entry (scope deployment) in every tenant's ledger, after it
  * took effect (two databases; a failure here is reported, the change
  * stays). */
-static int record_everywhere(struct al_db *global, const char *home, const struct al_policy *before,
+struct everywhere {
+	const char *home, *actor;
+	const struct al_policy *before, *after;
+};
+
+static int record_one(void *ctx, const char *name, struct al_error *err)
+{
+	struct everywhere *c = ctx;
+	struct al_store *st = NULL;
+	struct al_db *db;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	int r;
+	if ((r = al_store_open(c->home, name, &st, err)) == 0 &&
+	    (r = al_store__meta_db(st, &db, err)) == 0 &&
+	    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) == 0) {
+		char group[17];
+		al_ledger__new_group(group);
+		json_t *data =
+			json_pack("{s:s,s:o,s:o}", "scope", "deployment", "before",
+				  policy_json_doc(c->before), "after", policy_json_doc(c->after));
+		struct al_ledger_rec lr = {
+			.kind = "policy", .group = group, .actor = c->actor, .data = data
+		};
+		r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
+			 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
+		json_decref(data);
+		r = al_ledger__commit(st, &txn, r, err);
+	}
+	al_store_close(st);
+	return r < 0 ? r : 0;
+}
+
+static int record_everywhere(const char *home, const struct al_policy *before,
 			     const struct al_policy *after, const char *actor, struct al_error *err)
 {
-	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(global, "SELECT name FROM tenants ORDER BY name", &q, err);
-	while (r == 0 && (r = al_db_step(q, err)) == AL_DB_ROW) {
-		struct al_store *st = NULL;
-		struct al_db *db;
-		_cleanup_db_txn_ struct al_db_txn txn = { 0 };
-		if ((r = al_store_open(home, al_db_column_text(q, 0), &st, err)) == 0 &&
-		    (r = al_store__meta_db(st, &db, err)) == 0 &&
-		    (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) == 0) {
-			char group[17];
-			al_ledger__new_group(group);
-			json_t *data =
-				json_pack("{s:s,s:o,s:o}", "scope", "deployment", "before",
-					  policy_json_doc(before), "after", policy_json_doc(after));
-			struct al_ledger_rec lr = { .kind = "policy",
-						    .group = group,
-						    .actor = actor ? actor : "",
-						    .data = data };
-			r = data ? al_ledger__append_txn(st, &txn, &lr, NULL, err)
-				 : al_fail(err, AL_ENOMEM, ENOMEM, "policy");
-			json_decref(data);
-			r = al_ledger__commit(st, &txn, r, err);
-		}
-		al_store_close(st);
-	}
-	return r < 0 ? r : 0;
+	struct everywhere c = { home, actor ? actor : "", before, after };
+	return al_store__tenants(home, record_one, &c, err);
 }
 
 /* Replace the level's document: DELETE and INSERT in the transaction, the
  * same on both engines (contract.c says why not an upsert). */
-static int store_doc(struct al_db *db, const char *doc, struct al_error *err)
+static int store_doc(struct al_db *db, bool global, const char *doc, struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
-	int r = al_db_prepare(db, "DELETE FROM policy WHERE id = 1", &del, err);
+	bool dt = deployment_table(db, global);
+	int r = al_db_prepare(db,
+			      dt ? "DELETE FROM deployment_policy WHERE id = 1"
+				 : "DELETE FROM policy WHERE id = 1",
+			      &del, err);
 	if (r == 0 && (r = al_db_step(del, err)) == 0 &&
-	    (r = al_db_prepare(db, "INSERT INTO policy(id, doc) VALUES (1, ?1)", &ins, err)) == 0) {
+	    (r = al_db_prepare(db,
+			       dt ? "INSERT INTO deployment_policy(id, doc) VALUES (1, ?1)"
+				  : "INSERT INTO policy(id, doc) VALUES (1, ?1)",
+			       &ins, err)) == 0) {
 		al_db_bind_text(ins, 1, doc, -1);
 		r = al_db_step(ins, err);
 	}
@@ -613,7 +639,7 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 		al_db_close(db);
 	if (r < 0)
 		return r;
-	if ((r = load(db, &before, err)) < 0)
+	if ((r = load(db, global, &before, err)) < 0)
 		goto out;
 	after = before;
 	overlay(&after, p);
@@ -633,7 +659,7 @@ int al_policy_set(const char *home, struct al_store *tenant, const struct al_pol
 	if (r == 0 && !(doc = al_policy_format(&after)))
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "policy");
 	if (r == 0)
-		r = store_doc(db, doc, err);
+		r = store_doc(db, global, doc, err);
 	if (!global && r == 0) {
 		_cleanup_free_ char *was = al_policy_format(&before);
 		json_error_t je;
@@ -656,7 +682,7 @@ out:
 	else
 		r = al_db_commit(&txn, err);
 	if (global && r == 0)
-		r = record_everywhere(db, home, &before, &after, actor, err);
+		r = record_everywhere(home, &before, &after, actor, err);
 	if (global)
 		al_db_close(db); /* the global database's connection is ours */
 	return r;

@@ -12,6 +12,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "airlock/pg.h"
 #include "airlock/store.h"
 #include "backend/sqlite/db_sqlite.h"
 #include "cas_private.h"
@@ -26,9 +27,8 @@ struct al_store {
 	char tenant[64];
 	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
-	sqlite3 *meta;
-	struct al_db *meta_db; /* the seam's connection over meta (db.h) */
-	sqlite3 *statcache;
+	struct al_db *meta_db;   /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
+	struct al_db *statcache; /* node-local SQLite on every deployment (import.c's) */
 };
 
 /* airlock.db: the directory of the deployment (auth.c).  A token is kept
@@ -140,6 +140,14 @@ static const char *const meta_migrations[] = {
 	"ALTER TABLE images ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE images SET seq = rowid;"
 	"CREATE INDEX IF NOT EXISTS images_seq ON images(seq);",
+	/* 6: snapshots likewise (gc's second mark takes those recorded since
+	 * its first by seq), and a commit's conflicts in the order they were
+	 * found (seq, their place in the commit; the old rows by rowid) */
+	"ALTER TABLE snapshots ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE snapshots SET seq = rowid;"
+	"CREATE INDEX IF NOT EXISTS snapshots_seq ON snapshots(seq);"
+	"ALTER TABLE conflicts ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE conflicts SET seq = rowid;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
@@ -170,20 +178,112 @@ int al_tenant_name_check(const char *name, struct al_error *err)
 	return 0;
 }
 
-int al_store__global(const char *home, sqlite3 **db, struct al_error *err)
-{
-	char path[4096];
-	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
-		return al_fail(err, AL_EINVAL, 0, "home path too long");
-	return al_sqlite_open(path, &global_schema, db, err);
-}
-
 int al_store__global_db(const char *home, struct al_db **db, struct al_error *err)
 {
 	char path[4096];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	return al_db_open_sqlite(path, &global_schema, AL_SYNC_FULL, db, err);
+}
+
+/* ---- metadata on PostgreSQL (al_store_metadata) */
+
+/* set once at start, read by every store and directory opened after */
+static char *metadata;
+static bool metadata_checked; /* the schema's version seen once by this process */
+
+int al_store_metadata(const char *url, struct al_error *err)
+{
+	free(metadata);
+	metadata = NULL;
+	metadata_checked = false;
+	if (!url || !*url)
+		return 0;
+	if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+		return al_fail(err, AL_EINVAL, 0,
+			       "--metadata: expected postgres://USER@HOST/DB (libpq's URI)");
+	if (!(metadata = strdup(url)))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "metadata");
+	return 0;
+}
+
+/* A connection for tenant (NULL: none, for the owner's lookups), the
+ * schema checked on the first: a database without airlock's schema, or at
+ * another version, is refused before anything is read or written.  The
+ * URL is never quoted (it may hold a password). */
+static int pg_open(const char *tenant, struct al_db **out, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = al_db_open_postgres(metadata, tenant, &db, err);
+	if (r < 0)
+		return al_error_prefix(err, "the metadata database: ");
+	if (!metadata_checked) {
+		struct al_db_stmt *q = NULL;
+		int64_t v = -1;
+		struct al_error e = { 0 };
+		if (al_db_prepare(db, "SELECT airlock_schema_version()", &q, &e) == 0 &&
+		    al_db_step(q, &e) == AL_DB_ROW)
+			v = al_db_column_int64(q, 0);
+		al_db_finalize(q);
+		if (v != AL_PG_SCHEMA) {
+			al_db_close(db);
+			if (e.code == AL_EUNAVAIL)
+				return al_fail(err, AL_EUNAVAIL, 0, "the metadata database: %s",
+					       e.msg);
+			if (v > AL_PG_SCHEMA)
+				return al_fail(
+					err, AL_ESTATE, 0,
+					"the metadata database is at schema %lld, newer than "
+					"this airlock's %d (upgrade airlock)",
+					(long long)v, AL_PG_SCHEMA);
+			if (v >= 0)
+				return al_fail(
+					err, AL_ESTATE, 0,
+					"the metadata database is at schema %lld, this "
+					"airlock writes %d (run: airlock --metadata URL admin "
+					"metadata migrate)",
+					(long long)v, AL_PG_SCHEMA);
+			return al_fail(err, AL_ESTATE, 0,
+				       "the metadata database has no airlock schema for this role "
+				       "(run: airlock --metadata URL admin metadata migrate "
+				       "--service-role ROLE, as the owner)");
+		}
+		metadata_checked = true;
+	}
+	*out = db;
+	return 0;
+}
+
+int al_store__dir_db(const char *home, const char *tenant, struct al_db **db, struct al_error *err)
+{
+	return metadata ? pg_open(tenant, db, err) : al_store__global_db(home, db, err);
+}
+
+int al_store__tenants(const char *home,
+		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,
+		      struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = al_store__dir_db(home, NULL, &db, err);
+	if (r < 0)
+		return r;
+	struct al_db_stmt *q = NULL;
+	/* on PostgreSQL the service role sees one tenant's rows at a time: the
+	 * names come from the owner's function (pg.c, schema 5) */
+	if ((r = al_db_prepare(db,
+			       metadata ? "SELECT t FROM airlock_tenants() AS t"
+					: "SELECT name FROM tenants ORDER BY name",
+			       &q, err)) == 0) {
+		int rc;
+		while ((rc = al_db_step(q, err)) == AL_DB_ROW)
+			if ((r = fn(ctx, al_db_column_text(q, 0), err)) != 0)
+				break;
+		if (r == 0 && rc < 0)
+			r = al_error_prefix(err, "list tenants: ");
+	}
+	al_db_finalize(q);
+	al_db_close(db);
+	return r;
 }
 
 static int tenant_dir(const char *home, const char *tenant, char *out, size_t n,
@@ -200,7 +300,7 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 	if (r < 0)
 		return r;
 	struct al_db *db = NULL;
-	if ((r = al_store__global_db(home, &db, err)) < 0)
+	if ((r = al_store__dir_db(home, tenant, &db, err)) < 0)
 		return r;
 	char dir[4096];
 	if ((r = tenant_dir(home, tenant, dir, sizeof(dir), err)) < 0)
@@ -215,17 +315,23 @@ static int tenant_create(const char *home, const char *tenant, bool exist_ok, st
 		al_cas_close(cas);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/meta.db", dir);
-		sqlite3 *meta = NULL;
-		if ((r = al_sqlite_open(path, &meta_schema, &meta, err)) < 0)
+		struct al_db *meta = NULL;
+		if (!metadata &&
+		    (r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &meta, err)) < 0)
 			goto out;
-		sqlite3_close(meta);
+		al_db_close(meta);
 	}
 	if ((r = al_fsync_dir(-1, dir, err)) < 0)
 		goto out;
 	{
 		_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
-		if ((r = al_db_prepare(db, "INSERT INTO tenants(name, created) VALUES (?1, ?2)",
-				       &st, err)) < 0)
+		/* PostgreSQL's row is the tenant's own (its key column is the
+		 * tenant, as in every table there): its transaction may write it */
+		if ((r = al_db_prepare(
+			     db,
+			     metadata ? "INSERT INTO tenants(tenant, created) VALUES (?1, ?2)"
+				      : "INSERT INTO tenants(name, created) VALUES (?1, ?2)",
+			     &st, err)) < 0)
 			goto out;
 		al_db_bind_text(st, 1, tenant, -1);
 		al_db_bind_int64(st, 2, al_wall_s());
@@ -370,8 +476,12 @@ const char *al_store_tenant(struct al_store *s)
 
 int al_home_init(const char *home, struct al_error *err)
 {
-	int r = al_mkdir_p(home, 0700, err);
-	if (r < 0)
+	/* the database first: one unreachable, or without the schema, leaves
+	 * no home half made */
+	struct al_db *db = NULL;
+	int r = metadata ? pg_open(NULL, &db, err) : 0;
+	al_db_close(db);
+	if (r < 0 || (r = al_mkdir_p(home, 0700, err)) < 0)
 		return r;
 	EVP_PKEY *k = NULL;
 	if ((r = ledger_key_load(home, &k, err)) < 0)
@@ -420,6 +530,19 @@ int al_home_tenant_create(const char *home, const char *tenant, const char *acto
 static int tenant_known(const char *home, const char *tenant, struct al_error *err)
 {
 	char path[4200];
+	if (metadata) {
+		/* the home holds the keys and the objects; the tenants are the
+		 * database's */
+		if ((size_t)snprintf(path, sizeof(path), "%s/ledger.key", home) >= sizeof(path))
+			return al_fail(err, AL_EINVAL, 0, "home path too long");
+		if (access(path, F_OK) < 0)
+			return al_fail(
+				err, AL_ENOTFOUND, 0,
+				"no airlock home at %s (run: airlock --home %s --metadata URL "
+				"init)",
+				home, home);
+		return 0;
+	}
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
 	if (access(path, F_OK) < 0)
@@ -456,6 +579,47 @@ int al_store_blobs(const char *url, struct al_error *err)
 	return 0;
 }
 
+int al_home_check(const char *home, struct al_error *err)
+{
+	int r = tenant_known(home, AL_DEFAULT_TENANT, err);
+	if (r == AL_ENOTFOUND && !metadata) {
+		/* the default tenant may have been removed; the home is airlock.db */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/airlock.db", home);
+		r = access(path, F_OK) == 0 ? 0 : r;
+	}
+	struct al_db *db = NULL;
+	if (r == 0 && metadata && (r = pg_open(NULL, &db, err)) == 0)
+		al_db_close(db);
+	return r;
+}
+
+/* On PostgreSQL: the tenant's connection, once its row is there (seen
+ * under row-level security: the transaction's tenant's row only). */
+static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *err)
+{
+	struct al_db *db = NULL;
+	int r = pg_open(tenant, &db, err);
+	if (r < 0)
+		return r;
+	struct al_db_stmt *q = NULL;
+	int64_t n = 0;
+	if ((r = al_db_prepare(db, "SELECT count(*) FROM tenants", &q, err)) == 0 &&
+	    (r = al_db_step(q, err)) == AL_DB_ROW) {
+		n = al_db_column_int64(q, 0);
+		r = 0;
+	}
+	al_db_finalize(q);
+	if (r == 0 && n == 0)
+		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in the metadata database", tenant);
+	if (r < 0) {
+		al_db_close(db);
+		return r;
+	}
+	*out = db;
+	return 0;
+}
+
 int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
@@ -465,6 +629,11 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 	if (!s)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "store");
 	if ((r = tenant_dir(home, tenant, s->dir, sizeof(s->dir), err)) < 0)
+		goto fail;
+	/* the tenant's objects and caches are this node's: made on its first
+	 * use here */
+	if (metadata && ((r = pg_tenant(tenant, &s->meta_db, err)) < 0 ||
+			 (r = al_mkdir_p(s->dir, 0700, err)) < 0))
 		goto fail;
 	snprintf(s->home, sizeof(s->home), "%s", home);
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
@@ -490,15 +659,14 @@ void al_store_close(struct al_store *s)
 	al_cas_close(s->cas);
 	EVP_PKEY_free(s->ledger_key);
 	al_db_close(s->meta_db);
-	sqlite3_close(s->meta);
-	sqlite3_close(s->statcache);
+	al_db_close(s->statcache);
 	free(s);
 }
 
 bool al_store_idle(struct al_store *s)
 {
-	return al_cas__idle(s->cas) && (!s->meta || sqlite3_get_autocommit(s->meta)) &&
-	       (!s->statcache || sqlite3_get_autocommit(s->statcache));
+	return al_cas__idle(s->cas) && (!s->meta_db || !al_db_in_txn(s->meta_db)) &&
+	       (!s->statcache || !al_db_in_txn(s->statcache));
 }
 
 void al_store_map_reads(bool on)
@@ -509,10 +677,10 @@ void al_store_map_reads(bool on)
 void al_store_release_memory(struct al_store *s)
 {
 	al_cas__release_memory(s->cas);
-	if (s->meta)
-		sqlite3_db_release_memory(s->meta);
+	if (s->meta_db && al_db_engine(s->meta_db) == AL_DB_SQLITE)
+		sqlite3_db_release_memory(al_db__sqlite(s->meta_db));
 	if (s->statcache)
-		sqlite3_db_release_memory(s->statcache);
+		sqlite3_db_release_memory(al_db__sqlite(s->statcache));
 }
 
 struct al_cas *al_store_cas(struct al_store *s)
@@ -528,31 +696,17 @@ const char *al_store__home(struct al_store *s)
 	return s->home;
 }
 /* meta.db is opened on first use: reading a snapshot needs only the cas */
-static int meta(struct al_store *s, struct al_error *err)
-{
-	if (s->meta)
-		return 0;
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/meta.db", s->dir);
-	return al_sqlite_open(path, &meta_schema, &s->meta, err);
-}
-
-int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err)
-{
-	int r = meta(s, err);
-	if (r == 0)
-		*out = s->meta;
-	return r;
-}
-
 int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err)
 {
-	int r = meta(s, err);
-	if (r == 0 && !s->meta_db)
-		r = al_db__sqlite_wrap(s->meta, &s->meta_db, err);
-	if (r == 0)
-		*out = s->meta_db;
-	return r;
+	if (!s->meta_db) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/meta.db", s->dir);
+		int r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &s->meta_db, err);
+		if (r < 0)
+			return r;
+	}
+	*out = s->meta_db;
+	return 0;
 }
 
 void al_store__use_meta_db(struct al_store *s, struct al_db *db)
@@ -561,14 +715,14 @@ void al_store__use_meta_db(struct al_store *s, struct al_db *db)
 	s->meta_db = db;
 }
 
-int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err)
+int al_store__statcache(struct al_store *s, struct al_db **out, struct al_error *err)
 {
 	if (!s->statcache) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/statcache.db", s->dir);
 		/* a cache: NORMAL sync is enough, WAL keeps it consistent */
-		int r = al_sqlite_open_sync(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache,
-					    err);
+		int r = al_db_open_sqlite(path, &statcache_schema, AL_SYNC_NORMAL, &s->statcache,
+					  err);
 		if (r < 0)
 			return r;
 	}
@@ -580,13 +734,21 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 			  struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *st = NULL;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	struct al_db *db;
 	int r = al_store__meta_db(s, &db, err);
 	if (r < 0)
 		return r;
+	/* under the tenant's write lock (the caller's transaction, or one of
+	 * its own): on PostgreSQL a lone statement takes no lock, and a seq
+	 * computed before gc's first mark but committed after it could be at
+	 * or below what the second mark starts from */
+	bool own = !al_db_in_txn(db);
+	if (own && (r = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
+		return r;
 	r = al_db_prepare(db,
-			  "INSERT INTO snapshots(id, created, files, bytes, source) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+			  "INSERT INTO snapshots(id, created, files, bytes, source, seq) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, " AL_SNAPSHOT_SEQ ") ON CONFLICT DO NOTHING",
 			  &st, err);
 	if (r < 0)
 		return r;
@@ -600,7 +762,7 @@ int al_store_snapshot_add(struct al_store *s, const struct al_snapshot_info *inf
 		al_db_bind_null(st, 5);
 	if ((r = al_db_step(st, err)) < 0)
 		return al_error_prefix(err, "record snapshot: ");
-	return 0;
+	return own ? al_db_commit(&txn, err) : 0;
 }
 
 int al_store_snapshot_foreach(struct al_store *s, al_snapshot_fn fn, void *ctx,

@@ -3,34 +3,45 @@
 #define AL_STORE_PRIVATE_H
 
 #include <openssl/evp.h>
-#include <sqlite3.h>
 
 #include "airlock/store.h"
 
 struct al_db;
 
-/* The stat cache database of the tenant, opened on first use. */
-int al_store__statcache(struct al_store *s, sqlite3 **out, struct al_error *err);
-/* The tenant's metadata database (snapshots, projects, volumes, commits). */
-int al_store__meta(struct al_store *s, sqlite3 **out, struct al_error *err);
-/* The same database through the metadata seam (db.h), borrowed: the
- * modules converted to the seam use this one, the others al_store__meta,
- * one connection under both until every module is converted. */
+/* The stat cache database of the tenant through the seam (db.h),
+ * borrowed, opened on first use: node-local by design (a cache of this
+ * machine's files' stat data, never shared), SQLite on every deployment,
+ * import.c's alone. */
+int al_store__statcache(struct al_store *s, struct al_db **out, struct al_error *err);
+/* The tenant's metadata (snapshots, projects, volumes, commits, runs, the
+ * ledger, …) through the metadata seam (db.h), borrowed: meta.db, or the
+ * connection given by al_store__use_meta_db. */
 int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *err);
 /* Give the store db (taken: closed with the store) as its tenant's
- * metadata instead of meta.db, for the modules on the seam: how a store's
- * metadata comes from PostgreSQL (a connection for the store's tenant,
- * al_db_open_postgres).  The modules still on al_store__meta keep
- * meta.db. */
+ * metadata instead of meta.db: how a store's metadata comes from
+ * PostgreSQL (a connection for the store's tenant, al_db_open_postgres). */
 void al_store__use_meta_db(struct al_store *s, struct al_db *db);
+
+/* A new snapshot row's seq (meta.db migration 6), in the row's INSERT */
+#define AL_SNAPSHOT_SEQ "(SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots)"
 
 /* The home the store is in. */
 const char *al_store__home(struct al_store *s);
 
-/* Open the home's global database (tenants, principals, tokens). */
-int al_store__global(const char *home, sqlite3 **out, struct al_error *err);
-/* The same through the metadata seam (db.h); the caller closes it. */
+/* The home's global database (tenants, principals, tokens) through the
+ * metadata seam (db.h); the caller closes it. */
 int al_store__global_db(const char *home, struct al_db **out, struct al_error *err);
+/* The directory's rows of tenant (tenants, principals, grants, tokens,
+ * sessions) through the seam, the caller closing it: the home's
+ * airlock.db (every tenant's: the SQL names the tenant), or with
+ * al_store_metadata a PostgreSQL connection for tenant (NULL: for no
+ * tenant, which sees no row and asks the owner's functions, pg.c). */
+int al_store__dir_db(const char *home, const char *tenant, struct al_db **out,
+		     struct al_error *err);
+/* Each tenant of the deployment, by name. */
+int al_store__tenants(const char *home,
+		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,
+		      struct al_error *err);
 
 void al_cas__release_memory(struct al_cas *c);
 void al_cas__map_reads(bool on);

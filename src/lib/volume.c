@@ -385,8 +385,8 @@ static int record_snapshot(struct al_db *db, struct al_cas *cas, const struct al
 	if (al_db_changes(db) > 0)
 		return 0;
 	if ((r = al_db_prepare(db,
-			       "INSERT INTO snapshots(id, created, files, bytes, source) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5)",
+			       "INSERT INTO snapshots(id, created, files, bytes, source, seq) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, " AL_SNAPSHOT_SEQ ")",
 			       &st, err)) < 0)
 		return r;
 	al_db_bind_blob(st, 1, id->b, AL_OID_LEN);
@@ -466,8 +466,8 @@ static int record_commit(struct al_db *db, struct al_cas *cas, struct vol *v,
 			     "INSERT INTO conflicts(commit_id, path, copy_path, base_type, "
 			     "base_mode, "
 			     "base_size, base_digest, theirs_type, theirs_mode, theirs_size, "
-			     "theirs_digest, ours_type, ours_mode, ours_size, ours_digest) "
-			     "VALUES (?1,?2,?3, ?4,?5,?6,?7, ?8,?9,?10,?11, ?12,?13,?14,?15)",
+			     "theirs_digest, ours_type, ours_mode, ours_size, ours_digest, seq) "
+			     "VALUES (?1,?2,?3, ?4,?5,?6,?7, ?8,?9,?10,?11, ?12,?13,?14,?15, ?16)",
 			     &cf, err)) < 0)
 			return r;
 		for (size_t i = 0; i < res->nconflicts; i++) {
@@ -482,6 +482,7 @@ static int record_commit(struct al_db *db, struct al_cas *cas, struct vol *v,
 			bind_entry(cf, 4, c->has_base, &c->base);
 			bind_entry(cf, 8, c->has_theirs, &c->theirs);
 			bind_entry(cf, 12, c->has_ours, &c->ours);
+			al_db_bind_int64(cf, 16, (int64_t)i);
 			if (al_db_step(cf, err) != AL_DB_DONE)
 				return db_fail(err, "record conflict");
 		}
@@ -1269,7 +1270,7 @@ int al_project_log(struct al_store *st, const char *project, al_commit_fn fn, vo
 		     db,
 		     "SELECT path, copy_path, base_type, base_mode, base_size, base_digest, "
 		     "theirs_type, theirs_mode, theirs_size, theirs_digest, ours_type, ours_mode, "
-		     "ours_size, ours_digest FROM conflicts WHERE commit_id = ?1 ORDER BY rowid",
+		     "ours_size, ours_digest FROM conflicts WHERE commit_id = ?1 ORDER BY seq",
 		     &cq, err)) < 0)
 		return r;
 	al_db_bind_int64(q, 1, v.id);
@@ -1751,17 +1752,29 @@ static char *hunks_text(const struct pick *p)
 	return s;
 }
 
-/* Each change's outcome, in the decision's transaction. */
+/* Each change's outcome, in the decision's transaction: a row there
+ * already replaced by DELETE + INSERT (db.h's subset; INSERT OR REPLACE is
+ * SQLite's alone). */
 static int record_outcomes(struct al_db *db, const struct vol *d, const struct al_changes *ch,
 			   const bool *keep, const struct pick *pick, struct al_error *err)
 {
-	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL, *del = NULL;
 	int r = al_db_prepare(db,
-			      "INSERT OR REPLACE INTO draft_paths(volume, path, op, outcome, "
+			      "INSERT INTO draft_paths(volume, path, op, outcome, "
 			      "hunks) VALUES (?1,?2,?3,?4,?5)",
 			      &ins, err);
+	if (r == 0)
+		r = al_db_prepare(db, "DELETE FROM draft_paths WHERE volume = ?1 AND path = ?2",
+				  &del, err);
 	for (size_t i = 0; r == 0 && i < ch->n; i++) {
 		char op[2] = { ch->v[i].op, 0 };
+		al_db_reset(del);
+		al_db_bind_int64(del, 1, d->id);
+		al_db_bind_text(del, 2, ch->v[i].path, -1);
+		if (al_db_step(del, err) != AL_DB_DONE) {
+			r = db_fail(err, "record the draft's outcomes");
+			break;
+		}
 		al_db_reset(ins);
 		al_db_bind_int64(ins, 1, d->id);
 		al_db_bind_text(ins, 2, ch->v[i].path, -1);

@@ -798,13 +798,17 @@ int srv_main(const struct srv_config *cfg)
 			cfg->listen);
 		return 2;
 	}
-	struct stat st;
-	char db[4200];
-	snprintf(db, sizeof(db), "%s/airlock.db", cfg->home);
-	if (stat(db, &st) < 0) {
-		fprintf(stderr, "airlock serve: no airlock home at %s (run 'airlock init')\n",
-			cfg->home);
-		return al_code_exit(AL_ENOTFOUND);
+	/* the home (airlock.db), or with --metadata the home's keys and a
+	 * database at this build's schema */
+	struct al_error herr = { 0 };
+	if (al_home_check(cfg->home, &herr) < 0) {
+		if (herr.code == AL_ENOTFOUND)
+			fprintf(stderr,
+				"airlock serve: no airlock home at %s (run 'airlock init')\n",
+				cfg->home);
+		else
+			fprintf(stderr, "airlock serve: %s\n", herr.msg);
+		return al_code_exit(herr.code);
 	}
 	/* 1024 connections, each run's pipes and stores: use the hard limit */
 	struct rlimit nofile;

@@ -17,11 +17,13 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 3" "migrate creates the schema (version 0 -> 3)"
+is "$rc:$out" "0:schema 0 -> 5" "migrate creates the schema (version 0 -> 5)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":3,"to":3}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3 \
+is "$out" '{"from":5,"to":5}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5 \
 	"each applied version is recorded"
+is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.columns WHERE column_name = 'seq' AND table_name IN ('snapshots', 'conflicts')")" \
+	"conflicts,snapshots" "schema 4: snapshots and conflicts have seq"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
 
@@ -31,8 +33,11 @@ TABLES=$(as airlock_owner -c "SELECT string_agg(c.relname, ' ' ORDER BY c.relnam
 ok "there are tenant tables (projects, volumes, commits, ledger, runs among them)" -- \
 	bash -c "for t in projects volumes commits ledger runs tokens; do [[ ' $TABLES ' == *\" \$t \"* ]] || exit 1; done"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
-	AND c.relkind = 'r' AND c.relname <> 'airlock_schema' AND NOT (c.relrowsecurity AND c.relforcerowsecurity)")" 0 \
-	"every table but the schema's version has ENABLE and FORCE ROW LEVEL SECURITY"
+	AND c.relkind = 'r' AND c.relname NOT IN ('airlock_schema', 'deployment_policy')
+	AND NOT (c.relrowsecurity AND c.relforcerowsecurity)")" 0 \
+	"every table but the schema's version and the deployment's policy has ENABLE and FORCE ROW LEVEL SECURITY"
+is "$(as airlock_owner -c "SELECT count(*) FROM pg_attribute WHERE attrelid = 'deployment_policy'::regclass AND attnum > 0 AND NOT attisdropped")" 2 \
+	"  (the deployment's policy has no tenant: id and doc, the operator's ceilings)"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c
 	JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
 	JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
@@ -119,6 +124,15 @@ is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-a', 1000), '-') 
 is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-r', 1000), '-')")" "-" \
 	"  and none for a revoked one (schema 3: revoked 0 or 1, as auth.c writes it)"
 is "$(as airlock -c "SELECT count(*) FROM tokens")" 0 "  while the tokens themselves stay invisible without the tenant"
+as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'b'; INSERT INTO tokens VALUES ('b', 't3', 'hash-b', 'bob', 1, 0, 0); COMMIT;"
+is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-b', 99999), '-')")" "b" \
+	"  schema 5: a token that never expires (expires 0) has its tenant"
+is "$(as airlock -c "SELECT string_agg(t, ',') FROM airlock_tenants() AS t")" "a,b" \
+	"  airlock_tenants() gives every tenant's name, and only that, to the service role"
+is "$(as airlock -c "SELECT count(*) FROM tenants")" 0 "  while the tenants' rows stay invisible without the tenant"
+is "$(as airlock -c "SELECT airlock_schema_version()")" 5 "  airlock_schema_version() gives the schema's version"
+run as airlock -c "SELECT count(*) FROM airlock_schema"
+like "$err" "permission denied" "  which the service role cannot read itself"
 
 # ---- migrate refuses a service role that could see across tenants, and a newer schema
 su_sql -c "CREATE ROLE sneaky LOGIN BYPASSRLS" -c "CREATE ROLE boss LOGIN SUPERUSER" -c "CREATE ROLE owner2 LOGIN" \
@@ -139,7 +153,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 3" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 5" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

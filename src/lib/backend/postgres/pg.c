@@ -193,6 +193,38 @@ static const char *const migrations[] = {
 	"      USING (tenant = current_setting(''airlock.tenant'', true))"
 	"      WITH CHECK (tenant = current_setting(''airlock.tenant'', true))', t);"
 	"  END LOOP; END $$;",
+	/* 4: as meta.db 6: snapshots in the order they were recorded (gc's
+	 * second mark), a commit's conflicts in the order they were found */
+	"ALTER TABLE snapshots ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;"
+	"CREATE INDEX snapshots_seq ON snapshots(tenant, seq);"
+	"ALTER TABLE conflicts ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;",
+	/* 5: the deployment's directory across tenants.  The service role
+	 * sees the transaction's tenant only; what it must ask across them
+	 * goes through functions that run as the owner and answer one narrow
+	 * question each: the tenants' names (a tenant list, gc's round), the
+	 * schema's version (a node checks it at start), and, as in 1, a live
+	 * token's or session's tenant, now with a token that never expires
+	 * (expires 0).  Creating a tenant needs none: the row is the
+	 * transaction's own tenant's.  The deployment's policy (airlock.db's
+	 * policy row on the embedded home) is a table of no tenant: the
+	 * operator's ceilings, which every tenant's requests read. */
+	"DO $$ BEGIN"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON tenants FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"END $$;"
+	"CREATE FUNCTION airlock_tenants() RETURNS SETOF TEXT"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT tenant FROM public.tenants ORDER BY tenant $$;"
+	"CREATE FUNCTION airlock_schema_version() RETURNS INTEGER"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT max(version) FROM public.airlock_schema $$;"
+	"CREATE OR REPLACE FUNCTION airlock_token_tenant(token_hash TEXT, now BIGINT) RETURNS TEXT"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT tenant FROM public.tokens WHERE hash = token_hash AND revoked = 0"
+	"     AND (expires = 0 OR expires > now) $$;"
+	"REVOKE ALL ON FUNCTION airlock_tenants() FROM PUBLIC;"
+	"REVOKE ALL ON FUNCTION airlock_schema_version() FROM PUBLIC;"
+	"CREATE TABLE deployment_policy(id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL);",
 };
 
 struct pgconn {
@@ -356,14 +388,16 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 	}
 	/* the service role's rights, granted again on every run (idempotent):
 	 * rows only, no DDL, no TRUNCATE, no ownership */
-	char grant[1024];
+	char grant[2048];
 	snprintf(grant, sizeof(grant),
 		 "GRANT USAGE ON SCHEMA public TO %s;"
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON " TENANT_TABLES ", " TENANT_TABLES_3
 		 " TO %s;"
+		 "GRANT SELECT, INSERT, DELETE ON deployment_policy TO %s;"
 		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
-		 "  airlock_session_tenant(TEXT, BIGINT) TO %s;",
-		 service_role, service_role, service_role);
+		 "  airlock_session_tenant(TEXT, BIGINT), airlock_tenants(),"
+		 "  airlock_schema_version() TO %s;",
+		 service_role, service_role, service_role, service_role);
 	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
 		goto out;
 	*to = (int)ARRAY_SIZE(migrations);
