@@ -727,6 +727,55 @@ static void pg_refusals(void **state)
 	al_db_close(db);
 }
 
+/* this connection's server process */
+static int64_t backend_pid(struct al_db *db)
+{
+	struct al_error err = { 0 };
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	assert_int_equal(al_db_prepare(db, "SELECT CAST(pg_backend_pid() AS BIGINT)", &q, &err), 0);
+	assert_int_equal(al_db_step(q, &err), AL_DB_ROW);
+	return al_db_column_int64(q, 0);
+}
+
+/* kill db's server process from another connection of the same role */
+static void kill_backend(struct al_db *db)
+{
+	struct al_db *other = open_tenant("a");
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%lld)", (long long)backend_pid(db));
+	exec_ok(other, sql);
+	al_db_close(other);
+}
+
+/* A connection the server dropped (a restart, a failover, an idle timeout)
+ * is made again at the next transaction, with its prepared statements;
+ * a transaction it was in fails, loudly, and keeps nothing. */
+static void pg_reconnect(void **state)
+{
+	(void)state;
+	struct al_db *db = open_db();
+	struct al_error err = { 0 };
+	assert_int_equal(insert_t(db, 1, 1, &err), 0); /* prepares the insert */
+	int64_t pid = backend_pid(db);
+	kill_backend(db);
+	assert_int_equal(insert_t(db, 2, 2, &err), 0); /* between transactions: made again */
+	assert_true(backend_pid(db) != pid);
+	assert_int_equal(count(db, "t"), 2);
+	/* dropped inside a transaction: the statement fails, nothing is kept */
+	struct al_db_txn txn;
+	assert_int_equal(al_db_begin(db, AL_DB_WRITE, &txn, &err), 0);
+	assert_int_equal(insert_t(db, 3, 3, &err), 0);
+	kill_backend(db);
+	assert_int_equal(insert_t(db, 4, 4, &err), AL_EUNAVAIL);
+	assert_true(al_db_commit(&txn, &err) < 0);
+	assert_int_equal(count(db, "t"), 2);
+	/* and a read transaction after it works */
+	assert_int_equal(al_db_begin(db, AL_DB_READ, &txn, &err), 0);
+	assert_int_equal(count(db, "t"), 2);
+	assert_int_equal(al_db_commit(&txn, &err), 0);
+	al_db_close(db);
+}
+
 int main(void)
 {
 #define EVERY_ENGINE                                                                            \
@@ -748,6 +797,7 @@ int main(void)
 	const struct CMUnitTest pg_only[] = {
 		cmocka_unit_test_setup(pg_tenants, setup),
 		cmocka_unit_test_setup(pg_refusals, setup),
+		cmocka_unit_test_setup(pg_reconnect, setup),
 	};
 	snprintf(dir, sizeof(dir), "/tmp/airlock-db-XXXXXX");
 	if (!mkdtemp(dir))

@@ -145,8 +145,32 @@ static void note_changes(struct pg_db *db, PGresult *res)
 		db->changes = strtoll(al_pq.cmd_tuples(res), NULL, 10);
 }
 
+/* A connection the server or the network dropped, made again with the same
+ * parameters (PQreset): its prepared statements are gone with the old
+ * session.  Only ever between transactions, so nothing half-done is
+ * replayed. */
+static int reconnect(struct pg_db *db, struct al_error *err)
+{
+	al_pq.reset(db->c);
+	if (al_pq.status(db->c) != CONNECTION_OK)
+		return pg_fail(db, NULL, err, "reconnect");
+	for (size_t i = 0; i < db->nnamed; i++)
+		db->named[i].prepared = false;
+	return simple(db, "SET client_encoding = 'UTF8'", NULL, err, "reconnect");
+}
+
+static int begin_once(struct pg_db *db, const char *sql, struct al_error *err)
+{
+	int r = simple(db, sql, NULL, err, "begin");
+	if (r < 0 && al_pq.status(db->c) == CONNECTION_OK)
+		al_pq.clear(al_pq.exec(db->c, "ROLLBACK"));
+	return r;
+}
+
 /* BEGIN with the tenant set for the transaction (and, to write, its lock),
- * in one round trip: the tenant is a checked name, safe as a literal. */
+ * in one round trip: the tenant is a checked name, safe as a literal.  A
+ * connection found dropped (before, or by this BEGIN: a server restart, a
+ * failover) is made again once and the BEGIN sent again. */
 static int begin_txn(struct pg_db *db, enum al_db_mode mode, bool lock, struct al_error *err)
 {
 	char sql[320];
@@ -160,9 +184,12 @@ static int begin_txn(struct pg_db *db, enum al_db_mode mode, bool lock, struct a
 	if (lock)
 		snprintf(sql + n, sizeof(sql) - n,
 			 "; SELECT pg_advisory_xact_lock(hashtext('airlock.tenant:%s'))", t);
-	int r = simple(db, sql, NULL, err, "begin");
-	if (r < 0)
-		al_pq.clear(al_pq.exec(db->c, "ROLLBACK"));
+	int r = 0;
+	if (al_pq.status(db->c) != CONNECTION_OK && (r = reconnect(db, err)) < 0)
+		return r;
+	r = begin_once(db, sql, err);
+	if (r < 0 && al_pq.status(db->c) != CONNECTION_OK && reconnect(db, err) == 0)
+		r = begin_once(db, sql, err);
 	return r;
 }
 

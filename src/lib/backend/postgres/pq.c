@@ -17,6 +17,7 @@ static void load(void)
 		{ "PQstatus", DL_SLOT(al_pq, status) },
 		{ "PQerrorMessage", DL_SLOT(al_pq, error_message) },
 		{ "PQfinish", DL_SLOT(al_pq, finish) },
+		{ "PQreset", DL_SLOT(al_pq, reset) },
 		{ "PQsetNoticeProcessor", DL_SLOT(al_pq, set_notice_processor) },
 		{ "PQexec", DL_SLOT(al_pq, exec) },
 		{ "PQexecParams", DL_SLOT(al_pq, exec_params) },
