@@ -6,7 +6,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "airlock/cas.h"
@@ -391,6 +396,207 @@ static void test_wal_checkpoint_rate(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* ---- lock hand-over (sqlite_util.c, the wake word) ---- */
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int64_t count_rows(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *q = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_prepare(db, sql, &q, &err), 0);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return n;
+}
+
+/* A child holds the write lock (BEGIN IMMEDIATE, one row) and says so on
+ * fd; then it commits after hold_ms, or (hold_ms < 0) waits to be killed. */
+static pid_t hold_lock(const char *path, const char *value, long hold_ms, int fd)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	char sql[200];
+	snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE; INSERT INTO t(v) VALUES ('%s')", value);
+	if (al_sqlite_open(path, NULL, &db, &err) < 0 || al_sqlite_exec(db, sql, &err) < 0 ||
+	    write(fd, "h", 1) != 1)
+		_exit(1);
+	if (hold_ms < 0)
+		for (;;)
+			pause();
+	nap_ms(hold_ms);
+	_exit(al_sqlite_exec(db, "COMMIT", &err) < 0);
+}
+
+/* A writer waiting for another process's write lock is woken by its commit
+ * (the wake word), not by its next 1 ms poll: the waits a release ended
+ * are counted by airlock_wal_state().  Fails with polling alone (0). */
+static void test_wake_handover(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wake-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600];
+	snprintf(path, sizeof(path), "%s/h.db", dir);
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	int rounds = 10;
+	for (int i = 0; i < rounds; i++) {
+		int p[2];
+		assert_int_equal(pipe(p), 0);
+		pid_t pid = hold_lock(path, "held", 30, p[1]);
+		char c;
+		assert_int_equal(read(p[0], &c, 1), 1);
+		/* waits in the busy handler until the child commits */
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('waited')", &err), 0);
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		close(p[0]);
+		close(p[1]);
+	}
+	int64_t woken = count_rows(db, "SELECT airlock_wal_state()");
+	print_message("%d hand-overs: %lld waits ended by the release\n", rounds, (long long)woken);
+	/* a release between a 1 ms timeout and the word's update goes
+	 * unnoticed by the word (microseconds of each millisecond) */
+	assert_true(woken >= rounds / 2);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'held'"), rounds);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'waited'"), rounds);
+	sqlite3_close(db);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The holder of the write lock killed with SIGKILL mid-transaction: it never
+ * updates the wake word, the kernel drops its locks, and the waiting writer
+ * proceeds (its 1 ms step finds the lock free); the dead transaction left
+ * nothing, every commit before it is there. */
+static void test_wake_holder_killed(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wakekill-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600];
+	snprintf(path, sizeof(path), "%s/k.db", dir);
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('before')", &err), 0);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t holder = hold_lock(path, "lost", -1, p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	pid_t waiter = fork();
+	assert_true(waiter >= 0);
+	if (waiter == 0) {
+		sqlite3 *w = NULL;
+		struct al_error e2 = { 0 };
+		if (al_sqlite_open(path, NULL, &w, &e2) < 0 || write(p[1], "w", 1) != 1)
+			_exit(1);
+		_exit(al_sqlite_exec(w, "INSERT INTO t(v) VALUES ('next')", &e2) < 0);
+	}
+	assert_int_equal(read(p[0], &c, 1), 1);
+	nap_ms(50); /* the waiter is in its busy handler */
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'next'"), 0);
+	assert_int_equal(kill(holder, SIGKILL), 0);
+	int status;
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+	assert_true(WIFSIGNALED(status));
+	alarm(60); /* a waiter that never proceeded fails the test, not hangs it */
+	assert_int_equal(waitpid(waiter, &status, 0), waiter);
+	alarm(0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'before'"), 5);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'next'"), 1);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'lost'"), 0);
+	sqlite3_stmt *q = NULL;
+	assert_int_equal(al_sqlite_prepare(db, "PRAGMA integrity_check", &q, &err), 0);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "ok");
+	sqlite3_finalize(q);
+	/* and the next hand-over uses the word again */
+	assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('after')", &err), 0);
+	sqlite3_close(db);
+	close(p[0]);
+	close(p[1]);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* <db>-wake as something else than airlock's regular file: a symlink is not
+ * followed (its target stays as it was), a FIFO or a directory is not
+ * used; the database opens and commits all the same (polling). */
+static void test_wake_file_hostile(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wakefile-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], wake[620], target[620];
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	for (int kind = 0; kind < 3; kind++) {
+		snprintf(path, sizeof(path), "%s/x%d.db", dir, kind);
+		snprintf(wake, sizeof(wake), "%s-wake", path);
+		snprintf(target, sizeof(target), "%s/target%d", dir, kind);
+		if (kind == 0) {
+			FILE *f = fopen(target, "w");
+			assert_non_null(f);
+			fputs("untouched\n", f);
+			fclose(f);
+			assert_int_equal(symlink(target, wake), 0);
+		} else if (kind == 1)
+			assert_int_equal(mkfifo(wake, 0600), 0);
+		else
+			assert_int_equal(mkdir(wake, 0700), 0);
+		sqlite3 *db = NULL;
+		struct al_error err = { 0 };
+		assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('x')", &err),
+					 0);
+		assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 3);
+		sqlite3_close(db);
+		struct stat sb;
+		assert_int_equal(lstat(wake, &sb), 0);
+		if (kind == 0) {
+			assert_true(S_ISLNK(sb.st_mode));
+			assert_int_equal(stat(target, &sb), 0);
+			assert_int_equal(sb.st_size, 10); /* not grown to a page */
+		} else
+			assert_true(kind == 1 ? S_ISFIFO(sb.st_mode) : S_ISDIR(sb.st_mode));
+	}
+	/* a regular one is made a page long and mapped */
+	snprintf(path, sizeof(path), "%s/ok.db", dir);
+	snprintf(wake, sizeof(wake), "%s-wake", path);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	sqlite3_close(db);
+	struct stat sb;
+	assert_int_equal(lstat(wake, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(sb.st_size, 4096);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +604,9 @@ int main(void)
 		cmocka_unit_test(test_ledger_key_layouts),
 		cmocka_unit_test(test_wal_bounded),
 		cmocka_unit_test(test_wal_checkpoint_rate),
+		cmocka_unit_test(test_wake_handover),
+		cmocka_unit_test(test_wake_holder_killed),
+		cmocka_unit_test(test_wake_file_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
