@@ -77,6 +77,7 @@ struct wal_state {
 	uint32_t seen;  /* its value before the last try */
 	uint64_t since; /* when this wait began (al_now_ns) */
 	int64_t woken;  /* waits ended by a release the word told of */
+	bool hold;      /* no checkpoint now (al_sqlite_hold_checkpoints) */
 };
 
 static uint32_t *wake_map(const char *path)
@@ -157,7 +158,7 @@ static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 	if (frames < w->frames)
 		w->next = w->bound; /* restarted by another connection */
 	w->frames = frames;
-	if (frames < w->next)
+	if (w->hold || frames < w->next)
 		return SQLITE_OK;
 	int log = 0;
 	sqlite3_busy_handler(db, NULL, NULL);
@@ -170,6 +171,20 @@ static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 	w->next = log <= 0 ? w->bound : frames + (w->bound + 1) / 2;
 	w->frames = log > 0 ? frames : 0;
 	return SQLITE_OK;
+}
+
+void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold)
+{
+	/* the hook's context is the connection's state: read by setting it again */
+	struct wal_state *w = sqlite3_wal_hook(db, wal_bound, NULL);
+	sqlite3_wal_hook(db, wal_bound, w);
+	if (!w) {
+		sqlite3_wal_hook(db, NULL, NULL); /* it had none */
+		return;
+	}
+	w->hold = hold;
+	if (!hold && w->frames >= w->next)
+		wal_bound(w, db, "main", w->frames);
 }
 
 /* The connection's state lives as long as it: SQLite frees it with the

@@ -10,6 +10,7 @@
 #include "airlock/review.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
+#include "cas_private.h"
 #include "db.h"
 #include "ledger_private.h"
 #include "store_private.h"
@@ -1058,6 +1059,15 @@ static int commit_locked(struct al_store *st, struct al_db *db, struct vol *v,
 	return r;
 }
 
+/* objects.db's checkpoints wait while meta.db's write lock is held (a
+ * rebase's or a selection's object batch commits inside it): its copy and
+ * syncs would hold every other committer back (al_sqlite_hold_checkpoints).
+ * Released once meta.db's transaction has ended. */
+static void hold_checkpoints(struct al_store *st, bool hold)
+{
+	al_cas__hold_checkpoints(al_store_cas(st), hold);
+}
+
 static int begin(struct al_store *st, struct al_db **db, struct al_db_txn *txn,
 		 struct al_error *err)
 {
@@ -1082,9 +1092,11 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	struct commit_req q = {
 		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group
 	};
+	hold_checkpoints(st, true);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);
 	r = al_ledger__commit(st, &txn, r, err);
+	hold_checkpoints(st, false);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, project, res);
 	return r;
@@ -1509,6 +1521,7 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	struct commit_req q = {
 		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id
 	};
+	hold_checkpoints(st, true);
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
 		q.group = v.group;
 		if (strcmp(v.state, AL_DRAFT_OPEN) != 0)
@@ -1517,6 +1530,7 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 			r = commit_locked(st, db, &v, &q, res, err);
 	}
 	r = al_ledger__commit(st, &txn, r, err);
+	hold_checkpoints(st, false);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, v.project_name, res);
 	return r;
@@ -1938,12 +1952,11 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	return r;
 }
 
-int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
-		       const struct al_apply_path *paths, size_t npaths,
-		       const struct al_commit_opts *opts, struct al_commit_result *res,
-		       struct al_error *err)
+static int apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		     const struct al_apply_path *paths, size_t npaths,
+		     const struct al_commit_opts *opts, struct al_commit_result *res,
+		     struct al_error *err)
 {
-	memset(res, 0, sizeof(*res));
 	if (mode != AL_ACCEPT_ALL && mode != AL_ACCEPT_SELECTED && mode != AL_REJECT_ALL)
 		return al_fail(err, AL_EUSAGE, 0, "apply: bad mode");
 	if (mode == AL_ACCEPT_SELECTED && npaths == 0)
@@ -2049,4 +2062,16 @@ int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode m
 		return al_ledger__commit(
 			st, &txn, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
 	return al_ledger__commit(st, &txn, 0, err);
+}
+
+int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		       const struct al_apply_path *paths, size_t npaths,
+		       const struct al_commit_opts *opts, struct al_commit_result *res,
+		       struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	hold_checkpoints(st, true);
+	int r = apply_sel(st, id, mode, paths, npaths, opts, res, err);
+	hold_checkpoints(st, false);
+	return r;
 }

@@ -597,6 +597,58 @@ static void test_wake_file_hostile(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A checkpoint held (al_sqlite_hold_checkpoints, as a rebase's object
+ * batch inside meta.db's transaction holds objects.db's): commits past the
+ * bound leave the WAL whole, every row there; the release runs the
+ * checkpoint that came due and empties it.  Without the hold the WAL is
+ * emptied at the bound. */
+static void test_hold_checkpoints(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-hold-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], wal[620];
+	snprintf(path, sizeof(path), "%s/big.db", dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	const struct al_sqlite_schema big = AL_SQLITE_SCHEMA_PAGES(wal_migrations, 65536);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &big, &db, &err), 0);
+	char v[3000];
+	memset(v, 'h', sizeof(v));
+	struct stat sb;
+	al_sqlite_hold_checkpoints(db, true);
+	for (int i = 0; i < 40; i++) { /* 40+ frames of 64 KiB: 2.5 bounds */
+		sqlite3_stmt *q = NULL;
+		assert_int_equal(al_sqlite_prepare(db, "INSERT INTO t(v) VALUES (?)", &q, &err), 0);
+		sqlite3_bind_blob(q, 1, v, sizeof(v), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		assert_int_equal(stat(wal, &sb), 0);
+		assert_true(i < 20 || sb.st_size > (off_t)AL_SQLITE_WAL_BOUND);
+	}
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 40);
+	al_sqlite_hold_checkpoints(db, false);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_int_equal(sb.st_size, 0); /* the due checkpoint ran: emptied */
+	/* released: the bound holds again at the next commits */
+	long most = 0;
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES (x'00')", &err), 0);
+		assert_int_equal(stat(wal, &sb), 0);
+		most = sb.st_size > most ? sb.st_size : most;
+	}
+	assert_true(most <= (long)AL_SQLITE_WAL_BOUND + 65536 + 32);
+	sqlite3_close(db);
+	/* nothing held back was lost: all there when opened again */
+	assert_int_equal(al_sqlite_open(path, &big, &db, &err), 0);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 80);
+	sqlite3_close(db);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -607,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_wake_handover),
 		cmocka_unit_test(test_wake_holder_killed),
 		cmocka_unit_test(test_wake_file_hostile),
+		cmocka_unit_test(test_hold_checkpoints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1424,6 +1424,12 @@ bool al_cas__idle(struct al_cas *c)
 	return !c->in_batch && c->batchfd < 0 && sqlite3_get_autocommit(c->db);
 }
 
+void al_cas__hold_checkpoints(struct al_cas *c, bool hold)
+{
+	if (c && c->db)
+		al_sqlite_hold_checkpoints(c->db, hold);
+}
+
 void al_cas__release_memory(struct al_cas *c)
 {
 	if (c && c->db)
