@@ -25,6 +25,11 @@ void al_cas__set_remote(struct al_cas *c, struct al_odb_backend *remote);
  * a put's dedup and the collector need; al_cas_has also asks the remote). */
 int al_cas__has_local(struct al_cas *c, const struct al_oid *digest, struct al_error *err);
 
+/* Take the handle's gc.lock pin now (as its first batch would): what it
+ * reads from here on cannot be swept until it is idle again.  For work a
+ * commit does before its metadata lock (volume.c precompute). */
+int al_cas__pin(struct al_cas *c, struct al_error *err);
+
 /* Hold objects.db's checkpoints (al_sqlite_hold_checkpoints) while the
  * caller holds meta.db's write lock; released, a checkpoint due runs. */
 void al_cas__hold_checkpoints(struct al_cas *c, bool hold);

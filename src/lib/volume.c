@@ -13,6 +13,7 @@
 #include "cas_private.h"
 #include "db.h"
 #include "ledger_private.h"
+#include "manifest_private.h"
 #include "store_private.h"
 #include "util.h"
 #include "volume_private.h"
@@ -209,7 +210,49 @@ struct commit_req {
 	 * without another diff (record_snapshot). */
 	const struct al_changes *changes;
 	const bool *keep;
+	struct precomputed *pre; /* what was computed before the lock, or NULL */
 };
+
+/* What a commit computes before it takes meta.db's write lock, because it
+ * does not depend on the head: that base and incoming are complete trees,
+ * and the changes base→incoming when there are at most PRE_CHANGES_MAX (a
+ * rebase merges them; a commit onto its base counts its result's files
+ * from them).  Under the lock this work held every other committer back.
+ * Read with the store's gc.lock pin taken first, so nothing found present
+ * can be swept before the head names it (as for an object batch's dedup;
+ * docs/architecture.md, "Garbage collection").  Only an optimisation:
+ * whatever is missing here (an error, a longer list) commit_locked
+ * computes under the lock as before, so errors and their order are
+ * unchanged, and a long list is never kept for a commit onto its base
+ * (counted by a diff, as before). */
+struct precomputed {
+	bool checked;    /* base and incoming are complete trees */
+	bool has_theirs; /* theirs holds base→incoming */
+	struct al_changes theirs;
+};
+
+#define PRE_CHANGES_MAX 4096
+
+static void precompute(struct al_store *st, const struct al_oid *base,
+		       const struct al_oid *incoming, struct precomputed *pc)
+{
+	struct al_cas *cas = al_store_cas(st);
+	struct al_error e2 = { 0 };
+	memset(pc, 0, sizeof(*pc));
+	if (al_cas__pin(cas, &e2) < 0 || al_manifest_stat(cas, incoming, NULL, NULL, &e2) < 0 ||
+	    al_manifest_stat(cas, base, NULL, NULL, &e2) < 0)
+		return;
+	pc->checked = true;
+	if (al_manifest__changes_max(cas, base, incoming, PRE_CHANGES_MAX, &pc->theirs, &e2) == 0)
+		pc->has_theirs = true;
+}
+
+static void precomputed_release(struct precomputed *pc)
+{
+	if (pc->has_theirs)
+		al_changes_release(&pc->theirs);
+	pc->has_theirs = false;
+}
 
 static const char *group_of(const struct al_commit_opts *o, char buf[17])
 {
@@ -950,17 +993,27 @@ static int commit_locked(struct al_store *st, struct al_db *db, struct vol *v,
 	 * would refuse this author later) */
 	if (o && o->author && *o->author && (r = al_text_check("author", o->author, 255, err)) < 0)
 		return r;
+	struct precomputed *pre = q->pre;
 	/* the incoming snapshot must be a complete tree of this tenant */
-	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
-	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
+	if ((!pre || !pre->checked) &&
+	    ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
+	     (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0))
 		return r;
 	if (al_oid_eq(&v->head, base)) {
 		result = *incoming;
 		fp = (struct from_parent){ q->changes, q->keep };
+		if (!fp.changes && pre && pre->has_theirs)
+			fp.changes = &pre->theirs; /* base→incoming is parent→result */
 	} else {
 		m.head = v->head;
-		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
-		    (r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
+		if (pre && pre->has_theirs) { /* taken: m releases it */
+			m.theirs = pre->theirs;
+			pre->has_theirs = false;
+		} else if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0) {
+			merge_release(&m);
+			return r;
+		}
+		if ((r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
 		    (r = overlap_roots(&m.theirs, &m.ours, &m.roots, err)) < 0) {
 			merge_release(&m);
 			return r;
@@ -1083,20 +1136,28 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	memset(res, 0, sizeof(*res));
 	struct al_db *db;
 	struct al_db_txn txn;
-	int r = begin(st, &db, &txn, err);
-	if (r < 0)
-		return r;
 	struct vol v;
+	struct precomputed pre;
+	precompute(st, base, snapshot, &pre);
+	int r = begin(st, &db, &txn, err);
+	if (r < 0) {
+		precomputed_release(&pre);
+		return r;
+	}
 	char gbuf[17];
 	const char *group = group_of(opts, gbuf);
-	struct commit_req q = {
-		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group
-	};
+	struct commit_req q = { .base = base,
+				.incoming = snapshot,
+				.opts = opts,
+				.kind = "commit",
+				.group = group,
+				.pre = &pre };
 	hold_checkpoints(st, true);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);
 	r = al_ledger__commit(st, &txn, r, err);
 	hold_checkpoints(st, false);
+	precomputed_release(&pre);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, project, res);
 	return r;
@@ -1514,13 +1575,20 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	memset(res, 0, sizeof(*res));
 	struct al_db *db;
 	struct al_db_txn txn;
-	int r = begin(st, &db, &txn, err);
-	if (r < 0)
-		return r;
 	struct vol v;
-	struct commit_req q = {
-		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id
-	};
+	struct precomputed pre;
+	precompute(st, base, snapshot, &pre);
+	int r = begin(st, &db, &txn, err);
+	if (r < 0) {
+		precomputed_release(&pre);
+		return r;
+	}
+	struct commit_req q = { .base = base,
+				.incoming = snapshot,
+				.opts = opts,
+				.kind = "commit",
+				.draft = id,
+				.pre = &pre };
 	hold_checkpoints(st, true);
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
 		q.group = v.group;
@@ -1531,6 +1599,7 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	}
 	r = al_ledger__commit(st, &txn, r, err);
 	hold_checkpoints(st, false);
+	precomputed_release(&pre);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, v.project_name, res);
 	return r;

@@ -254,6 +254,11 @@ static int pin(struct al_cas *c, struct al_error *err)
 	return 0;
 }
 
+int al_cas__pin(struct al_cas *c, struct al_error *err)
+{
+	return pin(c, err);
+}
+
 int al_cas_begin(struct al_cas *c, struct al_error *err)
 {
 	if (c->in_batch)
