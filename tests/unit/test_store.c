@@ -2,6 +2,7 @@
  * objects and snapshots do not exist for another. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -404,6 +406,27 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Poll (10 s deadline) until pid sleeps in the busy handler's wait: the
+ * futex of the wake word, or nanosleep without one. */
+static bool in_busy_wait(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 10000; i++) {
+		FILE *f = fopen(path, "r");
+		long nr = -1;
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_futex || nr == SYS_nanosleep || nr == SYS_clock_nanosleep)
+			return true;
+		nap_ms(1);
+	}
+	return false;
+}
+
 static int64_t count_rows(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *q = NULL;
@@ -416,8 +439,9 @@ static int64_t count_rows(sqlite3 *db, const char *sql)
 }
 
 /* A child holds the write lock (BEGIN IMMEDIATE, one row) and says so on
- * fd; then it commits after hold_ms, or (hold_ms < 0) waits to be killed. */
-static pid_t hold_lock(const char *path, const char *value, long hold_ms, int fd)
+ * fd; then it commits once its parent waits for the lock (commit), or
+ * waits to be killed. */
+static pid_t hold_lock(const char *path, const char *value, bool commit, int fd)
 {
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -430,10 +454,11 @@ static pid_t hold_lock(const char *path, const char *value, long hold_ms, int fd
 	if (al_sqlite_open(path, NULL, &db, &err) < 0 || al_sqlite_exec(db, sql, &err) < 0 ||
 	    write(fd, "h", 1) != 1)
 		_exit(1);
-	if (hold_ms < 0)
+	if (!commit)
 		for (;;)
 			pause();
-	nap_ms(hold_ms);
+	if (!in_busy_wait(getppid()))
+		_exit(2);
 	_exit(al_sqlite_exec(db, "COMMIT", &err) < 0);
 }
 
@@ -455,7 +480,7 @@ static void test_wake_handover(void **state)
 	for (int i = 0; i < rounds; i++) {
 		int p[2];
 		assert_int_equal(pipe(p), 0);
-		pid_t pid = hold_lock(path, "held", 30, p[1]);
+		pid_t pid = hold_lock(path, "held", true, p[1]);
 		char c;
 		assert_int_equal(read(p[0], &c, 1), 1);
 		/* waits in the busy handler until the child commits */
@@ -498,7 +523,7 @@ static void test_wake_holder_killed(void **state)
 		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('before')", &err), 0);
 	int p[2];
 	assert_int_equal(pipe(p), 0);
-	pid_t holder = hold_lock(path, "lost", -1, p[1]);
+	pid_t holder = hold_lock(path, "lost", false, p[1]);
 	char c;
 	assert_int_equal(read(p[0], &c, 1), 1);
 	pid_t waiter = fork();
@@ -511,7 +536,7 @@ static void test_wake_holder_killed(void **state)
 		_exit(al_sqlite_exec(w, "INSERT INTO t(v) VALUES ('next')", &e2) < 0);
 	}
 	assert_int_equal(read(p[0], &c, 1), 1);
-	nap_ms(50); /* the waiter is in its busy handler */
+	assert_true(in_busy_wait(waiter)); /* the waiter waits in its busy handler */
 	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'next'"), 0);
 	assert_int_equal(kill(holder, SIGKILL), 0);
 	int status;
