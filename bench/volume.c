@@ -6,7 +6,10 @@
  *    its review, which diffs the same file), then merge_lines of another
  *    draft's 1,000 hunks of it onto the head that accept moved;
  *  - 8 writer processes committing disjoint paths with rebase_if_disjoint:
- *    commits/s, then the log replayed to prove no update was lost. */
+ *    commits/s, then the log replayed to prove no update was lost; in
+ *    ROUNDS rounds, each followed at once by its peer (8 processes of bare
+ *    SQLite transactions), so each round's ratio is of two runs side by
+ *    side: the shared disk's speed swings 2-5x between runs minutes apart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,36 @@ static int changed(int a, int b, long f, int variant)
 	if (variant == 2)
 		return f == 8 && b == 4 && a % 10 == 1; /* 10 other files */
 	return f == 7 && (a * 100 + b) % 10 == 0;       /* 1,000 files */
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+	double s[16];
+	memcpy(s, v, (size_t)n * sizeof(*s));
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static double lowest(const double *v, int n)
+{
+	double m = v[0];
+	for (int i = 1; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+static double highest(const double *v, int n)
+{
+	double m = v[0];
+	for (int i = 1; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
 }
 
 static double ms_since(uint64_t t0)
@@ -77,7 +110,7 @@ static int check_chain(void *ctx, const struct al_commit_info *c, struct al_erro
 	return 0;
 }
 
-static int writer(const char *home, int id, int n)
+static int writer(const char *home, int round, int id, int n)
 {
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
@@ -90,8 +123,8 @@ static int writer(const char *home, int id, int n)
 		if (al_project_get(st, "mid", &p, &err) < 0)
 			die("head", &err);
 		char path[64], data[64], dir[16];
-		snprintf(dir, sizeof(dir), "w%d", id);
-		snprintf(path, sizeof(path), "w%d/%04d.txt", id, k);
+		snprintf(dir, sizeof(dir), "r%dw%d", round, id);
+		snprintf(path, sizeof(path), "r%dw%d/%04d.txt", round, id, k);
 		int len = snprintf(data, sizeof(data), "writer %d commit %d\n", id, k);
 		struct al_entry f = { .type = AL_T_FILE, .mode = 0644, .size = (uint64_t)len };
 		struct al_entry d = { .type = AL_T_DIR, .mode = 0755 };
@@ -248,12 +281,17 @@ static void hunks_bench(struct al_store *st)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: volume HOME [FILES] [WRITERS] [COMMITS_EACH]\n");
+		fprintf(stderr, "usage: volume HOME [FILES] [WRITERS] [COMMITS_EACH] [ROUNDS]\n");
 		return 2;
 	}
 	const char *home = argv[1];
 	long files = argc > 2 ? atol(argv[2]) : 1000000;
 	int nw = argc > 3 ? atoi(argv[3]) : 8, nc = argc > 4 ? atoi(argv[4]) : 50;
+	int rounds = argc > 5 ? atoi(argv[5]) : 3;
+	if (rounds < 1 || rounds > 16 || nw < 1 || nc < 1) {
+		fprintf(stderr, "volume: 1-16 rounds, at least one writer and one commit\n");
+		return 2;
+	}
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
 	if (al_home_init(home, &err) < 0 || al_store_open(home, "default", &st, &err) < 0)
@@ -314,21 +352,31 @@ int main(int argc, char **argv)
 	hunks_bench(st);
 	al_store_close(st);
 
-	/* 3. concurrent writers */
-	t0 = al_now_ns();
-	for (int i = 0; i < nw; i++) {
-		pid_t pid = fork();
-		if (pid == 0)
-			_exit(writer(home, i, nc) ? 1 : 0);
+	/* 3. concurrent writers, each round beside its peer */
+	double wr[16], pr[16], rr[16];
+	int failed = 0;
+	for (int round = 0; round < rounds; round++) {
+		t0 = al_now_ns();
+		for (int i = 0; i < nw; i++) {
+			pid_t pid = fork();
+			if (pid == 0)
+				_exit(writer(home, round, i, nc) ? 1 : 0);
+		}
+		int status;
+		while (wait(&status) > 0)
+			failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		wr[round] = nw * nc / ((double)(al_now_ns() - t0) / 1e9);
+		pr[round] = sqlite_writers(home, nw, nc);
+		rr[round] = wr[round] / pr[round];
+		printf("round %d: writers %.1f commits/s, peer %.1f tx/s, ratio %.3f\n", round + 1,
+		       wr[round], pr[round], rr[round]);
 	}
-	int failed = 0, status;
-	while (wait(&status) > 0)
-		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-	double secs = (double)(al_now_ns() - t0) / 1e9;
-	printf("writers %d x %d commits: %.1f commits/s (%.2f s), %d writers failed\n", nw, nc,
-	       nw * nc / secs, secs, failed);
-	printf("sqlite_writers %d x %d transactions: %.1f tx/s (the peer)\n", nw, nc,
-	       sqlite_writers(home, nw, nc));
+	printf("writers %d x %d commits: %.1f commits/s (median of %d rounds), %d writers failed\n",
+	       nw, nc, median(wr, rounds), rounds, failed);
+	printf("sqlite_writers %d x %d transactions: %.1f tx/s (the peer, median)\n", nw, nc,
+	       median(pr, rounds));
+	printf("writers_ratio %.3f (median of %d rounds; min %.3f, max %.3f)\n", median(rr, rounds),
+	       rounds, lowest(rr, rounds), highest(rr, rounds));
 
 	/* replay the log: an unbroken chain, every commit present, every file in the head */
 	if (al_store_open(home, "default", &st, &err) < 0)
@@ -339,17 +387,19 @@ int main(int argc, char **argv)
 	    al_project_get(st, "mid", &p, &err) < 0)
 		die("log", &err);
 	long found = 0;
-	for (int i = 0; i < nw; i++)
-		for (int k = 0; k < nc; k++) {
-			char path[64];
-			struct al_entry e;
-			snprintf(path, sizeof(path), "w%d/%04d.txt", i, k);
-			found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e, NULL) == 0;
-		}
+	for (int round = 0; round < rounds; round++)
+		for (int i = 0; i < nw; i++)
+			for (int k = 0; k < nc; k++) {
+				char path[64];
+				struct al_entry e;
+				snprintf(path, sizeof(path), "r%dw%d/%04d.txt", round, i, k);
+				found += al_manifest_lookup(al_store_cas(st), &p.head, path, &e,
+							    NULL) == 0;
+			}
 	printf("log replay: %ld commits (expected %d), %ld chain breaks, last result %s head; %ld "
 	       "of %d files in head\n",
-	       ch.n, 2 + nw * nc, ch.broken, al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found,
-	       nw * nc);
+	       ch.n, 2 + rounds * nw * nc, ch.broken,
+	       al_oid_eq(&ch.prev, &p.head) ? "==" : "!=", found, rounds * nw * nc);
 	al_store_close(st);
-	return failed || ch.broken || found != nw * nc;
+	return failed || ch.broken || found != rounds * nw * nc;
 }

@@ -33,6 +33,15 @@ struct al_odb_sweep;
 int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep, int64_t before, bool dry,
 			 struct al_odb_sweep *out, struct al_error *err);
 
+/* Take the handle's gc.lock pin now (as its first batch would): what it
+ * reads from here on cannot be swept until it is idle again.  For work a
+ * commit does before its metadata lock (volume.c precompute). */
+int al_cas__pin(struct al_cas *c, struct al_error *err);
+
+/* Hold objects.db's checkpoints (al_sqlite_hold_checkpoints) while the
+ * caller holds meta.db's write lock; released, a checkpoint due runs. */
+void al_cas__hold_checkpoints(struct al_cas *c, bool hold);
+
 struct al_cas__object {
 	int64_t n; /* insertion order: larger is newer */
 	struct al_oid id;

@@ -329,6 +329,30 @@ static int collect_change(void *ctx, const struct al_change *c, struct al_error 
 	return 0;
 }
 
+struct collect_max {
+	struct al_changes *cs;
+	size_t max;
+};
+
+static int collect_change_max(void *ctx, const struct al_change *c, struct al_error *err)
+{
+	struct collect_max *m = ctx;
+	if (m->cs->n >= m->max)
+		return al_fail(err, AL_ELIMIT, 0, "changes: more than %zu", m->max);
+	return collect_change(m->cs, c, err);
+}
+
+int al_manifest__changes_max(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
+			     size_t max, struct al_changes *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct collect_max m = { out, max };
+	int r = al_manifest_diff(cas, a, b, collect_change_max, &m, err);
+	if (r < 0)
+		al_changes_release(out);
+	return r;
+}
+
 int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct al_oid *b,
 			struct al_changes *out, struct al_error *err)
 {

@@ -1,9 +1,15 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "sqlite_util.h"
 #include "util.h"
@@ -35,17 +41,98 @@ int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct a
 	return 0;
 }
 
-/* Wait for a lock in 1 ms steps (about two minutes in all).  SQLite's own
- * busy timeout backs off to 100 ms sleeps, so under many concurrent writers
- * (the daemon's runs) a waiter slept long after the lock was free: a p99 of
- * seconds for commits that take milliseconds. */
+/* Lock hand-over.  A write transaction waits for the one before it in
+ * SQLite's busy handler, which can only sleep and try again: in 1 ms
+ * steps here (SQLite's own busy timeout backs off to 100 ms sleeps, so
+ * under many concurrent writers, the daemon's runs, a waiter slept long
+ * after the lock was free: a p99 of seconds for commits that take
+ * milliseconds).  Even 1 ms steps left a released lock idle for half a
+ * step on average, twice per commit (meta.db's lock, then objects.db's for
+ * a rebase's nodes): most of the gap between 8 committing processes and 8
+ * processes of bare SQLite transactions.
+ *
+ * So each database has a wake word beside it (<db>-wake, one page, mapped
+ * shared by every connection to it): a commit that released the write lock
+ * adds one to it and wakes whoever waits on it (futex), and a waiter
+ * sleeps on the value it read before its last try, for 1 ms at most.  A
+ * release after that read changes the value, so the waiter never sleeps
+ * through it; a release the word is not told of (a rollback, a holder
+ * killed mid-transaction: the kernel drops its fcntl locks) is found by
+ * the 1 ms step, as before.  The word is only a hint: SQLite's own locks
+ * still decide who writes, so nothing about the word (missing, unmapped,
+ * a stale value, another user's file) can let two writers in or lose a
+ * commit; without it (it cannot be opened or is not a regular file) the
+ * handler polls as before.  A wait gives up after two minutes. */
+#define BUSY_STEP_NS 1000000L
+#define BUSY_GIVE_UP_NS (120ull * 1000000000ull)
+#define WAKE_SIZE 4096
+
+/* Per connection (the busy handler's and the WAL hook's context): the WAL
+ * bound's state (wal_bound) and the hand-over's. */
+struct wal_state {
+	int bound;      /* frames */
+	int next;       /* the frame count of the next attempt */
+	int frames;     /* at the last commit: fewer now means the WAL restarted */
+	uint32_t *wake; /* the mapped wake word, or NULL: poll */
+	uint32_t seen;  /* its value before the last try */
+	uint64_t since; /* when this wait began (al_now_ns) */
+	int64_t woken;  /* waits ended by a release the word told of */
+	bool hold;      /* no checkpoint now (al_sqlite_hold_checkpoints) */
+};
+
+static uint32_t *wake_map(const char *path)
+{
+	char name[4200];
+	if (snprintf(name, sizeof(name), "%s-wake", path) >= (int)sizeof(name))
+		return NULL;
+	int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	void *p = MAP_FAILED;
+	/* grown, never shrunk: a mapped page cut off would fault */
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (sb.st_size >= WAKE_SIZE || ftruncate(fd, WAKE_SIZE) == 0))
+		p = mmap(NULL, WAKE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void wake_waiters(struct wal_state *w)
+{
+	if (!w->wake)
+		return;
+	__atomic_add_fetch(w->wake, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, w->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 static int busy_wait(void *ctx, int n)
 {
-	(void)ctx;
-	if (n >= 120000)
+	struct wal_state *w = ctx;
+	uint64_t now = al_now_ns();
+	if (n == 0 && w)
+		w->since = now;
+	if (!w) {
+		if (n >= 120000)
+			return 0;
+		struct timespec ts = { 0, BUSY_STEP_NS };
+		nanosleep(&ts, NULL);
+		return 1;
+	}
+	if (now - w->since >= BUSY_GIVE_UP_NS)
 		return 0;
-	struct timespec ts = { 0, 1000000 };
-	nanosleep(&ts, NULL);
+	if (!w->wake) {
+		struct timespec ts = { 0, BUSY_STEP_NS };
+		nanosleep(&ts, NULL);
+		return 1;
+	}
+	if (n > 0) { /* the first failure tries again at once, from a value read */
+		struct timespec ts = { 0, BUSY_STEP_NS };
+		long rc = syscall(SYS_futex, w->wake, FUTEX_WAIT, w->seen, &ts, NULL, 0);
+		if (rc == 0 || errno == EAGAIN)
+			w->woken++;
+	}
+	w->seen = __atomic_load_n(w->wake, __ATOMIC_SEQ_CST);
 	return 1;
 }
 
@@ -64,39 +151,59 @@ static int busy_wait(void *ctx, int n)
  * whose 16-frame bound concurrent writers pass within a few commits).  A
  * checkpoint makes nothing durable (each commit synced the WAL), so when
  * it runs changes only the WAL's size at rest. */
-struct wal_state {
-	int bound;  /* frames */
-	int next;   /* the frame count of the next attempt */
-	int frames; /* at the last commit: fewer now means the WAL restarted */
-};
-
 static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 {
 	struct wal_state *w = ctx;
+	wake_waiters(w); /* the commit has released the write lock */
 	if (frames < w->frames)
 		w->next = w->bound; /* restarted by another connection */
 	w->frames = frames;
-	if (frames < w->next)
+	if (w->hold || frames < w->next)
 		return SQLITE_OK;
 	int log = 0;
 	sqlite3_busy_handler(db, NULL, NULL);
 	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, NULL) ==
 	    SQLITE_BUSY)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
-	sqlite3_busy_handler(db, busy_wait, NULL);
+	sqlite3_busy_handler(db, busy_wait, w);
+	wake_waiters(w); /* the checkpoint held the lock too */
 	/* emptied (log 0): the bound again; else half of it further on */
 	w->next = log <= 0 ? w->bound : frames + (w->bound + 1) / 2;
 	w->frames = log > 0 ? frames : 0;
 	return SQLITE_OK;
 }
 
-/* wal_bound's state lives as long as its connection: SQLite frees it
- * with the connection (the destructor of a function registered on it). */
-static void wal_state_unused(sqlite3_context *c, int n, sqlite3_value **v)
+void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold)
+{
+	/* the hook's context is the connection's state: read by setting it again */
+	struct wal_state *w = sqlite3_wal_hook(db, wal_bound, NULL);
+	sqlite3_wal_hook(db, wal_bound, w);
+	if (!w) {
+		sqlite3_wal_hook(db, NULL, NULL); /* it had none */
+		return;
+	}
+	w->hold = hold;
+	if (!hold && w->frames >= w->next)
+		wal_bound(w, db, "main", w->frames);
+}
+
+/* The connection's state lives as long as it: SQLite frees it with the
+ * connection (the destructor of a function registered on it).  The
+ * function answers how many of its waits a release ended (the tests). */
+static void wal_state_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
 	(void)n;
 	(void)v;
-	sqlite3_result_null(c);
+	const struct wal_state *w = sqlite3_user_data(c);
+	sqlite3_result_int64(c, w->woken);
+}
+
+static void wal_state_free(void *p)
+{
+	struct wal_state *w = p;
+	if (w->wake)
+		munmap(w->wake, WAKE_SIZE);
+	free(w);
 }
 
 static int user_version(sqlite3 *db, int *v, struct al_error *err)
@@ -190,11 +297,13 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 		if (!w)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "database");
 		else if (sqlite3_create_function_v2(db, "airlock_wal_state", 0, SQLITE_UTF8, w,
-						    wal_state_unused, NULL, NULL,
-						    free) != SQLITE_OK)
+						    wal_state_fn, NULL, NULL,
+						    wal_state_free) != SQLITE_OK)
 			r = al_sqlite_fail(db, err, "database"); /* w is freed by it */
 		if (r == 0) {
 			w->bound = w->next = pages > 1 ? pages : 1;
+			w->wake = wake_map(path);
+			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
 			/* a WAL left past the bound (by a crash, or by a version that
 			 * bounded it less) is read back once more, then emptied */

@@ -2,6 +2,8 @@
 #ifndef AL_SQLITE_UTIL_H
 #define AL_SQLITE_UTIL_H
 
+#include <stdbool.h>
+
 #include <sqlite3.h>
 
 #include "airlock/error.h"
@@ -24,6 +26,12 @@ int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqli
 		   struct al_error *err);
 int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
 			sqlite3 **out, struct al_error *err);
+/* Hold db's checkpoints (the WAL bound's, after a commit) until released;
+ * the release runs one that came due meanwhile.  For a commit made while
+ * another database's write lock is held (a rebase's nodes in objects.db
+ * inside meta.db's transaction), so that lock is not held through the
+ * copy and its syncs.  A checkpoint makes nothing durable. */
+void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);
 int al_sqlite_fail(sqlite3 *db, struct al_error *err, const char *what);

@@ -10,8 +10,10 @@
 #include "airlock/review.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
+#include "cas_private.h"
 #include "db.h"
 #include "ledger_private.h"
+#include "manifest_private.h"
 #include "store_private.h"
 #include "util.h"
 #include "volume_private.h"
@@ -208,7 +210,49 @@ struct commit_req {
 	 * without another diff (record_snapshot). */
 	const struct al_changes *changes;
 	const bool *keep;
+	struct precomputed *pre; /* what was computed before the lock, or NULL */
 };
+
+/* What a commit computes before it takes meta.db's write lock, because it
+ * does not depend on the head: that base and incoming are complete trees,
+ * and the changes base→incoming when there are at most PRE_CHANGES_MAX (a
+ * rebase merges them; a commit onto its base counts its result's files
+ * from them).  Under the lock this work held every other committer back.
+ * Read with the store's gc.lock pin taken first, so nothing found present
+ * can be swept before the head names it (as for an object batch's dedup;
+ * docs/architecture.md, "Garbage collection").  Only an optimisation:
+ * whatever is missing here (an error, a longer list) commit_locked
+ * computes under the lock as before, so errors and their order are
+ * unchanged, and a long list is never kept for a commit onto its base
+ * (counted by a diff, as before). */
+struct precomputed {
+	bool checked;    /* base and incoming are complete trees */
+	bool has_theirs; /* theirs holds base→incoming */
+	struct al_changes theirs;
+};
+
+#define PRE_CHANGES_MAX 4096
+
+static void precompute(struct al_store *st, const struct al_oid *base,
+		       const struct al_oid *incoming, struct precomputed *pc)
+{
+	struct al_cas *cas = al_store_cas(st);
+	struct al_error e2 = { 0 };
+	memset(pc, 0, sizeof(*pc));
+	if (al_cas__pin(cas, &e2) < 0 || al_manifest_stat(cas, incoming, NULL, NULL, &e2) < 0 ||
+	    al_manifest_stat(cas, base, NULL, NULL, &e2) < 0)
+		return;
+	pc->checked = true;
+	if (al_manifest__changes_max(cas, base, incoming, PRE_CHANGES_MAX, &pc->theirs, &e2) == 0)
+		pc->has_theirs = true;
+}
+
+static void precomputed_release(struct precomputed *pc)
+{
+	if (pc->has_theirs)
+		al_changes_release(&pc->theirs);
+	pc->has_theirs = false;
+}
 
 static const char *group_of(const struct al_commit_opts *o, char buf[17])
 {
@@ -950,17 +994,27 @@ static int commit_locked(struct al_store *st, struct al_db *db, struct vol *v,
 	 * would refuse this author later) */
 	if (o && o->author && *o->author && (r = al_text_check("author", o->author, 255, err)) < 0)
 		return r;
+	struct precomputed *pre = q->pre;
 	/* the incoming snapshot must be a complete tree of this tenant */
-	if ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
-	    (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0)
+	if ((!pre || !pre->checked) &&
+	    ((r = al_manifest_stat(cas, incoming, NULL, NULL, err)) < 0 ||
+	     (r = al_manifest_stat(cas, base, NULL, NULL, err)) < 0))
 		return r;
 	if (al_oid_eq(&v->head, base)) {
 		result = *incoming;
 		fp = (struct from_parent){ q->changes, q->keep };
+		if (!fp.changes && pre && pre->has_theirs)
+			fp.changes = &pre->theirs; /* base→incoming is parent→result */
 	} else {
 		m.head = v->head;
-		if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0 ||
-		    (r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
+		if (pre && pre->has_theirs) { /* taken: m releases it */
+			m.theirs = pre->theirs;
+			pre->has_theirs = false;
+		} else if ((r = al_manifest_changes(cas, base, incoming, &m.theirs, err)) < 0) {
+			merge_release(&m);
+			return r;
+		}
+		if ((r = al_manifest_changes(cas, base, &v->head, &m.ours, err)) < 0 ||
 		    (r = overlap_roots(&m.theirs, &m.ours, &m.roots, err)) < 0) {
 			merge_release(&m);
 			return r;
@@ -1059,6 +1113,15 @@ static int commit_locked(struct al_store *st, struct al_db *db, struct vol *v,
 	return r;
 }
 
+/* objects.db's checkpoints wait while meta.db's write lock is held (a
+ * rebase's or a selection's object batch commits inside it): its copy and
+ * syncs would hold every other committer back (al_sqlite_hold_checkpoints).
+ * Released once meta.db's transaction has ended. */
+static void hold_checkpoints(struct al_store *st, bool hold)
+{
+	al_cas__hold_checkpoints(al_store_cas(st), hold);
+}
+
 static int begin(struct al_store *st, struct al_db **db, struct al_db_txn *txn,
 		 struct al_error *err)
 {
@@ -1074,18 +1137,28 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	memset(res, 0, sizeof(*res));
 	struct al_db *db;
 	struct al_db_txn txn;
-	int r = begin(st, &db, &txn, err);
-	if (r < 0)
-		return r;
 	struct vol v;
+	struct precomputed pre;
+	precompute(st, base, snapshot, &pre);
+	int r = begin(st, &db, &txn, err);
+	if (r < 0) {
+		precomputed_release(&pre);
+		return r;
+	}
 	char gbuf[17];
 	const char *group = group_of(opts, gbuf);
-	struct commit_req q = {
-		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .group = group
-	};
+	struct commit_req q = { .base = base,
+				.incoming = snapshot,
+				.opts = opts,
+				.kind = "commit",
+				.group = group,
+				.pre = &pre };
+	hold_checkpoints(st, true);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);
 	r = al_ledger__commit(st, &txn, r, err);
+	hold_checkpoints(st, false);
+	precomputed_release(&pre);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, project, res);
 	return r;
@@ -1503,13 +1576,21 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 	memset(res, 0, sizeof(*res));
 	struct al_db *db;
 	struct al_db_txn txn;
-	int r = begin(st, &db, &txn, err);
-	if (r < 0)
-		return r;
 	struct vol v;
-	struct commit_req q = {
-		.base = base, .incoming = snapshot, .opts = opts, .kind = "commit", .draft = id
-	};
+	struct precomputed pre;
+	precompute(st, base, snapshot, &pre);
+	int r = begin(st, &db, &txn, err);
+	if (r < 0) {
+		precomputed_release(&pre);
+		return r;
+	}
+	struct commit_req q = { .base = base,
+				.incoming = snapshot,
+				.opts = opts,
+				.kind = "commit",
+				.draft = id,
+				.pre = &pre };
+	hold_checkpoints(st, true);
 	if ((r = draft_volume(db, id, &v, err)) == 0) {
 		q.group = v.group;
 		if (strcmp(v.state, AL_DRAFT_OPEN) != 0)
@@ -1518,6 +1599,8 @@ int al_draft_commit(struct al_store *st, const char *id, const struct al_oid *ba
 			r = commit_locked(st, db, &v, &q, res, err);
 	}
 	r = al_ledger__commit(st, &txn, r, err);
+	hold_checkpoints(st, false);
+	precomputed_release(&pre);
 	if (r == AL_ECONFLICT)
 		log_refusal(st, db, &q, v.project_name, res);
 	return r;
@@ -1951,12 +2034,11 @@ int al_draft_apply(struct al_store *st, const char *id, enum al_apply_mode mode,
 	return r;
 }
 
-int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
-		       const struct al_apply_path *paths, size_t npaths,
-		       const struct al_commit_opts *opts, struct al_commit_result *res,
-		       struct al_error *err)
+static int apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		     const struct al_apply_path *paths, size_t npaths,
+		     const struct al_commit_opts *opts, struct al_commit_result *res,
+		     struct al_error *err)
 {
-	memset(res, 0, sizeof(*res));
 	if (mode != AL_ACCEPT_ALL && mode != AL_ACCEPT_SELECTED && mode != AL_REJECT_ALL)
 		return al_fail(err, AL_EUSAGE, 0, "apply: bad mode");
 	if (mode == AL_ACCEPT_SELECTED && npaths == 0)
@@ -2062,4 +2144,16 @@ int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode m
 		return al_ledger__commit(
 			st, &txn, al_fail(err, AL_ESTATE, 0, "draft %s changed state", id), err);
 	return al_ledger__commit(st, &txn, 0, err);
+}
+
+int al_draft_apply_sel(struct al_store *st, const char *id, enum al_apply_mode mode,
+		       const struct al_apply_path *paths, size_t npaths,
+		       const struct al_commit_opts *opts, struct al_commit_result *res,
+		       struct al_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	hold_checkpoints(st, true);
+	int r = apply_sel(st, id, mode, paths, npaths, opts, res, err);
+	hold_checkpoints(st, false);
+	return r;
 }

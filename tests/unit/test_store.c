@@ -3,11 +3,18 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "airlock/cas.h"
@@ -509,6 +516,282 @@ static void test_release_memory(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* ---- lock hand-over (sqlite_util.c, the wake word) ---- */
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Poll (10 s deadline) until pid sleeps in the busy handler's wait: the
+ * futex of the wake word, or nanosleep without one. */
+static bool in_busy_wait(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 10000; i++) {
+		FILE *f = fopen(path, "r");
+		long nr = -1;
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_futex || nr == SYS_nanosleep || nr == SYS_clock_nanosleep)
+			return true;
+		nap_ms(1);
+	}
+	return false;
+}
+
+static int64_t count_rows(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *q = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_prepare(db, sql, &q, &err), 0);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return n;
+}
+
+/* A child holds the write lock (BEGIN IMMEDIATE, one row) and says so on
+ * fd; then it commits once its parent waits for the lock (commit), or
+ * waits to be killed. */
+static pid_t hold_lock(const char *path, const char *value, bool commit, int fd)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	char sql[200];
+	snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE; INSERT INTO t(v) VALUES ('%s')", value);
+	if (al_sqlite_open(path, NULL, &db, &err) < 0 || al_sqlite_exec(db, sql, &err) < 0 ||
+	    write(fd, "h", 1) != 1)
+		_exit(1);
+	if (!commit)
+		for (;;)
+			pause();
+	if (!in_busy_wait(getppid()))
+		_exit(2);
+	_exit(al_sqlite_exec(db, "COMMIT", &err) < 0);
+}
+
+/* A writer waiting for another process's write lock is woken by its commit
+ * (the wake word), not by its next 1 ms poll: the waits a release ended
+ * are counted by airlock_wal_state().  Fails with polling alone (0). */
+static void test_wake_handover(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wake-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600];
+	snprintf(path, sizeof(path), "%s/h.db", dir);
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	int rounds = 10;
+	for (int i = 0; i < rounds; i++) {
+		int p[2];
+		assert_int_equal(pipe(p), 0);
+		pid_t pid = hold_lock(path, "held", true, p[1]);
+		char c;
+		assert_int_equal(read(p[0], &c, 1), 1);
+		/* waits in the busy handler until the child commits */
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('waited')", &err), 0);
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		close(p[0]);
+		close(p[1]);
+	}
+	int64_t woken = count_rows(db, "SELECT airlock_wal_state()");
+	print_message("%d hand-overs: %lld waits ended by the release\n", rounds, (long long)woken);
+	/* a release between a 1 ms timeout and the word's update goes
+	 * unnoticed by the word (microseconds of each millisecond) */
+	assert_true(woken >= rounds / 2);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'held'"), rounds);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'waited'"), rounds);
+	sqlite3_close(db);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The holder of the write lock killed with SIGKILL mid-transaction: it never
+ * updates the wake word, the kernel drops its locks, and the waiting writer
+ * proceeds (its 1 ms step finds the lock free); the dead transaction left
+ * nothing, every commit before it is there. */
+static void test_wake_holder_killed(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wakekill-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600];
+	snprintf(path, sizeof(path), "%s/k.db", dir);
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('before')", &err), 0);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t holder = hold_lock(path, "lost", false, p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	pid_t waiter = fork();
+	assert_true(waiter >= 0);
+	if (waiter == 0) {
+		sqlite3 *w = NULL;
+		struct al_error e2 = { 0 };
+		if (al_sqlite_open(path, NULL, &w, &e2) < 0 || write(p[1], "w", 1) != 1)
+			_exit(1);
+		_exit(al_sqlite_exec(w, "INSERT INTO t(v) VALUES ('next')", &e2) < 0);
+	}
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_true(in_busy_wait(waiter)); /* the waiter waits in its busy handler */
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'next'"), 0);
+	assert_int_equal(kill(holder, SIGKILL), 0);
+	int status;
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+	assert_true(WIFSIGNALED(status));
+	alarm(60); /* a waiter that never proceeded fails the test, not hangs it */
+	assert_int_equal(waitpid(waiter, &status, 0), waiter);
+	alarm(0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'before'"), 5);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'next'"), 1);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t WHERE v = 'lost'"), 0);
+	sqlite3_stmt *q = NULL;
+	assert_int_equal(al_sqlite_prepare(db, "PRAGMA integrity_check", &q, &err), 0);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "ok");
+	sqlite3_finalize(q);
+	/* and the next hand-over uses the word again */
+	assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('after')", &err), 0);
+	sqlite3_close(db);
+	close(p[0]);
+	close(p[1]);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* <db>-wake as something else than airlock's regular file: a symlink is not
+ * followed (its target stays as it was), a FIFO or a directory is not
+ * used; the database opens and commits all the same (polling). */
+static void test_wake_file_hostile(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-wakefile-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], wake[620], target[620];
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	for (int kind = 0; kind < 3; kind++) {
+		snprintf(path, sizeof(path), "%s/x%d.db", dir, kind);
+		snprintf(wake, sizeof(wake), "%s-wake", path);
+		snprintf(target, sizeof(target), "%s/target%d", dir, kind);
+		if (kind == 0) {
+			FILE *f = fopen(target, "w");
+			assert_non_null(f);
+			fputs("untouched\n", f);
+			fclose(f);
+			assert_int_equal(symlink(target, wake), 0);
+		} else if (kind == 1)
+			assert_int_equal(mkfifo(wake, 0600), 0);
+		else
+			assert_int_equal(mkdir(wake, 0700), 0);
+		sqlite3 *db = NULL;
+		struct al_error err = { 0 };
+		assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES ('x')", &err),
+					 0);
+		assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 3);
+		sqlite3_close(db);
+		struct stat sb;
+		assert_int_equal(lstat(wake, &sb), 0);
+		if (kind == 0) {
+			assert_true(S_ISLNK(sb.st_mode));
+			assert_int_equal(stat(target, &sb), 0);
+			assert_int_equal(sb.st_size, 10); /* not grown to a page */
+		} else
+			assert_true(kind == 1 ? S_ISFIFO(sb.st_mode) : S_ISDIR(sb.st_mode));
+	}
+	/* a regular one is made a page long and mapped */
+	snprintf(path, sizeof(path), "%s/ok.db", dir);
+	snprintf(wake, sizeof(wake), "%s-wake", path);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	sqlite3_close(db);
+	struct stat sb;
+	assert_int_equal(lstat(wake, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(sb.st_size, 4096);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A checkpoint held (al_sqlite_hold_checkpoints, as a rebase's object
+ * batch inside meta.db's transaction holds objects.db's): commits past the
+ * bound leave the WAL whole, every row there; the release runs the
+ * checkpoint that came due and empties it.  Without the hold the WAL is
+ * emptied at the bound. */
+static void test_hold_checkpoints(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-hold-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], wal[620];
+	snprintf(path, sizeof(path), "%s/big.db", dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	const struct al_sqlite_schema big = AL_SQLITE_SCHEMA_PAGES(wal_migrations, 65536);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &big, &db, &err), 0);
+	char v[3000];
+	memset(v, 'h', sizeof(v));
+	struct stat sb;
+	al_sqlite_hold_checkpoints(db, true);
+	for (int i = 0; i < 40; i++) { /* 40+ frames of 64 KiB: 2.5 bounds */
+		sqlite3_stmt *q = NULL;
+		assert_int_equal(al_sqlite_prepare(db, "INSERT INTO t(v) VALUES (?)", &q, &err), 0);
+		sqlite3_bind_blob(q, 1, v, sizeof(v), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		assert_int_equal(stat(wal, &sb), 0);
+		assert_true(i < 20 || sb.st_size > (off_t)AL_SQLITE_WAL_BOUND);
+	}
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 40);
+	al_sqlite_hold_checkpoints(db, false);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_int_equal(sb.st_size, 0); /* the due checkpoint ran: emptied */
+	/* released: the bound holds again at the next commits */
+	long most = 0;
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(al_sqlite_exec(db, "INSERT INTO t(v) VALUES (x'00')", &err), 0);
+		assert_int_equal(stat(wal, &sb), 0);
+		most = sb.st_size > most ? sb.st_size : most;
+	}
+	assert_true(most <= (long)AL_SQLITE_WAL_BOUND + 65536 + 32);
+	sqlite3_close(db);
+	/* nothing held back was lost: all there when opened again */
+	assert_int_equal(al_sqlite_open(path, &big, &db, &err), 0);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), 80);
+	sqlite3_close(db);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +801,10 @@ int main(void)
 		cmocka_unit_test(test_wal_checkpoint_rate),
 		cmocka_unit_test(test_map_reads),
 		cmocka_unit_test(test_release_memory),
+		cmocka_unit_test(test_wake_handover),
+		cmocka_unit_test(test_wake_holder_killed),
+		cmocka_unit_test(test_wake_file_hostile),
+		cmocka_unit_test(test_hold_checkpoints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -287,6 +287,11 @@ static int pin(struct al_cas *c, struct al_error *err)
 	return 0;
 }
 
+int al_cas__pin(struct al_cas *c, struct al_error *err)
+{
+	return pin(c, err);
+}
+
 int al_cas_begin(struct al_cas *c, struct al_error *err)
 {
 	if (c->in_batch)
@@ -1582,6 +1587,12 @@ size_t al_cas__held(struct al_cas *c)
 {
 	return ZSTD_sizeof_CCtx(c->cctx) + ZSTD_sizeof_CCtx(c->cctx_mt) +
 	       ZSTD_sizeof_DCtx(c->dctx) + c->zbuf.cap;
+}
+
+void al_cas__hold_checkpoints(struct al_cas *c, bool hold)
+{
+	if (c && c->db)
+		al_sqlite_hold_checkpoints(c->db, hold);
 }
 
 void al_cas__release_memory(struct al_cas *c)
