@@ -115,6 +115,22 @@ static int read_secret(const char *path, char *out, size_t n, struct al_error *e
 	return 0;
 }
 
+/* POST body (taken), which holds "secret", to path; its copy of the
+ * secret wiped once sent. */
+static int post_secret(struct cli *cli, const char *path, json_t *body)
+{
+	struct al_error err = { 0 };
+	json_t *doc = NULL;
+	int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
+	json_t *sv = json_object_get(body, "secret");
+	OPENSSL_cleanse((char *)json_string_value(sv), json_string_length(sv));
+	json_decref(body);
+	if (r < 0)
+		return cli_remote_error(cli, &err, doc);
+	json_decref(doc);
+	return 0;
+}
+
 /* POST /integrations: the secret leaves in this request's body only */
 static int create_remote(struct cli *cli, const struct al_integ_spec *spec)
 {
@@ -128,15 +144,7 @@ static int create_remote(struct cli *cli, const struct al_integ_spec *spec)
 		json_object_set_new(body, "ca_pem", json_string(spec->ca_pem));
 	if (spec->insecure)
 		json_object_set_new(body, "insecure", json_true());
-	json_t *doc = NULL;
-	int r = cli_http(cli, "POST", "/integrations", body, NULL, NULL, &doc, &err);
-	json_t *sv = json_object_get(body, "secret");
-	OPENSSL_cleanse((char *)json_string_value(sv), json_string_length(sv));
-	json_decref(body);
-	if (r < 0)
-		return cli_remote_error(cli, &err, doc);
-	json_decref(doc);
-	return 0;
+	return post_secret(cli, "/integrations", body);
 }
 
 static int create(struct cli *cli, int argc, char **argv)
@@ -213,7 +221,7 @@ static int create(struct cli *cli, int argc, char **argv)
 static int rotate_remote(struct cli *cli, const char *name, const char *header, const char *secret)
 {
 	struct al_error err = { 0 };
-	json_t *body = json_pack("{s:s}", "secret", secret), *doc = NULL;
+	json_t *body = json_pack("{s:s}", "secret", secret);
 	if (body && header)
 		json_object_set_new(body, "header", json_string(header));
 	if (!body)
@@ -221,14 +229,7 @@ static int rotate_remote(struct cli *cli, const char *name, const char *header, 
 	char path[256], esc[200];
 	snprintf(path, sizeof(path), "/integrations/%s/secret",
 		 cli_path_escape(name, esc, sizeof(esc)));
-	int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
-	json_t *sv = json_object_get(body, "secret");
-	OPENSSL_cleanse((char *)json_string_value(sv), json_string_length(sv));
-	json_decref(body);
-	if (r < 0)
-		return cli_remote_error(cli, &err, doc);
-	json_decref(doc);
-	return 0;
+	return post_secret(cli, path, body);
 }
 
 static int rotate(struct cli *cli, int argc, char **argv)

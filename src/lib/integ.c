@@ -314,6 +314,14 @@ static int exists(struct al_db *db, const char *name, bool *out, struct al_error
 	return 0;
 }
 
+/* 0 if the tenant has the integration name, else AL_ENOTFOUND */
+static int found(struct al_db *db, const char *name, struct al_error *err)
+{
+	bool had = false;
+	int r = exists(db, name, &had, err);
+	return r < 0 ? r : had ? 0 : al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
+}
+
 int al_integ_check(const struct al_integ_spec *spec, struct al_error *err)
 {
 	size_t nl = 0;
@@ -409,9 +417,7 @@ int al_integ_grant(struct al_store *st, const char *name, const char *project,
 	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	if ((r = begin(st, &txn, err)) < 0)
 		return r;
-	bool had = false;
-	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
-		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
+	r = found(txn.db, name, err);
 	if (r == 0) {
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 		r = al_db_prepare(txn.db,
@@ -452,9 +458,7 @@ int al_integ_rotate(struct al_store *st, const char *name, const char *header, c
 		free(sealed);
 		return r;
 	}
-	bool had = false;
-	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
-		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
+	r = found(txn.db, name, err);
 	if (r == 0) {
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 		r = al_db_prepare(txn.db,
@@ -490,9 +494,7 @@ int al_integ_delete(struct al_store *st, const char *name, const char *actor, st
 	int r = al_integ_name_check(name, err);
 	if (r < 0 || (r = begin(st, &txn, err)) < 0)
 		return r;
-	bool had = false;
-	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
-		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
+	r = found(txn.db, name, err);
 	for (int i = 0; r == 0 && i < 2; i++) {
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 		r = al_db_prepare(txn.db,
