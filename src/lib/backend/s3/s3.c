@@ -634,6 +634,23 @@ static int ensure_multi(struct s3 *s, struct al_error *err)
 	return 0;
 }
 
+/* Start an attempt of q (run below): 0 and one more active, or the failure
+ * (q done with it, err set). */
+static int launch(struct req *q, size_t *active, struct al_error *err)
+{
+	int r = start(q);
+	if (r < 0) {
+		attempt_end(q);
+		q->state = Q_DONE;
+		q->rc = r;
+		*err = q->e;
+		return r;
+	}
+	q->state = Q_ACTIVE;
+	(*active)++;
+	return 0;
+}
+
 /* Every request of qs to its end, at most cfg.parallel at once, each
  * retried as the top of this section says.  0 once all succeeded (each
  * q->status says how: a 404 is the caller's to judge); else the first
@@ -669,28 +686,14 @@ static int run(struct s3 *s, struct req *qs, size_t n, struct al_error *err)
 				continue;
 			}
 			wait[w] = wait[--nwait];
-			if ((r = start(q)) < 0) {
-				attempt_end(q);
-				q->state = Q_DONE;
-				q->rc = first = r;
-				*err = q->e;
+			if ((first = launch(q, &active, err)) < 0)
 				break;
-			}
-			q->state = Q_ACTIVE;
-			active++;
 		}
 		while (next < n && active < par && first == 0) {
 			struct req *q = &qs[next++];
 			q->first_ns = now;
-			if ((r = start(q)) < 0) {
-				attempt_end(q);
-				q->state = Q_DONE;
-				q->rc = first = r;
-				*err = q->e;
+			if ((first = launch(q, &active, err)) < 0)
 				break;
-			}
-			q->state = Q_ACTIVE;
-			active++;
 		}
 		if (first)
 			break;
