@@ -7,26 +7,13 @@
 # is detected and not served; bad settings and an unreachable or refusing
 # server fail loudly with nothing stored.
 . "$(dirname "$0")/../lib.sh"
-SW="$SRC_ROOT/tests/servers/swift.sh"
-command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null ||
-	skip_all "no OpenStack Swift / memcached (scripts/deps.sh installs them)"
-EP=$("$SW" start "$T/swift") || skip_all "Swift did not start (above)"
-trap '"$SW" stop "$T/swift"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
-export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
-EMPTY=$(printf '' | sha256sum | cut -c1-64)
-# s3 METHOD PATH [curl args]: a signed request of the tests' own (not airlock's)
-s3() {
-	local m=$1 p=$2; shift 2
-	command curl -s --netrc-file "$T/swift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
-		-H "x-amz-content-sha256: $EMPTY" -X "$m" "$EP/$p" "$@"
-}
+s3_server
 # keys PREFIX: the bucket's keys under PREFIX, one a line, sorted
 keys() {
 	s3 GET "blobs?list-type=2&max-keys=1000&prefix=$(printf %s "$1" | sed 's|/|%2F|g')" |
 		grep -o '<Key>[^<]*</Key>' | sed 's|<Key>||; s|</Key>||' | sort
 }
-ok "a bucket is made (S3 PUT, SigV4)" -- s3 PUT blobs -f -o /dev/null
+ok "the bucket was made (s3_server: S3 PUT, SigV4) and lists" -- s3 GET "blobs?list-type=2" -f -o /dev/null
 B="s3://blobs/team/a?endpoint=$EP"
 
 # ---- the backends' conformance suite on this server
