@@ -104,6 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (decode_integration(body, &spec, &err) == 0 &&
 		    (!spec.secret || spec.insecure || al_integ_check(&spec, &err) != 0))
 			abort();
+		const char *header, *secret;
+		if (decode_integration_secret(body, &header, &secret, &err) == 0 &&
+		    (!secret || (header && al_integ_header_check(header, NULL) != 0)))
+			abort();
 		const char *project, *principal;
 		if (decode_integration_grant(body, &project, &principal, &err) == 0 &&
 		    (!project == !principal ||

@@ -41,6 +41,9 @@ struct al_integ_spec {
 
 /* Is name an integration name?  AL_EINVAL saying why if not. */
 int al_integ_name_check(const char *name, struct al_error *err);
+/* Is header a credential header ("Name: value", @secret once in the
+ * value, no control character, not a reserved name)?  AL_EINVAL if not. */
+int al_integ_header_check(const char *header, struct al_error *err);
 /* Is spec well-formed (its secret too unless NULL)?  AL_EINVAL saying why. */
 int al_integ_check(const struct al_integ_spec *spec, struct al_error *err);
 /* Create it (AL_EEXIST if the name is taken); a ledger entry
@@ -49,6 +52,12 @@ int al_integ_create(struct al_store *st, const struct al_integ_spec *spec, struc
 /* Grant it to a project or (project NULL) a principal of the tenant. */
 int al_integ_grant(struct al_store *st, const char *name, const char *project,
 		   const char *principal, const char *actor, struct al_error *err);
+/* Replace its secret (and, unless header is NULL, its header: checked as
+ * create checks it), keeping its grants; a ledger entry
+ * "integration_rotate" without the secret.  Runs started before keep the
+ * secret they loaded; later runs use the new one.  AL_ENOTFOUND if none. */
+int al_integ_rotate(struct al_store *st, const char *name, const char *header, const char *secret,
+		    const char *actor, struct al_error *err);
 /* Delete it and its grants. */
 int al_integ_delete(struct al_store *st, const char *name, const char *actor, struct al_error *err);
 /* May a run of project (started by principal, or NULL) use the

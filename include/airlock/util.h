@@ -53,6 +53,12 @@ static inline void al__closep(int *fd)
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Give back the pages of the calling thread's stack below its current
+ * frame (MADV_DONTNEED; the guard page and 16 KiB under the frame kept):
+ * they hold nothing live.  A thread about to end calls it, as glibc keeps
+ * an ended thread's stack, with every page it touched, for the next. */
+void al_stack_release(void);
+
 /* hex */
 void al_hex(const uint8_t *in, size_t n, char *out);  /* out gets 2n+1 */
 int al_unhex(const char *in, size_t n, uint8_t *out); /* 0 or -1 */

@@ -72,16 +72,34 @@ static void query_add(char *q, size_t n, const char *name, const char *value)
 #define KINDS                                                                         \
 	"project_create, draft_create, commit, apply, reject, conflict, run,\n  gc, " \
 	"gc_retention, project_contract, tenant_create, principal_create, grant,\n  " \
-	"token_create, token_revoke, image_import, policy, refused"
+	"token_create, token_revoke, image_import, policy, refused,\n  "              \
+	"integration_create, integration_grant, integration_rotate, integration_delete"
 
 static bool known_kind(const char *k)
 {
 	static const char *const kinds[] = {
-		"project_create", "draft_create",     "commit",        "apply",
-		"reject",         "conflict",         "run",           "gc",
-		"gc_retention",   "project_contract", "tenant_create", "principal_create",
-		"grant",          "token_create",     "token_revoke",  "image_import",
-		"policy",         "refused",
+		"project_create",
+		"draft_create",
+		"commit",
+		"apply",
+		"reject",
+		"conflict",
+		"run",
+		"gc",
+		"gc_retention",
+		"project_contract",
+		"tenant_create",
+		"principal_create",
+		"grant",
+		"token_create",
+		"token_revoke",
+		"image_import",
+		"policy",
+		"refused",
+		"integration_create",
+		"integration_grant",
+		"integration_rotate",
+		"integration_delete",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
 		if (!strcmp(k, kinds[i]))

@@ -219,6 +219,12 @@ int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t ou
 		return 0;
 	if (at && !(kinds & (CLI_ID_RUN | CLI_ID_DRAFT)))
 		return 0;
+	if (snap_prefix && strlen(hex) >= 64) {
+		/* a whole id: nothing to look up (nor a store to open) */
+		if (hex == in)
+			snprintf(out, outsz, "sha256:%s", in);
+		return 0;
+	}
 	struct al_store *st = NULL;
 	struct al_error err = { 0 };
 	if (al_store_open(cli->home, cli->tenant, &st, &err) < 0)
@@ -264,8 +270,6 @@ int cli_id(struct cli *cli, unsigned kinds, const char *in, char *out, size_t ou
 		f->prefix = hex;
 		f->n = strlen(hex);
 		al_store_snapshot_foreach(st, on_snapshot, f, &err);
-	} else if (snap_prefix && hex == in) {
-		snprintf(out, outsz, "sha256:%s", in); /* a bare full id */
 	}
 	if (run_prefix || draft_prefix)
 		al_project_foreach(st, on_project, f, &err);

@@ -59,6 +59,17 @@ static const char delete_help[] = "usage: airlock admin integration delete NAME 
 				  "\n"
 				  "Delete the integration, its secret and its grants.\n";
 
+static const char rotate_help[] =
+	"usage: airlock admin integration rotate NAME [--header \"NAME: VALUE\"]\n"
+	"                [--secret-file FILE] [--json]\n"
+	"\n"
+	"Replace the integration's secret (and, with --header, its header), keeping its\n"
+	"base URL and grants.  The new secret is read as create reads it and never shown\n"
+	"again; runs that already started keep the secret they loaded.\n"
+	"\n"
+	"  --header \"N: V\"     a new header; V holds @secret exactly once\n"
+	"  --secret-file FILE  read the secret from FILE (one line; - for standard input)\n";
+
 /* the secret: one line of path ("-": stdin), or stdin, or a prompt */
 static int read_secret(const char *path, char *out, size_t n, struct al_error *err)
 {
@@ -195,6 +206,79 @@ static int create(struct cli *cli, int argc, char **argv)
 						spec.base_url, "header", spec.header,
 						strcspn(spec.header, ":")));
 	printf("%s\n", spec.name);
+	return 0;
+}
+
+/* POST /integrations/NAME/secret: the secret leaves in this body only */
+static int rotate_remote(struct cli *cli, const char *name, const char *header, const char *secret)
+{
+	struct al_error err = { 0 };
+	json_t *body = json_pack("{s:s}", "secret", secret), *doc = NULL;
+	if (body && header)
+		json_object_set_new(body, "header", json_string(header));
+	if (!body)
+		return al_fail(&err, AL_ENOMEM, ENOMEM, "out of memory"), cli_error(cli, &err);
+	char path[256], esc[200];
+	snprintf(path, sizeof(path), "/integrations/%s/secret",
+		 cli_path_escape(name, esc, sizeof(esc)));
+	int r = cli_http(cli, "POST", path, body, NULL, NULL, &doc, &err);
+	json_t *sv = json_object_get(body, "secret");
+	OPENSSL_cleanse((char *)json_string_value(sv), json_string_length(sv));
+	json_decref(body);
+	if (r < 0)
+		return cli_remote_error(cli, &err, doc);
+	json_decref(doc);
+	return 0;
+}
+
+static int rotate(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "header", required_argument, NULL, 'H' },
+		{ "secret-file", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *header = NULL, *secret_file = NULL;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'H': header = optarg; break;
+		case 's': secret_file = optarg; break;
+		case 'j': cli->json = true; break;
+		case 'h': fputs(rotate_help, stdout); return 0;
+		default: fputs(rotate_help, stderr); return 2;
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage(cli, "expected one integration NAME");
+	const char *name = argv[optind];
+	struct al_error err = { 0 };
+	/* the name and header checked before the secret is asked for */
+	if (al_integ_name_check(name, &err) < 0 ||
+	    (header && al_integ_header_check(header, &err) < 0))
+		return cli_error(cli, &err);
+	char secret[AL_INTEG_SECRET_MAX + 2];
+	struct al_store *st = NULL;
+	int rc = 0;
+	if (read_secret(secret_file, secret, sizeof(secret), &err) < 0 ||
+	    (!cli->server && cli_open(cli, &st, &err) < 0))
+		rc = cli_error(cli, &err);
+	if (!rc && cli->server)
+		rc = rotate_remote(cli, name, header, secret);
+	else if (!rc && al_integ_rotate(st, name, header, secret, cli_author(NULL), &err) < 0)
+		rc = cli_error(cli, &err);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	al_store_close(st);
+	if (rc)
+		return rc;
+	if (cli->json) {
+		json_t *o = json_pack("{s:s,s:b}", "rotated", name, "header", header != NULL);
+		return cli_json_print(o);
+	}
+	printf("rotated %s\n", name);
 	return 0;
 }
 
@@ -384,6 +468,7 @@ int cmd_admin_integration(struct cli *cli, int argc, char **argv)
 	static const struct cli_cmd cmds[] = {
 		{ "create", create, "bind a credential to a base URL (the secret read once)" },
 		{ "grant", grant, "let a project's or a principal's runs use one" },
+		{ "rotate", rotate, "replace one's secret (read once), keeping its grants" },
 		{ "list", list, "list the tenant's integrations (never a secret)" },
 		{ "show", show, "one integration (never its secret)" },
 		{ "delete", delete, "delete one, its secret and its grants" },

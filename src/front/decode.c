@@ -578,6 +578,20 @@ int decode_integration(json_t *body, struct al_integ_spec *s, struct al_error *e
 	return rc;
 }
 
+int decode_integration_secret(json_t *body, const char **header, const char **secret,
+			      struct al_error *err)
+{
+	static const char *const keys[] = { "secret", "header", NULL };
+	int rc = known_keys(body, keys, "integration secret", err);
+	if (rc == 0)
+		rc = get_string(body, "secret", true, secret, err);
+	if (rc == 0)
+		rc = get_string(body, "header", false, header, err);
+	if (rc == 0 && *header)
+		rc = al_integ_header_check(*header, err);
+	return rc;
+}
+
 int decode_integration_grant(json_t *body, const char **project, const char **principal,
 			     struct al_error *err)
 {

@@ -67,6 +67,10 @@ int decode_project(json_t *body, const char **name, struct al_error *err);
  * checked as al_integ_check does; strings borrowed from body. */
 struct al_integ_spec;
 int decode_integration(json_t *body, struct al_integ_spec *s, struct al_error *err);
+/* {"secret": S, "header"?: H}: a new secret (checked by al_integ_rotate)
+ * and maybe header (checked here); *header NULL when absent. */
+int decode_integration_secret(json_t *body, const char **header, const char **secret,
+			      struct al_error *err);
 /* {"project": P} or {"principal": P}: exactly one (the other NULL). */
 int decode_integration_grant(json_t *body, const char **project, const char **principal,
 			     struct al_error *err);

@@ -171,6 +171,12 @@ static int header_check(const char *h, size_t *nl, struct al_error *err)
 	return 0;
 }
 
+int al_integ_header_check(const char *header, struct al_error *err)
+{
+	size_t nl;
+	return header_check(header, &nl, err);
+}
+
 static int secret_check(const char *s, struct al_error *err)
 {
 	size_t n = s ? strlen(s) : 0;
@@ -423,6 +429,58 @@ int al_integ_grant(struct al_store *st, const char *name, const char *project,
 	if (r == 0)
 		r = entry(st, &txn, "integration_grant", actor,
 			  json_pack("{s:s,s:s}", "integration", name, kind, who), err);
+	return al_ledger__commit(st, &txn, r, err);
+}
+
+int al_integ_rotate(struct al_store *st, const char *name, const char *header, const char *secret,
+		    const char *actor, struct al_error *err)
+{
+	size_t nl = 0;
+	int r = al_integ_name_check(name, err);
+	if (r == 0 && header)
+		r = header_check(header, &nl, err);
+	if (r == 0)
+		r = secret_check(secret, err);
+	if (r < 0)
+		return r;
+	uint8_t *sealed = NULL;
+	size_t slen = 0;
+	if ((r = seal(st, name, secret, &sealed, &slen, err)) < 0)
+		return r;
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((r = begin(st, &txn, err)) < 0) {
+		free(sealed);
+		return r;
+	}
+	bool had = false;
+	if ((r = exists(txn.db, name, &had, err)) == 0 && !had)
+		r = al_fail(err, AL_ENOTFOUND, 0, "no integration %s", name);
+	if (r == 0) {
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		r = al_db_prepare(txn.db,
+				  "UPDATE integrations SET secret = ?2, header = COALESCE(CAST(?3 "
+				  "AS TEXT), header) "
+				  "WHERE name = ?1",
+				  &q, err);
+		if (r == 0) {
+			al_db_bind_text(q, 1, name, -1);
+			al_db_bind_blob(q, 2, sealed, slen);
+			if (header)
+				al_db_bind_text(q, 3, header, -1);
+			else
+				al_db_bind_null(q, 3);
+			if ((r = al_db_step(q, err)) > 0)
+				r = 0;
+		}
+	}
+	free(sealed);
+	json_t *data = json_pack("{s:s}", "integration", name);
+	if (data && header)
+		json_object_set_new(data, "header", json_stringn(header, nl));
+	if (r == 0)
+		r = entry(st, &txn, "integration_rotate", actor, data, err);
+	else
+		json_decref(data);
 	return al_ledger__commit(st, &txn, r, err);
 }
 

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "airlock/util.h"
 #include "pool.h"
 
 struct al_pool {
@@ -51,6 +52,7 @@ static void *worker(void *arg)
 			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
+	al_stack_release(); /* glibc keeps the stack for a later thread */
 	return NULL;
 }
 

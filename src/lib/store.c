@@ -669,6 +669,11 @@ bool al_store_idle(struct al_store *s)
 	       (!s->statcache || !al_db_in_txn(s->statcache));
 }
 
+void al_store_map_reads(bool on)
+{
+	al_cas__map_reads(on);
+}
+
 void al_store_release_memory(struct al_store *s)
 {
 	al_cas__release_memory(s->cas);

@@ -44,6 +44,10 @@ int al_store__tenants(const char *home,
 		      struct al_error *err);
 
 void al_cas__release_memory(struct al_cas *c);
+void al_cas__map_reads(bool on);
+/* Bytes a handle's compression state holds (its zstd contexts and the
+ * compression buffer): what al_store_release_memory gives back when idle. */
+size_t al_cas__held(struct al_cas *c);
 bool al_cas__idle(struct al_cas *c);
 
 #define AL_SECRET_KEY_LEN 32

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -576,6 +577,26 @@ static int rm_one(const char *path, const struct stat *s, int flag, struct FTW *
 	(void)flag;
 	(void)f;
 	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+void al_stack_release(void)
+{
+	pthread_attr_t a;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	void *addr = NULL;
+	size_t size = 0, guard = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	if (pthread_attr_getstack(&a, &addr, &size) == 0 &&
+	    pthread_attr_getguardsize(&a, &guard) == 0 && page > 0) {
+		uintptr_t lo =
+			((uintptr_t)addr + guard + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+		uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+		uintptr_t hi = sp > 16384 ? (sp - 16384) & ~((uintptr_t)page - 1) : 0;
+		if (hi > lo && sp < (uintptr_t)addr + size)
+			madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	}
+	pthread_attr_destroy(&a);
 }
 
 void al_rm_tree(const char *dir)

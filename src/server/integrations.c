@@ -61,20 +61,28 @@ static void wipe_string(json_t *v)
 		OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
 }
 
+/* A body that holds a secret: not srv_body_json, whose parser's message
+ * quotes the text near the error, which may be the secret; the raw body is
+ * wiped once parsed. */
+static int secret_body(struct req *rq, json_t **body, struct al_error *err)
+{
+	int rc = 0;
+	*body = NULL;
+	if (rq->len && decode_body(rq->body, rq->len, body, err) < 0)
+		rc = al_fail(err, AL_EINVAL, 0,
+			     "request body: not a JSON object (or a duplicate key)");
+	else if (!rq->len)
+		*body = json_object();
+	if (rq->body)
+		OPENSSL_cleanse(rq->body, rq->len);
+	return rc;
+}
+
 int h_integration_create(struct req *rq)
 {
 	struct al_error err = { 0 };
 	json_t *body = NULL;
-	int rc = 0;
-	/* not srv_body_json: a parser's message quotes the text near the
-	 * error, which may be the secret */
-	if (rq->len && decode_body(rq->body, rq->len, &body, &err) < 0)
-		rc = al_fail(&err, AL_EINVAL, 0,
-			     "request body: not a JSON object (or a duplicate key)");
-	else if (!rq->len)
-		body = json_object();
-	if (rq->body)
-		OPENSSL_cleanse(rq->body, rq->len);
+	int rc = secret_body(rq, &body, &err);
 	struct al_integ_spec spec;
 	struct al_store *st = NULL;
 	json_t *o = NULL;
@@ -91,6 +99,29 @@ int h_integration_create(struct req *rq)
 	wipe_string(json_object_get(body, "secret"));
 	json_decref(body);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, o);
+}
+
+int h_integration_secret(struct req *rq)
+{
+	struct al_error err = { 0 };
+	json_t *body = NULL, *o = NULL;
+	const char *header = NULL, *secret = NULL;
+	struct al_store *st = NULL;
+	int rc = secret_body(rq, &body, &err);
+	if (rc == 0)
+		rc = al_integ_name_check(rq->seg[1], &err);
+	if (rc == 0)
+		rc = decode_integration_secret(body, &header, &secret, &err);
+	if (rc == 0)
+		rc = srv_store(rq, &st, &err);
+	if (rc == 0)
+		rc = al_integ_rotate(st, rq->seg[1], header, secret, rq->who.name, &err);
+	if (rc == 0)
+		rc = one(st, rq->seg[1], &o, &err);
+	srv_store_done(st);
+	wipe_string(json_object_get(body, "secret"));
+	json_decref(body);
+	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, o);
 }
 
 int h_integration_grant(struct req *rq)

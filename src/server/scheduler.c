@@ -14,6 +14,7 @@
 
 #include "airlock/replay.h"
 #include "airlock/store.h"
+#include "airlock/util.h"
 #include "ops.h"
 #include "ops.h"
 #include "scheduler.h"
@@ -196,7 +197,8 @@ static void *run_thread(void *arg)
 	}
 	al_store_close(st);
 	request_release(r);
-	malloc_trim(0); /* what the run's thread freed goes back: the daemon returns to idle */
+	malloc_trim(0);     /* what the run's thread freed goes back: the daemon returns to idle */
+	al_stack_release(); /* and what its stack touched, kept with it by glibc's cache */
 	pthread_mutex_lock(&s->lock);
 	r->rc = rc;
 	r->done = true;

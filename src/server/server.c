@@ -105,6 +105,7 @@ static const struct route routes[] = {
 	{ "GET", "integrations/{name}", AL_ROLE_ADMIN, h_integration, false },
 	{ "DELETE", "integrations/{name}", AL_ROLE_ADMIN, h_integration_delete, false },
 	{ "POST", "integrations/{name}/grants", AL_ROLE_ADMIN, h_integration_grant, false },
+	{ "POST", "integrations/{name}/secret", AL_ROLE_ADMIN, h_integration_secret, false },
 	{ "POST", "session", ANY, h_session_create, false },
 	{ "GET", "session", ANY, h_session, false },
 	{ "DELETE", "session", ANY, h_session_end, false },
@@ -849,7 +850,9 @@ int srv_main(const struct srv_config *cfg)
 	 * keep one of its own, and the daemon's memory would not shrink back.
 	 * A fixed mmap threshold: glibc raises it (up to 32 MiB) each time a
 	 * large block is freed, after which a run's large buffers come from
-	 * the heap and stay there as fragments after the run. */
+	 * the heap and stay there as fragments after the run.  And no mapped
+	 * objects.db, whose pages would count in the daemon's RSS (store.h). */
+	al_store_map_reads(false);
 	mallopt(M_ARENA_MAX, 2);
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	al_auth_tenant_foreach(s.auth, check_tenant, (void *)cfg, &err);

@@ -170,6 +170,7 @@ int h_integrations(struct req *rq);
 int h_integration(struct req *rq);
 int h_integration_create(struct req *rq);
 int h_integration_grant(struct req *rq);
+int h_integration_secret(struct req *rq);
 int h_integration_delete(struct req *rq);
 int h_session_create(struct req *rq);
 int h_session(struct req *rq);

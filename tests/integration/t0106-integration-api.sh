@@ -1,6 +1,6 @@
 #!/bin/bash
 # The integrations' admin routes (docs/api.md "Integrations (admin)") and
-# `airlock --server URL admin integration create|grant|list|show|delete`:
+# `airlock --server URL admin integration create|grant|rotate|list|show|delete`:
 # only an admin of the tenant manages its integrations, another tenant's
 # are invisible, bad input is a clear 4xx that changes nothing, the secret
 # goes in once (the create request's body) and comes back from no route, in
@@ -29,6 +29,8 @@ J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 
 integ_target
 trap 'kill $SRV 2>/dev/null; serve_stop; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+SECRET2="rot2-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")"
+SECRET3="rot3-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")"
 CA_JSON=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$T/ca.pem")
 serve_start || exit 1
 R() { env AIRLOCK_TOKEN="$ADM" "$AL" --server "$URL" "$@"; }
@@ -138,7 +140,8 @@ for who in AU RV AG; do
 	api POST /integrations "$tok" "$(body x1 "$BASE" "Authorization: Bearer @secret")"; c=$status
 	api POST /integrations/gh/grants "$tok" '{"project":"q"}'; d=$status
 	api DELETE /integrations/gh "$tok"; e=$status
-	is "$a $b $c $d $e" "403 403 403 403 403" "$who (not an admin): every integration route is 403"
+	api POST /integrations/gh/secret "$tok" '{"secret":"x"}'; f=$status
+	is "$a $b $c $d $e $f" "403 403 403 403 403 403" "$who (not an admin): every integration route is 403"
 done
 run env AIRLOCK_TOKEN="$AU" "$AL" --server "$URL" admin integration list
 is "$rc" 11 "…and the CLI says so (exit 11)"
@@ -150,8 +153,9 @@ is "$out" "[]" "another tenant's admin lists none of them"
 api GET /integrations/gh "$ACME"; g=$status
 api POST /integrations/gh/grants "$ACME" '{"project":"mine"}'; h=$status
 api DELETE /integrations/gh "$ACME"; i=$status
+api POST /integrations/gh/secret "$ACME" '{"secret":"x"}'; j=$status
 api GET /integrations/nothing "$ACME"; n=$status
-is "$g $h $i" "404 404 404" "…and gets for gh exactly what it gets for a name that does not exist ($n)"
+is "$g $h $i $j" "404 404 404 404" "…and gets for gh exactly what it gets for a name that does not exist ($n)"
 api POST /integrations "$ACME" "$(body gh "$BASE" "Authorization: Bearer @secret")"
 is "$status" 201 "…it may have its own gh"
 is "$("$AL" --tenant acme admin integration list | cut -d' ' -f1)" "gh" "…in its own home"
@@ -170,6 +174,39 @@ for l in open(sys.argv[1]):
 "/api/v1/repos Bearer $SECRET None
 /api/v1/items None $SECRET" "…and reached the service with the credential added on the host"
 
+# ---- rotate: a new secret (and header), grants kept; bad input changes nothing ----------------
+S3=$(state)
+api POST /integrations/nope/secret "$ADM" '{"secret":"x"}'
+is "$status" 404 "rotating an unknown integration is 404"
+api POST /integrations/gh/secret "$ADM" '{"secret":"x","header":"Host: @secret"}'
+is "$status" 422 "a reserved header is 422"
+api POST /integrations/gh/secret "$ADM" '{"secret":""}'
+is "$status" 422 "an empty secret is 422"
+api POST /integrations/gh/secret "$ADM" '{"secret":"a\u001bb"}'
+is "$status" 422 "a secret with a control character is 422"
+api POST /integrations/gh/secret "$ADM" '{"secret":"x","colour":"red"}'
+is "$status" 422 "an unknown field is 422"
+api POST /integrations/gh/secret "$ADM" "{\"secret\":\"$SECRET2\" \"oops\"}"
+is "$status" 422 "a malformed body is 422"
+is "$(printf %s "$out" | grep -c -e "$SECRET2")" 0 "…and its message does not quote the secret"
+run R admin integration rotate gh --header "Authorization: @secret @secret" --secret-file /nonexistent
+is "$rc" 6 "rotate over --server checks the header before reading the secret (exit 6)"
+is "$(state)" "$S3" "…and none of these changed anything"
+printf '%s\n' "$SECRET2" >"$T/secret2"
+run R admin integration rotate gh --secret-file "$T/secret2"
+is "$rc:$out" "0:rotated gh" "rotate over --server"
+api POST /integrations/kb/secret "$ADM" "{\"secret\":\"$SECRET3\",\"header\":\"Authorization: Token @secret\"}"
+is "$status:$(echo "$out" | J 'print(d["header"], d["projects"], d["principals"])')" "200:Authorization ['p'] ['ag']" \
+	"POST …/secret answers the integration: its new header's name, its grants kept"
+: >"$T/log"
+api POST /projects/p/runs "$AG" '{"argv":["sh","-c","wget -q -O- $AIRLOCK_INTEGRATIONS/gh/r2 >/dev/null; wget -q -O- $AIRLOCK_INTEGRATIONS/kb/r3 >/dev/null"],"wait":true,"integrations":["gh","kb"]}'
+is "$(python3 -c '
+import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); print(r["path"], r["authorization"], r["x_api_key"])' "$T/log")" \
+"/api/v1/r2 Bearer $SECRET2 None
+/api/v1/r3 Token $SECRET3 None" "a later run reaches the service with the new credentials"
+
 # ---- delete ----------------------------------------------------------------------------------
 run R admin integration delete other
 is "$rc:$out" "0:deleted other" "delete over --server"
@@ -184,15 +221,17 @@ is "$status" 404 "a run asking for a deleted integration is 404"
 
 # ---- the ledger: every create, grant and delete, by the admin --------------------------------
 is "$("$AL" audit --json | J 'print(" ".join("%s:%s:%s" % (e["kind"], e["actor"], e["data"]["integration"]) for e in d if e["kind"].startswith("integration_")))')" \
-	"integration_create:root:gh integration_create:root:kb integration_create:root:other integration_grant:root:gh integration_grant:root:kb integration_grant:root:kb integration_delete:root:other integration_delete:root:kb" \
-	"each create, grant and delete over the API is a ledger entry naming the admin"
+	"integration_create:root:gh integration_create:root:kb integration_create:root:other integration_grant:root:gh integration_grant:root:kb integration_grant:root:kb integration_rotate:root:gh integration_rotate:root:kb integration_delete:root:other integration_delete:root:kb" \
+	"each create, grant, rotate and delete over the API is a ledger entry naming the admin"
 ok "the ledger verifies" -- "$AL" audit verify
 
 # ---- the secret: in no answer, no ledger, no log, no file ------------------------------------
 "$AL" audit export "$T/ledger.export" >/dev/null 2>&1
 B64=$(printf %s "$SECRET" | base64)
+B64b=$(printf %s "$SECRET2" | base64)
+B64c=$(printf %s "$SECRET3" | base64)
 ALLOUT=$(R admin integration list --json; R admin integration show gh --json; echo "$RUNREC")
-is "$(printf %s "$ALLOUT" | grep -c -e "$SECRET" -e "$B64")" 0 "no CLI output nor the run's record holds the secret"
-is "$(grep -rlaF -e "$SECRET" -e "$B64" "$API_LOG" "$T/serve.log" "$T/ledger.export" "$AIRLOCK_HOME" | wc -l)" 0 \
+is "$(printf %s "$ALLOUT" | grep -c -e "$SECRET" -e "$B64" -e "$SECRET2" -e "$SECRET3")" 0 "no CLI output nor the run's record holds the secret"
+is "$(grep -rlaF -e "$SECRET" -e "$B64" -e "$SECRET2" -e "$B64b" -e "$SECRET3" -e "$B64c" "$API_LOG" "$T/serve.log" "$T/ledger.export" "$AIRLOCK_HOME" | wc -l)" 0 \
 	"no answer the daemon gave (every body recorded), nor its log, the ledger export or any file of the home holds it (nor its base64)"
 done_testing

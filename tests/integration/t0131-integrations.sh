@@ -161,6 +161,27 @@ is "$(echo "$out" | J 'c=d["integrations"]["calls"][0]; print(d["principal"], c[
 like "$(tail -1 "$T/log")" '"path": "/api/v1/api", "authorization": null, "x_api_key": "k2-secret-value", "body": "via-api"' "…which reached the service with kb's credential"
 serve_stop
 
+# rotate: a new secret (and header) for kb, its grants kept
+N0=$("$AL" audit --json | J 'print(len(d))')
+run "$AL" admin integration rotate nope --secret-file "$T/secret2"
+is "$rc" 3 "rotating an unknown integration: not found"
+run "$AL" admin integration rotate kb --header "Host: @secret" --secret-file /nonexistent
+is "$rc" 6 "a reserved header is refused before the secret is read"
+run "$AL" admin integration rotate kb </dev/null
+is "$rc" 6 "an empty new secret is refused"
+printf 'a\033]0;x\007b\n' >"$T/badsecret2"
+run "$AL" admin integration rotate kb --secret-file "$T/badsecret2"
+is "$rc" 6 "a new secret with a control character is refused"
+is "$("$AL" audit --json | J 'print(len(d))')" "$N0" "…and none of them wrote a ledger entry"
+printf 'k3-rotated-value\n' >"$T/secret3"
+run "$AL" admin integration rotate kb --header "Authorization: Token @secret" --json <"$T/secret3"
+is "$rc:$(echo "$out" | J 'print(d["rotated"], d["header"])')" "0:kb True" "kb rotated to a new secret and header, read from standard input"
+like "$("$AL" admin integration list)" "kb https://127.0.0.1:$PORT/api/v1 Authorization projects=p principals=alice keep-bodies" "…its grants kept, its new header's name shown"
+"$AL" run p --integration kb -- wget -q -O- "http://127.0.0.1:3129/kb/rotated" >/dev/null
+like "$(tail -1 "$T/log")" '"path": "/api/v1/rotated", "authorization": "Token k3-rotated-value", "x_api_key": null' "a later run's call carries the new credential, not the old header"
+is "$("$AL" audit --kind integration_rotate --json | J 'print(len(d), d[0]["data"])')" "1 {'header': 'Authorization', 'integration': 'kb'}" "the rotation is one ledger entry: the integration and the header's name"
+is "$(grep -r -l -a -e k3-rotated-value -e "$(printf k3-rotated-value | base64)" "$AIRLOCK_HOME" | wc -l)" 0 "the new secret is in no file of the home in clear"
+
 # project q was granted nothing; deleted: refused again
 run "$AL" run q --integration gh -- true
 is "$rc" 11 "another project is refused"

@@ -204,6 +204,20 @@ static void scenario(void **state)
 			 0);
 	assert_int_equal(al_integ_usable(st, (const char *const[]){ "gh", NULL }, "q", NULL, &err),
 			 AL_EDENIED);
+	/* rotated: the secret alone (the header kept), then with a header;
+	 * the grant kept; an unknown one and a bad header change nothing */
+	assert_int_equal(al_integ_rotate(st, "nope", NULL, "x", "t", &err), AL_ENOTFOUND);
+	assert_int_equal(al_integ_rotate(st, "gh", "Host: @secret", "x", "t", &err), AL_EINVAL);
+	OK(al_integ_rotate(st, "gh", NULL, "n3w", "t", &err));
+	OK(al_integ_rotate(st, "gh", "X-Key: @secret", "n3wer", "t", &err));
+	OK(al_integ_list(st, &list, &err));
+	text = json_dumps(list, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(strstr(text, "\"header\":\"X-Key\""));
+	assert_non_null(strstr(text, "\"projects\":[\"p\"]"));
+	free(text);
+	json_decref(list);
+	assert_int_equal(al_integ_usable(st, (const char *const[]){ "gh", NULL }, "p", NULL, &err),
+			 0);
 	OK(al_integ_delete(st, "gh", "t", &err));
 	assert_int_equal(al_integ_delete(st, "gh", "t", &err), AL_ENOTFOUND);
 
@@ -238,8 +252,8 @@ static void scenario(void **state)
 	n = 0;
 	OK(al_ledger_foreach(st, &(struct al_ledger_query){ 0 }, count_entry, &n, &err));
 	/* project_create, 2 commits, a conflict, integration create, grant x2,
-	 * delete, 5 image imports */
-	assert_true(n >= 12);
+	 * rotate x2, delete, 5 image imports */
+	assert_true(n >= 14);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/export.jsonl", e->home);
 	uint64_t entries = 0;

@@ -1,5 +1,6 @@
 /* store: the home layout keeps tenants in separate files; one tenant's
  * objects and snapshots do not exist for another. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -391,6 +392,123 @@ static void test_wal_checkpoint_rate(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Is objects.db of dir mapped into this process? */
+static bool mapped(const char *dir)
+{
+	char want[700], line[1200]; /* the file, not its -shm */
+	snprintf(want, sizeof(want), "%s/objects.db\n", dir);
+	FILE *f = fopen("/proc/self/maps", "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* al_store_map_reads: a store opened with it on reads objects.db through a
+ * map (and an object read that way is intact); with it off, as the daemon
+ * sets it, nothing of objects.db is mapped. */
+static void test_map_reads(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-map-XXXXXX";
+	assert_non_null(mkdtemp(home));
+	struct al_error err = { 0 };
+	assert_int_equal(al_home_init(home, &err), 0);
+	static char blob[3000];
+	for (size_t i = 0; i < sizeof(blob); i++)
+		blob[i] = (char)(i * 7919 % 251);
+	struct al_oid id;
+	struct al_store *st = NULL;
+	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	assert_int_equal(al_cas_begin(al_store_cas(st), &err), 0);
+	assert_int_equal(al_cas_put(al_store_cas(st), blob, sizeof(blob), &id, &err), 0);
+	assert_int_equal(al_cas_commit(al_store_cas(st), &err), 0);
+	char db[700];
+	snprintf(db, sizeof(db), "%s/objects.db", al_store_dir(st));
+	al_store_close(st);
+	/* into the database file: a page still in the WAL is read from there */
+	sqlite3 *raw = NULL;
+	assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(raw);
+	for (int on = 1; on >= 0; on--) {
+		al_store_map_reads(on);
+		assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+		struct al_cas *cas = al_store_cas(st);
+		uint8_t *back = NULL;
+		size_t n = 0;
+		assert_int_equal(al_cas_get(cas, &id, &back, &n, &err), 0);
+		assert_int_equal(n, sizeof(blob));
+		assert_memory_equal(back, blob, n);
+		free(back);
+		char dir[600];
+		snprintf(dir, sizeof(dir), "%s", al_store_dir(st));
+		assert_int_equal(mapped(dir), on);
+		al_store_close(st);
+	}
+	al_store_map_reads(true);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* al_store_release_memory on an idle handle gives back what compressing
+ * and reading objects made it hold (the daemon keeps handles for good). */
+static void test_release_memory(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-rel-XXXXXX";
+	assert_non_null(mkdtemp(home));
+	struct al_error err = { 0 };
+	assert_int_equal(al_home_init(home, &err), 0);
+	struct al_store *st = NULL;
+	assert_int_equal(al_store_open(home, "default", &st, &err), 0);
+	struct al_cas *cas = al_store_cas(st);
+	size_t fresh = al_cas__held(cas);
+	/* a large object (streamed, compressed) and small ones (packed) */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/big", home);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < (8 << 20) / 8; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t v = x & 0x0f0f0f0f0f0f0f0full; /* compressible, not trivially */
+		fwrite(&v, 8, 1, f);
+	}
+	fclose(f);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct al_oid big, small;
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	assert_int_equal(al_cas_put_fd(cas, fd, 8 << 20, &big, &err), 0);
+	assert_int_equal(al_cas_put(cas, "small object", 12, &small, &err), 0);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	close(fd);
+	uint8_t *back = NULL;
+	size_t n = 0;
+	assert_int_equal(al_cas_get(cas, &big, &back, &n, &err), 0);
+	free(back);
+	size_t used = al_cas__held(cas);
+	assert_true(used > fresh + (1u << 20));
+	al_store_release_memory(st);
+	assert_true(al_cas__held(cas) <= fresh);
+	/* and the handle still works */
+	assert_int_equal(al_cas_get(cas, &big, &back, &n, &err), 0);
+	assert_int_equal(n, (size_t)8 << 20);
+	free(back);
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	assert_int_equal(al_cas_put(cas, "another one", 11, &small, &err), 0);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	al_store_close(st);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", home);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +516,8 @@ int main(void)
 		cmocka_unit_test(test_ledger_key_layouts),
 		cmocka_unit_test(test_wal_bounded),
 		cmocka_unit_test(test_wal_checkpoint_rate),
+		cmocka_unit_test(test_map_reads),
+		cmocka_unit_test(test_release_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -80,6 +81,16 @@ static const char *const migrations[] = {
 /* large pages suit the object pack (rows of KiBs) */
 static const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA_PAGES(migrations, 65536);
 
+/* al_store_map_reads: objects.db read through a map of up to 2 GiB (SQLite
+ * clamps it to its build's SQLITE_MAX_MMAP_SIZE; past it, pread) */
+#define MAP_SIZE "2147418112"
+static bool map_reads = true;
+
+void al_cas__map_reads(bool on)
+{
+	map_reads = on;
+}
+
 static int push_batch(struct al_cas *c, struct al_error *err);
 
 static void sweep_stale_batches(int tmpfd)
@@ -122,6 +133,40 @@ static struct al_sha *cas_sha(struct al_cas *c)
 	return c->sha;
 }
 
+/* (Re)make the compression and decompression contexts: new, they hold no
+ * workspace until used.  0, or -1 (out of memory: the old ones kept). */
+static int zstd_contexts(struct al_cas *c)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx(), *mt = ZSTD_createCCtx();
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	if (!cc || !mt || !dc) {
+		ZSTD_freeCCtx(cc);
+		ZSTD_freeCCtx(mt);
+		ZSTD_freeDCtx(dc);
+		return -1;
+	}
+	ZSTD_freeCCtx(c->cctx);
+	ZSTD_freeCCtx(c->cctx_mt);
+	ZSTD_freeDCtx(c->dctx);
+	c->cctx = cc;
+	c->cctx_mt = mt;
+	c->dctx = dc;
+	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, ZLEVEL);
+	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_compressionLevel, ZLEVEL);
+	/* a 128 KiB window (level 1 would take 512 KiB): what a streaming
+	 * reader holds per open object (al_cas_reader, the daemon's outputs
+	 * and blobs) is about the window, so 16 readers stay within a few MiB;
+	 * the ratio cost at level 1 is about 1% */
+	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_windowLog, ZWINDOW_LOG);
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_windowLog, ZWINDOW_LOG);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	/* fails harmlessly (stays single-threaded) where libzstd has no MT */
+	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers,
+			       cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
+	return 0;
+}
+
 int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 {
 	struct al_cas *c = calloc(1, sizeof(*c));
@@ -151,6 +196,9 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	r = al_sqlite_open(path, &schema, &c->db, err);
 	if (r < 0)
 		goto fail;
+	/* best effort: without it, reads are SQLite's pread copies */
+	if (map_reads)
+		sqlite3_exec(c->db, "PRAGMA mmap_size=" MAP_SIZE, NULL, NULL, NULL);
 	if ((r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects WHERE id = ?", &c->st_has, err)) <
 		    0 ||
 	    (r = al_sqlite_prepare(c->db, "SELECT size, enc, data FROM objects WHERE id = ?",
@@ -159,27 +207,11 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 		     c->db, "INSERT OR IGNORE INTO objects(id, size, enc, data) VALUES (?,?,?,?)",
 		     &c->st_put, err)) < 0)
 		goto fail;
-	c->cctx = ZSTD_createCCtx();
-	c->cctx_mt = ZSTD_createCCtx();
-	c->dctx = ZSTD_createDCtx();
 	c->iobuf = malloc(IOBUF);
-	if (!c->cctx || !c->cctx_mt || !c->dctx || !c->iobuf) {
+	if (!c->iobuf || zstd_contexts(c) < 0) {
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 		goto fail;
 	}
-	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, ZLEVEL);
-	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
-	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_compressionLevel, ZLEVEL);
-	/* a 128 KiB window (level 1 would take 512 KiB): what a streaming
-	 * reader holds per open object (al_cas_reader, the daemon's outputs
-	 * and blobs) is about the window, so 16 readers stay within a few MiB;
-	 * the ratio cost at level 1 is about 1% */
-	ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_windowLog, ZWINDOW_LOG);
-	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_windowLog, ZWINDOW_LOG);
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	/* fails harmlessly (stays single-threaded) where libzstd has no MT */
-	ZSTD_CCtx_setParameter(c->cctx_mt, ZSTD_c_nbWorkers,
-			       cores > 1 ? (int)(cores > 8 ? 8 : cores) : 0);
 	sweep_stale_batches(c->tmpfd);
 	*out = c;
 	return 0;
@@ -1424,15 +1456,34 @@ bool al_cas__idle(struct al_cas *c)
 	return !c->in_batch && c->batchfd < 0 && sqlite3_get_autocommit(c->db);
 }
 
+size_t al_cas__held(struct al_cas *c)
+{
+	return ZSTD_sizeof_CCtx(c->cctx) + ZSTD_sizeof_CCtx(c->cctx_mt) +
+	       ZSTD_sizeof_DCtx(c->dctx) + c->zbuf.cap;
+}
+
 void al_cas__release_memory(struct al_cas *c)
 {
 	if (c && c->db)
 		sqlite3_db_release_memory(c->db);
+	if (!c || !al_cas__idle(c))
+		return;
 	/* idle: whatever it stored is recorded (or abandoned) by now */
-	if (c && c->pinfd >= 0 && al_cas__idle(c)) {
+	if (c->pinfd >= 0) {
 		close(c->pinfd);
 		c->pinfd = -1;
 	}
+	/* and no object is being read or written: the zstd workspaces, the
+	 * compression buffer and the I/O buffer's pages go back (a handle the
+	 * daemon keeps would otherwise hold them for good; out of memory, the
+	 * old contexts stay) */
+	al_buf_release(&c->zbuf);
+	zstd_contexts(c);
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)c->iobuf + (uintptr_t)page - 1) & ~((uintptr_t)page - 1),
+		  hi = ((uintptr_t)c->iobuf + IOBUF) & ~((uintptr_t)page - 1);
+	if (page > 0 && hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 /* ---- the collector's side (cas_private.h, gc.c) ------------------------------ */
