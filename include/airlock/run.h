@@ -97,6 +97,20 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	   struct al_error *err);
 
 int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err);
+
+/* Attempts left "running" whose process is gone, each recorded as
+ * "failed: interrupted" with its ledger entry, once (an attempt already
+ * recorded by another node is left alone): on the embedded home those
+ * whose lock (tenants/<t>/runs/<id>.lock) no process holds; on PostgreSQL
+ * also those of another node whose heartbeat is older than the lease
+ * (architecture.md "Several nodes").  A run does this in its tenant
+ * before it starts.  The number recorded, or an error. */
+int al_run_recover(struct al_store *st, struct al_error *err);
+
+/* airlock serve on PostgreSQL: this process beats as a node from now on,
+ * and each beat recovers, in every tenant, the attempts of nodes whose
+ * heartbeat is older than the lease.  A no-op on the embedded home. */
+int al_node_serve(const char *home, struct al_error *err);
 typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error *err);
 /* A project's runs, oldest first. */
 int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,

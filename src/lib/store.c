@@ -254,6 +254,11 @@ static int pg_open(const char *tenant, struct al_db **out, struct al_error *err)
 	return 0;
 }
 
+bool al_store__on_postgres(void)
+{
+	return metadata != NULL;
+}
+
 int al_store__dir_db(const char *home, const char *tenant, struct al_db **db, struct al_error *err)
 {
 	return metadata ? pg_open(tenant, db, err) : al_store__global_db(home, db, err);

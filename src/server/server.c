@@ -822,6 +822,12 @@ int srv_main(const struct srv_config *cfg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* on PostgreSQL this process is a node: it beats, and recovers the
+	 * runs of nodes that stopped beating (architecture.md "Several nodes") */
+	if (al_node_serve(cfg->home, &herr) < 0) {
+		fprintf(stderr, "airlock serve: %s\n", herr.msg);
+		return al_code_exit(herr.code);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (dl_load_mhd(&err) < 0) {
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
