@@ -1007,6 +1007,8 @@ static int attempt_begin(struct run *r, struct al_error *err)
 				r->o->project, "group", r->o->group ? r->o->group : "", "outcome",
 				"running", "argv", strings_json(r->o->argv), "started",
 				(json_int_t)r->started, "pid", (int)getpid());
+	if (rec && r->o->principal) /* whose it is, for another node's GET /runs/{id} */
+		json_object_set_new(rec, "principal", json_string(r->o->principal));
 	struct al_db *db;
 	int rc = rec ? al_store__meta_db(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
 	/* on PostgreSQL other nodes see the attempt: it names its node, which

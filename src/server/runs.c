@@ -167,6 +167,21 @@ static int answer_record(struct req *rq, const char *id, bool with_output)
 	json_t *rec = NULL;
 	if (recorded(rq, id, with_output, &rec, &err) < 0)
 		return srv_error(rq, &err);
+	const char *outcome = json_string_value(json_object_get(rec, "outcome"));
+	if (outcome && !strcmp(outcome, "running")) {
+		/* in flight on another node (metadata on PostgreSQL; this one's
+		 * own are in the scheduler): what its provisional record says */
+		json_t *o = json_pack("{s:s,s:s,s:b}", "id", id, "state", "running",
+				      "cancel_requested", false);
+		static const char *const keep[] = { "project", "principal", "started", "node" };
+		for (size_t i = 0; o && i < ARRAY_SIZE(keep); i++) {
+			json_t *v = json_object_get(rec, keep[i]);
+			if (v || !strcmp(keep[i], "principal"))
+				json_object_set(o, keep[i], v ? v : json_null());
+		}
+		json_decref(rec);
+		return o ? srv_json(rq, 200, o) : srv_fail(rq, AL_ENOMEM, "out of memory");
+	}
 	json_object_set_new(rec, "state", json_string("ended"));
 	return srv_json(rq, 200, rec);
 }
@@ -313,9 +328,16 @@ int h_run_cancel(struct req *rq)
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
 	int rc = failed ? 0 : recorded(rq, id, false, &rec, &err);
+	const char *outcome = json_string_value(json_object_get(rec, "outcome"));
+	bool elsewhere = outcome && !strcmp(outcome, "running");
 	json_decref(rec);
 	if (rc < 0)
 		return srv_error(rq, &err);
+	if (elsewhere) /* cancel does not cross nodes yet (docs/operations.md) */
+		return srv_fail(rq, AL_ESTATE,
+				"run %s is in flight on another node: cancel it through the node "
+				"that accepted it",
+				id);
 	return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
 }
 

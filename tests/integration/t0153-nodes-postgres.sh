@@ -125,6 +125,13 @@ api POST /projects/pb/runs "$TOK" '{"argv":["sh","-c","echo from-b"],"wait":true
 is "$status" 200 "a run through node B meanwhile"
 like "$out" "from-b" "…runs"
 is "$(outcome "$RA")" "running" "…and leaves node A's run in flight alone"
+api GET "/runs/$RA" "$TOK"
+is "$status:$(field state <<<"$out"):$(field principal <<<"$out")" "200:running:alice" \
+	"GET /runs/ID on node B: node A's run is running, alice's"
+like "$(field node <<<"$out")" "^[0-9a-f]{16}$" "…naming the node that runs it"
+api POST "/runs/$RA/cancel" "$TOK"
+is "$status" 409 "cancel through node B: refused (409), cancel does not cross nodes"
+like "$out" "in flight on another node" "…saying so, not that it ended"
 # past the lease (10 s) with A alive: B's sweep leaves it alone too
 while [ $(($(date +%s) - T0)) -lt 13 ]; do sleep 0.5; done
 is "$(outcome "$RA")" "running" "past the lease, with node A beating, its run is still running"
