@@ -107,10 +107,21 @@ int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, str
  * before it starts.  The number recorded, or an error. */
 int al_run_recover(struct al_store *st, struct al_error *err);
 
-/* airlock serve on PostgreSQL: this process beats as a node from now on,
- * and each beat recovers, in every tenant, the attempts of nodes whose
- * heartbeat is older than the lease.  A no-op on the embedded home. */
-int al_node_serve(const char *home, struct al_error *err);
+/* Ask the node running attempt id (in flight on another node, metadata on
+ * PostgreSQL) to cancel it: that node finds the request within a beat and
+ * cancels it as its own (al_node_serve's fn).  AL_ESTATE when the attempt
+ * is not running (ended), or on the embedded home (no other node). */
+int al_run_cancel_request(struct al_store *st, const char *id, struct al_error *err);
+
+/* airlock serve on PostgreSQL: this process beats as a node from now on;
+ * each beat hands fn(ctx, tenant, id) the cancels asked through other
+ * nodes of its runs in flight (again at each beat until the run ends),
+ * then recovers, in every tenant, the attempts of nodes whose heartbeat is
+ * older than the lease.  A no-op on the embedded home.  After
+ * al_node_serve_stop, fn is never called again. */
+typedef void (*al_node_cancel_fn)(void *ctx, const char *tenant, const char *id);
+int al_node_serve(const char *home, al_node_cancel_fn fn, void *ctx, struct al_error *err);
+void al_node_serve_stop(void);
 typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error *err);
 /* A project's runs, oldest first. */
 int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,

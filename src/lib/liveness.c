@@ -32,8 +32,10 @@ static char node_id[AL_NODE_ID_LEN + 1];
 static bool started;    /* the beating thread runs */
 static int64_t last_ok; /* monotonic seconds of the last beat written (0: none) */
 static struct al_error last_err;
-static unsigned beats;   /* beats tried, so a waiter sees one after it asked */
-static char *sweep_home; /* al_node_serve's home: sweep orphans there */
+static unsigned beats;              /* beats tried, so a waiter sees one after it asked */
+static char *sweep_home;            /* al_node_serve's home: sweep orphans there */
+static al_node_cancel_fn cancel_fn; /* al_node_serve's: cancels asked through other nodes */
+static void *cancel_ctx;
 
 static int64_t mono_s(void)
 {
@@ -135,6 +137,28 @@ out:
 	free(ns.v);
 }
 
+/* Cancels asked through other nodes of this node's runs in flight
+ * (run_cancels, schema 6), each handed to the daemon under lk, so none
+ * comes after al_node_serve_stop. */
+static void cancels(struct al_db *db)
+{
+	struct al_error e = { 0 };
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	if (al_db_prepare(db, "SELECT tenant, id FROM airlock_node_cancels(?1)", &q, &e) < 0) {
+		fprintf(stderr, "airlock: look for cancels: %s\n", e.msg);
+		return;
+	}
+	al_db_bind_text(q, 1, al_node__id(), -1);
+	while (al_db_step(q, &e) == AL_DB_ROW) {
+		pthread_mutex_lock(&lk);
+		if (cancel_fn)
+			cancel_fn(cancel_ctx, al_db_column_text(q, 0), al_db_column_text(q, 1));
+		pthread_mutex_unlock(&lk);
+	}
+	if (e.code)
+		fprintf(stderr, "airlock: look for cancels: %s\n", e.msg);
+}
+
 static void *beat_main(void *arg)
 {
 	(void)arg;
@@ -153,8 +177,10 @@ static void *beat_main(void *arg)
 		pthread_mutex_unlock(&lk);
 		if (r < 0)
 			fprintf(stderr, "airlock: %s\n", e.msg);
-		else if (home)
+		else if (home) {
+			cancels(db);
 			sweep(db, home);
+		}
 		struct timespec ts = { .tv_sec = AL_NODE_BEAT_S };
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
@@ -220,7 +246,7 @@ int al_node__alive(struct al_db *db, const char *node, bool *alive, struct al_er
 	return 0;
 }
 
-int al_node_serve(const char *home, struct al_error *err)
+int al_node_serve(const char *home, al_node_cancel_fn fn, void *ctx, struct al_error *err)
 {
 	if (!al_store__on_postgres())
 		return 0; /* one machine: the flock rule (run.c) */
@@ -230,6 +256,16 @@ int al_node_serve(const char *home, struct al_error *err)
 	pthread_mutex_lock(&lk);
 	free(sweep_home);
 	sweep_home = h;
+	cancel_fn = fn;
+	cancel_ctx = ctx;
 	pthread_mutex_unlock(&lk);
 	return al_node__join(err);
+}
+
+void al_node_serve_stop(void)
+{
+	pthread_mutex_lock(&lk);
+	cancel_fn = NULL;
+	cancel_ctx = NULL;
+	pthread_mutex_unlock(&lk);
 }

@@ -1142,6 +1142,41 @@ int al_run_recover(struct al_store *st, struct al_error *err)
 	return r < 0 ? r : recorded;
 }
 
+int al_run_cancel_request(struct al_store *st, const char *id, struct al_error *err)
+{
+	struct al_db *db;
+	int rc = al_store__meta_db(st, &db, err);
+	if (rc < 0)
+		return rc;
+	if (al_db_engine(db) != AL_DB_POSTGRES)
+		return al_fail(err, AL_ESTATE, 0,
+			       "run %s is in flight in another process: cancel it there", id);
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((rc = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
+		return rc;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *ins = NULL;
+	if ((rc = al_db_prepare(db,
+				"SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
+				"AND record LIKE '%\"outcome\":\"running\"%'",
+				&q, err)) < 0)
+		return rc;
+	al_db_bind_text(q, 1, id, -1);
+	if (al_db_step(q, err) != AL_DB_ROW)
+		return al_error_prefix(err, "cancel: ");
+	if (al_db_column_int64(q, 0) == 0)
+		return al_fail(err, AL_ESTATE, 0, "run %s has already ended", id);
+	if ((rc = al_db_prepare(db,
+				"INSERT INTO run_cancels(id, requested) VALUES (?1, ?2) "
+				"ON CONFLICT DO NOTHING",
+				&ins, err)) < 0)
+		return rc;
+	al_db_bind_text(ins, 1, id, -1);
+	al_db_bind_int64(ins, 2, al_wall_s());
+	if (al_db_step(ins, err) < 0)
+		return al_error_prefix(err, "cancel: ");
+	return al_db_commit(&txn, err);
+}
+
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out,
 	   struct al_error *err)
 {

@@ -52,6 +52,8 @@ A="$T/a" B="$T/b"
 AIRLOCK_HOME=$A "$AL" init >/dev/null 2>&1
 AIRLOCK_HOME=$A "$AL" admin principal create alice --role admin,author >/dev/null 2>&1
 TOK=$(AIRLOCK_HOME=$A "$AL" admin token create alice 2>/dev/null)
+AIRLOCK_HOME=$A "$AL" admin principal create bob --role author >/dev/null 2>&1
+BOB=$(AIRLOCK_HOME=$A "$AL" admin token create bob 2>/dev/null)
 S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 run env AIRLOCK_HOME="$A" "$AL" project create pa --from "$S"
 is "$rc" 0 "project pa through node A's home"
@@ -129,9 +131,22 @@ api GET "/runs/$RA" "$TOK"
 is "$status:$(field state <<<"$out"):$(field principal <<<"$out")" "200:running:alice" \
 	"GET /runs/ID on node B: node A's run is running, alice's"
 like "$(field node <<<"$out")" "^[0-9a-f]{16}$" "…naming the node that runs it"
-api POST "/runs/$RA/cancel" "$TOK"
-is "$status" 409 "cancel through node B: refused (409), cancel does not cross nodes"
-like "$out" "in flight on another node" "…saying so, not that it ended"
+# cancel through the other node: A finds the request at its next beat
+api POST /projects/pa/runs "$TOK" "{\"argv\":[\"sh\",\"-c\",\"sleep 300; echo $MARK-c\"]}"
+RC2=$(field id <<<"$out")
+for i in $(seq 100); do [ "$(outcome "$RC2")" = running ] && break; sleep 0.1; done
+URL=$URL_B
+api POST "/runs/$RC2/cancel" "$BOB"
+is "$status" 403 "cancel through node B by an author who did not start it: 403"
+is "$(q run_cancels "SELECT count(*) FROM run_cancels")" 0 "…and nothing is asked of node A"
+api POST "/runs/$RC2/cancel" "$TOK"
+is "$status:$(field state <<<"$out")" "202:cancelling" "cancel through node B of a run on node A: 202"
+for i in $(seq 100); do [ "$(outcome "$RC2")" = cancelled ] && break; sleep 0.1; done
+is "$(outcome "$RC2")" "cancelled" "…node A cancels it within a beat or two"
+like "$(q runs "SELECT record FROM runs WHERE id = '$RC2'")" '"cancelled":true' "…its record says cancelled"
+ok "…its sandbox is gone" -- sh -c "! pgrep -f '$MARK-[c]'"
+api POST "/runs/$RC2/cancel" "$TOK"
+is "$status" 409 "cancelling it again: 409, it has ended"
 # past the lease (10 s) with A alive: B's sweep leaves it alone too
 while [ $(($(date +%s) - T0)) -lt 13 ]; do sleep 0.5; done
 is "$(outcome "$RA")" "running" "past the lease, with node A beating, its run is still running"

@@ -267,7 +267,29 @@ static const char *const migrations[] = {
 	"     ORDER BY 1 $$;"
 	"REVOKE ALL ON FUNCTION airlock_node_beat(TEXT) FROM PUBLIC;"
 	"REVOKE ALL ON FUNCTION airlock_node_alive(TEXT, BIGINT) FROM PUBLIC;"
-	"REVOKE ALL ON FUNCTION airlock_orphan_tenants(BIGINT) FROM PUBLIC;",
+	"REVOKE ALL ON FUNCTION airlock_orphan_tenants(BIGINT) FROM PUBLIC;"
+	/* a cancel asked of a run in flight on another node: a tenant row the
+	 * node that runs it finds among its own running attempts */
+	"CREATE TABLE run_cancels("
+	"  tenant TEXT NOT NULL DEFAULT current_setting('airlock.tenant', true)"
+	"    CHECK (tenant <> ''),"
+	"  id TEXT NOT NULL, requested BIGINT NOT NULL, PRIMARY KEY(tenant, id));"
+	"ALTER TABLE run_cancels ENABLE ROW LEVEL SECURITY;"
+	"ALTER TABLE run_cancels FORCE ROW LEVEL SECURITY;"
+	"CREATE POLICY tenant_isolation ON run_cancels"
+	"  USING (tenant = current_setting('airlock.tenant', true))"
+	"  WITH CHECK (tenant = current_setting('airlock.tenant', true));"
+	"DO $$ BEGIN"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON run_cancels FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"END $$;"
+	"CREATE FUNCTION airlock_node_cancels(node TEXT) RETURNS TABLE(tenant TEXT, id TEXT)"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT c.tenant, c.id FROM public.run_cancels c"
+	"     JOIN public.runs r ON r.tenant = c.tenant AND r.id = c.id"
+	"     WHERE r.draft IS NULL AND r.record LIKE '%\"outcome\":\"running\"%'"
+	"       AND substring(r.record FROM '\"node\":\"([0-9a-f]{16})\"') = node $$;"
+	"REVOKE ALL ON FUNCTION airlock_node_cancels(TEXT) FROM PUBLIC;",
 };
 
 struct pgconn {
@@ -437,11 +459,13 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON " TENANT_TABLES ", " TENANT_TABLES_3
 		 " TO %s;"
 		 "GRANT SELECT, INSERT, DELETE ON deployment_policy TO %s;"
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON run_cancels TO %s;"
 		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
 		 "  airlock_session_tenant(TEXT, BIGINT), airlock_tenants(),"
 		 "  airlock_schema_version(), airlock_node_beat(TEXT),"
-		 "  airlock_node_alive(TEXT, BIGINT), airlock_orphan_tenants(BIGINT) TO %s;",
-		 service_role, service_role, service_role, service_role);
+		 "  airlock_node_alive(TEXT, BIGINT), airlock_orphan_tenants(BIGINT),"
+		 "  airlock_node_cancels(TEXT) TO %s;",
+		 service_role, service_role, service_role, service_role, service_role);
 	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
 		goto out;
 	*to = (int)ARRAY_SIZE(migrations);
