@@ -74,6 +74,12 @@ struct al_run_opts {
 	 * default; one the policy does not allow is AL_EDENIED (policy.h) */
 	const char *backend;
 	const char *guest_dir; /* the "vm" backend's guest (sandbox.h) */
+	/* the policy's runs in flight (airlock serve), held across nodes with
+	 * the metadata on PostgreSQL: the attempt begins only if fewer of the
+	 * tenant's (of the principal's) are running, counted in the database
+	 * under the tenant's write lock; else AL_EUNAVAIL, nothing recorded.
+	 * 0: not checked here (the embedded home: one node counts its own). */
+	unsigned runs_per_tenant, runs_per_principal;
 };
 
 struct al_run_info {

@@ -988,6 +988,43 @@ static int vm_left_out(const struct al_sandbox_result *sr, struct al_overlay_rep
 	return 0;
 }
 
+/* On PostgreSQL, in the attempt's write transaction (the tenant's lock):
+ * the policy's runs in flight, counted across nodes from the running
+ * records (run.h runs_per_tenant, runs_per_principal). */
+static int in_flight_check(struct al_db *db, const struct al_run_opts *o, struct al_error *err)
+{
+	if (!o->runs_per_tenant && !o->runs_per_principal)
+		return 0;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int rc = al_db_prepare(db,
+			       "SELECT record FROM runs WHERE draft IS NULL AND record LIKE "
+			       "'%\"outcome\":\"running\"%'",
+			       &q, err);
+	if (rc < 0)
+		return rc;
+	unsigned tenant = 0, mine = 0;
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		json_t *rec = json_loads(al_db_column_text(q, 0), 0, NULL);
+		const char *p = json_string_value(json_object_get(rec, "principal"));
+		tenant++;
+		mine += o->principal && p && !strcmp(p, o->principal);
+		json_decref(rec);
+	}
+	if (rc < 0)
+		return al_error_prefix(err, "runs in flight: ");
+	if (o->runs_per_principal && mine >= o->runs_per_principal)
+		return al_fail(err, AL_EUNAVAIL, 0,
+			       "%u runs of yours in flight across the nodes (the policy's "
+			       "runs_per_principal): try again later",
+			       mine);
+	if (o->runs_per_tenant && tenant >= o->runs_per_tenant)
+		return al_fail(err, AL_EUNAVAIL, 0,
+			       "%u runs of the tenant in flight across the nodes (the policy's "
+			       "runs_per_tenant): try again later",
+			       tenant);
+	return 0;
+}
+
 /* An attempt's provisional record (outcome "running"), and the lock its
  * process holds (tenants/<t>/runs/<id>.lock) until the final record is
  * written: if airlock is killed (its sandbox dies with it), the next run
@@ -1019,6 +1056,11 @@ static int attempt_begin(struct run *r, struct al_error *err)
 	json_decref(rec);
 	if (rc == 0 && !text)
 		rc = al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if (rc == 0)
+		rc = al_db_begin(db, AL_DB_WRITE, &txn, err);
+	if (rc == 0 && al_db_engine(db) == AL_DB_POSTGRES)
+		rc = in_flight_check(db, r->o, err);
 	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
 	if (rc == 0 &&
 	    (rc = al_db_prepare(db,
@@ -1033,7 +1075,7 @@ static int attempt_begin(struct run *r, struct al_error *err)
 		if ((rc = al_db_step(ins, err)) < 0)
 			al_error_prefix(err, "record the run's start: ");
 		else
-			rc = 0;
+			rc = al_db_commit(&txn, err);
 	}
 	free(text);
 	return rc;

@@ -152,6 +152,21 @@ while [ $(($(date +%s) - T0)) -lt 13 ]; do sleep 0.5; done
 is "$(outcome "$RA")" "running" "past the lease, with node A beating, its run is still running"
 ok "…its sandbox too" -- pgrep -f "$MARK-[a]"
 
+# the policy's runs in flight hold across nodes: counted in the database
+run env AIRLOCK_HOME="$A" "$AL" admin policy set --runs-per-tenant 1 --runs-per-principal 1
+is "$rc:$err" "0:" "policy: runs_per_tenant 1 (A's run in flight)"
+api POST /projects/pb/runs "$BOB" '{"argv":["sh","-c","echo over"],"wait":true}'
+is "$status" 503 "bob's run through node B beyond the tenant's runs in flight (alice's, on node A): 503"
+like "$out" "1 runs of the tenant in flight across the nodes .*runs_per_tenant" "…naming the policy"
+is "$(q runs "SELECT count(*) FROM runs WHERE record LIKE '%echo over%'")" 0 "…and nothing is recorded"
+run env AIRLOCK_HOME="$A" "$AL" admin policy set --runs-per-tenant 2 --runs-per-principal 1
+api POST /projects/pb/runs "$TOK" '{"argv":["sh","-c","echo over"],"wait":true}'
+is "$status" 503 "with runs_per_principal 1: alice's second run, through node B: 503"
+like "$out" "runs of yours in flight across the nodes .*runs_per_principal" "…naming the policy"
+api POST /projects/pb/runs "$BOB" '{"argv":["sh","-c","echo bob-runs"],"wait":true}'
+is "$status" 200 "…while bob's first runs through node B"
+run env AIRLOCK_HOME="$A" "$AL" admin policy set --runs-per-tenant 8 --runs-per-principal 8
+
 # ---- kill -9 node A mid-run
 kill -9 "$PID_A"; wait "$PID_A" 2>/dev/null
 K0=$(date +%s)
