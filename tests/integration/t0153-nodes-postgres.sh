@@ -80,7 +80,7 @@ is "$(run_entries "$RC")" 1 "…with one ledger entry"
 # the default image A's first run made); without --blobs each node's later
 # objects are its own, so each has a project of its own
 cp -a "$A" "$B"
-ok "the homes share ledger.key and secrets.key" -- cmp -s "$A/ledger.key" "$B/ledger.key"
+ok "the homes share ledger.key and secrets.key" -- sh -c "cmp -s $A/ledger.key $B/ledger.key && cmp -s $A/secrets.key $B/secrets.key"
 run env AIRLOCK_HOME="$B" "$AL" project create pb --from "$S"
 is "$rc" 0 "project pb through node B's home"
 fresh() {
