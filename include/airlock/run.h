@@ -74,6 +74,12 @@ struct al_run_opts {
 	 * default; one the policy does not allow is AL_EDENIED (policy.h) */
 	const char *backend;
 	const char *guest_dir; /* the "vm" backend's guest (sandbox.h) */
+	/* the policy's runs in flight (airlock serve), held across nodes with
+	 * the metadata on PostgreSQL: the attempt begins only if fewer of the
+	 * tenant's (of the principal's) are running, counted in the database
+	 * under the tenant's write lock; else AL_EUNAVAIL, nothing recorded.
+	 * 0: not checked here (the embedded home: one node counts its own). */
+	unsigned runs_per_tenant, runs_per_principal;
 };
 
 struct al_run_info {
@@ -97,6 +103,31 @@ int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info 
 	   struct al_error *err);
 
 int al_run_get(struct al_store *st, const char *id, struct al_run_info *out, struct al_error *err);
+
+/* Attempts left "running" whose process is gone, each recorded as
+ * "failed: interrupted" with its ledger entry, once (an attempt already
+ * recorded by another node is left alone): on the embedded home those
+ * whose lock (tenants/<t>/runs/<id>.lock) no process holds; on PostgreSQL
+ * also those of another node whose heartbeat is older than the lease
+ * (architecture.md "Several nodes").  A run does this in its tenant
+ * before it starts.  The number recorded, or an error. */
+int al_run_recover(struct al_store *st, struct al_error *err);
+
+/* Ask the node running attempt id (in flight on another node, metadata on
+ * PostgreSQL) to cancel it: that node finds the request within a beat and
+ * cancels it as its own (al_node_serve's fn).  AL_ESTATE when the attempt
+ * is not running (ended), or on the embedded home (no other node). */
+int al_run_cancel_request(struct al_store *st, const char *id, struct al_error *err);
+
+/* airlock serve on PostgreSQL: this process beats as a node from now on;
+ * each beat hands fn(ctx, tenant, id) the cancels asked through other
+ * nodes of its runs in flight (again at each beat until the run ends),
+ * then recovers, in every tenant, the attempts of nodes whose heartbeat is
+ * older than the lease.  A no-op on the embedded home.  After
+ * al_node_serve_stop, fn is never called again. */
+typedef void (*al_node_cancel_fn)(void *ctx, const char *tenant, const char *id);
+int al_node_serve(const char *home, al_node_cancel_fn fn, void *ctx, struct al_error *err);
+void al_node_serve_stop(void);
 typedef int (*al_run_fn)(void *ctx, const struct al_run_info *r, struct al_error *err);
 /* A project's runs, oldest first. */
 int al_run_foreach(struct al_store *st, const char *project, al_run_fn fn, void *ctx,

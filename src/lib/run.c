@@ -838,7 +838,8 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 /* A run record without a draft (an attempt that failed or was
  * interrupted) and its `run` ledger entry, in one transaction; its group
  * is the record's, else a new one.  rec is completed, not stolen. */
-static int record_draftless(struct al_store *st, const char *id, json_t *rec, struct al_error *err)
+static int record_draftless_if(struct al_store *st, const char *id, json_t *rec, bool if_running,
+			       struct al_error *err)
 {
 	char group[17];
 	const char *g = json_string_value(json_object_get(rec, "group"));
@@ -858,6 +859,21 @@ static int record_draftless(struct al_store *st, const char *id, json_t *rec, st
 	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	if (rc < 0 || (rc = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return rc;
+	if (if_running) {
+		/* under the tenant's write lock: another node (or process) that
+		 * recorded it first wins, and this one records nothing */
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		if ((rc = al_db_prepare(db,
+					"SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
+					"AND record LIKE '%\"outcome\":\"running\"%'",
+					&q, err)) < 0)
+			return rc;
+		al_db_bind_text(q, 1, id, -1);
+		if (al_db_step(q, err) != AL_DB_ROW)
+			return al_error_prefix(err, "record run: ");
+		if (al_db_column_int64(q, 0) == 0)
+			return 1; /* the transaction, which wrote nothing, rolls back */
+	}
 	/* the attempt's row replaced: DELETE + INSERT in the transaction */
 	_cleanup_db_stmt_ struct al_db_stmt *del = NULL, *ins = NULL;
 	if ((rc = al_db_prepare(db, "DELETE FROM runs WHERE id = ?1", &del, err)) == 0)
@@ -886,6 +902,11 @@ static int record_draftless(struct al_store *st, const char *id, json_t *rec, st
 	if (rc == 0)
 		rc = al_ledger__append_txn(st, &txn, &lr, NULL, err);
 	return al_ledger__commit(st, &txn, rc, err);
+}
+
+static int record_draftless(struct al_store *st, const char *id, json_t *rec, struct al_error *err)
+{
+	return record_draftless_if(st, id, rec, false, err);
 }
 
 /* An attempt that failed after it began (materialising, setting up the
@@ -967,6 +988,43 @@ static int vm_left_out(const struct al_sandbox_result *sr, struct al_overlay_rep
 	return 0;
 }
 
+/* On PostgreSQL, in the attempt's write transaction (the tenant's lock):
+ * the policy's runs in flight, counted across nodes from the running
+ * records (run.h runs_per_tenant, runs_per_principal). */
+static int in_flight_check(struct al_db *db, const struct al_run_opts *o, struct al_error *err)
+{
+	if (!o->runs_per_tenant && !o->runs_per_principal)
+		return 0;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int rc = al_db_prepare(db,
+			       "SELECT record FROM runs WHERE draft IS NULL AND record LIKE "
+			       "'%\"outcome\":\"running\"%'",
+			       &q, err);
+	if (rc < 0)
+		return rc;
+	unsigned tenant = 0, mine = 0;
+	while ((rc = al_db_step(q, err)) == AL_DB_ROW) {
+		json_t *rec = json_loads(al_db_column_text(q, 0), 0, NULL);
+		const char *p = json_string_value(json_object_get(rec, "principal"));
+		tenant++;
+		mine += o->principal && p && !strcmp(p, o->principal);
+		json_decref(rec);
+	}
+	if (rc < 0)
+		return al_error_prefix(err, "runs in flight: ");
+	if (o->runs_per_principal && mine >= o->runs_per_principal)
+		return al_fail(err, AL_EUNAVAIL, 0,
+			       "%u runs of yours in flight across the nodes (the policy's "
+			       "runs_per_principal): try again later",
+			       mine);
+	if (o->runs_per_tenant && tenant >= o->runs_per_tenant)
+		return al_fail(err, AL_EUNAVAIL, 0,
+			       "%u runs of the tenant in flight across the nodes (the policy's "
+			       "runs_per_tenant): try again later",
+			       tenant);
+	return 0;
+}
+
 /* An attempt's provisional record (outcome "running"), and the lock its
  * process holds (tenants/<t>/runs/<id>.lock) until the final record is
  * written: if airlock is killed (its sandbox dies with it), the next run
@@ -986,10 +1044,23 @@ static int attempt_begin(struct run *r, struct al_error *err)
 				r->o->project, "group", r->o->group ? r->o->group : "", "outcome",
 				"running", "argv", strings_json(r->o->argv), "started",
 				(json_int_t)r->started, "pid", (int)getpid());
-	char *text = rec ? json_dumps(rec, JSON_FLAGS) : NULL;
-	json_decref(rec);
+	if (rec && r->o->principal) /* whose it is, for another node's GET /runs/{id} */
+		json_object_set_new(rec, "principal", json_string(r->o->principal));
 	struct al_db *db;
-	int rc = text ? al_store__meta_db(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	int rc = rec ? al_store__meta_db(r->st, &db, err) : al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	/* on PostgreSQL other nodes see the attempt: it names its node, which
+	 * beats (liveness.c) from before the record exists */
+	if (rc == 0 && al_db_engine(db) == AL_DB_POSTGRES && (rc = al_node__join(err)) == 0)
+		json_object_set_new(rec, "node", json_string(al_node__id()));
+	char *text = rc == 0 ? json_dumps(rec, JSON_FLAGS) : NULL;
+	json_decref(rec);
+	if (rc == 0 && !text)
+		rc = al_fail(err, AL_ENOMEM, ENOMEM, "run");
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if (rc == 0)
+		rc = al_db_begin(db, AL_DB_WRITE, &txn, err);
+	if (rc == 0 && al_db_engine(db) == AL_DB_POSTGRES)
+		rc = in_flight_check(db, r->o, err);
 	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
 	if (rc == 0 &&
 	    (rc = al_db_prepare(db,
@@ -1004,53 +1075,148 @@ static int attempt_begin(struct run *r, struct al_error *err)
 		if ((rc = al_db_step(ins, err)) < 0)
 			al_error_prefix(err, "record the run's start: ");
 		else
-			rc = 0;
+			rc = al_db_commit(&txn, err);
 	}
 	free(text);
 	return rc;
 }
 
-/* Attempts whose process is gone (their lock is free): recorded as
- * "failed: interrupted" with a ledger entry.  Their output is lost (it was
- * in unnamed temporary files); their sandbox died with them. */
-static void attempts_recover(struct al_store *st)
+/* Is the attempt (its running record) gone with its process?  The lock
+ * file in this home decides when it is here: held, it runs; free, its
+ * process (on this machine) is gone.  Without one, on PostgreSQL, the
+ * attempt is another node's (or this one's lost): gone once its node's
+ * heartbeat is older than the lease.  On the embedded home a missing lock
+ * file is a process gone before it removed it. */
+static int attempt_gone(struct al_db *db, json_t *rec, const char *lock, bool *gone,
+			struct al_error *err)
+{
+	_cleanup_close_ int lk = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lk >= 0) {
+		*gone = flock(lk, LOCK_EX | LOCK_NB) == 0;
+		return 0;
+	}
+	*gone = true;
+	const char *node = json_string_value(json_object_get(rec, "node"));
+	if (al_db_engine(db) != AL_DB_POSTGRES || !node || !strcmp(node, al_node__id()))
+		return 0;
+	bool alive = false;
+	int r = al_node__alive(db, node, &alive, err);
+	*gone = r == 0 && !alive;
+	return r;
+}
+
+/* Attempts whose process is gone: recorded as "failed: interrupted" with a
+ * ledger entry (run.h).  Their output is lost (it was in unnamed temporary
+ * files); their sandbox died with them. */
+int al_run_recover(struct al_store *st, struct al_error *err)
 {
 	struct al_db *db;
-	struct al_error e = { 0 };
-	if (al_store__meta_db(st, &db, &e) < 0)
-		return;
-	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	if (al_db_prepare(db,
-			  "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
-			  "'%\"outcome\":\"running\"%'",
-			  &q, &e) < 0)
-		return;
-	while (al_db_step(q, &e) == AL_DB_ROW) {
-		char id[AL_RUN_ID_LEN + 1], path[4300];
-		snprintf(id, sizeof(id), "%s", al_db_column_text(q, 0));
-		if (!al_run_id_valid(id))
-			continue;
-		snprintf(path, sizeof(path), "%s/runs/%s.lock", al_store_dir(st), id);
-		_cleanup_close_ int lk = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0)
-			continue; /* still running */
-		json_t *rec = json_loads(al_db_column_text(q, 1), 0, NULL);
-		if (!rec)
-			continue;
-		json_object_set_new(rec, "outcome", json_string("failed: interrupted"));
-		json_object_set_new(
-			rec, "error",
-			json_pack("{s:s,s:s}", "code", "IOError", "message",
-				  "airlock was killed during the run; its sandbox died with it "
-				  "and its output is lost"));
-		json_object_set_new(rec, "stdout", json_null());
-		json_object_set_new(rec, "stderr", json_null());
-		json_object_set_new(rec, "finished", json_null());
-		int rc = record_draftless(st, id, rec, &e);
-		if (rc == 0)
-			unlink(path);
+	if (al_store__meta_db(st, &db, err) < 0)
+		return -1;
+	struct gone {
+		char id[AL_RUN_ID_LEN + 1];
+		json_t *rec;
+	} *v = NULL;
+	size_t n = 0;
+	int r = 0;
+	{
+		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+		if (al_db_prepare(db,
+				  "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
+				  "'%\"outcome\":\"running\"%'",
+				  &q, err) < 0)
+			return -1;
+		int s;
+		while ((s = al_db_step(q, err)) == AL_DB_ROW) {
+			char id[AL_RUN_ID_LEN + 1], path[4300];
+			snprintf(id, sizeof(id), "%s", al_db_column_text(q, 0));
+			if (!al_run_id_valid(id))
+				continue;
+			json_t *rec = json_loads(al_db_column_text(q, 1), 0, NULL);
+			if (!rec)
+				continue;
+			snprintf(path, sizeof(path), "%s/runs/%s.lock", al_store_dir(st), id);
+			bool gone = false;
+			struct gone *nv = NULL;
+			if ((r = attempt_gone(db, rec, path, &gone, err)) < 0 || !gone ||
+			    !(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+				json_decref(rec);
+				if (r == 0 && gone)
+					r = al_fail(err, AL_ENOMEM, ENOMEM, "recover runs");
+				if (r < 0)
+					break;
+				continue;
+			}
+			v = nv;
+			snprintf(v[n].id, sizeof(v[n].id), "%s", id);
+			v[n++].rec = rec;
+		}
+		if (r == 0 && s < 0)
+			r = -1;
+	}
+	int recorded = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *rec = v[i].rec;
+		if (r == 0) {
+			json_object_set_new(rec, "outcome", json_string("failed: interrupted"));
+			json_object_set_new(
+				rec, "error",
+				json_pack("{s:s,s:s}", "code", "IOError", "message",
+					  "airlock was killed during the run; its sandbox died "
+					  "with it and its output is lost"));
+			json_object_set_new(rec, "stdout", json_null());
+			json_object_set_new(rec, "stderr", json_null());
+			json_object_set_new(rec, "finished", json_null());
+			int rc = record_draftless_if(st, v[i].id, rec, true, err);
+			if (rc < 0) {
+				r = -1;
+			} else {
+				char path[4300];
+				snprintf(path, sizeof(path), "%s/runs/%s.lock", al_store_dir(st),
+					 v[i].id);
+				unlink(path);
+				recorded += rc == 0;
+			}
+		}
 		json_decref(rec);
 	}
+	free(v);
+	return r < 0 ? r : recorded;
+}
+
+int al_run_cancel_request(struct al_store *st, const char *id, struct al_error *err)
+{
+	struct al_db *db;
+	int rc = al_store__meta_db(st, &db, err);
+	if (rc < 0)
+		return rc;
+	if (al_db_engine(db) != AL_DB_POSTGRES)
+		return al_fail(err, AL_ESTATE, 0,
+			       "run %s is in flight in another process: cancel it there", id);
+	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
+	if ((rc = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
+		return rc;
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *ins = NULL;
+	if ((rc = al_db_prepare(db,
+				"SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
+				"AND record LIKE '%\"outcome\":\"running\"%'",
+				&q, err)) < 0)
+		return rc;
+	al_db_bind_text(q, 1, id, -1);
+	if (al_db_step(q, err) != AL_DB_ROW)
+		return al_error_prefix(err, "cancel: ");
+	if (al_db_column_int64(q, 0) == 0)
+		return al_fail(err, AL_ESTATE, 0, "run %s has already ended", id);
+	if ((rc = al_db_prepare(db,
+				"INSERT INTO run_cancels(id, requested) VALUES (?1, ?2) "
+				"ON CONFLICT DO NOTHING",
+				&ins, err)) < 0)
+		return rc;
+	al_db_bind_text(ins, 1, id, -1);
+	al_db_bind_int64(ins, 2, al_wall_s());
+	if (al_db_step(ins, err) < 0)
+		return al_error_prefix(err, "cancel: ");
+	return al_db_commit(&txn, err);
 }
 
 int al_run(struct al_store *st, const struct al_run_opts *o, struct al_run_info *out,
@@ -1215,7 +1381,10 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	}
 	lower_sweep(st, run.lowers);
-	attempts_recover(st);
+	{
+		struct al_error e = { 0 }; /* best effort: the run goes on */
+		al_run_recover(st, &e);
+	}
 	uint64_t t0 = al_now_ns();
 	run.started = al_wall_s();
 	if ((r = attempt_begin(&run, err)) < 0)

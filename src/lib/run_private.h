@@ -41,4 +41,19 @@ int al_run__record_draftless(struct al_store *st, const char *id, json_t *rec,
 int al_run__source_date(struct al_store *st, const char *project, const struct al_oid *head,
 			int64_t *out, struct al_error *err);
 
+/* Liveness across nodes on PostgreSQL (liveness.c): this process's node
+ * id (AL_NODE_ID_LEN hex, one per process), its heartbeat every
+ * AL_NODE_BEAT_S seconds, and the lease after which another node takes
+ * an attempt of a silent node for interrupted. */
+#define AL_NODE_ID_LEN 16
+#define AL_NODE_BEAT_S 2
+#define AL_NODE_LEASE_S (5 * AL_NODE_BEAT_S)
+const char *al_node__id(void);
+/* Before an attempt on PostgreSQL names this node: its heartbeat thread
+ * runs and has beaten recently (waits for a beat otherwise; its error). */
+int al_node__join(struct al_error *err);
+/* Has node beaten within the lease (by the database's clock)? */
+struct al_db;
+int al_node__alive(struct al_db *db, const char *node, bool *alive, struct al_error *err);
+
 #endif

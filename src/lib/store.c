@@ -254,6 +254,11 @@ static int pg_open(const char *tenant, struct al_db **out, struct al_error *err)
 	return 0;
 }
 
+bool al_store__on_postgres(void)
+{
+	return metadata != NULL;
+}
+
 int al_store__dir_db(const char *home, const char *tenant, struct al_db **db, struct al_error *err)
 {
 	return metadata ? pg_open(tenant, db, err) : al_store__global_db(home, db, err);
@@ -437,14 +442,14 @@ int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *er
 
 /* The deployment's key for secrets' digests: 32 random bytes, 0600, never
  * exported; created with link() as the ledger key is. */
-int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err)
+static int secret_key_load(const char *home, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err)
 {
 	char path[4200], tmp[4300];
-	snprintf(path, sizeof(path), "%s/secrets.key", s->home);
+	snprintf(path, sizeof(path), "%s/secrets.key", home);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT) {
 		uint8_t k[AL_SECRET_KEY_LEN];
-		snprintf(tmp, sizeof(tmp), "%s/secrets.key.tmp-%d", s->home, (int)getpid());
+		snprintf(tmp, sizeof(tmp), "%s/secrets.key.tmp-%d", home, (int)getpid());
 		int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		bool ok = w >= 0 && getrandom(k, sizeof(k), 0) == (ssize_t)sizeof(k) &&
 			  al_write_full(w, k, sizeof(k)) == 0 && fsync(w) == 0;
@@ -457,7 +462,7 @@ int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], str
 			return al_fail(err, AL_EIO, e, "create the secrets key %s", path);
 		}
 		unlink(tmp);
-		al_fsync_dir(-1, s->home, NULL);
+		al_fsync_dir(-1, home, NULL);
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	}
 	if (fd < 0)
@@ -467,6 +472,11 @@ int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], str
 	return n == AL_SECRET_KEY_LEN ? 0
 				      : al_fail(err, AL_ECORRUPT, 0, "%s is not a %d-byte key",
 						path, AL_SECRET_KEY_LEN);
+}
+
+int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err)
+{
+	return secret_key_load(s->home, key, err);
 }
 
 const char *al_store_tenant(struct al_store *s)
@@ -487,6 +497,13 @@ int al_home_init(const char *home, struct al_error *err)
 	if ((r = ledger_key_load(home, &k, err)) < 0)
 		return r;
 	EVP_PKEY_free(k);
+	/* both keys now, not at their first use: a deployment's nodes get
+	 * copies of them from the first home (operations.md) */
+	uint8_t sk[AL_SECRET_KEY_LEN];
+	r = secret_key_load(home, sk, err);
+	explicit_bzero(sk, sizeof(sk));
+	if (r < 0)
+		return r;
 	char t[4096];
 	if ((r = tenant_dir(home, "", t, sizeof(t), err)) < 0)
 		return r;

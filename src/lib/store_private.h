@@ -38,6 +38,8 @@ int al_store__global_db(const char *home, struct al_db **out, struct al_error *e
  * tenant, which sees no row and asks the owner's functions, pg.c). */
 int al_store__dir_db(const char *home, const char *tenant, struct al_db **out,
 		     struct al_error *err);
+/* Is the metadata on PostgreSQL (al_store_metadata)? */
+bool al_store__on_postgres(void);
 /* Each tenant of the deployment, by name. */
 int al_store__tenants(const char *home,
 		      int (*fn)(void *ctx, const char *name, struct al_error *err), void *ctx,

@@ -167,6 +167,21 @@ static int answer_record(struct req *rq, const char *id, bool with_output)
 	json_t *rec = NULL;
 	if (recorded(rq, id, with_output, &rec, &err) < 0)
 		return srv_error(rq, &err);
+	const char *outcome = json_string_value(json_object_get(rec, "outcome"));
+	if (outcome && !strcmp(outcome, "running")) {
+		/* in flight on another node (metadata on PostgreSQL; this one's
+		 * own are in the scheduler): what its provisional record says */
+		json_t *o = json_pack("{s:s,s:s,s:b}", "id", id, "state", "running",
+				      "cancel_requested", false);
+		static const char *const keep[] = { "project", "principal", "started", "node" };
+		for (size_t i = 0; o && i < ARRAY_SIZE(keep); i++) {
+			json_t *v = json_object_get(rec, keep[i]);
+			if (v || !strcmp(keep[i], "principal"))
+				json_object_set(o, keep[i], v ? v : json_null());
+		}
+		json_decref(rec);
+		return o ? srv_json(rq, 200, o) : srv_fail(rq, AL_ENOMEM, "out of memory");
+	}
 	json_object_set_new(rec, "state", json_string("ended"));
 	return srv_json(rq, 200, rec);
 }
@@ -313,10 +328,32 @@ int h_run_cancel(struct req *rq)
 	struct al_error err = { 0 };
 	json_t *rec = NULL;
 	int rc = failed ? 0 : recorded(rq, id, false, &rec, &err);
+	const char *outcome = json_string_value(json_object_get(rec, "outcome"));
+	const char *owner = json_string_value(json_object_get(rec, "principal"));
+	bool elsewhere = outcome && !strcmp(outcome, "running");
+	bool owned = owner && !strcmp(owner, rq->who.name);
 	json_decref(rec);
 	if (rc < 0)
 		return srv_error(rq, &err);
-	return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
+	if (!elsewhere)
+		return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
+	/* in flight on another node (or process): that node cancels it */
+	if (!owned && !srv_role(rq, AL_ROLE_ADMIN)) {
+		struct al_error rerr = { 0 };
+		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel",
+					   "not the run's principal", &rerr) < 0)
+			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
+		return srv_fail(
+			rq, AL_EDENIED,
+			"only the principal that started run %s (or an admin) may cancel it", id);
+	}
+	struct al_store *st = NULL;
+	if ((rc = srv_store(rq, &st, &err)) == 0)
+		rc = al_run_cancel_request(st, id, &err);
+	srv_store_done(st);
+	if (rc < 0)
+		return srv_error(rq, &err);
+	return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
 }
 
 /* POST /runs/{id}/replay: the run again from its record, as a run of this

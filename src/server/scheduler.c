@@ -242,6 +242,9 @@ int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant,
 	o->throttle_ctx = s;
 	o->output = on_output;
 	o->output_ctx = r;
+	/* counted again in the database across nodes (metadata on PostgreSQL) */
+	o->runs_per_tenant = runs_per_tenant;
+	o->runs_per_principal = runs_per_principal;
 
 	pthread_mutex_lock(&s->lock);
 	unsigned tenant_runs = 0, principal_runs = 0;

@@ -501,6 +501,18 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	*socket_context = NULL;
 }
 
+/* A cancel asked through another node of a run in flight here (liveness.c,
+ * under its lock: never after al_node_serve_stop). */
+static void node_cancel(void *ctx, const char *tenant, const char *id)
+{
+	struct srv *s = ctx;
+	sched_lock(&s->sched);
+	struct sched_run *r = sched_find(&s->sched, tenant, id);
+	if (r && !r->done && !r->cancel_requested)
+		sched_cancel(r);
+	sched_unlock(&s->sched);
+}
+
 static void *watchdog(void *arg)
 {
 	struct srv *s = arg;
@@ -860,6 +872,17 @@ int srv_main(const struct srv_config *cfg)
 	char ibuf[sizeof(s.init_path)];
 	snprintf(s.init_path, sizeof(s.init_path), "%s", ops_init_path(ibuf, sizeof(ibuf)));
 	sched_init(&s.sched, cfg->home, s.init_path, cfg->max_runs, cfg->grace_s);
+	/* on PostgreSQL this process is a node: it beats, takes the cancels
+	 * asked through other nodes, and recovers the runs of nodes that
+	 * stopped beating (architecture.md "Several nodes") */
+	if (al_node_serve(cfg->home, node_cancel, &s, &herr) < 0) {
+		fprintf(stderr, "airlock serve: %s\n", herr.msg);
+		sched_release(&s.sched);
+		al_auth_close(s.auth);
+		free(cert);
+		wipe_free(key);
+		return al_code_exit(herr.code);
+	}
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
 		al_auth_close(s.auth);
@@ -931,6 +954,7 @@ int srv_main(const struct srv_config *cfg)
 	}
 	dl_mhd.stop_daemon(s.mhd);
 	watchdog_stop(&s);
+	al_node_serve_stop();
 	sched_release(&s.sched);
 	al_auth_close(s.auth);
 	free(cert);

@@ -17,10 +17,10 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 5" "migrate creates the schema (version 0 -> 5)"
+is "$rc:$out" "0:schema 0 -> 6" "migrate creates the schema (version 0 -> 6)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":5,"to":5}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5 \
+is "$out" '{"from":6,"to":6}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6 \
 	"each applied version is recorded"
 is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.columns WHERE column_name = 'seq' AND table_name IN ('snapshots', 'conflicts')")" \
 	"conflicts,snapshots" "schema 4: snapshots and conflicts have seq"
@@ -33,9 +33,12 @@ TABLES=$(as airlock_owner -c "SELECT string_agg(c.relname, ' ' ORDER BY c.relnam
 ok "there are tenant tables (projects, volumes, commits, ledger, runs among them)" -- \
 	bash -c "for t in projects volumes commits ledger runs tokens; do [[ ' $TABLES ' == *\" \$t \"* ]] || exit 1; done"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
-	AND c.relkind = 'r' AND c.relname NOT IN ('airlock_schema', 'deployment_policy')
+	AND c.relkind = 'r' AND c.relname NOT IN ('airlock_schema', 'deployment_policy', 'nodes')
 	AND NOT (c.relrowsecurity AND c.relforcerowsecurity)")" 0 \
-	"every table but the schema's version and the deployment's policy has ENABLE and FORCE ROW LEVEL SECURITY"
+	"every table but the schema's version, the deployment's policy and the nodes has ENABLE and FORCE ROW LEVEL SECURITY"
+is "$(as airlock_owner -c "SELECT has_table_privilege('airlock', 'nodes', 'SELECT')::text ||
+	has_table_privilege('airlock', 'nodes', 'UPDATE')::text")" "falsefalse" \
+	"  (nodes, of no tenant, is reached by the service role through schema 6's functions only)"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_attribute WHERE attrelid = 'deployment_policy'::regclass AND attnum > 0 AND NOT attisdropped")" 2 \
 	"  (the deployment's policy has no tenant: id and doc, the operator's ceilings)"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_class c
@@ -130,7 +133,7 @@ is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-b', 99999), '-')
 is "$(as airlock -c "SELECT string_agg(t, ',') FROM airlock_tenants() AS t")" "a,b" \
 	"  airlock_tenants() gives every tenant's name, and only that, to the service role"
 is "$(as airlock -c "SELECT count(*) FROM tenants")" 0 "  while the tenants' rows stay invisible without the tenant"
-is "$(as airlock -c "SELECT airlock_schema_version()")" 5 "  airlock_schema_version() gives the schema's version"
+is "$(as airlock -c "SELECT airlock_schema_version()")" 6 "  airlock_schema_version() gives the schema's version"
 run as airlock -c "SELECT count(*) FROM airlock_schema"
 like "$err" "permission denied" "  which the service role cannot read itself"
 
@@ -153,7 +156,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 5" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 6" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

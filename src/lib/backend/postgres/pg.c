@@ -225,6 +225,71 @@ static const char *const migrations[] = {
 	"REVOKE ALL ON FUNCTION airlock_tenants() FROM PUBLIC;"
 	"REVOKE ALL ON FUNCTION airlock_schema_version() FROM PUBLIC;"
 	"CREATE TABLE deployment_policy(id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL);",
+	/* 6: liveness across nodes (architecture.md "Several nodes").  Each
+	 * process that runs attempts is a node (a random id per process) and
+	 * beats here every few seconds, on the database's clock; a running
+	 * attempt's record names its node.  Another node's attempt is
+	 * interrupted once its node's heartbeat is older than the lease.  The
+	 * service role reaches the table only through these functions: a
+	 * node's beat, whether a node is alive, and which tenants hold running
+	 * attempts of dead nodes (the runs' owner_lookup policy lets the owner
+	 * read them; the partial index keeps that a look at running rows). */
+	"CREATE TABLE nodes(id TEXT PRIMARY KEY CHECK (id ~ '^[0-9a-f]{16}$'),"
+	"  started BIGINT NOT NULL, heartbeat BIGINT NOT NULL);"
+	"REVOKE ALL ON nodes FROM PUBLIC;"
+	"CREATE INDEX runs_running ON runs(tenant)"
+	"  WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%';"
+	"DO $$ BEGIN"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON runs FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"END $$;"
+	"CREATE FUNCTION airlock_node_beat(node TEXT) RETURNS BIGINT"
+	"  LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ DELETE FROM public.nodes"
+	"       WHERE heartbeat < CAST(extract(epoch FROM clock_timestamp()) AS BIGINT) - 86400;"
+	"     INSERT INTO public.nodes(id, started, heartbeat)"
+	"       VALUES (node, CAST(extract(epoch FROM clock_timestamp()) AS BIGINT),"
+	"               CAST(extract(epoch FROM clock_timestamp()) AS BIGINT))"
+	"       ON CONFLICT (id) DO UPDATE SET heartbeat = EXCLUDED.heartbeat"
+	"       RETURNING heartbeat $$;"
+	"CREATE FUNCTION airlock_node_alive(node TEXT, lease BIGINT) RETURNS BOOLEAN"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT EXISTS (SELECT 1 FROM public.nodes WHERE id = node AND heartbeat >="
+	"       CAST(extract(epoch FROM clock_timestamp()) AS BIGINT) - lease) $$;"
+	"CREATE FUNCTION airlock_orphan_tenants(lease BIGINT) RETURNS SETOF TEXT"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT DISTINCT r.tenant FROM public.runs r"
+	"     WHERE r.draft IS NULL AND r.record LIKE '%\"outcome\":\"running\"%'"
+	"       AND NOT EXISTS (SELECT 1 FROM public.nodes n"
+	"         WHERE n.id = substring(r.record FROM '\"node\":\"([0-9a-f]{16})\"')"
+	"         AND n.heartbeat >="
+	"           CAST(extract(epoch FROM clock_timestamp()) AS BIGINT) - lease)"
+	"     ORDER BY 1 $$;"
+	"REVOKE ALL ON FUNCTION airlock_node_beat(TEXT) FROM PUBLIC;"
+	"REVOKE ALL ON FUNCTION airlock_node_alive(TEXT, BIGINT) FROM PUBLIC;"
+	"REVOKE ALL ON FUNCTION airlock_orphan_tenants(BIGINT) FROM PUBLIC;"
+	/* a cancel asked of a run in flight on another node: a tenant row the
+	 * node that runs it finds among its own running attempts */
+	"CREATE TABLE run_cancels("
+	"  tenant TEXT NOT NULL DEFAULT current_setting('airlock.tenant', true)"
+	"    CHECK (tenant <> ''),"
+	"  id TEXT NOT NULL, requested BIGINT NOT NULL, PRIMARY KEY(tenant, id));"
+	"ALTER TABLE run_cancels ENABLE ROW LEVEL SECURITY;"
+	"ALTER TABLE run_cancels FORCE ROW LEVEL SECURITY;"
+	"CREATE POLICY tenant_isolation ON run_cancels"
+	"  USING (tenant = current_setting('airlock.tenant', true))"
+	"  WITH CHECK (tenant = current_setting('airlock.tenant', true));"
+	"DO $$ BEGIN"
+	"  EXECUTE format('CREATE POLICY owner_lookup ON run_cancels FOR SELECT"
+	"    USING (current_user = %L)', current_user);"
+	"END $$;"
+	"CREATE FUNCTION airlock_node_cancels(node TEXT) RETURNS TABLE(tenant TEXT, id TEXT)"
+	"  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS"
+	"  $$ SELECT c.tenant, c.id FROM public.run_cancels c"
+	"     JOIN public.runs r ON r.tenant = c.tenant AND r.id = c.id"
+	"     WHERE r.draft IS NULL AND r.record LIKE '%\"outcome\":\"running\"%'"
+	"       AND substring(r.record FROM '\"node\":\"([0-9a-f]{16})\"') = node $$;"
+	"REVOKE ALL ON FUNCTION airlock_node_cancels(TEXT) FROM PUBLIC;",
 };
 
 struct pgconn {
@@ -394,10 +459,13 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON " TENANT_TABLES ", " TENANT_TABLES_3
 		 " TO %s;"
 		 "GRANT SELECT, INSERT, DELETE ON deployment_policy TO %s;"
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON run_cancels TO %s;"
 		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
 		 "  airlock_session_tenant(TEXT, BIGINT), airlock_tenants(),"
-		 "  airlock_schema_version() TO %s;",
-		 service_role, service_role, service_role, service_role);
+		 "  airlock_schema_version(), airlock_node_beat(TEXT),"
+		 "  airlock_node_alive(TEXT, BIGINT), airlock_orphan_tenants(BIGINT),"
+		 "  airlock_node_cancels(TEXT) TO %s;",
+		 service_role, service_role, service_role, service_role, service_role);
 	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
 		goto out;
 	*to = (int)ARRAY_SIZE(migrations);
