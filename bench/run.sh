@@ -142,6 +142,12 @@ if command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null; 
 else
 	echo "== S3 figures skipped (need OpenStack Swift and memcached: scripts/deps.sh)" >&2
 fi
+# metadata on PostgreSQL against SQLite (issue 19), where Debian's PostgreSQL is
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+	while IFS= read -r line; do rows+=("$line"); done < <(AIRLOCK_BUILD="$B" "$root/bench/postgres.sh" "$OUT")
+else
+	echo "== PostgreSQL figures skipped (need PostgreSQL: scripts/deps.sh)" >&2
+fi
 if [ "${BENCH_1M:-0}" = 1 ]; then
 	echo "== peak RSS importing a 1M-entry tree from disk" >&2
 	if [ ! -f "$OUT/tree1m.complete" ]; then

@@ -776,6 +776,50 @@ static void pg_reconnect(void **state)
 	al_db_close(db);
 }
 
+/* A closed connection is kept for the next open of the same URL, for any
+ * tenant: the next tenant sees only its own rows and writes as itself; a
+ * connection closed inside a transaction keeps nothing of it. */
+static void pg_pool(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	struct al_db *a = open_tenant("a");
+	assert_int_equal(insert_t(a, 1, 1, &err), 0);
+	int64_t pid = backend_pid(a);
+	al_db_close(a);
+	struct al_db *b = open_tenant("b");
+	assert_int_equal(backend_pid(b), pid); /* the same server process */
+	assert_int_equal(count(b, "t"), 0);    /* a's row is not b's */
+	assert_int_equal(insert_t(b, 1, 2, &err), 0);
+	assert_int_equal(count(b, "t"), 1);
+	/* closed inside a transaction: rolled back, nothing kept */
+	struct al_db_txn txn;
+	assert_int_equal(al_db_begin(b, AL_DB_WRITE, &txn, &err), 0);
+	assert_int_equal(insert_t(b, 2, 2, &err), 0);
+	al_db_close(b);
+	/* without a tenant: never a connection that had one (its setting would
+	 * read back as '', a tenant the policy would match), so still no rows
+	 * and no row written */
+	struct al_db *none = open_tenant(NULL);
+	assert_true(backend_pid(none) != pid);
+	assert_int_equal(count(none, "t"), 0);
+	assert_int_equal(insert_t(none, 9, 9, &err), AL_EDENIED);
+	al_db_close(none);
+	b = open_tenant("b");
+	assert_int_equal(count(b, "t"), 1);
+	a = open_tenant("a");
+	assert_int_equal(count(a, "t"), 1);
+	/* a pooled connection the server dropped is made again */
+	pid = backend_pid(b);
+	kill_backend(b);
+	al_db_close(b);
+	b = open_tenant("b");
+	assert_int_equal(insert_t(b, 3, 3, &err), 0);
+	assert_int_equal(count(b, "t"), 2);
+	al_db_close(a);
+	al_db_close(b);
+}
+
 int main(void)
 {
 #define EVERY_ENGINE                                                                            \
@@ -798,6 +842,7 @@ int main(void)
 		cmocka_unit_test_setup(pg_tenants, setup),
 		cmocka_unit_test_setup(pg_refusals, setup),
 		cmocka_unit_test_setup(pg_reconnect, setup),
+		cmocka_unit_test_setup(pg_pool, setup),
 	};
 	snprintf(dir, sizeof(dir), "/tmp/airlock-db-XXXXXX");
 	if (!mkdtemp(dir))

@@ -18,6 +18,7 @@
  * MAX_NAMED statements; beyond, each step is parsed anew). */
 #include <endian.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ struct named {
 struct pg_db {
 	struct al_db base;
 	PGconn *c;
+	char *url;       /* what it was opened with: the pool's key */
 	char tenant[64]; /* "" for none */
 	int64_t changes;
 	struct named *named;
@@ -510,14 +512,61 @@ static size_t p_column_bytes(struct al_db_stmt *s, int i)
 	}
 }
 
-static void p_close(struct al_db *d)
+/* Idle connections, kept for the next open of the same URL, for any
+ * tenant: a tenant is set for one transaction only (set_config(…, true),
+ * as SET LOCAL) and a transaction's lock is the transaction's, so nothing
+ * of one tenant's outlives its transaction on the connection; what it
+ * keeps is the session (its encoding, its prepared statements, which hold
+ * SQL text only).  But a session that once set the tenant reads it back
+ * as '' (not NULL) after its transactions, which the policies would take
+ * for a tenant named '': connections opened without a tenant (the owner's
+ * functions) are pooled apart, and never get one that had a tenant.  A
+ * connection is pooled only when closed outside a transaction and still
+ * up.  Opening a
+ * connection is a server process fork: a run through the daemon opened
+ * about three. */
+#define POOL_MAX 16
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pg_db *pool[POOL_MAX];
+static size_t npool;
+
+static void pg_free(struct pg_db *db)
 {
-	struct pg_db *db = DB(d);
 	al_pq.finish(db->c);
 	for (size_t i = 0; i < db->nnamed; i++)
 		free(db->named[i].sql);
 	free(db->named);
+	free(db->url);
 	free(db);
+}
+
+static struct pg_db *pool_take(const char *url, bool tenanted)
+{
+	struct pg_db *db = NULL;
+	pthread_mutex_lock(&pool_mu);
+	for (size_t i = npool; i-- > 0;)
+		if (!strcmp(pool[i]->url, url) && (pool[i]->tenant[0] != 0) == tenanted) {
+			db = pool[i];
+			pool[i] = pool[--npool];
+			break;
+		}
+	pthread_mutex_unlock(&pool_mu);
+	return db;
+}
+
+static void p_close(struct al_db *d)
+{
+	struct pg_db *db = DB(d);
+	bool kept = false;
+	if (al_pq.status(db->c) == CONNECTION_OK &&
+	    al_pq.transaction_status(db->c) == PQTRANS_IDLE) {
+		pthread_mutex_lock(&pool_mu);
+		if ((kept = npool < POOL_MAX))
+			pool[npool++] = db;
+		pthread_mutex_unlock(&pool_mu);
+	}
+	if (!kept)
+		pg_free(db);
 }
 
 static const struct al_db_ops pg_ops = {
@@ -565,14 +614,24 @@ int al_db_open_postgres(const char *url, const char *tenant, struct al_db **out,
 	int r = al_pq__load(err);
 	if (r < 0)
 		return r;
-	struct pg_db *db = calloc(1, sizeof(*db));
-	if (!db)
+	struct pg_db *db = pool_take(url, tenant != NULL);
+	if (db) {
+		db->base = (struct al_db){ .ops = &pg_ops, .engine = AL_DB_POSTGRES };
+		db->changes = 0;
+		snprintf(db->tenant, sizeof(db->tenant), "%s", tenant ? tenant : "");
+		*out = &db->base;
+		return 0;
+	}
+	if (!(db = calloc(1, sizeof(*db))) || !(db->url = strdup(url))) {
+		free(db);
 		return al_fail(err, AL_ENOMEM, 0, "database: out of memory");
+	}
 	db->base.ops = &pg_ops;
 	db->base.engine = AL_DB_POSTGRES;
 	if (tenant)
 		snprintf(db->tenant, sizeof(db->tenant), "%s", tenant);
 	if (!(db->c = al_pq.connectdb(url))) {
+		free(db->url);
 		free(db);
 		return al_fail(err, AL_ENOMEM, 0, "postgres: connect: out of memory");
 	}
@@ -582,7 +641,7 @@ int al_db_open_postgres(const char *url, const char *tenant, struct al_db **out,
 	else
 		r = simple(db, "SET client_encoding = 'UTF8'", NULL, err, "connect");
 	if (r < 0) {
-		p_close(&db->base);
+		pg_free(db);
 		return r;
 	}
 	*out = &db->base;

@@ -18,6 +18,7 @@ static void load(void)
 		{ "PQerrorMessage", DL_SLOT(al_pq, error_message) },
 		{ "PQfinish", DL_SLOT(al_pq, finish) },
 		{ "PQreset", DL_SLOT(al_pq, reset) },
+		{ "PQtransactionStatus", DL_SLOT(al_pq, transaction_status) },
 		{ "PQsetNoticeProcessor", DL_SLOT(al_pq, set_notice_processor) },
 		{ "PQexec", DL_SLOT(al_pq, exec) },
 		{ "PQexecParams", DL_SLOT(al_pq, exec_params) },

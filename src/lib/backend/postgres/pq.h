@@ -13,6 +13,7 @@ struct al_pq {
 	char *(*error_message)(const PGconn *conn);
 	void (*finish)(PGconn *conn);
 	void (*reset)(PGconn *conn);
+	PGTransactionStatusType (*transaction_status)(const PGconn *conn);
 	PQnoticeProcessor (*set_notice_processor)(PGconn *conn, PQnoticeProcessor proc, void *arg);
 	PGresult *(*exec)(PGconn *conn, const char *query);
 	PGresult *(*exec_params)(PGconn *conn, const char *command, int nParams,
