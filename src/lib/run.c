@@ -838,6 +838,25 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 /* A run record without a draft (an attempt that failed or was
  * interrupted) and its `run` ledger entry, in one transaction; its group
  * is the record's, else a new one.  rec is completed, not stolen. */
+
+/* Is run id's row (no draft) still a running attempt's?  In the caller's
+ * transaction. */
+static int still_running(struct al_db *db, const char *id, bool *out, struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int rc = al_db_prepare(db,
+			       "SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
+			       "AND record LIKE '%\"outcome\":\"running\"%'",
+			       &q, err);
+	if (rc < 0)
+		return rc;
+	al_db_bind_text(q, 1, id, -1);
+	if ((rc = al_db_step(q, err)) != AL_DB_ROW)
+		return rc < 0 ? rc : al_fail(err, AL_EIO, 0, "runs: no count");
+	*out = al_db_column_int64(q, 0) > 0;
+	return 0;
+}
+
 static int record_draftless_if(struct al_store *st, const char *id, json_t *rec, bool if_running,
 			       struct al_error *err)
 {
@@ -862,16 +881,10 @@ static int record_draftless_if(struct al_store *st, const char *id, json_t *rec,
 	if (if_running) {
 		/* under the tenant's write lock: another node (or process) that
 		 * recorded it first wins, and this one records nothing */
-		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-		if ((rc = al_db_prepare(db,
-					"SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
-					"AND record LIKE '%\"outcome\":\"running\"%'",
-					&q, err)) < 0)
-			return rc;
-		al_db_bind_text(q, 1, id, -1);
-		if (al_db_step(q, err) != AL_DB_ROW)
+		bool running = false;
+		if ((rc = still_running(db, id, &running, err)) < 0)
 			return al_error_prefix(err, "record run: ");
-		if (al_db_column_int64(q, 0) == 0)
+		if (!running)
 			return 1; /* the transaction, which wrote nothing, rolls back */
 	}
 	/* the attempt's row replaced: DELETE + INSERT in the transaction */
@@ -1196,16 +1209,11 @@ int al_run_cancel_request(struct al_store *st, const char *id, struct al_error *
 	_cleanup_db_txn_ struct al_db_txn txn = { 0 };
 	if ((rc = al_db_begin(db, AL_DB_WRITE, &txn, err)) < 0)
 		return rc;
-	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *ins = NULL;
-	if ((rc = al_db_prepare(db,
-				"SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
-				"AND record LIKE '%\"outcome\":\"running\"%'",
-				&q, err)) < 0)
-		return rc;
-	al_db_bind_text(q, 1, id, -1);
-	if (al_db_step(q, err) != AL_DB_ROW)
+	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL;
+	bool running = false;
+	if ((rc = still_running(db, id, &running, err)) < 0)
 		return al_error_prefix(err, "cancel: ");
-	if (al_db_column_int64(q, 0) == 0)
+	if (!running)
 		return al_fail(err, AL_ESTATE, 0, "run %s has already ended", id);
 	if ((rc = al_db_prepare(db,
 				"INSERT INTO run_cancels(id, requested) VALUES (?1, ?2) "

@@ -296,6 +296,18 @@ int h_run_output(struct req *rq)
 	return 0;
 }
 
+/* 403 to a cancel by someone other than the run's principal or an admin,
+ * recorded as a refusal */
+static int cancel_refused(struct req *rq, const char *id)
+{
+	struct al_error rerr = { 0 };
+	if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel",
+				   "not the run's principal", &rerr) < 0)
+		fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
+	return srv_fail(rq, AL_EDENIED,
+			"only the principal that started run %s (or an admin) may cancel it", id);
+}
+
 int h_run_cancel(struct req *rq)
 {
 	struct srv *s = rq->srv;
@@ -315,13 +327,7 @@ int h_run_cancel(struct req *rq)
 	if (running && mine)
 		return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
 	if (running) {
-		struct al_error rerr = { 0 };
-		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel",
-					   "not the run's principal", &rerr) < 0)
-			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
-		return srv_fail(
-			rq, AL_EDENIED,
-			"only the principal that started run %s (or an admin) may cancel it", id);
+		return cancel_refused(rq, id);
 	}
 	/* not in flight: ended (or never existed for this tenant); a run whose
 	 * sandbox failed has no record but has ended too */
@@ -339,13 +345,7 @@ int h_run_cancel(struct req *rq)
 		return srv_fail(rq, AL_ESTATE, "run %s has already ended", id);
 	/* in flight on another node (or process): that node cancels it */
 	if (!owned && !srv_role(rq, AL_ROLE_ADMIN)) {
-		struct al_error rerr = { 0 };
-		if (al_auth_record_refusal(rq->srv->auth, &rq->who, "POST", "runs/{id}/cancel",
-					   "not the run's principal", &rerr) < 0)
-			fprintf(stderr, "airlock serve: recording a refusal: %s\n", rerr.msg);
-		return srv_fail(
-			rq, AL_EDENIED,
-			"only the principal that started run %s (or an admin) may cancel it", id);
+		return cancel_refused(rq, id);
 	}
 	struct al_store *st = NULL;
 	if ((rc = srv_store(rq, &st, &err)) == 0)
