@@ -5,9 +5,11 @@
 #   - commits per second with 8 writers at once (8 processes, each
 #     committing a changed file to a project of its own, COMMITS each,
 #     through the CLI: a process per commit, as a script would);
-#   - run start through a node: `airlock serve` on each, a run of `true`
-#     with "wait": true, the median of RUNS answers (the embedded home's
-#     objects in both: no --blobs here).
+#   - run start through a node: `airlock serve` on each, a run printing a
+#     uuid (so its output is a new object) with "wait": true, the median of
+#     RUNS answers: PostgreSQL with the objects in the home, then
+#     PostgreSQL with --blobs on a Swift started here (where installed),
+#     each against the embedded home.
 # Prints rows in bench/run.sh's format, PostgreSQL in the first column and
 # SQLite in the second; never fails on time.  bench/postgres.sh OUT
 set -eu
@@ -62,8 +64,11 @@ cs=$(commits_s sqlite)
 cp=$(commits_s pg "$SVC")
 row "commits/s, 8 writers: PostgreSQL vs SQLite" "$cp" "$cs" "$(ratio "$cp" "$cs")" ">= 0.5x (issue 19)"
 
-run_start() { # run_start NAME [METADATA]: median ms of a waited run of true through airlock serve
-	export AIRLOCK_HOME="$OUT/pgb/$1" AIRLOCK_METADATA="${2:-}"
+# a run whose output is new each time (a fresh uuid): its record
+# and its stdout are new objects, which a node with --blobs uploads
+RUN_BODY='{"argv":["cat","/proc/sys/kernel/random/uuid"],"wait":true}'
+run_start() { # run_start NAME [METADATA [BLOBS]]: median ms of a waited run (RUN_BODY) through airlock serve
+	export AIRLOCK_HOME="$OUT/pgb/$1" AIRLOCK_METADATA="${2:-}" AIRLOCK_BLOBS="${3:-}"
 	"$AL" admin principal create bench --role admin,author >/dev/null 2>&1 || true
 	local tok u i s
 	tok=$("$AL" admin token create bench 2>/dev/null)
@@ -76,12 +81,12 @@ run_start() { # run_start NAME [METADATA]: median ms of a waited run of true thr
 	done
 	# the first run makes the image's and the workspace's layers: not counted
 	command curl -sf -o /dev/null -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-		--data-binary '{"argv":["true"],"wait":true}' "$u/api/projects/p1/runs"
+		--data-binary "$RUN_BODY" "$u/api/projects/p1/runs"
 	for i in $(seq "$RUNS"); do
 		s=$(date +%s%N)
 		command curl -sf -o /dev/null -H "Authorization: Bearer $tok" \
 			-H 'Content-Type: application/json' \
-			--data-binary '{"argv":["true"],"wait":true}' "$u/api/projects/p1/runs"
+			--data-binary "$RUN_BODY" "$u/api/projects/p1/runs"
 		ms "$s"
 	done | median
 	kill -TERM "$SRV"; wait "$SRV" 2>/dev/null || true
@@ -91,4 +96,26 @@ echo "== metadata: run start through airlock serve ($RUNS runs of true), Postgre
 rs=$(run_start sqlite)
 rp=$(run_start pg "$SVC")
 row "run start via serve, ms: PostgreSQL vs SQLite" "$rp" "$rs" "$(ratio "$rp" "$rs")" \
-	"<= 1.5x (issue 19; objects local, no S3)"
+	"<= 1.5x (issue 19; a run printing a uuid; objects local, no S3)"
+
+# the issue's figure: a node on PostgreSQL and S3 (Debian's Swift with s3api
+# on 127.0.0.1, started here: each run's new objects are uploaded before its
+# record commits) against the embedded home
+SW="$root/tests/servers/swift.sh"
+if command -v swift-proxy-server >/dev/null && command -v memcached >/dev/null; then
+	rm -rf "$OUT/pgswift"
+	EP=$("$SW" start "$OUT/pgswift")
+	trap '[ -n "$SRV" ] && kill $SRV 2>/dev/null; "$SW" stop "$OUT/pgswift"; "$PGS" stop "$OUT/pg"' EXIT
+	export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing
+	command curl -sf -o /dev/null --netrc-file "$OUT/pgswift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
+		-H "x-amz-content-sha256: $(printf '' | sha256sum | cut -c1-64)" -X PUT "$EP/bench"
+	r3=$(run_start pg "$SVC" "s3://bench/pg?endpoint=$EP")
+	# the runs' objects really went to the bucket
+	up=$(command curl -sf --netrc-file "$OUT/pgswift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
+		-H "x-amz-content-sha256: $(printf '' | sha256sum | cut -c1-64)" \
+		"$EP/bench?list-type=2&max-keys=1000" | grep -o '<Key>' | wc -l)
+	row "run start via serve, ms: PostgreSQL+S3 vs SQLite" "$r3" "$rs" "$(ratio "$r3" "$rs")" \
+		"<= 1.5x (issue 19: a node on PostgreSQL+S3 vs the embedded home; $up objects in the bucket)"
+else
+	echo "== run start on PostgreSQL+S3 skipped (need OpenStack Swift and memcached)" >&2
+fi
