@@ -35,6 +35,13 @@ static void load(void)
 		{ "PQftype", DL_SLOT(al_pq, ftype) },
 		{ "PQcmdStatus", DL_SLOT(al_pq, cmd_status) },
 		{ "PQcmdTuples", DL_SLOT(al_pq, cmd_tuples) },
+		{ "PQenterPipelineMode", DL_SLOT(al_pq, enter_pipeline_mode) },
+		{ "PQexitPipelineMode", DL_SLOT(al_pq, exit_pipeline_mode) },
+		{ "PQpipelineSync", DL_SLOT(al_pq, pipeline_sync) },
+		{ "PQsendQueryParams", DL_SLOT(al_pq, send_query_params) },
+		{ "PQsendPrepare", DL_SLOT(al_pq, send_prepare) },
+		{ "PQsendQueryPrepared", DL_SLOT(al_pq, send_query_prepared) },
+		{ "PQgetResult", DL_SLOT(al_pq, get_result) },
 	};
 	load_rc = dl_load("libpq.so.5", "libpq5", syms, ARRAY_SIZE(syms), &load_err);
 }

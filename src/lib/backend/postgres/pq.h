@@ -36,6 +36,20 @@ struct al_pq {
 	Oid (*ftype)(const PGresult *res, int field_num);
 	char *(*cmd_status)(PGresult *res);
 	char *(*cmd_tuples)(PGresult *res);
+	/* pipeline mode (libpq 14): a statement's own transaction in one trip */
+	int (*enter_pipeline_mode)(PGconn *conn);
+	int (*exit_pipeline_mode)(PGconn *conn);
+	int (*pipeline_sync)(PGconn *conn);
+	int (*send_query_params)(PGconn *conn, const char *command, int nParams,
+				 const Oid *paramTypes, const char *const *paramValues,
+				 const int *paramLengths, const int *paramFormats,
+				 int resultFormat);
+	int (*send_prepare)(PGconn *conn, const char *stmtName, const char *query, int nParams,
+			    const Oid *paramTypes);
+	int (*send_query_prepared)(PGconn *conn, const char *stmtName, int nParams,
+				   const char *const *paramValues, const int *paramLengths,
+				   const int *paramFormats, int resultFormat);
+	PGresult *(*get_result)(PGconn *conn);
 };
 extern struct al_pq al_pq;
 
