@@ -112,16 +112,9 @@ static int busy_wait(void *ctx, int n)
 	uint64_t now = al_now_ns();
 	if (n == 0 && w)
 		w->since = now;
-	if (!w) {
-		if (n >= 120000)
-			return 0;
-		struct timespec ts = { 0, BUSY_STEP_NS };
-		nanosleep(&ts, NULL);
-		return 1;
-	}
-	if (now - w->since >= BUSY_GIVE_UP_NS)
+	if (w ? now - w->since >= BUSY_GIVE_UP_NS : n >= 120000)
 		return 0;
-	if (!w->wake) {
+	if (!w || !w->wake) {
 		struct timespec ts = { 0, BUSY_STEP_NS };
 		nanosleep(&ts, NULL);
 		return 1;

@@ -368,7 +368,7 @@ static PGresult *pipe_result(PGconn *c, ExecStatusType *s)
 /* A statement in a transaction of its own, with the tenant set: the BEGIN
  * as begin_txn sends it (with its reconnect: nothing has run yet), then
  * the statement (prepared first if need be) and the COMMIT as one
- * pipeline, one round trip instead of two or three.  *out: the
+ * pipeline: two round trips in all instead of three or four.  *out: the
  * statement's result.  Any failure leaves nothing: the transaction is
  * rolled back. */
 static int run_own(struct pg_stmt *st, PGresult **out, struct al_error *err)
@@ -606,9 +606,8 @@ static size_t p_column_bytes(struct al_db_stmt *s, int i)
  * for a tenant named '': connections opened without a tenant (the owner's
  * functions) are pooled apart, and never get one that had a tenant.  A
  * connection is pooled only when closed outside a transaction and still
- * up.  Opening a
- * connection is a server process fork: a run through the daemon opened
- * about three. */
+ * up.  Opening a connection is a server process fork: a run through the
+ * daemon opened about three. */
 #define POOL_MAX 16
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pg_db *pool[POOL_MAX];
@@ -699,21 +698,18 @@ int al_db_open_postgres(const char *url, const char *tenant, struct al_db **out,
 	if (r < 0)
 		return r;
 	struct pg_db *db = pool_take(url, tenant != NULL);
-	if (db) {
-		db->base = (struct al_db){ .ops = &pg_ops, .engine = AL_DB_POSTGRES };
-		db->changes = 0;
-		snprintf(db->tenant, sizeof(db->tenant), "%s", tenant ? tenant : "");
-		*out = &db->base;
-		return 0;
-	}
-	if (!(db = calloc(1, sizeof(*db))) || !(db->url = strdup(url))) {
+	bool pooled = db != NULL;
+	if (!pooled && (!(db = calloc(1, sizeof(*db))) || !(db->url = strdup(url)))) {
 		free(db);
 		return al_fail(err, AL_ENOMEM, 0, "database: out of memory");
 	}
-	db->base.ops = &pg_ops;
-	db->base.engine = AL_DB_POSTGRES;
-	if (tenant)
-		snprintf(db->tenant, sizeof(db->tenant), "%s", tenant);
+	db->base = (struct al_db){ .ops = &pg_ops, .engine = AL_DB_POSTGRES };
+	db->changes = 0;
+	snprintf(db->tenant, sizeof(db->tenant), "%s", tenant ? tenant : "");
+	if (pooled) {
+		*out = &db->base;
+		return 0;
+	}
 	if (!(db->c = al_pq.connectdb(url))) {
 		free(db->url);
 		free(db);
