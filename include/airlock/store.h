@@ -71,9 +71,11 @@ void al_store_close(struct al_store *s);
  * it off; writes go through the WAL either way. */
 void al_store_map_reads(bool on);
 
-/* Give back the page caches of the tenant's databases; the handle stays
- * usable (a run does this before its sandbox, which may last hours; the
- * daemon after each request on a handle it keeps). */
+/* Give back the page caches of the tenant's databases and, when idle, the
+ * object store's I/O buffer pages and its compression workspaces past
+ * 1 MiB; the handle stays usable (a run does this before its sandbox,
+ * which may last hours; the daemon after each request on a handle it
+ * keeps). */
 void al_store_release_memory(struct al_store *s);
 /* No transaction or object batch is open on the handle (it may be kept). */
 bool al_store_idle(struct al_store *s);

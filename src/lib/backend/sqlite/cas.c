@@ -1606,12 +1606,16 @@ void al_cas__release_memory(struct al_cas *c)
 		close(c->pinfd);
 		c->pinfd = -1;
 	}
-	/* and no object is being read or written: the zstd workspaces, the
-	 * compression buffer and the I/O buffer's pages go back (a handle the
-	 * daemon keeps would otherwise hold them for good; out of memory, the
-	 * old contexts stay) */
-	al_buf_release(&c->zbuf);
-	zstd_contexts(c);
+	/* and no object is being read or written: the zstd workspaces and the
+	 * compression buffer go back once they hold more than 1 MiB (a large
+	 * object's, which a handle the daemon keeps would hold for good; a
+	 * small object's stay, as remaking them at each request would cost
+	 * more than they hold; out of memory, the old contexts stay), and the
+	 * I/O buffer's pages */
+	if (al_cas__held(c) > (1u << 20)) {
+		al_buf_release(&c->zbuf);
+		zstd_contexts(c);
+	}
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t lo = ((uintptr_t)c->iobuf + (uintptr_t)page - 1) & ~((uintptr_t)page - 1),
 		  hi = ((uintptr_t)c->iobuf + IOBUF) & ~((uintptr_t)page - 1);
