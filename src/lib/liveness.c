@@ -33,15 +33,13 @@ static bool started;    /* the beating thread runs */
 static int64_t last_ok; /* monotonic seconds of the last beat written (0: none) */
 static struct al_error last_err;
 static unsigned beats;              /* beats tried, so a waiter sees one after it asked */
-static char *sweep_home;            /* al_node_serve's home: sweep orphans there */
+static char sweep_home[4096];       /* al_node_serve's home: sweep orphans there ("": none) */
 static al_node_cancel_fn cancel_fn; /* al_node_serve's: cancels asked through other nodes */
 static void *cancel_ctx;
 
 static int64_t mono_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (int64_t)(al_now_ns() / 1000000000ull);
 }
 
 const char *al_node__id(void)
@@ -110,8 +108,10 @@ static void sweep(struct al_db *db, const char *home)
 			goto out;
 		al_db_bind_int64(q, 1, AL_NODE_LEASE_S);
 		while (al_db_step(q, &e) == AL_DB_ROW)
-			if (add_name(&ns, al_db_column_text(q, 0)) < 0)
+			if (add_name(&ns, al_db_column_text(q, 0)) < 0) {
+				al_fail(&e, AL_ENOMEM, ENOMEM, "node sweep");
 				break;
+			}
 	}
 	for (size_t i = 0; i < ns.n; i++) {
 		struct al_store *st = NULL;
@@ -172,12 +172,13 @@ static void *beat_main(void *arg)
 		else
 			last_err = e;
 		beats++;
-		char *home = sweep_home;
+		char home[sizeof(sweep_home)]; /* a copy: al_node_serve_stop may clear it */
+		memcpy(home, sweep_home, sizeof(home));
 		pthread_cond_broadcast(&beaten);
 		pthread_mutex_unlock(&lk);
 		if (r < 0)
 			fprintf(stderr, "airlock: %s\n", e.msg);
-		else if (home) {
+		else if (home[0]) {
 			cancels(db);
 			sweep(db, home);
 		}
@@ -250,12 +251,10 @@ int al_node_serve(const char *home, al_node_cancel_fn fn, void *ctx, struct al_e
 {
 	if (!al_store__on_postgres())
 		return 0; /* one machine: the flock rule (run.c) */
-	char *h = strdup(home);
-	if (!h)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "node");
+	if (strlen(home) >= sizeof(sweep_home))
+		return al_fail(err, AL_EINVAL, 0, "node: the home's path is too long");
 	pthread_mutex_lock(&lk);
-	free(sweep_home);
-	sweep_home = h;
+	snprintf(sweep_home, sizeof(sweep_home), "%s", home);
 	cancel_fn = fn;
 	cancel_ctx = ctx;
 	pthread_mutex_unlock(&lk);
@@ -265,6 +264,7 @@ int al_node_serve(const char *home, al_node_cancel_fn fn, void *ctx, struct al_e
 void al_node_serve_stop(void)
 {
 	pthread_mutex_lock(&lk);
+	sweep_home[0] = 0; /* no sweep after the daemon stops */
 	cancel_fn = NULL;
 	cancel_ctx = NULL;
 	pthread_mutex_unlock(&lk);

@@ -429,6 +429,8 @@ static void on_output(void *ctx, int stream, const void *p, size_t n)
  * past the greatest, as SQLite's rowid was, written in the row's statement
  * (its write transaction, or alone: atomic on either engine). */
 #define RUN_SEQ "(SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)"
+/* a running attempt's row: no draft, its provisional record's outcome */
+#define RUNNING_ATTEMPT "draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'"
 
 struct rec_ctx {
 	struct al_store *st;
@@ -835,18 +837,12 @@ static int fill_info(struct al_run_info *out, const char *text, struct al_error 
 	return 0;
 }
 
-/* A run record without a draft (an attempt that failed or was
- * interrupted) and its `run` ledger entry, in one transaction; its group
- * is the record's, else a new one.  rec is completed, not stolen. */
-
 /* Is run id's row (no draft) still a running attempt's?  In the caller's
  * transaction. */
 static int still_running(struct al_db *db, const char *id, bool *out, struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int rc = al_db_prepare(db,
-			       "SELECT count(*) FROM runs WHERE id = ?1 AND draft IS NULL "
-			       "AND record LIKE '%\"outcome\":\"running\"%'",
+	int rc = al_db_prepare(db, "SELECT count(*) FROM runs WHERE id = ?1 AND " RUNNING_ATTEMPT,
 			       &q, err);
 	if (rc < 0)
 		return rc;
@@ -857,6 +853,9 @@ static int still_running(struct al_db *db, const char *id, bool *out, struct al_
 	return 0;
 }
 
+/* A run record without a draft (an attempt that failed or was
+ * interrupted) and its `run` ledger entry, in one transaction; its group
+ * is the record's, else a new one.  rec is completed, not stolen. */
 static int record_draftless_if(struct al_store *st, const char *id, json_t *rec, bool if_running,
 			       struct al_error *err)
 {
@@ -1009,10 +1008,7 @@ static int in_flight_check(struct al_db *db, const struct al_run_opts *o, struct
 	if (!o->runs_per_tenant && !o->runs_per_principal)
 		return 0;
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int rc = al_db_prepare(db,
-			       "SELECT record FROM runs WHERE draft IS NULL AND record LIKE "
-			       "'%\"outcome\":\"running\"%'",
-			       &q, err);
+	int rc = al_db_prepare(db, "SELECT record FROM runs WHERE " RUNNING_ATTEMPT, &q, err);
 	if (rc < 0)
 		return rc;
 	unsigned tenant = 0, mine = 0;
@@ -1134,10 +1130,8 @@ int al_run_recover(struct al_store *st, struct al_error *err)
 	int r = 0;
 	{
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-		if (al_db_prepare(db,
-				  "SELECT id, record FROM runs WHERE draft IS NULL AND record LIKE "
-				  "'%\"outcome\":\"running\"%'",
-				  &q, err) < 0)
+		if (al_db_prepare(db, "SELECT id, record FROM runs WHERE " RUNNING_ATTEMPT, &q,
+				  err) < 0)
 			return -1;
 		int s;
 		while ((s = al_db_step(q, err)) == AL_DB_ROW) {

@@ -885,6 +885,8 @@ int srv_main(const struct srv_config *cfg)
 	}
 	if (watchdog_start(&s) < 0) {
 		fprintf(stderr, "airlock serve: cannot start the connection watchdog\n");
+		al_node_serve_stop();
+		sched_release(&s.sched);
 		al_auth_close(s.auth);
 		free(cert);
 		wipe_free(key);
@@ -916,6 +918,8 @@ int srv_main(const struct srv_config *cfg)
 			fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen,
 				strerror(errno));
 		watchdog_stop(&s);
+		al_node_serve_stop();
+		sched_release(&s.sched);
 		al_auth_close(s.auth);
 		free(cert);
 		wipe_free(key);

@@ -609,6 +609,8 @@ static void finish(struct req *q, CURLcode rc)
 	}
 	q->state = Q_DONE;
 	q->rc = 0;
+	if (rc == CURLE_OK && (q->status < 300 || q->status == 404))
+		return; /* done: no error to word (its body may be a whole listing) */
 	char tries[48] = "";
 	if (q->attempt > 1)
 		snprintf(tries, sizeof(tries), " (after %u attempts)", q->attempt);
