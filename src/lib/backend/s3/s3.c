@@ -877,30 +877,41 @@ static int s3_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t 
 }
 
 /* The batch's uploads at once, each from a source opened per attempt. */
+/* One request of method for each of the n (> 0) ids, with its key's URL:
+ * *qs and *urls (the URLs' storage) the caller's to free. */
+static int requests(struct s3 *s, const char *method, const struct al_oid *ids, size_t n,
+		    struct req **qs, char **urls, struct al_error *err)
+{
+	char probe[1200];
+	key_url(s, &ids[0], probe, sizeof(probe));
+	size_t ulen = strlen(probe) + 1; /* every key's URL has the same length */
+	*qs = calloc(n, sizeof(**qs));
+	*urls = calloc(n, ulen);
+	if (!*qs || !*urls)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
+	for (size_t i = 0; i < n; i++) {
+		key_url(s, &ids[i], *urls + i * ulen, ulen);
+		(*qs)[i] = (struct req){
+			.s = s, .method = method, .url = *urls + i * ulen, .id = &ids[i]
+		};
+	}
+	return 0;
+}
+
 static int s3_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
 			 const struct al_odb_objects *objs, struct al_error *err)
 {
 	struct s3 *s = s3_of(b);
 	if (n == 0)
 		return 0;
-	size_t ulen = 0;
-	char probe[1200];
-	key_url(s, &ids[0], probe, sizeof(probe));
-	ulen = strlen(probe) + 1;
-	_cleanup_free_ struct req *qs = calloc(n, sizeof(*qs));
-	_cleanup_free_ char *urls = calloc(n, ulen);
-	if (!qs || !urls)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-	int r = 0;
+	_cleanup_free_ struct req *qs = NULL;
+	_cleanup_free_ char *urls = NULL;
+	int r = requests(s, "PUT", ids, n, &qs, &urls, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		key_url(s, &ids[i], urls + i * ulen, ulen);
-		qs[i] = (struct req){ .s = s,
-				      .method = "PUT",
-				      .url = urls + i * ulen,
-				      .id = &ids[i],
-				      .objs = objs,
-				      .sha = al_sha_new() };
-		if (!qs[i].sha)
+		qs[i].objs = objs;
+		if (!(qs[i].sha = al_sha_new()))
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "s3");
 	}
 	if (r == 0)
@@ -1155,19 +1166,10 @@ static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, in
 	_cleanup_free_ struct al_oid *ids = x.ids;
 	if (r < 0 || dry || x.n == 0)
 		return r;
-	char probe[1200];
-	key_url(s, &ids[0], probe, sizeof(probe));
-	size_t ulen = strlen(probe) + 1;
-	_cleanup_free_ struct req *qs = calloc(x.n, sizeof(*qs));
-	_cleanup_free_ char *urls = calloc(x.n, ulen);
-	if (!qs || !urls)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-	for (size_t i = 0; i < x.n; i++) {
-		key_url(s, &ids[i], urls + i * ulen, ulen);
-		qs[i] = (struct req){
-			.s = s, .method = "DELETE", .url = urls + i * ulen, .id = &ids[i]
-		};
-	}
+	_cleanup_free_ struct req *qs = NULL;
+	_cleanup_free_ char *urls = NULL;
+	if ((r = requests(s, "DELETE", ids, x.n, &qs, &urls, err)) < 0)
+		return r;
 	r = run(s, qs, x.n, err);
 	for (size_t i = 0; i < x.n; i++)
 		al_buf_release(&qs[i].body);
