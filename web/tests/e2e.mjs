@@ -99,6 +99,9 @@ try {
 	await p.waitForURL(/\/drafts\//);
 	await p.getByRole("heading", { name: /Review of draft/ }).waitFor();
 	ok(true, "/runs/ID leads to its draft's review");
+	// the run's facts come in a request of their own, after the draft's
+	// heading: wait for them (a slow first page load read them empty)
+	await p.getByLabel("Provenance").filter({ hasText: "echo alpha2" }).waitFor({ timeout: 15000 }).catch(() => {});
 	const prov = await p.getByLabel("Provenance").innerText();
 	ok(prov.includes("echo alpha2 >> a.txt") && prov.includes(env.RUN), "the provenance names the run and its command", prov);
 	await p.locator(".cm-mergeView").waitFor();
