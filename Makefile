@@ -266,8 +266,11 @@ check-api: $(API_NPM)
 	@node tests/api/check.mjs routes docs/openapi.json src/server/server.c src/server/web.c
 	@echo "docs/openapi.json: a valid OpenAPI document, with every route the daemon serves and no other"
 
+# each test file within 15 minutes (timeout signals its whole process
+# group): one that hangs fails alone instead of holding the suite
 check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
+	  --exec 'timeout -k 15 900' \
 	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
 
 # the README's pictures of the web UI (review in both modes, audit), taken by

@@ -116,6 +116,9 @@ struct al_sandbox_result {
 		bool used, kvm;
 		unsigned vcpus;
 		uint64_t memory_mib, boot_ms, setup_ms, collect_ms;
+		/* VMs started: 2 when the first did not come up in time
+		 * (AIRLOCK_VM_BOOT_TIMEOUT) and the run booted another */
+		unsigned boots;
 		/* what the guest's result stream left out, by count (a
 		 * namespace run's collection notes each by path): sockets,
 		 * entries too deep or too long, linked files past its 4,096th

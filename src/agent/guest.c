@@ -823,6 +823,8 @@ int main(int argc, char **argv)
 	ctl = open(d.ctl, O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		die("control port");
+	/* the host's boot watchdog: this guest came up (vm.c, UP_LINE) */
+	status_line("airlock-up 1\n");
 	static struct run r;
 	read_control(d.control, &r);
 

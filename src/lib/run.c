@@ -772,6 +772,9 @@ static json_t *record_json(struct run *r, const char *const *envv, size_t nenv,
 				  (json_int_t)s->vm.memory_mib, "boot_ms",
 				  (json_int_t)s->vm.boot_ms, "setup_ms", (json_int_t)s->vm.setup_ms,
 				  "collect_ms", (json_int_t)s->vm.collect_ms));
+	if (rec && s->vm.used && s->vm.boots > 1)
+		json_object_set_new(json_object_get(rec, "vm"), "boots",
+				    json_integer((json_int_t)s->vm.boots));
 	if (rec && s->vm.used && s->vm.relay_error[0])
 		json_object_set_new(json_object_get(rec, "vm"), "relay_error",
 				    json_string(s->vm.relay_error));

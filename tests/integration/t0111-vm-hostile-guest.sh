@@ -43,13 +43,23 @@ i=0; while [ -z "$(dev result)" ] || [ -z "$(dev control)" ] || [ -z "$(port ctl
 done
 R=$(dev result) C=$(dev control) P=$(port ctl)
 OK="airlock-status 1 exit=0 timed_out=0 cancelled=0 oom=0 peak=0 disk_full=0 files_full=0 user_ms=0 sys_ms=0 max_rss_kb=0 wall_ms=0 boot_ms=0 setup_ms=0 collect_ms=0 result=0 left_sockets=0 left_deep=0 left_links=0"
-case "$($B strings $C | $B grep -m1 '^hostile-')" in
+H=$($B strings $C | $B grep -m1 '^hostile-')
+case "$H" in
+hostile-noup|hostile-badup) ;;
+hostile-late-*) # not up before the host's clock reads the epoch it names
+	[ "$($B date +%s)" -lt "${H#hostile-late-}" ] && while :; do $B sleep 1000; done
+	echo "airlock-up 1" > $P ;;
+*) echo "airlock-up 1" > $P ;;
+esac
+case "$H" in
 hostile-dotdot) $B dd if=/dotdot.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
 hostile-device) $B dd if=/device.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
 hostile-big) $B dd if=/big.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
 hostile-nostatus) $B dd if=/valid.tar of=$R conv=notrunc 2>/dev/null ;;
 hostile-badstatus) $B dd if=/valid.tar of=$R conv=notrunc 2>/dev/null; echo "airlock-status 1 exit=0 oom=yes" > $P ;;
-hostile-hang) while :; do $B sleep 1000; done ;;
+hostile-hang|hostile-noup) while :; do $B sleep 1000; done ;;
+hostile-badup) $B dd if=/valid.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
+hostile-late-*) $B dd if=/valid.tar of=$R conv=notrunc 2>/dev/null; echo "$OK" > $P ;;
 esac
 $B poweroff -f
 SH
@@ -98,4 +108,30 @@ run "$AL" run p --backend vm --json --timeout 1 --disk-limit 1M -- hostile-hang
 is "$(echo "$out" | field timed_out)" True "a guest that never finishes is killed at the wall-clock limit (and the grace)"
 ok "…within 40 s" -- test $(( $(date +%s) - S0 )) -lt 40
 is "$(echo "$out" | field changes.added)" 0 "…and nothing of it comes back"
+
+# the boot watchdog: a guest whose agent never says it came up is killed,
+# and one more VM is booted (nothing of the run started in the first)
+D0=$(drafts) # the timed-out run above kept its (empty) draft
+S0=$(date +%s)
+AIRLOCK_VM_BOOT_TIMEOUT=3 run "$AL" run p --backend vm --json -- hostile-noup
+is "$rc" 125 "a guest that never comes up is a sandbox failure (exit 125)"
+like "$err" "did not come up within 3 s, in 2 boots" "…after a second boot, saying so"
+ok "…not before both deadlines, and well before the run's wall-clock limit" -- \
+	test $(( $(date +%s) - S0 )) -ge 6 -a $(( $(date +%s) - S0 )) -lt 60
+unchanged "no boot"
+RUN=$(printf '%s' "$err" | sed -n 's/.*(recorded: run \(r[0-9a-f]*\)).*/\1/p')
+run "$AL" run show "$RUN" --json
+is "$(echo "$out" | field outcome)" "failed: sandbox" "…recorded as failed"
+
+run "$AL" run p --backend vm -- hostile-badup
+is "$rc" 125 "a status line without the guest's first words is refused"
+like "$err" "status line was refused" "…saying so"
+unchanged "no first words"
+
+# a guest that does not come up in its first VM (its clock before the epoch
+# it is given) and does in the second: the run goes on, and says so
+AIRLOCK_VM_BOOT_TIMEOUT=8 run "$AL" run p --backend vm --json -- "hostile-late-$(( $(date +%s) + 8 ))"
+is "$rc" 0 "a guest that comes up in its second VM runs"
+is "$(echo "$out" | field vm.boots)" 2 "…and its record says it took two boots"
+is "$(echo "$out" | field changes.added)" 1 "…with its result"
 done_testing

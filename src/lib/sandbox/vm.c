@@ -69,6 +69,29 @@ enum {
 #define GUEST_BASE_MIB 160 /* kernel, initramfs and agent beside the command */
 #define VMM_OVERHEAD (384ull << 20)
 #define GRACE_MS 10000 /* after the guest's own deadline, for its result */
+/* The guest agent's first words on the control port, as soon as it has
+ * opened it: its kernel booted.  Nothing of the run has started before
+ * them, so a guest that does not say them in time is killed and one more
+ * VM is booted (docs/architecture.md, "Sandbox (microVM backend)"). */
+#define UP_LINE "airlock-up 1\n"
+#define UP_LEN (sizeof(UP_LINE) - 1)
+#define BOOTS_MAX 2
+
+/* How long a guest may take to come up: AIRLOCK_VM_BOOT_TIMEOUT seconds
+ * (1 to 3600), else 30 s with KVM and 120 s under TCG, where a boot takes
+ * 2-3 s on an idle host (bench/vm.sh). */
+static uint64_t boot_timeout_ms(bool kvm)
+{
+	const char *v = getenv("AIRLOCK_VM_BOOT_TIMEOUT");
+	if (v && *v) {
+		char *end;
+		errno = 0;
+		unsigned long s = strtoul(v, &end, 10);
+		if (!errno && !*end && s >= 1 && s <= 3600)
+			return s * 1000;
+	}
+	return kvm ? 30000 : 120000;
+}
 
 /* ---- the input streams --------------------------------------------------------------- */
 
@@ -664,17 +687,21 @@ static void vm_pump_read(struct vm_pump *p, const struct al_sandbox_spec *spec)
 		spec->output(spec->output_ctx, p->stream, buf, (size_t)n);
 }
 
-/* Wait for the VMM, pumping the ports; the status line into line. */
+/* Wait for the VMM, pumping the ports; the status line into line.  start is
+ * the run's (its first boot's); boot_ms how long this guest has to come up,
+ * after which it is killed with *no_boot set. */
 static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
-		    struct al_sandbox_result *res, char *line, size_t *linelen, bool *killed)
+		    struct al_sandbox_result *res, uint64_t start, uint64_t boot_ms, char *line,
+		    size_t *linelen, bool *killed, bool *no_boot)
 {
-	uint64_t start = al_now_ns();
 	/* the guest keeps the command's wall-clock limit itself; this one is
 	 * the backstop against a guest that does not */
 	uint64_t hard = spec->limits.timeout_ms ? start + (spec->limits.timeout_ms + GRACE_MS +
 							   spec->limits.disk / (64u << 10)) *
 								  1000000ull
 						: 0;
+	uint64_t boot_by = al_now_ns() + boot_ms * 1000000ull;
+	bool up = false;
 	uint64_t cancel_by = 0;
 	struct vm_pump pumps[2] = { { s->out, 1, &res->stdout_bytes },
 				    { s->err, 2, &res->stderr_bytes } };
@@ -686,13 +713,17 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		uint64_t dl = hard;
 		if (cancel_by && (!dl || cancel_by < dl))
 			dl = cancel_by;
+		if (!up && boot_by && (!dl || boot_by < dl))
+			dl = boot_by;
 		if (dl && !exited) {
 			if (now >= dl) {
 				kill(s->pid, SIGKILL); /* PID 1 of its namespace: all of it */
 				*killed = true;
 				if (dl == hard)
 					res->timed_out = true;
-				hard = cancel_by = 0;
+				else if (dl == boot_by && !up && !res->cancelled)
+					*no_boot = true;
+				hard = cancel_by = boot_by = 0;
 			} else {
 				tmo = (int)((dl - now + 999999) / 1000000);
 			}
@@ -733,6 +764,17 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 					line[(*linelen)++] = buf[i];
 				else
 					*linelen = 513; /* too long: refused */
+			/* the first words must be UP_LINE: anything else is
+			 * refused at the end, as a bad status line is */
+			if (!up && (*linelen >= UP_LEN || s->ctl < 0)) {
+				up = true;
+				if (*linelen >= UP_LEN && !memcmp(line, UP_LINE, UP_LEN)) {
+					*linelen -= UP_LEN;
+					memmove(line, line + UP_LEN, *linelen);
+				} else if (*linelen) {
+					*linelen = 513;
+				}
+			}
 		}
 		if (p[3].fd >= 0 && p[3].revents) {
 			int st;
@@ -884,26 +926,51 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			      .pidfd = -1 };
 	for (int i = 0; i < FD_N; i++)
 		s.fds[i] = -1;
-	int r = vm_start(spec, &s, &hp, err);
-	/* the guest's connections to 127.0.0.1:AL_NET_PROXY_PORT and
-	 * :AL_INTEG_PORT, to the same proxy and relay as a namespace run's */
+	const struct vm_state fresh = s;
+	uint64_t start = al_now_ns(), boot_ms = boot_timeout_ms(hp.kvm);
 	struct al_vm_relay *relay = NULL;
-	if (r == 0 && s.relay >= 0) {
-		int chan = s.relay;
-		s.relay = -1; /* the relay's from here */
-		r = al_vm__relay_start(chan, spec->egress, spec->integ, &relay, err);
-	}
-	if (r < 0) {
-		vm_release(&s);
-		stop_services(spec, relay, res);
-		return r;
-	}
 	char line[520];
 	size_t linelen = 0;
-	bool killed = false;
-	vm_wait(spec, &s, res, line, &linelen, &killed);
+	bool killed = false, no_boot = false;
+	int r;
+	for (res->vm.boots = 1;; res->vm.boots++) {
+		r = vm_start(spec, &s, &hp, err);
+		/* the guest's connections to 127.0.0.1:AL_NET_PROXY_PORT and
+		 * :AL_INTEG_PORT, to the same proxy and relay as a namespace
+		 * run's */
+		if (r == 0 && s.relay >= 0) {
+			int chan = s.relay;
+			s.relay = -1; /* the relay's from here */
+			r = al_vm__relay_start(chan, spec->egress, spec->integ, &relay, err);
+		}
+		if (r < 0) {
+			vm_release(&s);
+			stop_services(spec, relay, res);
+			return r;
+		}
+		linelen = 0;
+		killed = no_boot = false;
+		vm_wait(spec, &s, res, start, boot_ms, line, &linelen, &killed, &no_boot);
+		if (!no_boot || res->vm.boots == BOOTS_MAX)
+			break;
+		/* it never came up: nothing of the run started in it, and its
+		 * relay carried nothing (the agent starts it later) */
+		char why[128];
+		al_vm__relay_stop(relay, why, sizeof(why));
+		relay = NULL;
+		vm_release(&s);
+		s = fresh;
+	}
 	/* the VMM is gone: no stream outlives it */
 	stop_services(spec, relay, res);
+	if (no_boot) {
+		vm_release(&s);
+		return al_fail(err, AL_ESANDBOX, 0,
+			       "vm: the guest did not come up within %llu s, in %u boots (a host "
+			       "too loaded, or a guest kernel that hangs; see 'airlock doctor' and "
+			       "AIRLOCK_VM_BOOT_TIMEOUT)",
+			       (unsigned long long)(boot_ms / 1000), res->vm.boots);
+	}
 	res->vm.used = true;
 	res->vm.kvm = hp.kvm;
 	res->vm.vcpus = s.vcpus;
