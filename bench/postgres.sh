@@ -3,8 +3,11 @@
 # on) against the embedded home's SQLite, side by side in the same run on
 # the same machine (issue 19):
 #   - commits per second with 8 writers at once (8 processes, each
-#     committing a changed file to a project of its own, COMMITS each,
-#     through the CLI: a process per commit, as a script would);
+#     committing a changed file to a project of its own, COMMITS each, a
+#     CLI process per commit, as a script would): the CLI on the database
+#     itself (the admin path, `airlock --metadata`: each process opens its
+#     own libpq connection), then the issue's deployment, the same writers
+#     as clients of a node (`airlock serve`, CLI with --server);
 #   - run start through a node: `airlock serve` on each, a run printing a
 #     uuid (so its output is a new object) with "wait": true, the median of
 #     RUNS answers: PostgreSQL with the objects in the home, then
@@ -62,23 +65,66 @@ commits_s() { # commits_s NAME [METADATA]: commits per second, 8 writers
 echo "== metadata: 8 writers x $COMMITS commits, PostgreSQL vs SQLite" >&2
 cs=$(commits_s sqlite)
 cp=$(commits_s pg "$SVC")
-row "commits/s, 8 writers: PostgreSQL vs SQLite" "$cp" "$cs" "$(ratio "$cp" "$cs")" ">= 0.5x (issue 19)"
+row "commits/s, 8 writers, CLI on the database: PostgreSQL vs SQLite" "$cp" "$cs" "$(ratio "$cp" "$cs")" \
+	"(admin path: a libpq connection per process)"
+
+# the same 8 writers as clients of a node (airlock serve, the deployment
+# issue 19 describes): the CLI with --server, each commit naming the head
+# the previous one printed; the node keeps its database connections
+serve_up() { # serve_up NAME: starts airlock serve on the home; sets SRV and U
+	"$AL" serve --listen 127.0.0.1:0 >"$OUT/pgb/$1.serve" 2>>"$OUT/pgb/$1.log" &
+	SRV=$!
+	local i
+	for i in $(seq 200); do
+		U=$(sed -n 's/^airlock serve: listening on //p' "$OUT/pgb/$1.serve")
+		[ -n "$U" ] && return 0
+		sleep 0.05
+	done
+	echo "airlock serve did not start: $(cat "$OUT/pgb/$1.log")" >&2
+	return 1
+}
+serve_down() { kill -TERM "$SRV"; wait "$SRV" 2>/dev/null || true; SRV=; }
+bench_token() { # bench_token: a token of principal bench (admin, author)
+	"$AL" admin principal create bench --role admin,author >/dev/null 2>&1 || true
+	"$AL" admin token create bench 2>/dev/null
+}
+remote_writer() { # remote_writer NAME W
+	local d="$OUT/pgb/$1-src$2" i b
+	b=$(AIRLOCK_METADATA= "$AL" project head "p$2")
+	for i in $(seq "$COMMITS"); do
+		echo "r$i" >"$d/f"
+		b=$(AIRLOCK_METADATA= "$AL" commit "p$2" "$d" --base "$b" -m "r$i") ||
+			{ echo "commit failed" >&2; return 1; }
+	done
+}
+commits_serve() { # commits_serve NAME [METADATA]: commits per second, 8 writers through a node
+	export AIRLOCK_HOME="$OUT/pgb/$1" AIRLOCK_METADATA="${2:-}"
+	local tok s w pids=()
+	tok=$(bench_token)
+	serve_up "$1"
+	s=$(date +%s%N)
+	for w in 1 2 3 4 5 6 7 8; do
+		AIRLOCK_URL="$U" AIRLOCK_TOKEN="$tok" remote_writer "$1" "$w" & pids+=($!)
+	done
+	wait "${pids[@]}"
+	awk -v n=$((8 * COMMITS)) -v ms="$(ms "$s")" 'BEGIN { printf "%.1f", n * 1000 / ms }'
+	serve_down
+}
+echo "== metadata: 8 writers x $COMMITS commits through airlock serve, PostgreSQL vs SQLite" >&2
+ss=$(commits_serve sqlite)
+sp=$(commits_serve pg "$SVC")
+row "commits/s, 8 writers through a node: PostgreSQL vs SQLite" "$sp" "$ss" "$(ratio "$sp" "$ss")" \
+	">= 0.5x (issue 19)"
 
 # a run whose output is new each time (a fresh uuid): its record
 # and its stdout are new objects, which a node with --blobs uploads
 RUN_BODY='{"argv":["cat","/proc/sys/kernel/random/uuid"],"wait":true}'
 run_start() { # run_start NAME [METADATA [BLOBS]]: median ms of a waited run (RUN_BODY) through airlock serve
 	export AIRLOCK_HOME="$OUT/pgb/$1" AIRLOCK_METADATA="${2:-}" AIRLOCK_BLOBS="${3:-}"
-	"$AL" admin principal create bench --role admin,author >/dev/null 2>&1 || true
 	local tok u i s
-	tok=$("$AL" admin token create bench 2>/dev/null)
-	"$AL" serve --listen 127.0.0.1:0 >"$OUT/pgb/$1.serve" 2>"$OUT/pgb/$1.log" &
-	SRV=$!
-	for i in $(seq 200); do
-		u=$(sed -n 's/^airlock serve: listening on //p' "$OUT/pgb/$1.serve")
-		[ -n "$u" ] && break
-		sleep 0.05
-	done
+	tok=$(bench_token)
+	serve_up "$1"
+	u=$U
 	# the first run makes the image's and the workspace's layers: not counted
 	command curl -sf -o /dev/null -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
 		--data-binary "$RUN_BODY" "$u/api/projects/p1/runs"
@@ -89,8 +135,7 @@ run_start() { # run_start NAME [METADATA [BLOBS]]: median ms of a waited run (RU
 			--data-binary "$RUN_BODY" "$u/api/projects/p1/runs"
 		ms "$s"
 	done | median
-	kill -TERM "$SRV"; wait "$SRV" 2>/dev/null || true
-	SRV=
+	serve_down
 }
 echo "== metadata: run start through airlock serve ($RUNS runs of true), PostgreSQL vs SQLite" >&2
 rs=$(run_start sqlite)
