@@ -138,7 +138,7 @@ run_start() { # run_start NAME [METADATA [BLOBS]]: median ms of a waited run (RU
 	done | median
 	serve_down
 }
-echo "== metadata: run start through airlock serve ($RUNS runs of true), PostgreSQL vs SQLite" >&2
+echo "== metadata: run start through airlock serve ($RUNS runs printing a uuid), PostgreSQL vs SQLite" >&2
 rs=$(run_start sqlite)
 rp=$(run_start pg "$SVC")
 row "run start via serve, ms: PostgreSQL vs SQLite" "$rp" "$rs" "$(ratio "$rp" "$rs")" \
