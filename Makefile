@@ -267,11 +267,12 @@ check-api: $(API_NPM)
 	@echo "docs/openapi.json: a valid OpenAPI document, with every route the daemon serves and no other"
 
 # each test file within 15 minutes (timeout signals its whole process
-# group): one that hangs fails alone instead of holding the suite
+# group): one that hangs fails alone instead of holding the suite.  No
+# terminal reaches a test: in its own process group it would stop on it
 check: all check-layers check-format check-api $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/tests/probe
 	@AIRLOCK_BUILD=$(CURDIR)/$(BUILD) CMOCKA_MESSAGE_OUTPUT=TAP prove -f --timer \
 	  --exec 'timeout -k 15 900' \
-	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh
+	  $(UNIT_BIN) tests/fuzz-replay.sh tests/integration/*.sh tests/security/*.sh </dev/null
 
 # the README's pictures of the web UI (review in both modes, audit), taken by
 # the browser suite (tests/integration/t0101-web-browser.sh) as it runs

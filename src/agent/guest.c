@@ -823,8 +823,20 @@ int main(int argc, char **argv)
 	ctl = open(d.ctl, O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		die("control port");
-	/* the host's boot watchdog: this guest came up (vm.c, UP_LINE) */
+	/* the host's boot watchdog: this guest came up (vm.c, UP_LINE); then
+	 * nothing of the run starts before the host says go, which it does
+	 * only within its boot timeout (past it, it kills this VM and boots
+	 * another) */
 	status_line("airlock-up 1\n");
+	for (;;) {
+		char go;
+		ssize_t n = read(ctl, &go, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1 || go != 'g')
+			power_off(); /* cancelled, or the host is gone */
+		break;
+	}
 	static struct run r;
 	read_control(d.control, &r);
 

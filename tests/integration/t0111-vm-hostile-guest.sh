@@ -113,7 +113,7 @@ is "$(echo "$out" | field changes.added)" 0 "…and nothing of it comes back"
 # and one more VM is booted (nothing of the run started in the first)
 D0=$(drafts) # the timed-out run above kept its (empty) draft
 S0=$(date +%s)
-AIRLOCK_VM_BOOT_TIMEOUT=3 run "$AL" run p --backend vm --json -- hostile-noup
+AIRLOCK_VM_BOOT_TIMEOUT=3 run "$AL" run p --backend vm --json --timeout 60 -- hostile-noup
 is "$rc" 125 "a guest that never comes up is a sandbox failure (exit 125)"
 like "$err" "did not come up within 3 s, in 2 boots" "…after a second boot, saying so"
 ok "…not before both deadlines, and well before the run's wall-clock limit" -- \
@@ -128,9 +128,11 @@ is "$rc" 125 "a status line without the guest's first words is refused"
 like "$err" "status line was refused" "…saying so"
 unchanged "no first words"
 
-# a guest that does not come up in its first VM (its clock before the epoch
-# it is given) and does in the second: the run goes on, and says so
-AIRLOCK_VM_BOOT_TIMEOUT=8 run "$AL" run p --backend vm --json -- "hostile-late-$(( $(date +%s) + 8 ))"
+# a guest that does not come up in its first VM (its clock, from the RTC,
+# before the epoch it is given: 10 s from now, while the first VM's guest
+# looks at ~2-3 s and the second's at ~22 s) and does in the second: the
+# run goes on, and says so
+AIRLOCK_VM_BOOT_TIMEOUT=20 run "$AL" run p --backend vm --json --timeout 60 -- "hostile-late-$(( $(date +%s) + 10 ))"
 is "$rc" 0 "a guest that comes up in its second VM runs"
 is "$(echo "$out" | field vm.boots)" 2 "…and its record says it took two boots"
 is "$(echo "$out" | field changes.added)" 1 "…with its result"

@@ -70,9 +70,11 @@ enum {
 #define VMM_OVERHEAD (384ull << 20)
 #define GRACE_MS 10000 /* after the guest's own deadline, for its result */
 /* The guest agent's first words on the control port, as soon as it has
- * opened it: its kernel booted.  Nothing of the run has started before
- * them, so a guest that does not say them in time is killed and one more
- * VM is booted (docs/architecture.md, "Sandbox (microVM backend)"). */
+ * opened it: its kernel booted.  It then waits for the host's 'g' (go),
+ * sent only within the boot timeout, before it reads the run; so a guest
+ * killed for not coming up in time has started nothing of the run, and
+ * one more VM is booted (docs/architecture.md, "Sandbox (microVM
+ * backend)"). */
 #define UP_LINE "airlock-up 1\n"
 #define UP_LEN (sizeof(UP_LINE) - 1)
 #define BOOTS_MAX 2
@@ -688,20 +690,25 @@ static void vm_pump_read(struct vm_pump *p, const struct al_sandbox_spec *spec)
 }
 
 /* Wait for the VMM, pumping the ports; the status line into line.  start is
- * the run's (its first boot's); boot_ms how long this guest has to come up,
- * after which it is killed with *no_boot set. */
+ * the run's (its first boot's, for wall_ms); boot_ms how long this guest has
+ * to come up.  The guest waits for the host's go ('g' on ctl) after its
+ * first words, and gets it only within that time: a guest killed for being
+ * late (*no_boot) has started nothing of the run. */
 static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		    struct al_sandbox_result *res, uint64_t start, uint64_t boot_ms, char *line,
 		    size_t *linelen, bool *killed, bool *no_boot)
 {
-	/* the guest keeps the command's wall-clock limit itself; this one is
-	 * the backstop against a guest that does not */
-	uint64_t hard = spec->limits.timeout_ms ? start + (spec->limits.timeout_ms + GRACE_MS +
-							   spec->limits.disk / (64u << 10)) *
-								  1000000ull
+	uint64_t booted = al_now_ns();
+	/* the guest keeps the command's wall-clock limit itself, from its
+	 * command's start; this one is the backstop against a guest that does
+	 * not, from this VM's start */
+	uint64_t hard = spec->limits.timeout_ms ? booted + (spec->limits.timeout_ms + GRACE_MS +
+							    spec->limits.disk / (64u << 10)) *
+								   1000000ull
 						: 0;
-	uint64_t boot_by = al_now_ns() + boot_ms * 1000000ull;
-	bool up = false;
+	uint64_t boot_by = booted + boot_ms * 1000000ull;
+	size_t uplen = 0; /* of UP_LINE, matched so far */
+	bool go = false;  /* the guest was told to go on */
 	uint64_t cancel_by = 0;
 	struct vm_pump pumps[2] = { { s->out, 1, &res->stdout_bytes },
 				    { s->err, 2, &res->stderr_bytes } };
@@ -713,7 +720,7 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		uint64_t dl = hard;
 		if (cancel_by && (!dl || cancel_by < dl))
 			dl = cancel_by;
-		if (!up && boot_by && (!dl || boot_by < dl))
+		if (!go && boot_by && (!dl || boot_by < dl))
 			dl = boot_by;
 		if (dl && !exited) {
 			if (now >= dl) {
@@ -721,7 +728,7 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 				*killed = true;
 				if (dl == hard)
 					res->timed_out = true;
-				else if (dl == boot_by && !up && !res->cancelled)
+				else if (dl == boot_by && !go && !res->cancelled)
 					*no_boot = true;
 				hard = cancel_by = boot_by = 0;
 			} else {
@@ -730,8 +737,9 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		}
 		if (exited)
 			tmo = 0; /* drain what is there, then stop */
-		int cancel =
-			spec->cancel_fd > 0 && !exited && !res->cancelled ? spec->cancel_fd : -1;
+		int cancel = spec->cancel_fd > 0 && !exited && !res->cancelled && !*no_boot
+				     ? spec->cancel_fd
+				     : -1;
 		struct pollfd p[5] = { { pumps[0].fd, POLLIN, 0 },
 				       { pumps[1].fd, POLLIN, 0 },
 				       { s->ctl, POLLIN, 0 },
@@ -745,8 +753,9 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		if (p[4].fd >= 0 && p[4].revents) {
 			res->cancelled = true;
 			/* the guest stops the command and still hands back its
-			 * changes, as a cancelled namespace run does */
-			if (s->ctl < 0 || write(s->ctl, "c", 1) != 1)
+			 * changes, as a cancelled namespace run does; one not yet
+			 * told to go has nothing to hand back */
+			if (!go || s->ctl < 0 || write(s->ctl, "c", 1) != 1)
 				cancel_by = al_now_ns();
 			else
 				cancel_by = al_now_ns() + GRACE_MS * 1000000ull;
@@ -759,22 +768,27 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 			ssize_t n = read(s->ctl, buf, sizeof(buf));
 			if (n <= 0 && !(n < 0 && (errno == EINTR || errno == EAGAIN)))
 				close_fd(&s->ctl);
-			for (ssize_t i = 0; i < n; i++)
+			for (ssize_t i = 0; i < n; i++) {
+				/* the first words must be UP_LINE: anything else
+				 * is refused at the end, as a bad status line */
+				if (uplen < UP_LEN) {
+					if (buf[i] == UP_LINE[uplen]) {
+						uplen++;
+						continue;
+					}
+					uplen = UP_LEN + 1; /* never up: no go */
+					*linelen = 513;
+				}
 				if (*linelen < 512)
 					line[(*linelen)++] = buf[i];
 				else
 					*linelen = 513; /* too long: refused */
-			/* the first words must be UP_LINE: anything else is
-			 * refused at the end, as a bad status line is */
-			if (!up && (*linelen >= UP_LEN || s->ctl < 0)) {
-				up = true;
-				if (*linelen >= UP_LEN && !memcmp(line, UP_LINE, UP_LEN)) {
-					*linelen -= UP_LEN;
-					memmove(line, line + UP_LEN, *linelen);
-				} else if (*linelen) {
-					*linelen = 513;
-				}
 			}
+			/* up: go on, if it still may (the kill above would
+			 * otherwise race a guest that had already started) */
+			if (uplen == UP_LEN && !go && !*killed && !res->cancelled &&
+			    al_now_ns() < boot_by && s->ctl >= 0 && write(s->ctl, "g", 1) == 1)
+				go = true;
 		}
 		if (p[3].fd >= 0 && p[3].revents) {
 			int st;
@@ -951,6 +965,8 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		linelen = 0;
 		killed = no_boot = false;
 		vm_wait(spec, &s, res, start, boot_ms, line, &linelen, &killed, &no_boot);
+		if (res->cancelled)
+			no_boot = false; /* a cancelled run boots no more */
 		if (!no_boot || res->vm.boots == BOOTS_MAX)
 			break;
 		/* it never came up: nothing of the run started in it, and its
@@ -963,6 +979,10 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	}
 	/* the VMM is gone: no stream outlives it */
 	stop_services(spec, relay, res);
+	res->vm.used = true;
+	res->vm.kvm = hp.kvm;
+	res->vm.vcpus = s.vcpus;
+	res->vm.memory_mib = s.memory_mib;
 	if (no_boot) {
 		vm_release(&s);
 		return al_fail(err, AL_ESANDBOX, 0,
@@ -971,10 +991,6 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			       "AIRLOCK_VM_BOOT_TIMEOUT)",
 			       (unsigned long long)(boot_ms / 1000), res->vm.boots);
 	}
-	res->vm.used = true;
-	res->vm.kvm = hp.kvm;
-	res->vm.vcpus = s.vcpus;
-	res->vm.memory_mib = s.memory_mib;
 	res->cgroup = al_cgroup__kind(&s.cg);
 	struct al_vm_status st;
 	struct al_error e = { 0 };
