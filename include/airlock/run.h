@@ -21,6 +21,8 @@
 #include "airlock/sandbox.h"
 #include "airlock/volume.h"
 
+struct al_policy; /* policy.h */
+
 struct al_store;
 struct al_contract;
 
@@ -80,6 +82,10 @@ struct al_run_opts {
 	 * under the tenant's write lock; else AL_EUNAVAIL, nothing recorded.
 	 * 0: not checked here (the embedded home: one node counts its own). */
 	unsigned runs_per_tenant, runs_per_principal;
+	/* the tenant's effective policy as the caller looked it up to accept
+	 * the run (airlock serve's handler: the run is held to what it was
+	 * accepted under), or NULL: looked up here */
+	const struct al_policy *policy;
 };
 
 struct al_run_info {

@@ -1327,6 +1327,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	struct al_policy pol;
 	if (x && x->policy)
 		pol = *x->policy; /* the replay looked it up already */
+	else if (o->policy)
+		pol = *o->policy; /* as was the accepted run's */
 	else if ((r = al_policy_effective(st, &pol, err)) < 0)
 		goto out;
 	if ((r = al_policy_backend(&pol, o->backend, &run.backend, err)) < 0 ||

@@ -54,6 +54,12 @@ static int schedule(struct req *rq, struct srv *s, struct sched_run *r, const st
 	struct al_error err = { 0 };
 	bool wait = r->req.wait;
 	const struct sched_waiter w = { srv_suspend, srv_resume, rq };
+	/* the run is held to the policy it was accepted under (one lookup;
+	 * freed as the run ends: 8 KiB a run, not kept with the ended ones) */
+	if ((r->policy = malloc(sizeof(*r->policy)))) {
+		*r->policy = *pol;
+		r->req.o.policy = r->policy;
+	}
 	if (wait)
 		rq->waiting = r;
 	if (sched_start(&s->sched, r, pol->runs_per_tenant, pol->runs_per_principal,

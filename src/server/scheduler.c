@@ -149,6 +149,9 @@ static void request_release(struct sched_run *r)
 	run_request_release(&r->req);
 	json_decref(r->body);
 	r->body = NULL;
+	free(r->policy);
+	r->policy = NULL;
+	r->req.o.policy = NULL;
 }
 
 struct sched_run *sched_run_new(void)

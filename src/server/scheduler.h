@@ -46,6 +46,8 @@ struct sched_run {
 	int rc;
 	json_t *body; /* the request (its secrets wiped at the end) */
 	struct run_request req;
+	struct al_policy
+		*policy; /* the tenant's as the run was accepted (req.o.policy), until it ends */
 	struct sched_waiter waiter; /* .end NULL: nobody waits (any more) */
 	char *live[2]; /* the output so far (the first SCHED_LIVE_MAX bytes), while it runs */
 	size_t live_len[2], live_cap[2];
