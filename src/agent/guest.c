@@ -828,15 +828,12 @@ int main(int argc, char **argv)
 	 * only within its boot timeout (past it, it kills this VM and boots
 	 * another) */
 	status_line("airlock-up 1\n");
-	for (;;) {
-		char go;
-		ssize_t n = read(ctl, &go, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 1 || go != 'g')
-			power_off(); /* cancelled, or the host is gone */
-		break;
-	}
+	char go = 0;
+	ssize_t gn;
+	while ((gn = read(ctl, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (gn != 1 || go != 'g')
+		power_off(); /* cancelled, or the host is gone */
 	static struct run r;
 	read_control(d.control, &r);
 

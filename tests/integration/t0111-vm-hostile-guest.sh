@@ -109,9 +109,17 @@ is "$(echo "$out" | field timed_out)" True "a guest that never finishes is kille
 ok "…within 40 s" -- test $(( $(date +%s) - S0 )) -lt 40
 is "$(echo "$out" | field changes.added)" 0 "…and nothing of it comes back"
 
+D0=$(drafts) # the timed-out run above kept its (empty) draft
+# a boot timeout outside 1-3600 s is refused before any VM starts
+for bad in 0 3601 1e15 -5 x; do
+	AIRLOCK_VM_BOOT_TIMEOUT=$bad run "$AL" run p --backend vm -- hostile-valid
+	like "$rc:$err" "^2:.*AIRLOCK_VM_BOOT_TIMEOUT: expected whole seconds from 1 to 3600" \
+		"AIRLOCK_VM_BOOT_TIMEOUT=$bad is a usage error, saying what it takes"
+done
+unchanged "a bad boot timeout"
+
 # the boot watchdog: a guest whose agent never says it came up is killed,
 # and one more VM is booted (nothing of the run started in the first)
-D0=$(drafts) # the timed-out run above kept its (empty) draft
 S0=$(date +%s)
 AIRLOCK_VM_BOOT_TIMEOUT=3 run "$AL" run p --backend vm --json --timeout 60 -- hostile-noup
 is "$rc" 125 "a guest that never comes up is a sandbox failure (exit 125)"

@@ -81,18 +81,21 @@ enum {
 
 /* How long a guest may take to come up: AIRLOCK_VM_BOOT_TIMEOUT seconds
  * (1 to 3600), else 30 s with KVM and 120 s under TCG, where a boot takes
- * 2-3 s on an idle host (bench/vm.sh). */
-static uint64_t boot_timeout_ms(bool kvm)
+ * 2-3 s on an idle host (bench/vm.sh).  Another value is AL_EUSAGE. */
+static int boot_timeout_ms(bool kvm, uint64_t *out, struct al_error *err)
 {
 	const char *v = getenv("AIRLOCK_VM_BOOT_TIMEOUT");
-	if (v && *v) {
-		char *end;
-		errno = 0;
-		unsigned long s = strtoul(v, &end, 10);
-		if (!errno && !*end && s >= 1 && s <= 3600)
-			return s * 1000;
-	}
-	return kvm ? 30000 : 120000;
+	*out = kvm ? 30000 : 120000;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long s = strtoul(v, &end, 10);
+	if (errno || *end || *v == '-' || s < 1 || s > 3600)
+		return al_fail(err, AL_EUSAGE, 0,
+			       "AIRLOCK_VM_BOOT_TIMEOUT: expected whole seconds from 1 to 3600");
+	*out = s * 1000;
+	return 0;
 }
 
 /* ---- the input streams --------------------------------------------------------------- */
@@ -941,12 +944,14 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 	for (int i = 0; i < FD_N; i++)
 		s.fds[i] = -1;
 	const struct vm_state fresh = s;
-	uint64_t start = al_now_ns(), boot_ms = boot_timeout_ms(hp.kvm);
+	uint64_t start = al_now_ns(), boot_ms;
+	int r = boot_timeout_ms(hp.kvm, &boot_ms, err);
+	if (r < 0)
+		return r;
 	struct al_vm_relay *relay = NULL;
 	char line[520];
 	size_t linelen = 0;
 	bool killed = false, no_boot = false;
-	int r;
 	for (res->vm.boots = 1;; res->vm.boots++) {
 		r = vm_start(spec, &s, &hp, err);
 		/* the guest's connections to 127.0.0.1:AL_NET_PROXY_PORT and
@@ -964,15 +969,14 @@ static int vm_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 		}
 		linelen = 0;
 		killed = no_boot = false;
+		/* no_boot is never a cancelled run's (its cancel, still
+		 * pending on cancel_fd, reaches the next VM's wait) */
 		vm_wait(spec, &s, res, start, boot_ms, line, &linelen, &killed, &no_boot);
-		if (res->cancelled)
-			no_boot = false; /* a cancelled run boots no more */
 		if (!no_boot || res->vm.boots == BOOTS_MAX)
 			break;
 		/* it never came up: nothing of the run started in it, and its
 		 * relay carried nothing (the agent starts it later) */
-		char why[128];
-		al_vm__relay_stop(relay, why, sizeof(why));
+		al_vm__relay_stop(relay, NULL, 0);
 		relay = NULL;
 		vm_release(&s);
 		s = fresh;
