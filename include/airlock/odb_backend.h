@@ -61,6 +61,10 @@ struct al_odb_sweep {
 	uint64_t young; /* claimed by nothing, but stored at or after `before`: kept */
 };
 typedef bool (*al_odb_keep_fn)(void *ctx, const struct al_oid *id);
+/* What a sweep is about to delete, all of it, before its first DELETE: a
+ * failure stops the sweep with nothing deleted. */
+typedef int (*al_odb_doomed_fn)(void *ctx, const struct al_oid *ids, size_t n,
+				struct al_error *err);
 
 struct al_odb_backend {
 	unsigned version; /* AL_ODB_BACKEND_VERSION */
@@ -88,10 +92,12 @@ struct al_odb_backend {
 	/* Delete every stored object keep() does not claim and that was stored
 	 * before `before` (unix seconds, by the store's own record of when:
 	 * S3's LastModified); dry: count only.  NULL for the local store,
-	 * whose sweep is the collector's own (gc.c).  The rule and why it is
+	 * whose sweep is the collector's own (gc.c).  doomed (not when dry)
+	 * is told what goes first.  Both get ctx.  The rule and why it is
 	 * safe: docs/architecture.md, "Garbage collection in the bucket". */
-	int (*sweep)(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
-		     bool dry, struct al_odb_sweep *out, struct al_error *err);
+	int (*sweep)(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_fn doomed,
+		     void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
+		     struct al_error *err);
 };
 
 /* Release a backend (accepts NULL). */

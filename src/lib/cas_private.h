@@ -28,10 +28,25 @@ int al_cas__has_local(struct al_cas *c, const struct al_oid *digest, struct al_e
 struct al_idset;
 struct al_odb_sweep;
 /* The remote's sweep (odb_backend.h): delete from the remote what keep
- * lacks and the remote stored before `before` (dry: count only).  0 with
- * nothing counted when there is no remote. */
-int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep, int64_t before, bool dry,
-			 struct al_odb_sweep *out, struct al_error *err);
+ * lacks and the remote stored before `before` (dry: count only), telling
+ * doomed first.  0 with nothing counted when there is no remote. */
+int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep,
+			 int (*doomed)(void *ctx, const struct al_oid *ids, size_t n,
+				       struct al_error *err),
+			 void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
+			 struct al_error *err);
+bool al_cas__has_remote(const struct al_cas *c);
+/* Upload again, from the local store, those of ids it holds (the bucket
+ * may have lost them to another node's sweep: gc.c's catch-up); *n_out
+ * (may be NULL) counts them.  The caller holds the metadata write lock, so
+ * no collector sweeps what is read meanwhile. */
+int al_cas__reupload(struct al_cas *c, const struct al_oid *ids, size_t n, uint64_t *n_out,
+		     struct al_error *err);
+/* Upload every local object the remote's listing lacks, without the pin
+ * al_cas_remote_sync takes (the caller holds the metadata write lock). */
+int al_cas__reupload_missing(struct al_cas *c, struct al_cas_sync_stats *out, struct al_error *err);
+/* Does the local store hold no object at all? */
+int al_cas__empty(struct al_cas *c, struct al_error *err);
 
 /* Take the handle's gc.lock pin now (as its first batch would): what it
  * reads from here on cannot be swept until it is idle again.  For work a

@@ -94,7 +94,17 @@ int al_db_begin(struct al_db *db, enum al_db_mode mode, struct al_db_txn *txn, s
 	if (r < 0)
 		return r;
 	db->in_txn = txn->open = true;
-	return 0;
+	if (mode == AL_DB_WRITE && db->on_write &&
+	    (r = db->on_write(db->on_write_ctx, db, err)) < 0)
+		al_db_rollback(txn);
+	return r;
+}
+
+void al_db__on_write(struct al_db *db, int (*fn)(void *ctx, struct al_db *db, struct al_error *err),
+		     void *ctx)
+{
+	db->on_write = fn;
+	db->on_write_ctx = ctx;
 }
 
 int al_db_commit(struct al_db_txn *txn, struct al_error *err)

@@ -126,6 +126,12 @@ struct al_db_txn {
 };
 int al_db_begin(struct al_db *db, enum al_db_mode mode, struct al_db_txn *txn,
 		struct al_error *err);
+/* fn runs at the start of every write transaction on db, once it holds
+ * the write lock and before the caller's first statement (a failure rolls
+ * the transaction back and is al_db_begin's); NULL removes it.  The
+ * store's catch-up with the bucket's sweeps (gc.c). */
+void al_db__on_write(struct al_db *db, int (*fn)(void *ctx, struct al_db *db, struct al_error *err),
+		     void *ctx);
 /* Commit; on failure the transaction is rolled back (nothing of it stays).
  * A writing statement with rows left (an INSERT … RETURNING read once) is
  * reset first, which SQLite's commit needs; a reading one goes on. */

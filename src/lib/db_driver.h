@@ -38,6 +38,8 @@ struct al_db {
 	bool in_txn;
 	bool closing;             /* closed, with statements still to finalize */
 	struct al_db_stmt *stmts; /* prepared on this connection */
+	int (*on_write)(void *ctx, struct al_db *db, struct al_error *err);
+	void *on_write_ctx;
 };
 
 struct al_db_stmt {

@@ -114,6 +114,11 @@ struct gc {
 	 * (each table's order column: snapshots.seq, commits.id, runs.seq,
 	 * ledger.seq, alike on both engines) */
 	int64_t snap_seq, commit_id, run_seq, ledger_seq, nmax;
+	/* what the bucket's sweep is deleting (gc_sweeps.c), recorded in txn;
+	 * committed: txn's commit went through */
+	struct al_oid *swept;
+	size_t nswept;
+	bool committed;
 };
 
 static const uint8_t node_magic[8] = { 'A', 'L', 'T', 'R', 'E', 'E', 0x00, 0x01 }; /* formats.md */
@@ -559,7 +564,35 @@ static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct 
 		r = snapshots_to_forget(x->g, &x->rep->snapshots, del, err);
 	if (r == 0)
 		r = append_entry(x, err);
-	return al_ledger__commit(x->g->st, &x->g->txn, r, err);
+	r = al_ledger__commit(x->g->st, &x->g->txn, r, err);
+	x->g->committed = r == 0;
+	return r;
+}
+
+/* what the bucket's sweep is about to delete, recorded in the pause's
+ * transaction before the first DELETE (and kept, should that transaction
+ * not commit) */
+static int blobs_doomed(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	struct gc *g = ctx;
+	if (!(g->swept = malloc(n * sizeof(*ids))))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "gc");
+	memcpy(g->swept, ids, n * sizeof(*ids));
+	g->nswept = n;
+	return al_gc__swept_record(g->db, ids, n, al_wall_s(), err);
+}
+
+/* The pass deleted from the bucket and its transaction did not commit:
+ * what it deleted is recorded in one of its own, or another node could go
+ * on trusting its local copies of it. */
+static void blobs_record_again(struct gc *g)
+{
+	struct al_db_txn txn = { 0 };
+	if (al_db_begin(g->db, AL_DB_WRITE, &txn, NULL) < 0)
+		return;
+	if (al_gc__swept_record(g->db, g->swept, g->nswept, al_wall_s(), NULL) == 0)
+		al_db_commit(&txn, NULL);
+	al_db_rollback(&txn);
 }
 
 /* --blobs: the bucket's copies nothing retains, past the grace period */
@@ -568,7 +601,8 @@ static int blobs_sweep(struct gc *g, const struct al_gc_opts *o, bool dry, struc
 {
 	struct al_odb_sweep s;
 	int64_t grace = o->blobs_grace ? o->blobs_grace : AL_GC_BLOBS_GRACE_DEFAULT;
-	int r = al_cas__remote_sweep(g->cas, &g->kept, al_wall_s() - grace, dry, &s, err);
+	int r = al_cas__remote_sweep(g->cas, &g->kept, blobs_doomed, g, al_wall_s() - grace, dry,
+				     &s, err);
 	rep->blobs_objects = s.objects;
 	rep->blobs_bytes = s.bytes;
 	rep->blobs_young = s.young;
@@ -622,6 +656,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 		goto out;
 	}
 
+	/* mark 1 may have fetched objects from the bucket (a node whose store
+	 * is cold), which pinned this handle: let go, or the pause below would
+	 * wait on itself.  What it fetched is past nmax, kept by mark 2. */
+	al_cas__release_memory(g.cas);
 	/* writers pause: meta.db's write lock, then gc.lock exclusively (no
 	 * handle holds objects it has not recorded).  In that order, and the
 	 * second without waiting: a writer holding gc.lock may be waiting for
@@ -671,6 +709,9 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	rep->retained = g.kept.n;
 out:
 	al_db_rollback(&g.txn); /* still open after a failure before the sweep's commit */
+	if (g.nswept && !g.committed)
+		blobs_record_again(&g);
+	free(g.swept);
 	rep->seq = x.seq;
 	free(c.id);
 	free(c.size);

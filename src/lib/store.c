@@ -16,6 +16,7 @@
 #include "airlock/store.h"
 #include "backend/sqlite/db_sqlite.h"
 #include "cas_private.h"
+#include "gc_private.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -148,6 +149,11 @@ static const char *const meta_migrations[] = {
 	"CREATE INDEX IF NOT EXISTS snapshots_seq ON snapshots(seq);"
 	"ALTER TABLE conflicts ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE conflicts SET seq = rowid;",
+	/* 7: what each pass deleted from the bucket, by sweep generation
+	 * (gc_sweeps.c; the generation is settings' blobs_gen) */
+	"CREATE TABLE IF NOT EXISTS blobs_swept("
+	"  gen INTEGER NOT NULL, id BLOB NOT NULL, time INTEGER NOT NULL,"
+	"  PRIMARY KEY(gen, id)) WITHOUT ROWID;",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
@@ -661,6 +667,10 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 		if ((r = al_odb_s3_open(blobs, tenant, &remote, err)) < 0)
 			goto fail;
 		al_cas__set_remote(s->cas, remote);
+		/* another node's pass may sweep the bucket: each write
+		 * transaction first catches up with what it swept */
+		if (s->meta_db)
+			al_db__on_write(s->meta_db, al_gc__catch_up, s);
 	}
 	*out = s;
 	return 0;
@@ -721,6 +731,8 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
 		int r = al_db_open_sqlite(path, &meta_schema, AL_SYNC_FULL, &s->meta_db, err);
 		if (r < 0)
 			return r;
+		if (al_cas__has_remote(s->cas))
+			al_db__on_write(s->meta_db, al_gc__catch_up, s);
 	}
 	*out = s->meta_db;
 	return 0;

@@ -70,6 +70,8 @@ ok "a bucket that fails its DELETEs fails the pass" -- test "$rc" -ne 0
 like "$err" "gc: the bucket: s3: DELETE failed: HTTP 503 SlowDown \(after 5 attempts\)" "  saying so"
 is "$(store_state)" "$before" "  and nothing was swept locally"
 : >"$PLAN"
+is "$(sqlite3 "$AIRLOCK_HOME/tenants/default/meta.db" "SELECT count(*) FROM blobs_swept WHERE gen = 1")" \
+	$((NU + 1)) "  what it meant to delete is recorded all the same (sweep generation 1)"
 
 run env AIRLOCK_NOW=$LATER "$AL" --blobs "$B" gc --json
 is "$rc" 0 "gc two days on, with --blobs"
@@ -81,6 +83,11 @@ is "$(comm -3 <(echo "$HEADOBJ") <(keys g/default | grep -v not-an-object) | wc 
 is "$(keys g/default | grep -c not-an-object)" 1 "  a key that is not an object is not touched"
 is "$(keys g/other | wc -l)" 1 "  nor another tenant's"
 is "$(keys h/default | wc -l)" 1 "  nor another prefix's"
+meta() { sqlite3 "$AIRLOCK_HOME/tenants/default/meta.db" "$1"; }
+is "$(meta "SELECT value FROM settings WHERE name = 'blobs_gen'")" 2 \
+	"  the tenant's sweep generation is 2 (the failed pass's was 1)"
+is "$(meta "SELECT count(*) FROM blobs_swept WHERE gen = 2")" $((NU + 1)) \
+	"  with the $((NU + 1)) ids it deleted recorded under it (gc_sweeps.c)"
 
 # ---- the grace period, and --now does not move the bucket's clock
 put_raw "g/default/$FRESH" "$T/fresh"
@@ -90,6 +97,13 @@ run "$AL" --blobs "$B" gc --json --now $((NOW + 3650 * 86400))
 is "$(echo "$out" | field blobs_objects)" 0 "--now ten years on does not age the bucket's copies"
 run env AIRLOCK_NOW=$((NOW + 3600)) "$AL" --blobs "$B" gc --json --blobs-grace 60
 is "$(echo "$out" | field blobs_objects)" 1 "--blobs-grace 60: an hour later it goes"
+is "$(meta "SELECT count(*) FROM blobs_swept WHERE gen = 3")" 1 "  (recorded under generation 3)"
+put_raw "g/default/$FRESH" "$T/fresh"
+run env AIRLOCK_NOW=$((NOW + 40 * 86400)) "$AL" --blobs "$B" gc --json --blobs-grace 60
+is "$(echo "$out" | field blobs_objects)" 1 "a pass 40 days on deletes it once more (generation 4)"
+is "$(meta "SELECT group_concat(DISTINCT gen) FROM blobs_swept")" 4 \
+	"  and forgets the ids of passes older than 30 days"
+is "$(meta "SELECT value FROM settings WHERE name = 'blobs_pruned'")" 3 "  saying up to which generation"
 run "$AL" --blobs "$B" gc --blobs-grace 0
 is "$rc" 2 "--blobs-grace 0 is refused"
 run "$AL" --blobs "$B" gc --blobs-grace 2592001

@@ -290,7 +290,21 @@ static const char *const migrations[] = {
 	"     WHERE r.draft IS NULL AND r.record LIKE '%\"outcome\":\"running\"%'"
 	"       AND substring(r.record FROM '\"node\":\"([0-9a-f]{16})\"') = node $$;"
 	"REVOKE ALL ON FUNCTION airlock_node_cancels(TEXT) FROM PUBLIC;",
+	/* 7: as meta.db 7: what each pass deleted from the bucket, by sweep
+	 * generation (gc_sweeps.c; the generation is settings' blobs_gen) */
+	"CREATE TABLE blobs_swept("
+	"  tenant TEXT NOT NULL DEFAULT current_setting('airlock.tenant', true)"
+	"    CHECK (tenant <> ''),"
+	"  gen BIGINT NOT NULL, id BYTEA NOT NULL, time BIGINT NOT NULL,"
+	"  PRIMARY KEY(tenant, gen, id));"
+	"ALTER TABLE blobs_swept ENABLE ROW LEVEL SECURITY;"
+	"ALTER TABLE blobs_swept FORCE ROW LEVEL SECURITY;"
+	"CREATE POLICY tenant_isolation ON blobs_swept"
+	"  USING (tenant = current_setting('airlock.tenant', true))"
+	"  WITH CHECK (tenant = current_setting('airlock.tenant', true));",
 };
+
+_Static_assert(ARRAY_SIZE(migrations) == AL_PG_SCHEMA, "AL_PG_SCHEMA (pg.h) is the last migration");
 
 struct pgconn {
 	PGconn *c;
@@ -460,12 +474,14 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 		 " TO %s;"
 		 "GRANT SELECT, INSERT, DELETE ON deployment_policy TO %s;"
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON run_cancels TO %s;"
+		 "GRANT SELECT, INSERT, DELETE ON blobs_swept TO %s;"
 		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
 		 "  airlock_session_tenant(TEXT, BIGINT), airlock_tenants(),"
 		 "  airlock_schema_version(), airlock_node_beat(TEXT),"
 		 "  airlock_node_alive(TEXT, BIGINT), airlock_orphan_tenants(BIGINT),"
 		 "  airlock_node_cancels(TEXT) TO %s;",
-		 service_role, service_role, service_role, service_role, service_role);
+		 service_role, service_role, service_role, service_role, service_role,
+		 service_role);
 	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
 		goto out;
 	*to = (int)ARRAY_SIZE(migrations);

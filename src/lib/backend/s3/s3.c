@@ -1154,10 +1154,11 @@ static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t 
 }
 
 /* The listing first (whole: deleting while paging would move the pages),
- * then the DELETEs, at once as write_many's PUTs are; a 404 is an object
- * already gone. */
-static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, int64_t before,
-		    bool dry, struct al_odb_sweep *out, struct al_error *err)
+ * then doomed told what goes, then the DELETEs, at once as write_many's
+ * PUTs are; a 404 is an object already gone. */
+static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_fn doomed,
+		    void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
+		    struct al_error *err)
 {
 	struct s3 *s = s3_of(b);
 	memset(out, 0, sizeof(*out));
@@ -1165,6 +1166,8 @@ static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, void *ctx, in
 	int r = list(s, sweep_one, &x, err);
 	_cleanup_free_ struct al_oid *ids = x.ids;
 	if (r < 0 || dry || x.n == 0)
+		return r;
+	if (doomed && (r = doomed(ctx, ids, x.n, err)) < 0)
 		return r;
 	_cleanup_free_ struct req *qs = NULL;
 	_cleanup_free_ char *urls = NULL;

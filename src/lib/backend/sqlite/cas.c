@@ -1025,21 +1025,91 @@ static int sync_local(void *ctx, const struct al_cas__object *o, struct al_error
 	return 0;
 }
 
+struct remote_sweep {
+	const struct al_idset *keep;
+	int (*doomed)(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err);
+	void *ctx;
+};
+
 static bool remote_keep(void *ctx, const struct al_oid *id)
 {
-	return al_idset_has(ctx, id);
+	return al_idset_has(((struct remote_sweep *)ctx)->keep, id);
 }
 
-int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep, int64_t before, bool dry,
-			 struct al_odb_sweep *out, struct al_error *err)
+static int remote_doomed(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	struct remote_sweep *x = ctx;
+	return x->doomed ? x->doomed(x->ctx, ids, n, err) : 0;
+}
+
+int al_cas__remote_sweep(struct al_cas *c, const struct al_idset *keep,
+			 int (*doomed)(void *ctx, const struct al_oid *ids, size_t n,
+				       struct al_error *err),
+			 void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
+			 struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!c->remote || !c->remote->sweep)
 		return 0;
-	return c->remote->sweep(c->remote, remote_keep, (void *)keep, before, dry, out, err);
+	struct remote_sweep x = { keep, doomed, ctx };
+	return c->remote->sweep(c->remote, remote_keep, remote_doomed, &x, before, dry, out, err);
+}
+
+bool al_cas__has_remote(const struct al_cas *c)
+{
+	return c->remote != NULL;
+}
+
+int al_cas__empty(struct al_cas *c, struct al_error *err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int r = al_sqlite_prepare(c->db, "SELECT 1 FROM objects LIMIT 1", &st, err);
+	if (r < 0)
+		return r;
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_DONE;
+	return al_fail(err, AL_EIO, 0, "cas: lookup: %s", sqlite3_errmsg(c->db));
 }
 
 #define SYNC_BATCH 64
+
+/* ids (their sizes in sizes, or NULL) to the remote, SYNC_BATCH at a time */
+static int upload(struct al_cas *c, const struct al_oid *ids, const uint64_t *sizes, size_t n,
+		  void (*progress)(void *ctx, uint64_t n, uint64_t bytes), void *ctx,
+		  struct al_cas_sync_stats *out, struct al_error *err)
+{
+	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
+	for (size_t i = 0; i < n; i += SYNC_BATCH) {
+		size_t k = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
+		int r = al_odb_write_many(c->remote, ids + i, k, &objs, err);
+		if (r < 0)
+			return r;
+		out->uploaded += k;
+		for (size_t j = i; sizes && j < i + k; j++)
+			out->bytes += sizes[j];
+		if (progress)
+			progress(ctx, out->uploaded, out->bytes);
+	}
+	return 0;
+}
+
+static int upload_missing(struct al_cas *c, void (*progress)(void *ctx, uint64_t n, uint64_t bytes),
+			  void *ctx, struct al_cas_sync_stats *out, struct al_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct al_idset remote = { 0 };
+	struct sync_missing m = { .remote = &remote, .st = out };
+	int r = c->remote->foreach(c->remote, sync_listed, &remote, err);
+	if (r == 0)
+		r = al_cas__foreach(c, 0, sync_local, &m, err);
+	if (r == 0)
+		r = upload(c, m.ids, m.sizes, m.n, progress, ctx, out, err);
+	al_idset_release(&remote);
+	free(m.ids);
+	free(m.sizes);
+	return r;
+}
 
 int al_cas_remote_sync(struct al_cas *c, void (*progress)(void *ctx, uint64_t n, uint64_t bytes),
 		       void *ctx, struct al_cas_sync_stats *out, struct al_error *err)
@@ -1053,29 +1123,35 @@ int al_cas_remote_sync(struct al_cas *c, void (*progress)(void *ctx, uint64_t n,
 		return al_fail(err, AL_EUSAGE, 0, "cas: a batch is open");
 	/* the collector must not sweep what is about to be read */
 	int r = pin(c, err);
-	if (r < 0)
-		return r;
-	struct al_idset remote = { 0 };
-	struct sync_missing m = { .remote = &remote, .st = out };
-	r = c->remote->foreach(c->remote, sync_listed, &remote, err);
 	if (r == 0)
-		r = al_cas__foreach(c, 0, sync_local, &m, err);
-	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
-	for (size_t i = 0; r == 0 && i < m.n; i += SYNC_BATCH) {
-		size_t k = m.n - i < SYNC_BATCH ? m.n - i : SYNC_BATCH;
-		if ((r = al_odb_write_many(c->remote, m.ids + i, k, &objs, err)) < 0)
-			break;
-		out->uploaded += k;
-		for (size_t j = i; j < i + k; j++)
-			out->bytes += m.sizes[j];
-		if (progress)
-			progress(ctx, out->uploaded, out->bytes);
-	}
-	al_idset_release(&remote);
-	free(m.ids);
-	free(m.sizes);
+		r = upload_missing(c, progress, ctx, out, err);
 	al_cas__release_memory(c); /* unpins: nothing of a batch is open */
 	return r;
+}
+
+int al_cas__reupload_missing(struct al_cas *c, struct al_cas_sync_stats *out, struct al_error *err)
+{
+	return upload_missing(c, NULL, NULL, out, err);
+}
+
+int al_cas__reupload(struct al_cas *c, const struct al_oid *ids, size_t n, uint64_t *n_out,
+		     struct al_error *err)
+{
+	struct al_oid *held = malloc((n ? n : 1) * sizeof(*held));
+	if (!held)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	size_t k = 0;
+	int r = 0;
+	for (size_t i = 0; i < n && r >= 0; i++)
+		if ((r = al_cas__has_local(c, &ids[i], err)) == 1)
+			held[k++] = ids[i];
+	struct al_cas_sync_stats st = { 0 };
+	if (r >= 0)
+		r = upload(c, held, NULL, k, NULL, NULL, &st, err);
+	free(held);
+	if (n_out)
+		*n_out = st.uploaded;
+	return r < 0 ? r : 0;
 }
 
 static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
