@@ -56,9 +56,8 @@ static int setting_put(struct al_db *db, const char *name, int64_t v, struct al_
 		al_db_bind_text(del, 1, name, -1);
 		r = al_db_step(del, err);
 	}
-	if (r == 0 &&
-	    (r = al_db_prepare(db, "INSERT INTO settings(name, value) VALUES (?1, ?2)", &ins,
-			       err)) == 0) {
+	if (r == 0 && (r = al_db_prepare(db, "INSERT INTO settings(name, value) VALUES (?1, ?2)",
+					 &ins, err)) == 0) {
 		al_db_bind_text(ins, 1, name, -1);
 		al_db_bind_int64(ins, 2, v);
 		r = al_db_step(ins, err);
@@ -75,8 +74,7 @@ int al_gc__swept_record(struct al_db *db, const struct al_oid *ids, size_t n, in
 		return r;
 	gen++;
 	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL, *old = NULL, *del = NULL;
-	if ((r = al_db_prepare(db,
-			       "INSERT INTO blobs_swept(gen, id, time) VALUES (?1, ?2, ?3)",
+	if ((r = al_db_prepare(db, "INSERT INTO blobs_swept(gen, id, time) VALUES (?1, ?2, ?3)",
 			       &ins, err)) < 0)
 		return al_error_prefix(err, "bucket sweeps: ");
 	for (size_t i = 0; i < n; i++) {
@@ -92,8 +90,7 @@ int al_gc__swept_record(struct al_db *db, const struct al_oid *ids, size_t n, in
 	/* the ids of passes older than AL_GC_SWEPT_KEEP are forgotten; a node
 	 * further behind uploads whatever the bucket lacks instead */
 	int64_t forget = 0;
-	if ((r = al_db_prepare(db,
-			       "SELECT coalesce(max(gen), 0) FROM blobs_swept WHERE time < ?1",
+	if ((r = al_db_prepare(db, "SELECT coalesce(max(gen), 0) FROM blobs_swept WHERE time < ?1",
 			       &old, err)) == 0) {
 		al_db_bind_int64(old, 1, now - AL_GC_SWEPT_KEEP);
 		if ((r = al_db_step(old, err)) == AL_DB_ROW) {
@@ -140,7 +137,8 @@ static int local_gen_set(struct al_store *st, int64_t gen, struct al_error *err)
 	snprintf(path, sizeof(path), "%s/" GEN_FILE, al_store_dir(st));
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	int n = snprintf(buf, sizeof(buf), "%lld\n", (long long)gen);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int fd =
+		open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || al_write_full(fd, buf, (size_t)n) < 0 || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);

@@ -375,13 +375,39 @@ static void test_write_many(void **state)
 	}
 }
 
+struct sweep_fx {
+	struct al_oid keep;      /* what keep claims */
+	struct al_oid doomed[4]; /* what doomed was told */
+	size_t ndoomed, calls;
+	bool refuse; /* doomed fails */
+};
+
 static bool keep_first(void *ctx, const struct al_oid *id)
 {
-	return al_oid_eq(ctx, id);
+	return al_oid_eq(&((struct sweep_fx *)ctx)->keep, id);
+}
+
+static int doomed_note(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	struct sweep_fx *x = ctx;
+	x->calls++;
+	for (size_t i = 0; i < n && x->ndoomed < 4; i++)
+		x->doomed[x->ndoomed++] = ids[i];
+	return x->refuse ? al_fail(err, AL_EIO, 0, "not recorded") : 0;
+}
+
+static bool told(const struct sweep_fx *x, const struct al_oid *id)
+{
+	for (size_t i = 0; i < x->ndoomed; i++)
+		if (al_oid_eq(&x->doomed[i], id))
+			return true;
+	return false;
 }
 
 /* sweep: what keep claims stays; of the rest, only what is older than
- * `before` goes (the local store has no sweep of its own: gc.c's) */
+ * `before` goes, and doomed is told all of it before the first delete (a
+ * failure there deletes nothing); the local store has no sweep of its own
+ * (gc.c's) */
 static void test_sweep(void **state)
 {
 	struct fx *f = *state;
@@ -396,20 +422,38 @@ static void test_sweep(void **state)
 		assert_int_equal(al_odb_write_buf(f->b, p, 100 + i, &ids[i], &err), 0);
 	}
 	struct al_odb_sweep s;
+	struct sweep_fx x = { .keep = ids[0] };
 	/* everything is younger than an hour ago: nothing goes */
 	assert_int_equal(
-		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() - 3600, false, &s, &err), 0);
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() - 3600, false, &s, &err),
+		0);
 	assert_int_equal(s.objects, 0);
 	assert_int_equal(s.young, 2);
-	/* older than an hour from now: a dry run counts, deletes nothing */
-	assert_int_equal(f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, true, &s, &err),
-			 0);
+	assert_int_equal(x.calls, 0);
+	/* older than an hour from now: a dry run counts, deletes nothing, tells nothing */
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, true, &s, &err),
+		0);
 	assert_int_equal(s.objects, 2);
 	assert_int_equal(s.bytes, 101 + 102);
+	assert_int_equal(x.calls, 0);
 	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
+	/* doomed refuses: nothing goes */
+	x.refuse = true;
 	assert_int_equal(
-		f->b->sweep(f->b, keep_first, &ids[0], al_wall_s() + 3600, false, &s, &err), 0);
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		AL_EIO);
+	assert_non_null(strstr(err.msg, "not recorded"));
+	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
+	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 1);
+	x = (struct sweep_fx){ .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
 	assert_int_equal(s.objects, 2);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, 2);
+	assert_true(told(&x, &ids[1]) && told(&x, &ids[2]));
 	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
 	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 0);
 	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 0);
