@@ -247,6 +247,18 @@ pg_server() {
 	trap '"$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 }
 su_sql() { runuser -u postgres -- psql -h "$H" -p "$P" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 -qtAX "$@"; }
+# pg_metadata: on pg_server's cluster, the database airlock owned by
+# airlock_owner, migrated, with the service role airlock (a test: migrate);
+# exports AIRLOCK_METADATA as the service role.
+pg_metadata() {
+	su_sql -c "CREATE ROLE airlock_owner LOGIN" -c "CREATE ROLE airlock LOGIN NOSUPERUSER NOBYPASSRLS" \
+		-c "CREATE DATABASE airlock OWNER airlock_owner" -c "REVOKE ALL ON DATABASE airlock FROM PUBLIC" \
+		-c "GRANT CONNECT ON DATABASE airlock TO airlock"
+	run "$AL" --metadata "postgresql://airlock_owner@/airlock?host=$H&port=$P" admin metadata migrate \
+		--service-role airlock
+	is "$rc" 0 "migrate"
+	export AIRLOCK_METADATA="postgresql://airlock@/airlock?host=$H&port=$P"
+}
 
 # s3_server: a real S3 server for this test file (Debian's Swift with
 # s3api, tests/servers/swift.sh) in $T/swift, stopped at exit (and the

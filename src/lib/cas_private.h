@@ -52,6 +52,10 @@ int al_cas__empty(struct al_cas *c, struct al_error *err);
  * reads from here on cannot be swept until it is idle again.  For work a
  * commit does before its metadata lock (volume.c precompute). */
 int al_cas__pin(struct al_cas *c, struct al_error *err);
+/* The collector holds gc.lock exclusively through this handle's store:
+ * the handle's own reads (an object fetched from the bucket for mark 2)
+ * take no pin, which would wait on that lock forever. */
+void al_cas__sweeping(struct al_cas *c, bool on);
 
 /* Hold objects.db's checkpoints (al_sqlite_hold_checkpoints) while the
  * caller holds meta.db's write lock; released, a checkpoint due runs. */

@@ -114,8 +114,8 @@ struct gc {
 	 * (each table's order column: snapshots.seq, commits.id, runs.seq,
 	 * ledger.seq, alike on both engines) */
 	int64_t snap_seq, commit_id, run_seq, ledger_seq, nmax;
-	/* what the bucket's sweep is deleting (gc_sweeps.c), recorded in txn;
-	 * committed: txn's commit went through */
+	/* what the bucket's sweep is deleting (gc_sweeps.c), recorded in txn
+	 * up to the savepoint "swept"; committed: txn's commit went through */
 	struct al_oid *swept;
 	size_t nswept;
 	bool committed;
@@ -551,6 +551,8 @@ static int append_entry(struct sweep_ctx *x, struct al_error *err)
  * root goes, record the pass, commit meta.db (first: a crash after it leaves
  * objects nothing names, collected next time; never a name without its
  * object). */
+static void blobs_keep_record(struct gc *g, struct al_error *err);
+
 static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err)
 {
 	struct sweep_ctx *x = ctx;
@@ -564,35 +566,55 @@ static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct 
 		r = snapshots_to_forget(x->g, &x->rep->snapshots, del, err);
 	if (r == 0)
 		r = append_entry(x, err);
+	if (r < 0)
+		blobs_keep_record(x->g, err);
 	r = al_ledger__commit(x->g->st, &x->g->txn, r, err);
-	x->g->committed = r == 0;
+	x->g->committed = x->g->committed || r == 0;
 	return r;
 }
 
 /* what the bucket's sweep is about to delete, recorded in the pause's
- * transaction before the first DELETE (and kept, should that transaction
- * not commit) */
+ * transaction before the first DELETE, and a savepoint after it */
 static int blobs_doomed(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
 {
 	struct gc *g = ctx;
 	if (!(g->swept = malloc(n * sizeof(*ids))))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "gc");
 	memcpy(g->swept, ids, n * sizeof(*ids));
-	g->nswept = n;
-	return al_gc__swept_record(g->db, ids, n, al_wall_s(), err);
+	int r = al_gc__swept_record(g->db, ids, n, al_wall_s(), err);
+	if (r == 0 && (r = al_db_exec(g->db, "SAVEPOINT swept", err)) == 0)
+		g->nswept = n;
+	return r;
 }
 
-/* The pass deleted from the bucket and its transaction did not commit:
- * what it deleted is recorded in one of its own, or another node could go
- * on trusting its local copies of it. */
-static void blobs_record_again(struct gc *g)
+/* The pass began deleting from the bucket and fails: what it deleted must
+ * be recorded all the same, or another node could go on trusting its
+ * local copies.  Its transaction, still open, commits the record alone
+ * (back to the savepoint: the lock is held throughout, so no node writes
+ * in between); one that is gone gives way to a transaction of its own.
+ * If neither commits, err says what the operator must do. */
+static void blobs_keep_record(struct gc *g, struct al_error *err)
 {
-	struct al_db_txn txn = { 0 };
-	if (al_db_begin(g->db, AL_DB_WRITE, &txn, NULL) < 0)
+	if (!g->nswept || g->committed)
 		return;
-	if (al_gc__swept_record(g->db, g->swept, g->nswept, al_wall_s(), NULL) == 0)
-		al_db_commit(&txn, NULL);
-	al_db_rollback(&txn);
+	int r = -1;
+	if (g->txn.open && al_db_exec(g->db, "ROLLBACK TO SAVEPOINT swept", NULL) == 0)
+		r = al_db_commit(&g->txn, NULL);
+	al_db_rollback(&g->txn);
+	if (r < 0) {
+		struct al_db_txn txn = { 0 };
+		if (al_db_begin(g->db, AL_DB_WRITE, &txn, NULL) == 0 &&
+		    al_gc__swept_record(g->db, g->swept, g->nswept, al_wall_s(), NULL) == 0)
+			r = al_db_commit(&txn, NULL);
+		al_db_rollback(&txn);
+	}
+	g->committed = r == 0;
+	if (r < 0 && err) {
+		size_t l = strlen(err->msg);
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+			 "; what the pass deleted from the bucket is not recorded: run `airlock "
+			 "admin blobs sync` on every node");
+	}
 }
 
 /* --blobs: the bucket's copies nothing retains, past the grace period */
@@ -676,8 +698,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	for (;;) {
 		if ((r = al_db_begin(g.db, AL_DB_WRITE, &g.txn, err)) < 0)
 			goto out;
-		if (flock(lockfd, LOCK_EX | LOCK_NB) == 0)
+		if (flock(lockfd, LOCK_EX | LOCK_NB) == 0) {
+			al_cas__sweeping(g.cas, true);
 			break;
+		}
 		al_db_rollback(&g.txn);
 		if (al_now_ns() > deadline) {
 			rep->objects_skipped = true;
@@ -708,9 +732,10 @@ int al_gc_run(struct al_store *st, const struct al_gc_opts *o, struct al_gc_repo
 	r = al_cas__sweep(g.cas, c.id, keepn, before_commit, &x, &s, err);
 	rep->retained = g.kept.n;
 out:
+	if (r < 0)
+		blobs_keep_record(&g, err);
 	al_db_rollback(&g.txn); /* still open after a failure before the sweep's commit */
-	if (g.nswept && !g.committed)
-		blobs_record_again(&g);
+	al_cas__sweeping(g.cas, false);
 	free(g.swept);
 	rep->seq = x.seq;
 	free(c.id);

@@ -22,13 +22,7 @@ EMPTY=$(printf '' | sha256sum | cut -c1-64)
 command curl -sf -o /dev/null --netrc-file "$T/swift/netrc" --aws-sigv4 aws:amz:us-east-1:s3 \
 	-H "x-amz-content-sha256: $EMPTY" -X PUT "$EP/blobs"
 export AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP"
-su_sql -c "CREATE ROLE airlock_owner LOGIN" -c "CREATE ROLE airlock LOGIN NOSUPERUSER NOBYPASSRLS" \
-	-c "CREATE DATABASE airlock OWNER airlock_owner" -c "REVOKE ALL ON DATABASE airlock FROM PUBLIC" \
-	-c "GRANT CONNECT ON DATABASE airlock TO airlock"
-run "$AL" --metadata "postgresql://airlock_owner@/airlock?host=$H&port=$P" admin metadata migrate \
-	--service-role airlock
-is "$rc" 0 "migrate"
-export AIRLOCK_METADATA="postgresql://airlock@/airlock?host=$H&port=$P"
+pg_metadata
 
 NA="$T/a" NB="$T/b"
 AIRLOCK_HOME=$NA "$AL" init >/dev/null 2>&1

@@ -16,13 +16,7 @@ s3_server
 trap '[ -n "${PROXY:-}" ] && kill "$PROXY"; "$SW" stop "$T/swift"; "$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 fault_proxy
 export AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP"
-su_sql -c "CREATE ROLE airlock_owner LOGIN" -c "CREATE ROLE airlock LOGIN NOSUPERUSER NOBYPASSRLS" \
-	-c "CREATE DATABASE airlock OWNER airlock_owner" -c "REVOKE ALL ON DATABASE airlock FROM PUBLIC" \
-	-c "GRANT CONNECT ON DATABASE airlock TO airlock"
-run "$AL" --metadata "postgresql://airlock_owner@/airlock?host=$H&port=$P" admin metadata migrate \
-	--service-role airlock
-is "$rc" 0 "migrate"
-export AIRLOCK_METADATA="postgresql://airlock@/airlock?host=$H&port=$P"
+pg_metadata
 db_sql() { DB=airlock su_sql -c "$1"; }
 setting() { # setting NAME VALUE: the default tenant's
 	db_sql "DELETE FROM settings WHERE tenant = 'default' AND name = '$1';

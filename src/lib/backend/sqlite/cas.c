@@ -67,6 +67,7 @@ struct al_cas {
 	struct al_oid *wr;
 	size_t nwr, capwr;
 	bool hydrating;
+	bool sweeping; /* this handle's collector holds gc.lock exclusively */
 };
 
 /* objects.db, by version (sqlite_util.h: never edit a released one) */
@@ -270,7 +271,7 @@ static void remove_batch_dir(struct al_cas *c)
  * the lock exclusively, must not run meanwhile (docs/architecture.md). */
 static int pin(struct al_cas *c, struct al_error *err)
 {
-	if (c->pinfd >= 0)
+	if (c->pinfd >= 0 || c->sweeping)
 		return 0;
 	int fd = openat(c->dirfd, AL_CAS_GC_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -290,6 +291,11 @@ static int pin(struct al_cas *c, struct al_error *err)
 int al_cas__pin(struct al_cas *c, struct al_error *err)
 {
 	return pin(c, err);
+}
+
+void al_cas__sweeping(struct al_cas *c, bool on)
+{
+	c->sweeping = on;
 }
 
 int al_cas_begin(struct al_cas *c, struct al_error *err)
