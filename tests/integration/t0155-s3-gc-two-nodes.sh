@@ -105,26 +105,22 @@ run env AIRLOCK_HOME="$NB" "$AL" commit p "$T/w2" --base "$HEAD1" -m "back to th
 is "$rc" 0 "the same commit once the bucket answers"
 is "$(cat "$NB/tenants/default/bucket.gen")" 2 "  B is at generation 2"
 
-# ---- further behind than the database remembers: everything missing goes up
+# ---- further behind than the database remembers, or ahead of it (the
+# database restored from a backup): everything the bucket lacks goes up
 SEED=$(sha "$T/p/seed")
-s3 DELETE "blobs/team/default/$SEED" -o /dev/null
-ok "(an object of the first commit lost from the bucket)" -- lacks_key "$SEED"
+full_upload() { # full_upload GEN PRUNED WHAT: the seed lost from the bucket, then a write on B
+	s3 DELETE "blobs/team/default/$SEED" -o /dev/null
+	ok "(an object of the first commit lost from the bucket)" -- lacks_key "$SEED"
+	setting blobs_gen "$1"
+	setting blobs_pruned "$2"
+	run env AIRLOCK_HOME="$NB" "$AL" gc retention 0
+	is "$rc" 0 "a write on B, $3"
+	ok "  uploads what the bucket lacks" -- has_key "$SEED"
+	is "$(cat "$NB/tenants/default/bucket.gen")" "$1" "  and B is at generation $1"
+}
 db_sql "DELETE FROM blobs_swept"
-setting blobs_gen 9
-setting blobs_pruned 5
-run env AIRLOCK_HOME="$NB" "$AL" gc retention 0
-is "$rc" 0 "a write on B, behind the generations the database remembers"
-ok "  uploads what the bucket lacks" -- has_key "$SEED"
-is "$(cat "$NB/tenants/default/bucket.gen")" 9 "  and B is at generation 9"
-
-# ---- ahead of the database (restored from a backup): the same
-s3 DELETE "blobs/team/default/$SEED" -o /dev/null
-setting blobs_gen 3
-setting blobs_pruned 0
-run env AIRLOCK_HOME="$NB" "$AL" gc retention 0
-is "$rc" 0 "a write on B, ahead of the database's generation"
-ok "  uploads what the bucket lacks" -- has_key "$SEED"
-is "$(cat "$NB/tenants/default/bucket.gen")" 3 "  and B is at generation 3"
+full_upload 9 5 "behind the generations the database remembers"
+full_upload 3 0 "ahead of the database's generation"
 
 # ---- a damaged generation file is no generation: B distrusts its store
 s3 DELETE "blobs/team/default/$SEED" -o /dev/null
