@@ -547,12 +547,12 @@ static int append_entry(struct sweep_ctx *x, struct al_error *err)
 	return r;
 }
 
+static void blobs_keep_record(struct gc *g, struct al_error *err);
+
 /* Inside the object store's delete transaction: forget the snapshots whose
  * root goes, record the pass, commit meta.db (first: a crash after it leaves
  * objects nothing names, collected next time; never a name without its
  * object). */
-static void blobs_keep_record(struct gc *g, struct al_error *err);
-
 static int before_commit(void *ctx, const struct al_cas__sweep_stats *s, struct al_error *err)
 {
 	struct sweep_ctx *x = ctx;
