@@ -45,6 +45,17 @@ int al_cas__reupload(struct al_cas *c, const struct al_oid *ids, size_t n, uint6
 /* Upload every local object the remote's listing lacks, without the pin
  * al_cas_remote_sync takes (the caller holds the metadata write lock). */
 int al_cas__reupload_missing(struct al_cas *c, struct al_cas_sync_stats *out, struct al_error *err);
+/* This node's sweep generation for the remote (tenants/<t>/bucket.gen,
+ * gc_sweeps.c): *gen -1 when it has none (absent or damaged), and the
+ * file's serial, which every write of it increments (0 when absent).  A
+ * fetch from the remote reads the serial before its bytes leave, and when
+ * it lands, under the lock taken shared, uploads them again if the serial
+ * moved: a catch-up ran meanwhile without seeing them. */
+int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err);
+int al_cas__gen_write(struct al_cas *c, int64_t gen, int64_t serial, struct al_error *err);
+/* bucket.lock, held (exclusive: by a catch-up, from its read of the
+ * generation to its write) until the returned descriptor is closed */
+int al_cas__gen_lock(struct al_cas *c, bool exclusive, struct al_error *err);
 /* Does the local store hold no object at all? */
 int al_cas__empty(struct al_cas *c, struct al_error *err);
 

@@ -8,10 +8,11 @@
  * the tenant's write lock; and every write transaction of a node, once it
  * holds that lock, catches up: what was swept since the generation its
  * local store last caught up with, and that it holds, goes to the bucket
- * again before the transaction names anything.  Why that suffices:
+ * again before the transaction names anything (a fetch from the bucket
+ * that such a catch-up overtakes is uploaded again as it lands: cas.c,
+ * land_fetched).  Why that suffices:
  * docs/architecture.md, "Garbage collection in the bucket". */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,6 @@
 #include "db.h"
 #include "gc_private.h"
 #include "util.h"
-
-#define GEN_FILE "bucket.gen" /* in the tenant directory: this node's generation */
 
 /* settings blobs_gen (the last pass's) and blobs_pruned (the newest whose
  * ids are forgotten); 0 when absent */
@@ -107,46 +106,6 @@ int al_gc__swept_record(struct al_db *db, const struct al_oid *ids, size_t n, in
 	return r < 0 ? al_error_prefix(err, "bucket sweeps: ") : 0;
 }
 
-/* this node's generation: -1 when it has none yet */
-static int local_gen(struct al_store *st, int64_t *gen, struct al_error *err)
-{
-	*gen = -1;
-	char path[4200], buf[32];
-	snprintf(path, sizeof(path), "%s/" GEN_FILE, al_store_dir(st));
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : al_fail(err, AL_EIO, errno, "open %s", path);
-	ssize_t k = read(fd, buf, sizeof(buf) - 1);
-	if (k < 0)
-		return al_fail(err, AL_EIO, errno, "read %s", path);
-	buf[k] = 0;
-	char *end;
-	errno = 0;
-	long long v = strtoll(buf, &end, 10);
-	/* anything else is a generation of none: the caller distrusts it all */
-	if (errno == 0 && end != buf && *end == '\n' && v >= 0)
-		*gen = v;
-	return 0;
-}
-
-/* Written whole and renamed into place; not synced: a generation lost in a
- * crash is an older one, whose catch-up is done again. */
-static int local_gen_set(struct al_store *st, int64_t gen, struct al_error *err)
-{
-	char path[4200], tmp[4300], buf[32];
-	snprintf(path, sizeof(path), "%s/" GEN_FILE, al_store_dir(st));
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	int n = snprintf(buf, sizeof(buf), "%lld\n", (long long)gen);
-	_cleanup_close_ int fd =
-		open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || al_write_full(fd, buf, (size_t)n) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return al_fail(err, AL_EIO, e, "write %s", path);
-	}
-	return 0;
-}
-
 static int swept_since(struct al_db *db, int64_t since, struct al_oid **ids, size_t *n,
 		       struct al_error *err)
 {
@@ -179,9 +138,19 @@ int al_gc__catch_up(void *ctx, struct al_db *db, struct al_error *err)
 {
 	struct al_store *st = ctx;
 	struct al_cas *cas = al_store_cas(st);
-	int64_t gen, pruned, mine;
+	int64_t gen, pruned, mine, serial;
 	int r = gens_read(db, &gen, &pruned, err);
-	if (r < 0 || (r = local_gen(st, &mine, err)) < 0 || mine == gen)
+	if (r < 0)
+		return r;
+	/* cheap and unlocked first: the generation moves only under the
+	 * tenant's write lock, which this transaction holds */
+	if ((r = al_cas__gen_read(cas, &mine, &serial, err)) < 0 || mine == gen)
+		return r;
+	/* no fetch lands while this runs (al_cas__gen_read) */
+	_cleanup_close_ int lk = al_cas__gen_lock(cas, true, err);
+	if (lk < 0)
+		return lk;
+	if ((r = al_cas__gen_read(cas, &mine, &serial, err)) < 0)
 		return r;
 	if (mine < 0) {
 		/* a store that holds nothing trusts nothing: it starts here */
@@ -204,5 +173,5 @@ int al_gc__catch_up(void *ctx, struct al_db *db, struct al_error *err)
 	}
 	if (r < 0)
 		return al_error_prefix(err, "bucket sweeps: catching up: ");
-	return local_gen_set(st, gen, err);
+	return al_cas__gen_write(cas, gen, serial + 1, err);
 }

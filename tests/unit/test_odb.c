@@ -644,6 +644,174 @@ static void test_tier_remote_failure_aborts_batch(void **state)
 	rmdir_r(t.dir);
 }
 
+/* A remote whose read, once the bytes are on their way, plays what another
+ * node's gc pass and a catch-up on this node may do meanwhile: the object
+ * leaves the remote, and the node's sweep generation moves on (under the
+ * catch-up's lock) without having seen it in the local store. */
+struct racing {
+	struct al_odb_backend base;
+	struct al_odb_backend *inner;
+	struct al_cas *node; /* the store the catch-up moves on */
+	char remote_db[160];
+	bool race;
+	unsigned writes; /* objects written to the remote */
+};
+static int racing_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink,
+		       void *ctx, struct al_error *err)
+{
+	struct racing *x = (struct racing *)b;
+	int r = x->inner->read(x->inner, id, sink, ctx, err);
+	if (r < 0 || !x->race)
+		return r;
+	char hex[2 * AL_OID_LEN + 1], cmd[512];
+	al_hex(id->b, AL_OID_LEN, hex);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"DELETE FROM objects WHERE hex(id) = upper('%s')\"",
+		 x->remote_db, hex);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(x->inner->exists(x->inner, id, err), 0);
+	int lk = al_cas__gen_lock(x->node, true, err);
+	assert_true(lk >= 0);
+	int64_t gen, serial;
+	assert_int_equal(al_cas__gen_read(x->node, &gen, &serial, err), 0);
+	assert_int_equal(al_cas__gen_write(x->node, gen + 1, serial + 1, err), 0);
+	close(lk);
+	return r;
+}
+static int racing_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
+			al_odb_source src, void *ctx, struct al_error *err)
+{
+	struct racing *x = (struct racing *)b;
+	x->writes++;
+	return x->inner->write(x->inner, id, size, src, ctx, err);
+}
+static int racing_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
+{
+	struct al_odb_backend *in = ((struct racing *)b)->inner;
+	return in->exists(in, id, err);
+}
+static int racing_header(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
+			 struct al_error *err)
+{
+	struct al_odb_backend *in = ((struct racing *)b)->inner;
+	return in->read_header(in, id, size, err);
+}
+static void racing_free(struct al_odb_backend *b)
+{
+	al_odb_backend_free(((struct racing *)b)->inner);
+	free(b);
+}
+
+static struct al_cas *racing_open(struct tier *t, const char *name, struct racing **out)
+{
+	char d[128];
+	snprintf(d, sizeof(d), "%s/%s", t->dir, name);
+	mkdir(d, 0700);
+	struct al_cas *c = NULL;
+	assert_int_equal(al_cas_open(d, &c, NULL), 0);
+	struct racing *x = calloc(1, sizeof(*x));
+	snprintf(d, sizeof(d), "%s/remote", t->dir);
+	assert_int_equal(al_odb_sqlite_open(d, &x->inner, NULL), 0);
+	snprintf(x->remote_db, sizeof(x->remote_db), "%s/objects.db", d);
+	x->base = *x->inner;
+	x->base.read = racing_read;
+	x->base.read_header = racing_header;
+	x->base.write = racing_write;
+	x->base.write_many = NULL;
+	x->base.exists = racing_exists;
+	x->base.sweep = NULL;
+	x->base.foreach = NULL;
+	x->base.free = racing_free;
+	x->node = c;
+	al_cas__set_remote(c, &x->base);
+	*out = x;
+	return c;
+}
+
+/* A fetch that a catch-up overtook lands only once its bytes are in the
+ * remote again (alone, or with its batch); one that nothing overtook
+ * writes nothing.  Without it, the node would trust an object the remote
+ * lost: its dedup does not upload what it holds. */
+static void test_tier_fetch_overtaken(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(&t, "node-a");
+	_cleanup_free_ uint8_t *big = pattern(AL_CAS_LOOSE_MIN * 2, 7);
+	struct al_oid ids[4];
+	const char *small[3] = { "one", "two", "three" };
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(al_cas_put(a, small[i], strlen(small[i]), &ids[i], &err), 0);
+	assert_int_equal(al_cas_put(a, big, AL_CAS_LOOSE_MIN * 2, &ids[3], &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+
+	struct racing *x = NULL;
+	struct al_cas *b = racing_open(&t, "node-b", &x);
+	int64_t gen, serial;
+
+	/* nothing overtakes the fetch: it lands, and nothing is written */
+	uint8_t *p = NULL;
+	size_t len = 0;
+	assert_int_equal(al_cas_get(b, &ids[0], &p, &len, &err), 0);
+	free(p);
+	assert_int_equal(x->writes, 0);
+	assert_int_equal(al_cas__has_local(b, &ids[0], &err), 1);
+
+	/* alone: the catch-up overtakes it, and it lands uploaded again */
+	x->race = true;
+	assert_int_equal(al_cas_get(b, &ids[1], &p, &len, &err), 0);
+	free(p);
+	assert_int_equal(x->writes, 1);
+	assert_int_equal(x->inner->exists(x->inner, &ids[1], &err), 1);
+	assert_int_equal(al_cas__gen_read(b, &gen, &serial, &err), 0);
+	assert_int_equal(gen, 0);
+	assert_int_equal(serial, 1);
+
+	/* in a batch: the fetched rows land at its commit, with their bytes
+	 * in the remote again; before it, the remote lacks them */
+	x->writes = 0;
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_get(b, &ids[2], &p, &len, &err), 0);
+	free(p);
+	x->race = false;
+	struct al_cas_reader *rd = NULL;
+	assert_int_equal(al_cas_reader_open(b, &ids[3], &rd, &err), 0);
+	al_cas_reader_close(rd);
+	struct al_oid mine;
+	assert_int_equal(al_cas_put(b, "new here", 8, &mine, &err), 0);
+	assert_int_equal(x->inner->exists(x->inner, &ids[2], &err), 0);
+	assert_int_equal(x->writes, 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	/* the new object, and both fetched (the serial moved since the
+	 * first of them began) */
+	assert_int_equal(x->writes, 3);
+	assert_int_equal(x->inner->exists(x->inner, &ids[2], &err), 1);
+	assert_int_equal(x->inner->exists(x->inner, &mine, &err), 1);
+	assert_int_equal(al_cas__has_local(b, &ids[2], &err), 1);
+	assert_int_equal(al_cas__has_local(b, &ids[3], &err), 1);
+
+	al_cas_close(b);
+
+	/* a batch whose fetch nothing overtook writes only its own object */
+	struct al_cas *c = racing_open(&t, "node-c", &x);
+	assert_int_equal(al_cas__gen_write(c, 4, 9, &err), 0);
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_get(c, &ids[0], &p, &len, &err), 0);
+	free(p);
+	assert_int_equal(al_cas_put(c, "also new", 8, &mine, &err), 0);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	assert_int_equal(x->writes, 1);
+	assert_int_equal(al_cas__has_local(c, &ids[0], &err), 1);
+	assert_int_equal(al_cas__gen_read(c, &gen, &serial, &err), 0);
+	assert_int_equal(gen, 4);
+	assert_int_equal(serial, 9);
+	al_cas_close(c);
+	rmdir_r(t.dir);
+}
+
 /* ---- the S3 URL ------------------------------------------------------------------ */
 
 static const char *const aws_vars[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
@@ -853,6 +1021,7 @@ int main(void)
 		CONFORMANCE(setup_sqlite),
 		cmocka_unit_test(test_tier_push_then_fetch),
 		cmocka_unit_test(test_tier_remote_failure_aborts_batch),
+		cmocka_unit_test(test_tier_fetch_overtaken),
 		cmocka_unit_test(test_s3_config),
 	};
 	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };

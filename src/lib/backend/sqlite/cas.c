@@ -67,6 +67,11 @@ struct al_cas {
 	struct al_oid *wr;
 	size_t nwr, capwr;
 	bool hydrating;
+	/* what this batch fetched from the remote, and bucket.gen's serial
+	 * before the first of those fetches began (al_cas__gen_read) */
+	struct al_oid *hyd;
+	size_t nhyd, caphyd;
+	int64_t hyd_serial;
 	bool sweeping; /* this handle's collector holds gc.lock exclusively */
 };
 
@@ -94,6 +99,10 @@ void al_cas__map_reads(bool on)
 }
 
 static int push_batch(struct al_cas *c, struct al_error *err);
+static int commit_txn(struct al_cas *c, struct al_error *err);
+static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
+			int (*publish)(struct al_cas *c, struct al_error *err),
+			struct al_error *err);
 
 static void sweep_stale_batches(int tmpfd)
 {
@@ -240,6 +249,7 @@ void al_cas_close(struct al_cas *c)
 	al_buf_release(&c->zbuf);
 	free(c->pend);
 	free(c->wr);
+	free(c->hyd);
 	al_odb_backend_free(c->remote);
 	if (c->pinfd >= 0)
 		close(c->pinfd);
@@ -313,7 +323,7 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	c->in_batch = true;
 	c->txn = false;
 	c->npend = 0;
-	c->nwr = 0;
+	c->nwr = c->nhyd = 0;
 	return 0;
 }
 
@@ -417,7 +427,11 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	 * batch another node can see through the metadata is readable there */
 	if (c->remote && (r = push_batch(c, err)) < 0)
 		goto fail;
-	if (c->txn && (r = al_sqlite_exec(c->db, "COMMIT", err)) < 0)
+	if (c->nhyd)
+		r = land_fetched(c, c->hyd, c->nhyd, c->hyd_serial, commit_txn, err);
+	else if (c->txn)
+		r = commit_txn(c, err);
+	if (r < 0)
 		goto fail;
 	c->in_batch = c->txn = false;
 	remove_batch_dir(c);
@@ -434,7 +448,7 @@ void al_cas_abort(struct al_cas *c)
 	if (c->txn)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	c->in_batch = c->txn = false;
-	c->nwr = 0;
+	c->nwr = c->nhyd = 0;
 	remove_batch_dir(c);
 }
 
@@ -459,6 +473,21 @@ int al_cas__has_local(struct al_cas *c, const struct al_oid *d, struct al_error 
 	return al_fail(err, AL_EIO, 0, "cas: lookup: %s", sqlite3_errmsg(c->db));
 }
 
+static int oid_push(struct al_oid **v, size_t *n, size_t *cap, const struct al_oid *d,
+		    struct al_error *err)
+{
+	if (*n == *cap) {
+		size_t k = *cap ? *cap * 2 : 64;
+		struct al_oid *w = realloc(*v, k * sizeof(*w));
+		if (!w)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+		*v = w;
+		*cap = k;
+	}
+	(*v)[(*n)++] = *d;
+	return 0;
+}
+
 static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
 		      const void *data, size_t dlen, struct al_error *err)
 {
@@ -479,17 +508,8 @@ static int insert_row(struct al_cas *c, const struct al_oid *d, uint64_t size, i
 	if (rc != SQLITE_DONE)
 		return al_fail(err, rc == SQLITE_FULL ? AL_ELIMIT : AL_EIO, 0,
 			       "cas: store object: %s", sqlite3_errmsg(c->db));
-	if (c->remote && !c->hydrating && sqlite3_changes(c->db) == 1) {
-		if (c->nwr == c->capwr) {
-			size_t n = c->capwr ? c->capwr * 2 : 64;
-			struct al_oid *w = realloc(c->wr, n * sizeof(*w));
-			if (!w)
-				return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
-			c->wr = w;
-			c->capwr = n;
-		}
-		c->wr[c->nwr++] = *d;
-	}
+	if (c->remote && !c->hydrating && sqlite3_changes(c->db) == 1)
+		return oid_push(&c->wr, &c->nwr, &c->capwr, d, err);
 	return 0;
 }
 
@@ -847,6 +867,135 @@ void al_cas__set_remote(struct al_cas *c, struct al_odb_backend *remote)
 	c->remote = remote;
 }
 
+static int64_t reader_source(void *ctx, void *buf, size_t n, struct al_error *err)
+{
+	return al_cas_reader_read(ctx, buf, n, err);
+}
+
+static int reader_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		       struct al_error *err)
+{
+	struct al_cas_reader *rd = NULL;
+	int r = al_cas_reader_open(ctx, id, &rd, err);
+	if (r < 0)
+		return r;
+	*size = al_cas_reader_size(rd);
+	*src = rd;
+	return 0;
+}
+
+static void reader_close(void *src)
+{
+	al_cas_reader_close(src);
+}
+
+/* ids (all in the local store) to the remote, read back verified */
+static int push_ids(struct al_cas *c, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
+	return al_odb_write_many(c->remote, ids, n, &objs, err);
+}
+
+/* ---- this node's sweep generation (gc_sweeps.c) -------------------------------- */
+
+#define GEN_FILE "bucket.gen"  /* "GEN SERIAL\n" */
+#define GEN_LOCK "bucket.lock" /* exclusive: a catch-up; shared: a fetch lands */
+
+int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err)
+{
+	*gen = -1;
+	*serial = 0;
+	char buf[64];
+	_cleanup_close_ int fd = openat(c->dirfd, GEN_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : al_fail(err, AL_EIO, errno, "open " GEN_FILE);
+	ssize_t k = read(fd, buf, sizeof(buf) - 1);
+	if (k < 0)
+		return al_fail(err, AL_EIO, errno, "read " GEN_FILE);
+	buf[k] = 0;
+	char *end, *end2;
+	errno = 0;
+	long long v = strtoll(buf, &end, 10), sn = 0;
+	if (errno || end == buf || v < 0)
+		return 0; /* damaged: a generation of none, the caller distrusts it all */
+	if (*end == ' ') {
+		sn = strtoll(end + 1, &end2, 10);
+		if (errno || end2 == end + 1 || sn < 0)
+			return 0;
+		end = end2;
+	}
+	if (*end != '\n')
+		return 0;
+	*gen = v;
+	*serial = sn;
+	return 0;
+}
+
+/* Written whole and renamed into place; not synced: a generation lost in a
+ * crash is an older one, whose catch-up is done again, and a serial lost
+ * with it was never compared against (only a fetch that began before the
+ * crash, in a process now gone, read it). */
+int al_cas__gen_write(struct al_cas *c, int64_t gen, int64_t serial, struct al_error *err)
+{
+	char tmp[64], buf[64];
+	snprintf(tmp, sizeof(tmp), GEN_FILE ".%d.tmp", (int)getpid());
+	int n = snprintf(buf, sizeof(buf), "%lld %lld\n", (long long)gen, (long long)serial);
+	_cleanup_close_ int fd =
+		openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || al_write_full(fd, buf, (size_t)n) < 0 ||
+	    renameat(c->dirfd, tmp, c->dirfd, GEN_FILE) < 0) {
+		int e = errno;
+		unlinkat(c->dirfd, tmp, 0);
+		return al_fail(err, AL_EIO, e, "write " GEN_FILE);
+	}
+	return 0;
+}
+
+int al_cas__gen_lock(struct al_cas *c, bool exclusive, struct al_error *err)
+{
+	int fd = openat(c->dirfd, GEN_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return al_fail(err, AL_EIO, errno, "open " GEN_LOCK);
+	while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return al_fail(err, AL_EIO, e, "lock " GEN_LOCK);
+		}
+	}
+	return fd;
+}
+
+static int commit_txn(struct al_cas *c, struct al_error *err)
+{
+	return al_sqlite_exec(c->db, "COMMIT", err);
+}
+
+/* The landing of what was fetched from the remote (ids, fetched since
+ * bucket.gen's serial was `since`), made visible by `publish` (the commit
+ * of objects.db's transaction).  A catch-up (gc_sweeps.c) that ran while
+ * they were on the way did not see them in the local store, so did not
+ * upload them again if another node's pass swept them meanwhile: when the
+ * serial moved, they go to the remote again first.  Under the lock a
+ * catch-up takes exclusively, so none runs between this check and their
+ * landing; one that runs after it sees them. */
+static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
+			int (*publish)(struct al_cas *c, struct al_error *err),
+			struct al_error *err)
+{
+	int lk = al_cas__gen_lock(c, false, err);
+	if (lk < 0)
+		return lk;
+	int64_t gen, serial;
+	int r = al_cas__gen_read(c, &gen, &serial, err);
+	if (r == 0 && serial != since)
+		r = push_ids(c, ids, n, err);
+	if (r == 0)
+		r = publish(c, err);
+	close(lk);
+	return r;
+}
+
 struct fetch {
 	int fd;
 	uint64_t n;
@@ -883,6 +1032,10 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 		r = al_fail(err, AL_EIO, errno, "cas: create temp object");
 		goto out;
 	}
+	/* the serial before the bytes leave the remote (land_fetched) */
+	int64_t gen, serial;
+	if ((r = al_cas__gen_read(c, &gen, &serial, err)) < 0)
+		goto out;
 	struct fetch f = { .fd = fd };
 	r = c->remote->read(c->remote, d, fetch_sink, &f, err);
 	/* bytes that do not match the id are read once more (a fault on the
@@ -931,10 +1084,16 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 		}
 	}
 	c->hydrating = false;
+	if (r == 0 && !own_txn) {
+		/* lands with the batch (al_cas_commit) */
+		if (!c->nhyd)
+			c->hyd_serial = serial;
+		r = oid_push(&c->hyd, &c->nhyd, &c->caphyd, d, err);
+	}
 out:
 	if (own_txn) {
 		if (r == 0)
-			r = al_sqlite_exec(c->db, "COMMIT", err);
+			r = land_fetched(c, d, 1, serial, commit_txn, err);
 		if (r < 0)
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	}
@@ -957,34 +1116,11 @@ static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *
 	return lookup_local(c, d, enc, size, err);
 }
 
-static int64_t reader_source(void *ctx, void *buf, size_t n, struct al_error *err)
-{
-	return al_cas_reader_read(ctx, buf, n, err);
-}
-
-static int reader_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
-		       struct al_error *err)
-{
-	struct al_cas_reader *rd = NULL;
-	int r = al_cas_reader_open(ctx, id, &rd, err);
-	if (r < 0)
-		return r;
-	*size = al_cas_reader_size(rd);
-	*src = rd;
-	return 0;
-}
-
-static void reader_close(void *src)
-{
-	al_cas_reader_close(src);
-}
-
 /* Every object the batch inserted, to the remote (read back verified), at
  * once: the batch commits only when all of them are there. */
 static int push_batch(struct al_cas *c, struct al_error *err)
 {
-	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
-	int r = al_odb_write_many(c->remote, c->wr, c->nwr, &objs, err);
+	int r = push_ids(c, c->wr, c->nwr, err);
 	if (r < 0)
 		return r;
 	c->nwr = 0;
@@ -1085,10 +1221,9 @@ static int upload(struct al_cas *c, const struct al_oid *ids, const uint64_t *si
 		  void (*progress)(void *ctx, uint64_t n, uint64_t bytes), void *ctx,
 		  struct al_cas_sync_stats *out, struct al_error *err)
 {
-	const struct al_odb_objects objs = { reader_open, reader_source, reader_close, c };
 	for (size_t i = 0; i < n; i += SYNC_BATCH) {
 		size_t k = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
-		int r = al_odb_write_many(c->remote, ids + i, k, &objs, err);
+		int r = push_ids(c, ids + i, k, err);
 		if (r < 0)
 			return r;
 		out->uploaded += k;
