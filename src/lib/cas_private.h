@@ -46,15 +46,22 @@ int al_cas__reupload(struct al_cas *c, const struct al_oid *ids, size_t n, uint6
  * al_cas_remote_sync takes (the caller holds the metadata write lock). */
 int al_cas__reupload_missing(struct al_cas *c, struct al_cas_sync_stats *out, struct al_error *err);
 /* This node's sweep generation for the remote (tenants/<t>/bucket.gen,
- * gc_sweeps.c): *gen -1 when it has none (absent or damaged), and the
- * file's serial, which every write of it increments (0 when absent).  A
+ * gc_sweeps.c): *gen -1 when it has none, and the file's serial, which
+ * every catch-up moves on (-1 when the file is missing or damaged).  A
  * fetch from the remote reads the serial before its bytes leave, and when
- * it lands, under the lock taken shared, uploads them again if the serial
- * moved: a catch-up ran meanwhile without seeing them. */
+ * it lands (the commit that makes its row visible), under bucket.lock
+ * taken shared, uploads them again if the serial moved: a catch-up began
+ * meanwhile and could not see them. */
 int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err);
+/* Written whole, renamed into place.  Only a catch-up writes it, under the
+ * tenant's metadata write lock. */
 int al_cas__gen_write(struct al_cas *c, int64_t gen, int64_t serial, struct al_error *err);
-/* bucket.lock, held (exclusive: by a catch-up, from its read of the
- * generation to its write) until the returned descriptor is closed */
+/* A catch-up's first step, before it looks at what the local store holds:
+ * the serial moved on (after a lost or damaged file, to a random one),
+ * under bucket.lock taken exclusively, held for this step only; *gen the
+ * node's generation, *serial the new serial. */
+int al_cas__gen_bump(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err);
+/* bucket.lock, held until the returned descriptor is closed */
 int al_cas__gen_lock(struct al_cas *c, bool exclusive, struct al_error *err);
 /* Does the local store hold no object at all? */
 int al_cas__empty(struct al_cas *c, struct al_error *err);

@@ -146,11 +146,10 @@ int al_gc__catch_up(void *ctx, struct al_db *db, struct al_error *err)
 	 * tenant's write lock, which this transaction holds */
 	if ((r = al_cas__gen_read(cas, &mine, &serial, err)) < 0 || mine == gen)
 		return r;
-	/* no fetch lands while this runs (al_cas__gen_read) */
-	_cleanup_close_ int lk = al_cas__gen_lock(cas, true, err);
-	if (lk < 0)
-		return lk;
-	if ((r = al_cas__gen_read(cas, &mine, &serial, err)) < 0)
+	/* first the serial moves on: a fetch that landed before it is seen
+	 * below, one that lands after it is uploaded again as it lands
+	 * (cas.c, land_fetched) */
+	if ((r = al_cas__gen_bump(cas, &mine, &serial, err)) < 0)
 		return r;
 	if (mine < 0) {
 		/* a store that holds nothing trusts nothing: it starts here */
@@ -173,5 +172,5 @@ int al_gc__catch_up(void *ctx, struct al_db *db, struct al_error *err)
 	}
 	if (r < 0)
 		return al_error_prefix(err, "bucket sweeps: catching up: ");
-	return al_cas__gen_write(cas, gen, serial + 1, err);
+	return al_cas__gen_write(cas, gen, serial, err);
 }

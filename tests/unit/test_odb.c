@@ -15,6 +15,9 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
 
@@ -669,12 +672,9 @@ static int racing_read(struct al_odb_backend *b, const struct al_oid *id, al_cas
 		 x->remote_db, hex);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(x->inner->exists(x->inner, id, err), 0);
-	int lk = al_cas__gen_lock(x->node, true, err);
-	assert_true(lk >= 0);
 	int64_t gen, serial;
-	assert_int_equal(al_cas__gen_read(x->node, &gen, &serial, err), 0);
-	assert_int_equal(al_cas__gen_write(x->node, gen + 1, serial + 1, err), 0);
-	close(lk);
+	assert_int_equal(al_cas__gen_bump(x->node, &gen, &serial, err), 0);
+	assert_int_equal(al_cas__gen_write(x->node, gen + 1, serial, err), 0);
 	return r;
 }
 static int racing_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
@@ -766,9 +766,10 @@ static void test_tier_fetch_overtaken(void **state)
 	free(p);
 	assert_int_equal(x->writes, 1);
 	assert_int_equal(x->inner->exists(x->inner, &ids[1], &err), 1);
+	/* the file was missing: the catch-up's serial is a random one */
 	assert_int_equal(al_cas__gen_read(b, &gen, &serial, &err), 0);
 	assert_int_equal(gen, 0);
-	assert_int_equal(serial, 1);
+	assert_true(serial >= 0);
 
 	/* in a batch: the fetched rows land at its commit, with their bytes
 	 * in the remote again; before it, the remote lacks them */
@@ -809,6 +810,133 @@ static void test_tier_fetch_overtaken(void **state)
 	assert_int_equal(gen, 4);
 	assert_int_equal(serial, 9);
 	al_cas_close(c);
+	rmdir_r(t.dir);
+}
+
+/* bucket.gen: the format before serials, none with a serial, damage; a
+ * catch-up's bump moves the serial on, to a random one after damage */
+static void test_gen_file(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *c = tier_open(&t, "node");
+	char path[128];
+	snprintf(path, sizeof(path), "%s/node/bucket.gen", t.dir);
+	static const struct {
+		const char *text;
+		int64_t gen, serial;
+	} cases[] = {
+		{ "5\n", 5, 0 },      { "5 7\n", 5, 7 },
+		{ "-1 7\n", -1, 7 },  { "x\033[31m", -1, -1 },
+		{ "5 7", -1, -1 },    { "-2 7\n", -1, -1 },
+		{ "5 -7\n", -1, -1 }, { "99999999999999999999 1\n", -1, -1 },
+	};
+	int64_t gen, serial;
+	assert_int_equal(al_cas__gen_read(c, &gen, &serial, &err), 0);
+	assert_true(gen == -1 && serial == -1); /* no file */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(path, "w");
+		fputs(cases[i].text, f);
+		fclose(f);
+		assert_int_equal(al_cas__gen_read(c, &gen, &serial, &err), 0);
+		assert_int_equal(gen, cases[i].gen);
+		assert_int_equal(serial, cases[i].serial);
+	}
+	FILE *f = fopen(path, "w");
+	fputs("5 7\n", f);
+	fclose(f);
+	assert_int_equal(al_cas__gen_bump(c, &gen, &serial, &err), 0);
+	assert_true(gen == 5 && serial == 8);
+	assert_int_equal(al_cas__gen_read(c, &gen, &serial, &err), 0);
+	assert_true(gen == 5 && serial == 8);
+	/* damaged: none, and a serial no fetch can have read */
+	f = fopen(path, "w");
+	fputs("garbage", f);
+	fclose(f);
+	int64_t s1, s2;
+	assert_int_equal(al_cas__gen_bump(c, &gen, &s1, &err), 0);
+	assert_true(gen == -1 && s1 >= 0);
+	assert_int_equal(al_cas__gen_read(c, &gen, &serial, &err), 0);
+	assert_true(gen == -1 && serial == s1);
+	unlink(path);
+	assert_int_equal(al_cas__gen_bump(c, &gen, &s2, &err), 0);
+	assert_true(gen == -1 && s2 >= 0 && s2 != s1);
+	al_cas_close(c);
+	rmdir_r(t.dir);
+}
+
+/* A fetch lands (its row committed) only while no catch-up holds
+ * bucket.lock: another process holds it here, and the fetch of a third
+ * waits at its landing with its row unseen, then lands once it is let go.
+ * (Had it not waited, the row would be there before the holder's end.) */
+static void test_tier_landing_waits(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(&t, "node-a");
+	struct al_oid id;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "waits", 5, &id, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+
+	struct racing *x = NULL;
+	struct al_cas *b = racing_open(&t, "node-b", &x);
+	int go[2], held[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(held), 0);
+	pid_t holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		/* a catch-up of another process, between its bump and what
+		 * follows: the lock held exclusively, the serial moved */
+		close(go[1]); /* the parent's end: its exit, even a failed one, lets go */
+		close(held[0]);
+		int64_t gen, serial;
+		int lk = al_cas__gen_lock(b, true, NULL);
+		if (lk < 0 || al_cas__gen_read(b, &gen, &serial, NULL) < 0 ||
+		    al_cas__gen_write(b, gen, serial + 1, NULL) < 0)
+			_exit(1);
+		char ch = 1;
+		if (write(held[1], &ch, 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(held[1]);
+	char ch;
+	assert_int_equal(read(held[0], &ch, 1), 1);
+	pid_t fetcher = fork();
+	assert_true(fetcher >= 0);
+	if (fetcher == 0) {
+		close(go[1]);
+		close(held[0]);
+		/* a fetch on the same node, with a handle of its own */
+		struct racing *xf = NULL;
+		struct al_cas *f = racing_open(&t, "node-b", &xf);
+		uint8_t *p = NULL;
+		size_t len = 0;
+		_exit(al_cas_get(f, &id, &p, &len, NULL) == 0 ? 0 : 1);
+	}
+	/* the fetcher is waiting on the lock: its row is not there yet */
+	struct timespec nap = { 0, 300 * 1000 * 1000 };
+	nanosleep(&nap, NULL);
+	int st;
+	assert_int_equal(waitpid(fetcher, &st, WNOHANG), 0);
+	assert_int_equal(al_cas__has_local(b, &id, &err), 0);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	close(go[1]);
+	close(held[0]);
+	assert_int_equal(waitpid(holder, &st, 0), holder);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(waitpid(fetcher, &st, 0), fetcher);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(al_cas__has_local(b, &id, &err), 1);
+	al_cas_close(b);
 	rmdir_r(t.dir);
 }
 
@@ -1022,6 +1150,8 @@ int main(void)
 		cmocka_unit_test(test_tier_push_then_fetch),
 		cmocka_unit_test(test_tier_remote_failure_aborts_batch),
 		cmocka_unit_test(test_tier_fetch_overtaken),
+		cmocka_unit_test(test_gen_file),
+		cmocka_unit_test(test_tier_landing_waits),
 		cmocka_unit_test(test_s3_config),
 	};
 	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };

@@ -67,6 +67,7 @@ struct al_cas {
 	struct al_oid *wr;
 	size_t nwr, capwr;
 	bool hydrating;
+	bool no_fetch; /* reading to upload: what the local store lacks is not fetched */
 	/* what this batch fetched from the remote, and bucket.gen's serial
 	 * before the first of those fetches began (al_cas__gen_read) */
 	struct al_oid *hyd;
@@ -434,6 +435,7 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	if (r < 0)
 		goto fail;
 	c->in_batch = c->txn = false;
+	c->nhyd = 0;
 	remove_batch_dir(c);
 	return 0;
 fail:
@@ -904,7 +906,7 @@ static int push_ids(struct al_cas *c, const struct al_oid *ids, size_t n, struct
 int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err)
 {
 	*gen = -1;
-	*serial = 0;
+	*serial = -1;
 	char buf[64];
 	_cleanup_close_ int fd = openat(c->dirfd, GEN_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -916,7 +918,7 @@ int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_
 	char *end, *end2;
 	errno = 0;
 	long long v = strtoll(buf, &end, 10), sn = 0;
-	if (errno || end == buf || v < 0)
+	if (errno || end == buf || v < -1)
 		return 0; /* damaged: a generation of none, the caller distrusts it all */
 	if (*end == ' ') {
 		sn = strtoll(end + 1, &end2, 10);
@@ -938,7 +940,7 @@ int al_cas__gen_read(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_
 int al_cas__gen_write(struct al_cas *c, int64_t gen, int64_t serial, struct al_error *err)
 {
 	char tmp[64], buf[64];
-	snprintf(tmp, sizeof(tmp), GEN_FILE ".%d.tmp", (int)getpid());
+	snprintf(tmp, sizeof(tmp), GEN_FILE ".%d.%d.tmp", (int)getpid(), (int)gettid());
 	int n = snprintf(buf, sizeof(buf), "%lld %lld\n", (long long)gen, (long long)serial);
 	_cleanup_close_ int fd =
 		openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -969,6 +971,24 @@ int al_cas__gen_lock(struct al_cas *c, bool exclusive, struct al_error *err)
 static int commit_txn(struct al_cas *c, struct al_error *err)
 {
 	return al_sqlite_exec(c->db, "COMMIT", err);
+}
+
+int al_cas__gen_bump(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_error *err)
+{
+	int lk = al_cas__gen_lock(c, true, err);
+	if (lk < 0)
+		return lk;
+	int64_t s;
+	int r = al_cas__gen_read(c, gen, &s, err);
+	if (r == 0) {
+		/* after a file lost or damaged, a serial no fetch can have read */
+		if (s < 0 && getrandom(&s, sizeof(s), 0) == (ssize_t)sizeof(s))
+			s &= INT64_MAX >> 1;
+		*serial = s < 0 ? 1 : s + 1;
+		r = al_cas__gen_write(c, *gen, *serial, err);
+	}
+	close(lk);
+	return r;
 }
 
 /* The landing of what was fetched from the remote (ids, fetched since
@@ -1060,6 +1080,14 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 		own_txn = false;
 		goto out;
 	}
+	/* a fetch inside a batch lands with it (al_cas_commit): its place
+	 * in the batch's list is taken before its row exists */
+	if (!own_txn) {
+		if (!c->nhyd)
+			c->hyd_serial = serial;
+		if ((r = oid_push(&c->hyd, &c->nhyd, &c->caphyd, d, err)) < 0)
+			goto out;
+	}
 	c->hydrating = true;
 	if (f.n < AL_CAS_LOOSE_MIN) {
 		uint8_t *buf = c->iobuf;
@@ -1084,12 +1112,8 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 		}
 	}
 	c->hydrating = false;
-	if (r == 0 && !own_txn) {
-		/* lands with the batch (al_cas_commit) */
-		if (!c->nhyd)
-			c->hyd_serial = serial;
-		r = oid_push(&c->hyd, &c->nhyd, &c->caphyd, d, err);
-	}
+	if (r < 0 && !own_txn)
+		c->nhyd--;
 out:
 	if (own_txn) {
 		if (r == 0)
@@ -1109,7 +1133,7 @@ static int lookup(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *
 		  struct al_error *err)
 {
 	int r = lookup_local(c, d, enc, size, err);
-	if (r != AL_ENOTFOUND || !c->remote)
+	if (r != AL_ENOTFOUND || !c->remote || c->no_fetch)
 		return r;
 	if ((r = hydrate(c, d, err)) < 0)
 		return r;
@@ -1223,7 +1247,12 @@ static int upload(struct al_cas *c, const struct al_oid *ids, const uint64_t *si
 {
 	for (size_t i = 0; i < n; i += SYNC_BATCH) {
 		size_t k = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
+		/* from the local store only: one the collector removed since it
+		 * was listed fails the upload, never comes from the remote (a
+		 * catch-up would wait on its own bucket.lock for its landing) */
+		c->no_fetch = true;
 		int r = push_ids(c, ids + i, k, err);
+		c->no_fetch = false;
 		if (r < 0)
 			return r;
 		out->uploaded += k;
