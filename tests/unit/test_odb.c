@@ -23,6 +23,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "backend/s3/s3_private.h"
 #include "cas_private.h"
 #include "util.h"
 
@@ -460,6 +461,45 @@ static void test_sweep(void **state)
 	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
 	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 0);
 	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 0);
+}
+
+/* An S3 backend freed is parked with its connections (the daemon opens one
+ * per request and per run): the next open with the same configuration
+ * takes it back, with its own tenant's keys; one in use, or another
+ * configuration, gets a backend of its own. */
+static void test_pool(void **state)
+{
+	struct fx *f = *state;
+	if (f->kind == SQLITE)
+		return;
+	struct al_error err = { 0 };
+	struct al_odb_backend *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	char ta[16], tb[16];
+	random_tenant(ta, sizeof(ta));
+	random_tenant(tb, sizeof(tb));
+	assert_int_equal(open_backend(f, ta, &a), 0);
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(a, "pooled", 6, &id, &err), 0);
+	uintptr_t parked = (uintptr_t)a;
+	al_odb_backend_free(a);
+	assert_int_equal(open_backend(f, tb, &b), 0);
+	assert_true((uintptr_t)b == parked);
+	uint64_t before = al_odb_s3__connects(b);
+	assert_true(before >= 1);
+	assert_int_equal(b->exists(b, &id, &err), 0);     /* tenant tb's keys, not ta's */
+	assert_int_equal(al_odb_s3__connects(b), before); /* on the kept connection */
+	assert_int_equal(open_backend(f, ta, &c), 0);
+	assert_true(c != b);
+	assert_int_equal(c->exists(c, &id, &err), 1);
+	al_odb_backend_free(b);
+	struct al_s3_config cfg;
+	assert_int_equal(al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, &err), 0);
+	cfg.list_page = 4;
+	assert_int_equal(al_odb_s3_open(&cfg, ta, &d, &err), 0);
+	assert_true((uintptr_t)d != parked);
+	assert_int_equal(d->exists(d, &id, &err), 1);
+	al_odb_backend_free(c);
+	al_odb_backend_free(d);
 }
 
 static void test_read_verifies(void **state)
@@ -1141,7 +1181,8 @@ static void test_hostile_error_document_capped(void **state)
 		cmocka_unit_test_setup_teardown(test_write_refuses_wrong_bytes, setup, teardown), \
 		cmocka_unit_test_setup_teardown(test_read_verifies, setup, teardown),             \
 		cmocka_unit_test_setup_teardown(test_write_many, setup, teardown),                \
-		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown)
+		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),                     \
+		cmocka_unit_test_setup_teardown(test_pool, setup, teardown)
 
 int main(void)
 {

@@ -28,6 +28,7 @@
 
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "backend/s3/s3_private.h"
 #include "curl_private.h"
 #include "util.h"
 
@@ -297,6 +298,7 @@ struct s3 {
 	CURL *h[S3_PARALLEL_MAX]; /* made at first use, kept with their connections */
 	bool busy[S3_PARALLEL_MAX];
 	uint64_t rng;
+	uint64_t connects; /* connections its requests opened (s3_private.h) */
 };
 
 enum req_state { Q_PENDING, Q_ACTIVE, Q_DONE };
@@ -584,6 +586,9 @@ static void finish(struct req *q, CURLcode rc)
 	CURL *h = s->h[q->slot];
 	q->status = 0;
 	al__curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &q->status);
+	long connects = 0;
+	if (al__curl.easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK && connects > 0)
+		s->connects += (uint64_t)connects;
 	if (!strcmp(q->method, "HEAD")) {
 		q->length = -1;
 		al__curl.easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &q->length);
@@ -1179,9 +1184,37 @@ static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed
 	return r;
 }
 
-static void s3_free(struct al_odb_backend *b)
+uint64_t al_odb_s3__connects(const struct al_odb_backend *b)
 {
-	struct s3 *s = s3_of(b);
+	return ((const struct s3 *)b)->connects;
+}
+
+/* ---- idle backends, kept with their connections ---------------------------------- */
+
+/* The daemon opens a store, so a backend, per request and per run: a
+ * backend freed is parked here, its easy handles gone but its multi
+ * handle's connections open, and the next open with the same configuration
+ * (any tenant: the keys are per tenant, the bucket and credentials are the
+ * deployment's) takes it back.  A request on a new connection costs this
+ * machine's Swift a third more than on one kept open.  Up to S3_POOL are
+ * kept; parking one more frees the oldest. */
+#define S3_POOL 4
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct s3 *pool[S3_POOL]; /* oldest first */
+static size_t npool;
+
+static bool cfg_same(const struct al_s3_config *a, const struct al_s3_config *b)
+{
+	return !strcmp(a->bucket, b->bucket) && !strcmp(a->prefix, b->prefix) &&
+	       !strcmp(a->endpoint, b->endpoint) && !strcmp(a->region, b->region) &&
+	       !strcmp(a->access_key, b->access_key) && !strcmp(a->secret_key, b->secret_key) &&
+	       !strcmp(a->session_token, b->session_token) && a->list_page == b->list_page &&
+	       a->attempts == b->attempts && a->backoff_ms == b->backoff_ms &&
+	       a->retry_s == b->retry_s && a->parallel == b->parallel && a->max_keys == b->max_keys;
+}
+
+static void s3_destroy(struct s3 *s)
+{
 	for (int i = 0; i < S3_PARALLEL_MAX; i++)
 		if (s->h[i])
 			al__curl.easy_cleanup(s->h[i]);
@@ -1191,14 +1224,63 @@ static void s3_free(struct al_odb_backend *b)
 	free(s);
 }
 
+/* the newest parked backend with this configuration, taken out; NULL when none */
+static struct s3 *pool_take(const struct al_s3_config *cfg)
+{
+	struct s3 *s = NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (size_t i = npool; i-- > 0;) {
+		if (!cfg_same(&pool[i]->cfg, cfg))
+			continue;
+		s = pool[i];
+		memmove(&pool[i], &pool[i + 1], (npool - i - 1) * sizeof(pool[0]));
+		npool--;
+		break;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return s;
+}
+
+static void s3_free(struct al_odb_backend *b)
+{
+	struct s3 *s = s3_of(b);
+	/* the handles go (memory), the connections stay with the multi handle */
+	for (int i = 0; i < S3_PARALLEL_MAX; i++) {
+		if (s->h[i])
+			al__curl.easy_cleanup(s->h[i]);
+		s->h[i] = NULL;
+		s->busy[i] = false;
+	}
+	if (!s->m) {
+		s3_destroy(s);
+		return;
+	}
+	struct s3 *evict = NULL;
+	pthread_mutex_lock(&pool_lock);
+	if (npool == S3_POOL) {
+		evict = pool[0];
+		memmove(&pool[0], &pool[1], (S3_POOL - 1) * sizeof(pool[0]));
+		npool--;
+	}
+	pool[npool++] = s;
+	pthread_mutex_unlock(&pool_lock);
+	if (evict)
+		s3_destroy(evict);
+}
+
 int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
 		   struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
 	if (r < 0 || (r = al_curl__ready(err)) < 0)
 		return r;
-	struct s3 *s = calloc(1, sizeof(*s));
-	if (!s)
+	struct s3 *s = pool_take(cfg);
+	if (s) {
+		snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
+		*out = &s->base;
+		return 0;
+	}
+	if (!(s = calloc(1, sizeof(*s))))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
 	s->cfg = *cfg;
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
