@@ -1,6 +1,7 @@
 /* store: the home directory layout and one tenant's opened storage. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -198,11 +199,42 @@ int al_store__global_db(const char *home, struct al_db **db, struct al_error *er
 static char *metadata;
 static bool metadata_checked; /* the schema's version seen once by this process */
 
+/* Tenants this process has seen in the metadata database: a tenant's row
+ * is never deleted there, so one seen is not asked for again (a read
+ * transaction less per store open; the daemon opens one per request and
+ * per run).  A database restored to before a tenant existed is a restart
+ * of every node (docs/operations.md). */
+#define KNOWN_MAX 256
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static char known[KNOWN_MAX][64];
+static size_t nknown;
+
+static bool tenant_seen(const char *tenant)
+{
+	bool seen = false;
+	pthread_mutex_lock(&known_lock);
+	for (size_t i = 0; i < nknown && !seen; i++)
+		seen = !strcmp(known[i], tenant);
+	pthread_mutex_unlock(&known_lock);
+	return seen;
+}
+
+static void tenant_saw(const char *tenant)
+{
+	pthread_mutex_lock(&known_lock);
+	if (nknown < KNOWN_MAX)
+		snprintf(known[nknown++], sizeof(known[0]), "%s", tenant);
+	pthread_mutex_unlock(&known_lock);
+}
+
 int al_store_metadata(const char *url, struct al_error *err)
 {
 	free(metadata);
 	metadata = NULL;
 	metadata_checked = false;
+	pthread_mutex_lock(&known_lock);
+	nknown = 0;
+	pthread_mutex_unlock(&known_lock);
 	if (!url || !*url)
 		return 0;
 	if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
@@ -625,6 +657,10 @@ static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *er
 	int r = pg_open(tenant, &db, err);
 	if (r < 0)
 		return r;
+	if (tenant_seen(tenant)) {
+		*out = db;
+		return 0;
+	}
 	struct al_db_stmt *q = NULL;
 	int64_t n = 0;
 	if ((r = al_db_prepare(db, "SELECT count(*) FROM tenants", &q, err)) == 0 &&
@@ -635,6 +671,8 @@ static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *er
 	al_db_finalize(q);
 	if (r == 0 && n == 0)
 		r = al_fail(err, AL_ENOTFOUND, 0, "no tenant %s in the metadata database", tenant);
+	if (r == 0)
+		tenant_saw(tenant);
 	if (r < 0) {
 		al_db_close(db);
 		return r;

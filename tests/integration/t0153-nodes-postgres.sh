@@ -108,7 +108,23 @@ is "$?" 0 "node B serves, on the same database"
 trap 'kill -9 $PID_A $PID_B 2>/dev/null; "$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 is "$(fresh)" $((N0 + 2)) "both nodes beat in the nodes table (each its own id)"
 
+# a node asks for a tenant's row once: a tenant is never deleted, so a
+# store opened for a tenant it has seen (per request, per run) does not
+# ask again (the statements, as the server logs them)
 URL=$URL_A
+api GET /projects "$TOK"
+is "$status" 200 "node A lists the projects (it has seen the tenant)"
+su_sql -c "ALTER SYSTEM SET log_statement = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+L0=$(wc -l <"$T/pg/server.log")
+for i in 1 2 3; do api GET /projects "$TOK"; done
+is "$status" 200 "three more requests to node A"
+ok "…none reads the tenants table (the statements logged: some)" -- \
+	sh -c "tail -n +$((L0 + 1)) '$T/pg/server.log' | grep -q 'FROM projects'"
+is "$(tail -n +$((L0 + 1)) "$T/pg/server.log" | grep -c 'FROM tenants')" 0 \
+	"…and none of them is a tenant's row asked again"
+su_sql -c "ALTER SYSTEM RESET log_statement" -c "SELECT pg_reload_conf()" >/dev/null
+
 api POST /projects/pa/runs "$TOK" "{\"argv\":[\"sh\",\"-c\",\"sleep 300; echo $MARK-a\"]}"
 is "$status" 202 "a long run through node A"
 RA=$(field id <<<"$out")
