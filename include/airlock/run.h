@@ -86,6 +86,10 @@ struct al_run_opts {
 	 * the run (airlock serve's handler: the run is held to what it was
 	 * accepted under), or NULL: looked up here */
 	const struct al_policy *policy;
+	/* the image's id as the caller resolved o->image to accept the run
+	 * (airlock serve's handler, for the principal), used as is; or NULL:
+	 * o->image resolved here */
+	const struct al_oid *image_id;
 };
 
 struct al_run_info {

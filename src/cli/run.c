@@ -873,7 +873,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	if (rc < 0 && cli->server) {
 		rc = run_remote(cli, &o);
 	} else if (rc < 0) {
-		if (cli_open(cli, &st, &err) < 0 || (!o.image && ops_default_image(st, &err) < 0))
+		if (cli_open(cli, &st, &err) < 0 ||
+		    (!o.image && ops_default_image(st, NULL, &err) < 0))
 			rc = cli_error(cli, &err);
 	}
 	if (rc < 0) {

@@ -60,10 +60,12 @@ const char *ops_guest_dir(void)
 	return guest_dir;
 }
 
-int ops_default_image(struct al_store *st, struct al_error *err)
+int ops_default_image(struct al_store *st, struct al_oid *id_out, struct al_error *err)
 {
 	struct al_oid id;
 	int r = al_image_resolve(st, OPS_DEFAULT_IMAGE, &id, err);
+	if (r == 0 && id_out)
+		*id_out = id;
 	if (r != AL_ENOTFOUND)
 		return r;
 	char dir[4200];
@@ -80,7 +82,9 @@ int ops_default_image(struct al_store *st, struct al_error *err)
 			       ") or pass --image");
 	fprintf(stderr, "airlock: importing the built-in busybox image from %s\n", dir);
 	struct al_import_result res;
-	return al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err);
+	if ((r = al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err)) < 0)
+		return r;
+	return id_out ? al_image_resolve(st, OPS_DEFAULT_IMAGE, id_out, err) : 0;
 }
 
 int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,

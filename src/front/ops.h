@@ -21,8 +21,8 @@ const char *ops_init_path(char *buf, size_t n);
  * once; the string lives as long as the process. */
 const char *ops_guest_dir(void);
 /* The default image, imported on first use from image/busybox beside this
- * binary (the build's). */
-int ops_default_image(struct al_store *st, struct al_error *err);
+ * binary (the build's); its id in *id (may be NULL). */
+int ops_default_image(struct al_store *st, struct al_oid *id, struct al_error *err);
 /* Verify the bundle in fd, apply it to base and commit the result to the
  * project; bundle_id gets the bundle's id.  A refused bundle keeps nothing. */
 int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,

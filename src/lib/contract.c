@@ -20,6 +20,7 @@
 #include "airlock/volume.h"
 #include "jsonschema.h"
 #include "ledger_private.h"
+#include "run_contract.h"
 #include "db.h"
 #include "store_private.h"
 #include "util.h"
@@ -798,6 +799,15 @@ static int contract_load(struct al_db *db, const char *project, json_t **out, st
 	return *out ? 0
 		    : al_fail(err, AL_ECORRUPT, 0, "project %s: stored contract: %s", project,
 			      je.text);
+}
+
+int al_project__contract_load(struct al_store *st, const char *project, json_t **out,
+			      struct al_error *err)
+{
+	*out = NULL;
+	struct al_db *db;
+	int r = al_store__meta_db(st, &db, err);
+	return r < 0 ? r : contract_load(db, project, out, err);
 }
 
 int al_project_contract_get(struct al_store *st, const char *project, json_t **out,

@@ -1339,7 +1339,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 			 : 0) < 0 ||
 	    (r = al_policy_limits(&pol, &o->limits, &run.limits, err)) < 0 ||
 	    (r = al_project_get(st, o->project, &proj, err)) < 0 ||
-	    (!(x && x->image) && (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
+	    (!(x && x->image) && !o->image_id &&
+	     (r = al_image_resolve(st, o->image, &run.image, err)) < 0) ||
 	    (r = al_run__contracts_load(st, o->project, o->contract, pol.contract_floor,
 					&run.contracts, err)) < 0)
 		goto out;
@@ -1351,6 +1352,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		goto out;
 	if (x && x->image)
 		run.image = *x->image;
+	else if (o->image_id)
+		run.image = *o->image_id;
 	run.base = x && x->base ? *x->base : proj.head;
 	/* pinned: the base's commit time (reproducible builds' convention),
 	 * unless the command's environment sets it */

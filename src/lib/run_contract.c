@@ -19,7 +19,7 @@ int al_run__contracts_load(struct al_store *st, const char *project,
 	rc->request = request;
 	rc->floor = policy_floor ? (enum al_contract_action)(policy_floor - 1) : AL_CONTRACT_RECORD;
 	json_t *j = NULL;
-	int r = al_project_contract_get(st, project, &j, err);
+	int r = al_project__contract_load(st, project, &j, err);
 	if (r == 0 && j && (r = al_contract_parse(j, &rc->project, err)) < 0)
 		al_error_prefix(err, "the project's stored contract: ");
 	json_decref(j);

@@ -17,11 +17,16 @@ struct run_contracts {
 };
 
 /* Load the project's default contract (before the sandbox starts: a
- * stored one that no longer parses is an error, nothing runs). */
+ * stored one that no longer parses is an error, nothing runs).  The
+ * caller has just read the project (it is not looked up again). */
 int al_run__contracts_load(struct al_store *st, const char *project,
 			   const struct al_contract *request, uint8_t policy_floor,
 			   struct run_contracts *rc, struct al_error *err);
 void al_run__contracts_release(struct run_contracts *rc);
+/* The project's stored contract (*out NULL: none), without looking the
+ * project up (contract.c). */
+int al_project__contract_load(struct al_store *st, const char *project, json_t **out,
+			      struct al_error *err);
 
 /* Check both contracts against base → *result, the command's exit code
  * and its kept output (fds of stdout and stderr).  *verdict: the record's

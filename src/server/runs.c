@@ -124,7 +124,7 @@ int h_run_start(struct req *rq)
 	if (rc == 0)
 		rc = r->req.o.image
 			     ? al_image_resolve_as(st, r->req.o.image, may_read, rq, &img, &err)
-			     : ops_default_image(st, &err);
+			     : ops_default_image(st, &img, &err);
 	srv_store_done(st);
 	if (rc < 0) {
 		sched_run_free(r);
@@ -141,6 +141,9 @@ int h_run_start(struct req *rq)
 	} else {
 		o->image = OPS_DEFAULT_IMAGE;
 	}
+	/* resolved once, here, for the principal: the run uses this id */
+	r->image_id = img;
+	o->image_id = &r->image_id;
 	o->author = r->principal;
 	o->principal = r->principal;
 

@@ -38,6 +38,7 @@ struct sched_run {
 	char id[AL_RUN_ID_LEN + 1];
 	char tenant[64], principal[AL_PRINCIPAL_MAX + 1], project[AL_NAME_MAX + 1];
 	char image[AL_OID_STRLEN + 1];     /* as resolved for the principal: the run uses this id */
+	struct al_oid image_id;            /* the same, for req.o.image_id */
 	char replay_of[AL_RUN_ID_LEN + 1]; /* a replay of this run ("": a run) */
 	int64_t started;
 	int cancel_fd;

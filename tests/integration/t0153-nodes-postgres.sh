@@ -123,6 +123,15 @@ ok "…none reads the tenants table (the statements logged: some)" -- \
 	sh -c "tail -n +$((L0 + 1)) '$T/pg/server.log' | grep -q 'FROM projects'"
 is "$(tail -n +$((L0 + 1)) "$T/pg/server.log" | grep -c 'FROM tenants')" 0 \
 	"…and none of them is a tenant's row asked again"
+# a run reads its image and project where it is accepted, and the run
+# itself only reads the project again (its head when it starts)
+L0=$(wc -l <"$T/pg/server.log")
+api POST /projects/pa/runs "$TOK" '{"argv":["true"],"wait":true}'
+is "$status" 200 "a run through node A"
+is "$(tail -n +$((L0 + 1)) "$T/pg/server.log" | grep -c 'FROM images WHERE name')" 1 \
+	"…looks its image up once (the run uses the id its request resolved)"
+is "$(tail -n +$((L0 + 1)) "$T/pg/server.log" | grep -c 'execute [a-z0-9]*: SELECT p.name, p.volume, v.head, p.created, v.seq FROM projects')" 2 \
+	"…and its project twice: to accept it, and for its base as it starts"
 su_sql -c "ALTER SYSTEM RESET log_statement" -c "SELECT pg_reload_conf()" >/dev/null
 
 api POST /projects/pa/runs "$TOK" "{\"argv\":[\"sh\",\"-c\",\"sleep 300; echo $MARK-a\"]}"
