@@ -82,9 +82,9 @@ int ops_default_image(struct al_store *st, struct al_oid *id_out, struct al_erro
 			       ") or pass --image");
 	fprintf(stderr, "airlock: importing the built-in busybox image from %s\n", dir);
 	struct al_import_result res;
-	if ((r = al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err)) < 0)
-		return r;
-	return id_out ? al_image_resolve(st, OPS_DEFAULT_IMAGE, id_out, err) : 0;
+	if ((r = al_image_import(st, dir, OPS_DEFAULT_IMAGE, &res, err)) == 0 && id_out)
+		*id_out = res.id;
+	return r;
 }
 
 int ops_bundle_commit(struct al_store *st, const char *project, int fd, const struct al_oid *base,

@@ -102,7 +102,6 @@ void al_cas__map_reads(bool on)
 static int push_batch(struct al_cas *c, struct al_error *err);
 static int commit_txn(struct al_cas *c, struct al_error *err);
 static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
-			int (*publish)(struct al_cas *c, struct al_error *err),
 			struct al_error *err);
 
 static void sweep_stale_batches(int tmpfd)
@@ -429,7 +428,7 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	if (c->remote && (r = push_batch(c, err)) < 0)
 		goto fail;
 	if (c->nhyd)
-		r = land_fetched(c, c->hyd, c->nhyd, c->hyd_serial, commit_txn, err);
+		r = land_fetched(c, c->hyd, c->nhyd, c->hyd_serial, err);
 	else if (c->txn)
 		r = commit_txn(c, err);
 	if (r < 0)
@@ -992,15 +991,14 @@ int al_cas__gen_bump(struct al_cas *c, int64_t *gen, int64_t *serial, struct al_
 }
 
 /* The landing of what was fetched from the remote (ids, fetched since
- * bucket.gen's serial was `since`), made visible by `publish` (the commit
- * of objects.db's transaction).  A catch-up (gc_sweeps.c) that ran while
+ * bucket.gen's serial was `since`): the commit of objects.db's
+ * transaction, which makes them visible.  A catch-up (gc_sweeps.c) that ran while
  * they were on the way did not see them in the local store, so did not
  * upload them again if another node's pass swept them meanwhile: when the
  * serial moved, they go to the remote again first.  Under the lock a
  * catch-up takes exclusively, so none runs between this check and their
  * landing; one that runs after it sees them. */
 static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
-			int (*publish)(struct al_cas *c, struct al_error *err),
 			struct al_error *err)
 {
 	int lk = al_cas__gen_lock(c, false, err);
@@ -1011,7 +1009,7 @@ static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, in
 	if (r == 0 && serial != since)
 		r = push_ids(c, ids, n, err);
 	if (r == 0)
-		r = publish(c, err);
+		r = commit_txn(c, err);
 	close(lk);
 	return r;
 }
@@ -1117,7 +1115,7 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 out:
 	if (own_txn) {
 		if (r == 0)
-			r = land_fetched(c, d, 1, serial, commit_txn, err);
+			r = land_fetched(c, d, 1, serial, err);
 		if (r < 0)
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	}
