@@ -319,14 +319,35 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
 	return 0;
 }
 
-int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err)
+int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, bool v1, struct al_error *err)
 {
 	char v[32];
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	const char *dirs[4] = { cg->v2, cg->v1_memory, cg->v1_pids, cg->v1_cpu };
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < (v1 ? 4 : 1); i++)
 		if (dirs[i][0] && write_file(dirs[i], "cgroup.procs", v) < 0)
 			return al_fail(err, AL_EIO, errno, "sandbox: join cgroup %s", dirs[i]);
+	return 0;
+}
+
+int al_cgroup__v1_tasks(const struct al_cgroup *cg, int fds[3], struct al_error *err)
+{
+	const char *dirs[3] = { cg->v1_memory, cg->v1_pids, cg->v1_cpu };
+	for (int i = 0; i < 3; i++)
+		fds[i] = -1;
+	for (int i = 0; i < 3; i++) {
+		if (!dirs[i][0])
+			continue;
+		char p[1200];
+		snprintf(p, sizeof(p), "%s/tasks", dirs[i]);
+		if ((fds[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+			int e = errno;
+			for (int j = 0; j < i; j++)
+				if (fds[j] >= 0)
+					close(fds[j]);
+			return al_fail(err, AL_EIO, e, "sandbox: join cgroup %s", dirs[i]);
+		}
+	}
 	return 0;
 }
 

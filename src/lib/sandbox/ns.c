@@ -51,6 +51,7 @@
 
 enum stage {
 	ST_SYNC,
+	ST_CGROUP,
 	ST_IDS,
 	ST_SESSION,
 	ST_CGROUPNS,
@@ -83,6 +84,7 @@ enum stage {
 };
 static const char *const stage_names[ST_N] = {
 	[ST_SYNC] = "waiting for the parent",
+	[ST_CGROUP] = "joining the run's cgroups",
 	[ST_IDS] = "setting the sandbox's ids",
 	[ST_SESSION] = "starting a new session",
 	[ST_CGROUPNS] = "cgroup namespace",
@@ -121,6 +123,7 @@ struct report {
 struct child {
 	int sock, status_w, out_w, err_w, devnull, init_fd;
 	int parent_sock; /* the parent's end: closed first, so its death is our EOF */
+	int cg_tasks[3]; /* the run's v1 cgroups' "tasks" files, to join (or -1) */
 	char tmpfs_opts[96], root_opts[160], ws_opts[160], secrets_opts[96];
 	const struct al_sandbox_file *secrets;
 	size_t nsecrets;
@@ -334,7 +337,16 @@ static _Noreturn void child_main(const struct child *c)
 {
 	char go;
 	close(c->parent_sock);
-	TRY(read(c->sock, &go, 1) == 1, ST_SYNC);
+	/* into the run's v1 cgroups, by our own hand: this thread alone, so
+	 * without the global lock a pid written by the parent would take
+	 * (al_cgroup__v1_tasks); before anything else */
+	for (int i = 0; i < 3; i++)
+		if (c->cg_tasks[i] >= 0) {
+			TRY(write(c->cg_tasks[i], "0", 1) == 1, ST_CGROUP);
+			close(c->cg_tasks[i]);
+		}
+	/* the first word: the id maps are written */
+	TRY(read(c->sock, &go, 1) == 1 && go == 'm', ST_SYNC);
 	/* before the ids change: that makes us not dumpable, and our own
 	 * /proc/self files then belong to the host's root */
 	if (c->timens)
@@ -359,7 +371,6 @@ static _Noreturn void child_main(const struct child *c)
 	 * can open the operator's terminal, read what is typed there or
 	 * become its foreground process group */
 	TRY(setsid() >= 0, ST_SESSION);
-	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
 	umask(0);
 	TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, ST_PRIVATE);
 
@@ -434,6 +445,17 @@ static _Noreturn void child_main(const struct child *c)
 		child_secrets(c);
 	TRY(chdir("/workspace") == 0, ST_CHDIR);
 	umask(022);
+
+	/* The parent moved this process into the run's v2 cgroup while the
+	 * setup above ran (its cgroup.procs write may wait for an RCU grace
+	 * period, 8-19 ms: the two overlap).  Nothing of the command runs
+	 * before the second word: the setup is ours and bounded (a few
+	 * directories and mounts, the secret files), charged to the caller's
+	 * v2 cgroup; the command's memory, tasks and CPU are the run's.  The
+	 * cgroup namespace is rooted at the run's cgroups, so it is made
+	 * after the move. */
+	TRY(read(c->sock, &go, 1) == 1 && go == 'g', ST_SYNC);
+	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
 
 	struct rlimit core = { 0, 0 }, nofile = { 1024, 1024 };
 	TRY(setrlimit(RLIMIT_CORE, &core) == 0 && setrlimit(RLIMIT_NOFILE, &nofile) == 0,
@@ -578,6 +600,7 @@ static void close_pair(int p[2])
 struct ns_state {
 	int out[2], errp[2], status[2], sock[2];
 	int devnull, init, pidfd, tmpfs, proxy, integ;
+	int cg_tasks[3]; /* until the clone: the child's (struct child) */
 	pid_t pid;
 	struct al_cgroup cg;
 	struct sock_fprog prog;
@@ -597,13 +620,30 @@ static void ns_release(struct ns_state *s)
 	close_pair(s->errp);
 	close_pair(s->status);
 	close_pair(s->sock);
-	int *fds[] = { &s->devnull, &s->init, &s->pidfd, &s->tmpfs, &s->proxy, &s->integ };
+	int *fds[] = { &s->devnull, &s->init,        &s->pidfd,       &s->tmpfs,      &s->proxy,
+		       &s->integ,   &s->cg_tasks[0], &s->cg_tasks[1], &s->cg_tasks[2] };
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	al_cgroup__destroy(&s->cg);
 	free(s->prog.filter);
 	free(s->argv);
+}
+
+/* What the setup said when it ended (its end of the status pipe closes at
+ * exec): a failed stage, as an error; 0 for nothing, 1 for something that
+ * is not a report. */
+static int setup_report(struct ns_state *s, struct al_error *err)
+{
+	struct report rep;
+	ssize_t n;
+	do
+		n = read(s->status[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
+		return al_fail(err, AL_ESANDBOX, rep.err,
+			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
+	return n != 0;
 }
 
 static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, struct al_error *err)
@@ -697,6 +737,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	c.err_w = s->errp[1];
 	c.devnull = s->devnull;
 	c.init_fd = s->init;
+	if ((r = al_cgroup__v1_tasks(&s->cg, s->cg_tasks, err)) < 0)
+		return r;
+	memcpy(c.cg_tasks, s->cg_tasks, sizeof(c.cg_tasks));
 
 	/* Overlay takes lower layers only from the mounter's own mount
 	 * namespace, so an fd opened here (a mount of ours) will not do, and
@@ -725,6 +768,11 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (pid == 0)
 		child_main(&c);
 	s->pid = pid;
+	for (int i = 0; i < 3; i++)
+		if (s->cg_tasks[i] >= 0) {
+			close(s->cg_tasks[i]);
+			s->cg_tasks[i] = -1;
+		}
 	close(s->sock[1]);
 	close(s->status[1]);
 	close(s->out[1]);
@@ -747,10 +795,17 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if (write_proc(pid, "gid_map", map) < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write gid_map (host gid %u)",
 			       spec->host_gid);
-	if ((r = al_cgroup__attach(&s->cg, pid, err)) < 0)
-		return r;
-	if (write(s->sock[0], "g", 1) != 1)
+	/* the setup may start now; the command only once the child is in the
+	 * run's cgroups (child_main) */
+	if (send(s->sock[0], "m", 1, MSG_NOSIGNAL) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
+	if ((r = al_cgroup__attach(&s->cg, pid, false, err)) < 0) {
+		/* a setup that failed meanwhile is gone: its report says why */
+		struct pollfd gone = { s->pidfd, POLLIN, 0 };
+		int why = poll(&gone, 1, 0) == 1 ? setup_report(s, err) : 0;
+		return why < 0 ? why : r;
+	}
+	(void)send(s->sock[0], "g", 1, MSG_NOSIGNAL);
 	s->tmpfs = al_fd_recv(s->sock[0], SETUP_FD_TIMEOUT_MS);
 	/* the listening sockets: made by the setup in the sandbox's network
 	 * namespace; checked as hostile (a pipe or any other fd, or more than
@@ -767,15 +822,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		return al_fail(err, AL_ESANDBOX, errno,
 			       "sandbox: the integrations' socket handed over is not a listening "
 			       "TCP socket");
-	struct report rep;
-	ssize_t n;
-	do
-		n = read(s->status[0], &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_ESANDBOX, rep.err,
-			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
-	if (n != 0 || s->tmpfs < 0 || (c.egress && s->proxy < 0) || (c.integ && s->integ < 0))
+	if ((r = setup_report(s, err)) < 0)
+		return r;
+	if (r != 0 || s->tmpfs < 0 || (c.egress && s->proxy < 0) || (c.integ && s->integ < 0))
 		return al_fail(err, AL_ESANDBOX, 0, "sandbox: setup ended without a report");
 	if (c.egress) {
 		int fd = s->proxy;
@@ -869,7 +918,8 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			      .pidfd = -1,
 			      .tmpfs = -1,
 			      .proxy = -1,
-			      .integ = -1 };
+			      .integ = -1,
+			      .cg_tasks = { -1, -1, -1 } };
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);

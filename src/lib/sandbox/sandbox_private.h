@@ -32,7 +32,17 @@ struct al_cgroup {
  * controller can enforce is an error, unless best_effort. */
 int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort,
 		      struct al_cgroup *cg, struct al_error *err);
-int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err);
+/* Move pid into the run's cgroups: v2's, and with v1 the v1 hierarchies'
+ * too.  Writing a pid to cgroup.procs takes the kernel's global
+ * threadgroup lock for writing, whose first taking after a quiet spell
+ * waits for an RCU grace period (8-19 ms here). */
+int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, bool v1, struct al_error *err);
+/* The v1 hierarchies' "tasks" files of the run's cgroups, opened for a
+ * child to join them itself by writing "0" to each (fds[i] = -1 where that
+ * hierarchy is not used).  A single thread moving itself skips the global
+ * lock (Linux 6.0 and later), so it does not wait; the permission is
+ * checked against the opener's credentials. */
+int al_cgroup__v1_tasks(const struct al_cgroup *cg, int fds[3], struct al_error *err);
 /* After every process is dead: was one killed for memory, and the peak. */
 void al_cgroup__stats(const struct al_cgroup *cg, bool *oom, uint64_t *peak);
 void al_cgroup__destroy(struct al_cgroup *cg);

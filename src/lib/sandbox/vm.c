@@ -650,7 +650,7 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 	if (write_proc(pid, "gid_map", map) < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "vm: write gid_map (host gid %u)",
 			       spec->host_gid);
-	if ((r = al_cgroup__attach(&s->cg, pid, err)) < 0)
+	if ((r = al_cgroup__attach(&s->cg, pid, true, err)) < 0)
 		return r;
 	if (write(s->sock[0], "g", 1) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "vm: the jail is gone");
