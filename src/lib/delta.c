@@ -10,6 +10,7 @@
 #include <wctype.h>
 
 #include <jansson.h>
+#include <zstd.h>
 
 #include "airlock/dl_archive.h"
 #include "airlock/cas.h"
@@ -345,20 +346,100 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 	return 0;
 }
 
-int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
-		       int fd, struct al_oid *id_out, struct al_error *err)
+/* An octal field of a ustar header, as libarchive writes it: zero-padded
+ * digits, then what the field's template ends with. */
+static void ustar_octal(char *field, size_t digits, uint64_t v)
+{
+	for (size_t i = digits; i-- > 0; v >>= 3)
+		field[i] = (char)('0' + (v & 7));
+}
+
+/* The bundle of no change, its index alone, written without libarchive
+ * (which loads 11 shared libraries, dl_archive.h: most of what an empty
+ * run's collection cost).  The same bytes as libarchive's: one ustar
+ * member (its pax writer adds no extended header for this ASCII name),
+ * then the two end-of-archive blocks (a compressing filter gets no
+ * padding to the record size), compressed as its zstd filter does (level
+ * 3, one frame of undeclared size).
+ * test_delta holds the two to the same bytes. */
+static int write_index_only(int fd, const char *index, struct al_error *err)
+{
+	enum { BLOCK = 512 };
+	size_t ilen = strlen(index);
+	size_t tlen = BLOCK + (ilen + BLOCK - 1) / BLOCK * BLOCK + 2 * BLOCK;
+	char *tar = calloc(1, tlen);
+	size_t cap = ZSTD_compressBound(tlen);
+	char *out = malloc(cap);
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	int r = 0;
+	if (!tar || !out || !z) {
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
+		goto done;
+	}
+	/* libarchive's ustar template: mode, uid, gid, size, mtime, checksum,
+	 * type, magic, version, device numbers */
+	static const char zero8[8] = "000000 ", zero12[12] = "00000000000 ";
+	memcpy(tar, INDEX_NAME, sizeof(INDEX_NAME) - 1);
+	memcpy(tar + 100, zero8, 8);
+	memcpy(tar + 103, "644", 3);
+	memcpy(tar + 108, zero8, 8);
+	memcpy(tar + 116, zero8, 8);
+	memcpy(tar + 124, zero12, 12);
+	ustar_octal(tar + 124, 11, ilen);
+	memcpy(tar + 136, zero12, 12);
+	memset(tar + 148, ' ', 8);
+	tar[156] = '0';
+	memcpy(tar + 257, "ustar", 6);
+	memcpy(tar + 263, "00", 2);
+	memcpy(tar + 329, zero8, 8);
+	memcpy(tar + 337, zero8, 8);
+	unsigned sum = 0;
+	for (int i = 0; i < BLOCK; i++)
+		sum += (unsigned char)tar[i];
+	ustar_octal(tar + 148, 6, sum);
+	tar[154] = 0;
+	memcpy(tar + BLOCK, index, ilen);
+	ZSTD_inBuffer in = { tar, tlen, 0 };
+	ZSTD_outBuffer o = { out, cap, 0 };
+	size_t left = 1;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3)) ||
+	    ZSTD_isError(ZSTD_compressStream2(z, &o, &in, ZSTD_e_continue)))
+		left = 0, r = al_fail(err, AL_EIO, 0, "bundle: zstd");
+	while (r == 0 && left)
+		if (ZSTD_isError(left = ZSTD_compressStream2(z, &o, &in, ZSTD_e_end)))
+			r = al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(left));
+	if (r == 0 && al_write_full(fd, out, o.pos) < 0)
+		r = al_fail(err, AL_EIO, errno, "bundle: write");
+done:
+	ZSTD_freeCCtx(z);
+	free(out);
+	free(tar);
+	return r;
+}
+
+static int bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+			   int fd, bool archive, struct al_oid *id_out, struct al_error *err)
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	struct al_changes ch;
-	int r = dl_load_archive(err);
-	if (r < 0 || (r = al_manifest_changes(cas, base, head, &ch, err)) < 0)
+	int r = al_manifest_changes(cas, base, head, &ch, err);
+	if (r < 0)
 		return r;
 	char *index = index_dump(base, head, &ch);
 	struct archive *a = NULL;
 	if (!index)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	if (r == 0) {
+	else
 		al_sha256(index, strlen(index), id_out->b);
+	if (r == 0 && !ch.n && !archive) {
+		r = write_index_only(fd, index, err);
+		free(index);
+		al_changes_release(&ch);
+		return r;
+	}
+	if (r == 0)
+		r = dl_load_archive(err);
+	if (r == 0) {
 		a = dl_archive_write_new();
 		if (!a || dl_archive.write_add_filter_zstd(a) != ARCHIVE_OK ||
 		    dl_archive.write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -377,6 +458,19 @@ int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const stru
 	free(index);
 	al_changes_release(&ch);
 	return r;
+}
+
+int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
+		       int fd, struct al_oid *id_out, struct al_error *err)
+{
+	return bundle_write_fd(cas, base, head, fd, false, id_out, err);
+}
+
+int al_bundle__write_fd_archive(struct al_cas *cas, const struct al_oid *base,
+				const struct al_oid *head, int fd, struct al_oid *id_out,
+				struct al_error *err)
+{
+	return bundle_write_fd(cas, base, head, fd, true, id_out, err);
 }
 
 int al_bundle_write(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,

@@ -9,4 +9,11 @@
  * compress is bounded by its disk limit, not refused. */
 int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err);
 
+/* al_bundle_write_fd through libarchive always, also for a bundle of no
+ * change (which al_bundle_write_fd writes itself): for the test that the
+ * two give the same bytes. */
+int al_bundle__write_fd_archive(struct al_cas *cas, const struct al_oid *base,
+				const struct al_oid *head, int fd, struct al_oid *id_out,
+				struct al_error *err);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -17,6 +18,8 @@
 
 #include "airlock/cas.h"
 #include "airlock/delta.h"
+#include "airlock/dl_archive.h"
+#include "delta_private.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "util.h"
@@ -33,6 +36,86 @@ static char *slurp(const char *path, size_t *len)
 	assert_int_equal(fread(p, 1, *len, f), *len);
 	fclose(f);
 	return p;
+}
+
+static char *fd_bytes(int fd, size_t *len)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	assert_true(n > 0);
+	char *p = malloc((size_t)n);
+	assert_non_null(p);
+	assert_int_equal(pread(fd, p, (size_t)n, 0), n);
+	*len = (size_t)n;
+	return p;
+}
+
+/* A bundle of no change (a run that changed nothing) is written without
+ * libarchive, in the bytes libarchive writes, and reads back as one. */
+static void test_bundle_of_nothing(void **state)
+{
+	(void)state;
+	/* first in the file: nothing has loaded libarchive yet */
+	assert_null(dl_archive.write_new);
+	char home[] = "/tmp/airlock-delta-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	struct al_cas *cas = al_store_cas(st);
+	sh("mkdir -p %s/a/d && echo one > %s/a/f && echo keep > %s/a/d/k", home, home, home);
+	struct al_import_opts o = { .no_cache = true };
+	struct al_import_result ra;
+	char a[600];
+	snprintf(a, sizeof(a), "%s/a", home);
+	assert_int_equal(al_manifest_import(st, a, &o, &ra, &err), 0);
+
+	/* in a child: the write leaves libarchive unloaded */
+	char tmp[600];
+	snprintf(tmp, sizeof(tmp), "%s", home);
+	int f1 = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(f1 >= 0);
+	struct al_oid id1, id2;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct al_oid id;
+		int r = al_bundle_write_fd(cas, &ra.id, &ra.id, f1, &id, &err);
+		_exit(r < 0 ? 2 : dl_archive.write_new ? 3 : 0);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(lseek(f1, 0, SEEK_SET), 0);
+	assert_int_equal(ftruncate(f1, 0), 0);
+	if (al_bundle_write_fd(cas, &ra.id, &ra.id, f1, &id1, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_null(dl_archive.write_new);
+	int f2 = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(f2 >= 0);
+	if (al_bundle__write_fd_archive(cas, &ra.id, &ra.id, f2, &id2, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_non_null(dl_archive.write_new);
+	size_t l1, l2;
+	char *b1 = fd_bytes(f1, &l1), *b2 = fd_bytes(f2, &l2);
+	assert_true(al_oid_eq(&id1, &id2));
+	assert_int_equal(l1, l2);
+	assert_memory_equal(b1, b2, l1);
+
+	struct al_bundle bu = { 0 };
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	if (al_bundle_read_mem(cas, b1, l1, &bu, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(bu.n, 0);
+	assert_true(al_oid_eq(&bu.base, &ra.id) && al_oid_eq(&bu.head, &ra.id));
+	struct al_oid got;
+	if (al_bundle_apply_tree(cas, &bu, &ra.id, &got, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	assert_true(al_oid_eq(&got, &ra.id));
+	al_bundle_release(&bu);
+	free(b1);
+	free(b2);
+	close(f1);
+	close(f2);
+	home_remove(home, st);
 }
 
 static void test_bundle(void **state)
@@ -135,6 +218,7 @@ static void test_bundle(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bundle_of_nothing),
 		cmocka_unit_test(test_bundle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
