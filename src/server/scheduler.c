@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,7 +16,6 @@
 #include "airlock/replay.h"
 #include "airlock/store.h"
 #include "airlock/util.h"
-#include "ops.h"
 #include "ops.h"
 #include "scheduler.h"
 
@@ -68,12 +68,68 @@ static void live_free(struct sched_run *r)
 	}
 }
 
+/* The runs' structs come from slabs of their own, not the heap: up to
+ * SCHED_RECENT ended runs outlive everything a run allocated around
+ * them, and from the heap each would pin a page of it after the load
+ * (about 0.7 MiB of a daemon's RSS after 16 clients' runs).  Slabs are
+ * never unmapped: they hold at most the peak of runs known at once. */
+#define SLAB_RUNS 64
+union slot {
+	struct sched_run run;
+	union slot *next_free;
+};
+#ifndef __SANITIZE_ADDRESS__
+static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
+static union slot *slab_free;
+#endif
+
+#ifdef __SANITIZE_ADDRESS__
+/* under ASan the heap's, so that a use after free is still caught */
+static struct sched_run *slot_get(void)
+{
+	return calloc(1, sizeof(struct sched_run));
+}
+static void slot_put(struct sched_run *r)
+{
+	free(r);
+}
+#else
+static struct sched_run *slot_get(void)
+{
+	pthread_mutex_lock(&slab_lock);
+	if (!slab_free) {
+		union slot *slab = mmap(NULL, SLAB_RUNS * sizeof(*slab), PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		for (int i = 0; slab != MAP_FAILED && i < SLAB_RUNS; i++) {
+			slab[i].next_free = slab_free;
+			slab_free = &slab[i];
+		}
+	}
+	union slot *u = slab_free;
+	if (u)
+		slab_free = u->next_free;
+	pthread_mutex_unlock(&slab_lock);
+	if (u)
+		memset(u, 0, sizeof(*u));
+	return u ? &u->run : NULL;
+}
+
+static void slot_put(struct sched_run *r)
+{
+	union slot *u = (union slot *)r;
+	pthread_mutex_lock(&slab_lock);
+	u->next_free = slab_free;
+	slab_free = u;
+	pthread_mutex_unlock(&slab_lock);
+}
+#endif
+
 static void run_free(struct sched_run *r)
 {
 	if (r->cancel_fd >= 0)
 		close(r->cancel_fd);
 	live_free(r);
-	free(r);
+	slot_put(r);
 }
 
 /* The sandbox's output as it arrives (run.h output callback): kept for
@@ -156,7 +212,7 @@ static void request_release(struct sched_run *r)
 
 struct sched_run *sched_run_new(void)
 {
-	struct sched_run *r = calloc(1, sizeof(*r));
+	struct sched_run *r = slot_get();
 	if (r)
 		r->cancel_fd = -1;
 	return r;

@@ -518,6 +518,11 @@ static void *watchdog(void *arg)
 	struct srv *s = arg;
 	pthread_mutex_lock(&s->watch_lock);
 	while (!s->watch_stop) {
+		pthread_mutex_unlock(&s->watch_lock);
+		/* the request threads' idle stores, and the heap they leave */
+		if (srv_store_expire(al_now_ns()))
+			malloc_trim(0);
+		pthread_mutex_lock(&s->watch_lock);
 		uint64_t now = al_now_ns(), next = now + 1000000000ull;
 		for (struct conn_watch *w = s->watched; w; w = w->next) {
 			if (!w->deadline_ns)
@@ -669,6 +674,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		dl_mhd.destroy_response(rq->resp);
 	if (rq->upload_fd >= 0)
 		close(rq->upload_fd);
+	/* what a deep request (a run's start, a schema check) touched of this
+	 * request thread's stack goes back: after any request of 2 ms or more
+	 * (where the syscall does not count), else once a second a thread */
+	static __thread uint64_t stack_released;
+	uint64_t now = al_now_ns();
+	if (ms >= 2 || now - stack_released > 1000000000ull) {
+		stack_released = now;
+		al_stack_release();
+	}
 	free(rq->segbuf);
 	explicit_bzero(rq->session, sizeof(rq->session));
 	if (rq->body)

@@ -117,6 +117,9 @@ int srv_body_json(struct req *rq, json_t **out);
  * for the tenant it served last). */
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err);
 void srv_store_done(struct al_store *st);
+/* Close the kept stores unused for a second (the watchdog's tick): an idle
+ * daemon gives back what they hold.  Returns how many were closed. */
+unsigned srv_store_expire(uint64_t now_ns);
 
 /* A handler's usual shape: the tenant's store, fn fills *out, the answer
  * (status, or the error). */

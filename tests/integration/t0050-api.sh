@@ -73,6 +73,17 @@ is "$(echo "$out" | field roles)" '["agent"]' "whoami: the principal's roles"
 is "$(echo "$out" | field projects)" '["p"]' "…and its granted projects"
 ok "the request log names principals and routes, never a token" -- bash -c "grep -q 'default/ag GET /api/whoami 200' '$T/serve.log' && ! grep -qF '${AG#alk_}' '$T/serve.log' && ! grep -q 'alk_' '$T/serve.log'"
 
+# a request thread keeps its tenant's store open for its next request; an
+# idle daemon closes it (its SQLite caches, zstd contexts and buffers go
+# back) once it has gone unused for a second
+api GET /projects/p "$AG"
+is "$status" 200 "a request that opens the tenant's store"
+kept() { find "/proc/$SERVE_PID/fd" -lname '*/tenants/*/meta.db' 2>/dev/null | wc -l; }
+for _ in $(seq 50); do [ "$(kept)" = 0 ] && break; sleep 0.1; done
+is "$(kept)" 0 "…whose store the idle daemon closes within seconds"
+api GET /projects/p "$AG"
+is "$status" 200 "…and opens again for the next request"
+
 # ---- the role matrix ---------------------------------------------------------
 # expect TOKEN METHOD PATH STATUS [BODY] WHO
 expect() {
