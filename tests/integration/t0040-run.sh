@@ -115,6 +115,26 @@ run "$AL" audit verify
 is "$rc" 0 "the ledger verifies"
 [ "$rc" = 0 ] || echo "$err" | sed 's/^/# /'
 
+# the cgroup v2 path, exercised on a hybrid host through the testing aid
+# (operations.md): the sandbox is born in the run's v2 cgroup (clone3 into
+# it), joins its v1 ones itself, and both are gone after the run
+if [ -d /sys/fs/cgroup/unified ] || [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+	AIRLOCK_CGROUP2_MEMBERSHIP=1 "$AL" run p -- sh -c 'cat /proc/self/cgroup; sleep 3' cgroup-probe >"$T/cg.out" 2>"$T/cg.err" &
+	CGR=$!
+	SL=
+	for _ in $(seq 100); do SL=$(pgrep -f '^airlock-init -- .* cgroup-probe$' | head -1); [ -n "$SL" ] && break; sleep 0.05; done
+	V2=$(grep '^0::' "/proc/$SL/cgroup" 2>/dev/null)
+	like "$V2" "^0::/(.*/)?airlock-runs/run-[0-9a-f]{12}$" "the sandbox (its PID 1) is in the run's v2 cgroup"
+	like "$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' "/proc/$SL/cgroup" 2>/dev/null || echo 'v2 only')" "airlock-run-|v2 only" "…and in its v1 memory cgroup where there is one"
+	wait $CGR
+	is "$?" 0 "…where the command runs"
+	like "$(cat "$T/cg.out")" "^0::/$" "…seeing its own cgroups as the root (its cgroup namespace)"
+	MNT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	ok "…and the run's v2 cgroup is gone after it" -- test ! -e "$MNT${V2#0::}"
+elif prereq_required; then
+	ok "cgroup v2 is mounted (for the v2 path)" -- false
+fi
+
 run "$AL" fsck
 is "$rc" 0 "fsck is clean after the runs"
 done_testing

@@ -200,7 +200,10 @@ static bool v2_setup(const struct mounts *m, const char *name, char *out, size_t
 	bool any = false;
 	for (int i = 0; i < 3; i++)
 		any |= want[i] && has_word(have, ctl[i], " \n");
-	if (!any)
+	/* a testing aid (operations.md): the v2 cgroup for membership alone,
+	 * so that a hybrid host exercises the v2 path (clone3 into it) */
+	const char *aid = getenv("AIRLOCK_CGROUP2_MEMBERSHIP");
+	if (!any && !(aid && !strcmp(aid, "1")))
 		return false;
 	if (own[0]) {
 		char sub[900], pid[24];

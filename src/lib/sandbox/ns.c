@@ -40,6 +40,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 
@@ -601,6 +602,8 @@ struct ns_state {
 	int out[2], errp[2], status[2], sock[2];
 	int devnull, init, pidfd, tmpfs, proxy, integ;
 	int cg_tasks[3]; /* until the clone: the child's (struct child) */
+	int cg_v2;       /* until the clone: the run's v2 cgroup, to clone into */
+	bool in_v2;      /* the clone put the child there */
 	pid_t pid;
 	struct al_cgroup cg;
 	struct sock_fprog prog;
@@ -620,14 +623,39 @@ static void ns_release(struct ns_state *s)
 	close_pair(s->errp);
 	close_pair(s->status);
 	close_pair(s->sock);
-	int *fds[] = { &s->devnull, &s->init,        &s->pidfd,       &s->tmpfs,      &s->proxy,
-		       &s->integ,   &s->cg_tasks[0], &s->cg_tasks[1], &s->cg_tasks[2] };
+	int *fds[] = { &s->devnull, &s->init,        &s->pidfd,       &s->tmpfs,       &s->proxy,
+		       &s->integ,   &s->cg_tasks[0], &s->cg_tasks[1], &s->cg_tasks[2], &s->cg_v2 };
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	al_cgroup__destroy(&s->cg);
 	free(s->prog.filter);
 	free(s->argv);
+}
+
+/* A fork-like clone into new namespaces (flags), born in the cgroup v2
+ * directory cgroup_fd when there is one (clone3's CLONE_INTO_CGROUP,
+ * Linux 5.7): writing its pid to cgroup.procs afterwards would take the
+ * kernel's global threadgroup lock, whose first taking after a quiet spell
+ * waits for an RCU grace period.  *joined says whether it was; a kernel
+ * without clone3 or the flag gets the plain clone, and the caller writes
+ * the pid. */
+static pid_t sandbox_clone(uint64_t flags, int cgroup_fd, bool *joined)
+{
+	*joined = false;
+	if (cgroup_fd >= 0) {
+		struct clone_args a = { .flags = flags | CLONE_INTO_CGROUP,
+					.exit_signal = SIGCHLD,
+					.cgroup = (uint64_t)cgroup_fd };
+		pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+		if (pid >= 0) {
+			*joined = true;
+			return pid;
+		}
+		if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+			return -1;
+	}
+	return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
 /* What the setup said when it ended (its end of the status pipe closes at
@@ -740,6 +768,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if ((r = al_cgroup__v1_tasks(&s->cg, s->cg_tasks, err)) < 0)
 		return r;
 	memcpy(c.cg_tasks, s->cg_tasks, sizeof(c.cg_tasks));
+	if (s->cg.v2[0] && (s->cg_v2 = open(s->cg.v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return al_fail(err, AL_EIO, errno, "sandbox: join cgroup %s", s->cg.v2);
 
 	/* Overlay takes lower layers only from the mounter's own mount
 	 * namespace, so an fd opened here (a mount of ours) will not do, and
@@ -753,10 +783,9 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		return al_fail(err, AL_ESANDBOX, errno,
 			       "sandbox: enter the lower layers' directory");
 	fflush(NULL);
-	pid_t pid = syscall(SYS_clone,
-			    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-				    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-			    NULL, NULL, NULL, NULL);
+	pid_t pid = sandbox_clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+					  CLONE_NEWIPC | CLONE_NEWUTS,
+				  s->cg_v2, &s->in_v2);
 	int clone_errno = errno;
 	if (pid != 0 && fchdir(saved) < 0)
 		abort(); /* cannot happen: saved is an open directory */
@@ -773,6 +802,10 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 			close(s->cg_tasks[i]);
 			s->cg_tasks[i] = -1;
 		}
+	if (s->cg_v2 >= 0) {
+		close(s->cg_v2);
+		s->cg_v2 = -1;
+	}
 	close(s->sock[1]);
 	close(s->status[1]);
 	close(s->out[1]);
@@ -799,7 +832,7 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	 * run's cgroups (child_main) */
 	if (send(s->sock[0], "m", 1, MSG_NOSIGNAL) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
-	if ((r = al_cgroup__attach(&s->cg, pid, false, err)) < 0) {
+	if (!s->in_v2 && (r = al_cgroup__attach(&s->cg, pid, false, err)) < 0) {
 		/* a setup that failed meanwhile is gone: its report says why */
 		struct pollfd gone = { s->pidfd, POLLIN, 0 };
 		int why = poll(&gone, 1, 0) == 1 ? setup_report(s, err) : 0;
@@ -919,7 +952,8 @@ static int ns_run(const struct al_sandbox_spec *spec, struct al_sandbox_result *
 			      .tmpfs = -1,
 			      .proxy = -1,
 			      .integ = -1,
-			      .cg_tasks = { -1, -1, -1 } };
+			      .cg_tasks = { -1, -1, -1 },
+			      .cg_v2 = -1 };
 	int r = ns_start(spec, &s, err);
 	if (r == 0) {
 		ns_wait(spec, &s, res);
