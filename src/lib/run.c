@@ -429,7 +429,9 @@ static void on_output(void *ctx, int stream, const void *p, size_t n)
  * past the greatest, as SQLite's rowid was, written in the row's statement
  * (its write transaction, or alone: atomic on either engine). */
 #define RUN_SEQ "(SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)"
-/* a running attempt's row: no draft, its provisional record's outcome */
+/* a running attempt's row: no draft, its provisional record's outcome
+ * (the partial index runs_running has this very condition: keep them the
+ * same, or the index is not used) */
 #define RUNNING_ATTEMPT "draft IS NULL AND record LIKE '%\"outcome\":\"running\"%'"
 
 struct rec_ctx {

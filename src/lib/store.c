@@ -155,6 +155,15 @@ static const char *const meta_migrations[] = {
 	"CREATE TABLE IF NOT EXISTS blobs_swept("
 	"  gen INTEGER NOT NULL, id BLOB NOT NULL, time INTEGER NOT NULL,"
 	"  PRIMARY KEY(gen, id)) WITHOUT ROWID;",
+	/* 8: a draft's run, looked up by its draft each time a volume is read
+	 * (volume.c VOL_COLS), and the running attempts, which every run's
+	 * start looks for (run.c RUNNING_ATTEMPT; PostgreSQL's runs_running):
+	 * without them a commit, a draft and a run each read the whole runs
+	 * table, or every failed attempt, each row with its record (a run
+	 * took 152 ms instead of 34 at 20,000 runs) */
+	"CREATE INDEX IF NOT EXISTS runs_draft ON runs(draft) WHERE draft IS NOT NULL;"
+	"CREATE INDEX IF NOT EXISTS runs_running ON runs(id)"
+	"  WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%';",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 

@@ -17,13 +17,16 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 7" "migrate creates the schema (version 0 -> 7)"
+is "$rc:$out" "0:schema 0 -> 8" "migrate creates the schema (version 0 -> 8)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":7,"to":7}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6,7 \
+is "$out" '{"from":8,"to":8}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6,7,8 \
 	"each applied version is recorded"
 is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.columns WHERE column_name = 'seq' AND table_name IN ('snapshots', 'conflicts')")" \
 	"conflicts,snapshots" "schema 4: snapshots and conflicts have seq"
+is "$(as airlock_owner -c "SELECT indexdef FROM pg_indexes WHERE tablename = 'runs' AND indexname = 'runs_draft'")" \
+	"CREATE INDEX runs_draft ON public.runs USING btree (tenant, draft) WHERE (draft IS NOT NULL)" \
+	"schema 8: runs are indexed by draft (every read of a volume asks for its run)"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
 
@@ -133,7 +136,7 @@ is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-b', 99999), '-')
 is "$(as airlock -c "SELECT string_agg(t, ',') FROM airlock_tenants() AS t")" "a,b" \
 	"  airlock_tenants() gives every tenant's name, and only that, to the service role"
 is "$(as airlock -c "SELECT count(*) FROM tenants")" 0 "  while the tenants' rows stay invisible without the tenant"
-is "$(as airlock -c "SELECT airlock_schema_version()")" 7 "  airlock_schema_version() gives the schema's version"
+is "$(as airlock -c "SELECT airlock_schema_version()")" 8 "  airlock_schema_version() gives the schema's version"
 run as airlock -c "SELECT count(*) FROM airlock_schema"
 like "$err" "permission denied" "  which the service role cannot read itself"
 
@@ -156,7 +159,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 7" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 8" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

@@ -302,6 +302,8 @@ static const char *const migrations[] = {
 	"CREATE POLICY tenant_isolation ON blobs_swept"
 	"  USING (tenant = current_setting('airlock.tenant', true))"
 	"  WITH CHECK (tenant = current_setting('airlock.tenant', true));",
+	/* 8: as meta.db 8: a draft's run by its draft (every volume read asks) */
+	"CREATE INDEX runs_draft ON runs(tenant, draft) WHERE draft IS NOT NULL;",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == AL_PG_SCHEMA, "AL_PG_SCHEMA (pg.h) is the last migration");
