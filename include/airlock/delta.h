@@ -41,7 +41,10 @@ struct al_bundle {
 };
 void al_bundle_release(struct al_bundle *b);
 
-/* Write the change base -> head to fd (at its offset; not synced). */
+/* Write the change base -> head to fd (at its offset; not synced).  A
+ * change of nothing is written without libarchive, in the bytes it writes
+ * to a regular file (to a pipe or a device libarchive pads the stream to
+ * 10240 bytes; this does not). */
 int al_bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const struct al_oid *head,
 		       int fd, struct al_oid *id_out, struct al_error *err);
 /* Write the change base -> head to path (temp file, fsync, rename). */

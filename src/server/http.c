@@ -373,7 +373,7 @@ unsigned srv_store_expire(uint64_t now_ns)
 	unsigned n = 0;
 	pthread_mutex_lock(&kept_lock);
 	for (struct kept *k = kept_list; k && n < ARRAY_SIZE(idle); k = k->next)
-		if (k->st && now_ns - k->used_ns >= KEPT_IDLE_NS) {
+		if (k->st && k->used_ns + KEPT_IDLE_NS <= now_ns) { /* used after now_ns: kept */
 			idle[n++] = k->st;
 			k->st = NULL;
 		}

@@ -78,12 +78,20 @@ union slot {
 	struct sched_run run;
 	union slot *next_free;
 };
-#ifndef __SANITIZE_ADDRESS__
+/* clang says so with __has_feature, gcc with __SANITIZE_ADDRESS__ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLAB_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLAB_HEAP 1
+#endif
+#endif
+#ifndef SLAB_HEAP
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 static union slot *slab_free;
 #endif
 
-#ifdef __SANITIZE_ADDRESS__
+#ifdef SLAB_HEAP
 /* under ASan the heap's, so that a use after free is still caught */
 static struct sched_run *slot_get(void)
 {

@@ -523,6 +523,8 @@ static void *watchdog(void *arg)
 		if (srv_store_expire(al_now_ns()))
 			malloc_trim(0);
 		pthread_mutex_lock(&s->watch_lock);
+		if (s->watch_stop) /* asked while the lock was let go */
+			break;
 		uint64_t now = al_now_ns(), next = now + 1000000000ull;
 		for (struct conn_watch *w = s->watched; w; w = w->next) {
 			if (!w->deadline_ns)

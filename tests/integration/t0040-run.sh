@@ -129,6 +129,8 @@ if [ -d /sys/fs/cgroup/unified ] || [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2f
 	wait $CGR
 	is "$?" 0 "…where the command runs"
 	like "$(cat "$T/cg.out")" "^0::/$" "…seeing its own cgroups as the root (its cgroup namespace)"
+	ok "…in every hierarchy, v1 included (the namespace is made after it joined them)" -- \
+		sh -c "[ -s '$T/cg.out' ] && ! grep -qv ':/\$' '$T/cg.out'"
 	MNT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 	ok "…and the run's v2 cgroup is gone after it" -- test ! -e "$MNT${V2#0::}"
 elif prereq_required; then

@@ -346,8 +346,10 @@ int al_cgroup__v1_tasks(const struct al_cgroup *cg, int fds[3], struct al_error 
 		if ((fds[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
 			int e = errno;
 			for (int j = 0; j < i; j++)
-				if (fds[j] >= 0)
+				if (fds[j] >= 0) {
 					close(fds[j]);
+					fds[j] = -1;
+				}
 			return al_fail(err, AL_EIO, e, "sandbox: join cgroup %s", dirs[i]);
 		}
 	}

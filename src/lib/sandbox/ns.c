@@ -442,21 +442,24 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(chdir("/tmp/new") == 0, ST_PIVOT);
 	TRY(syscall(SYS_pivot_root, ".", ".") == 0, ST_PIVOT);
 	TRY(umount2(".", MNT_DETACH) == 0, ST_PIVOT);
-	if (c->nsecrets)
-		child_secrets(c);
 	TRY(chdir("/workspace") == 0, ST_CHDIR);
 	umask(022);
 
-	/* The parent moved this process into the run's v2 cgroup while the
+	/* Where the clone did not put this process in the run's v2 cgroup (a
+	 * kernel without CLONE_INTO_CGROUP), the parent moved it while the
 	 * setup above ran (its cgroup.procs write may wait for an RCU grace
 	 * period, 8-19 ms: the two overlap).  Nothing of the command runs
 	 * before the second word: the setup is ours and bounded (a few
-	 * directories and mounts, the secret files), charged to the caller's
-	 * v2 cgroup; the command's memory, tasks and CPU are the run's.  The
+	 * directories and mounts), charged to the caller's v2 cgroup on a
+	 * kernel without clone3's CLONE_INTO_CGROUP; the command's memory,
+	 * tasks and CPU, and the secret files, are the run's.  The
 	 * cgroup namespace is rooted at the run's cgroups, so it is made
 	 * after the move. */
 	TRY(read(c->sock, &go, 1) == 1 && go == 'g', ST_SYNC);
 	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
+	/* the secret files' pages are the run's memory: written in its cgroups */
+	if (c->nsecrets)
+		child_secrets(c);
 
 	struct rlimit core = { 0, 0 }, nofile = { 1024, 1024 };
 	TRY(setrlimit(RLIMIT_CORE, &core) == 0 && setrlimit(RLIMIT_NOFILE, &nofile) == 0,
@@ -674,6 +677,20 @@ static int setup_report(struct ns_state *s, struct al_error *err)
 	return n != 0;
 }
 
+/* A step of the parent failed (r, err): when the child's setup failed
+ * first, its report is the error that says why.  A report is written
+ * before the child exits, so one that is coming arrives within moments. */
+static int child_first(struct ns_state *s, int r, struct al_error *err)
+{
+	struct pollfd p = { s->status[0], POLLIN, 0 };
+	struct al_error why = { 0 };
+	if (poll(&p, 1, 200) == 1 && setup_report(s, &why) < 0) {
+		*err = why;
+		return why.code;
+	}
+	return r;
+}
+
 static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, struct al_error *err)
 {
 	int r = al_seccomp__build(&s->prog, err);
@@ -814,30 +831,34 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 	if ((s->pidfd = syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "sandbox: pidfd_open");
 
+	/* From here the child may fail first (joining its v1 cgroups, or its
+	 * setup): each failure of ours takes its report when it has one. */
 	char map[64];
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_uid);
 	if (write_proc(pid, "uid_map", map) < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write uid_map (host uid %u)",
-			       spec->host_uid);
+		return child_first(s,
+				   al_fail(err, AL_ESANDBOX, errno,
+					   "sandbox: write uid_map (host uid %u)", spec->host_uid),
+				   err);
 	/* As root the child drops every supplementary group itself (setgroups
 	 * needs the gid map, and is not denied); anyone else cannot drop them
 	 * and must deny setgroups before mapping (user_namespaces(7)). */
 	if (!c.drop_groups && write_proc(pid, "setgroups", "deny") < 0 && errno != ENOENT)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write setgroups");
+		return child_first(s, al_fail(err, AL_ESANDBOX, errno, "sandbox: write setgroups"),
+				   err);
 	snprintf(map, sizeof(map), "0 %u 1\n", spec->host_gid);
 	if (write_proc(pid, "gid_map", map) < 0)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: write gid_map (host gid %u)",
-			       spec->host_gid);
+		return child_first(s,
+				   al_fail(err, AL_ESANDBOX, errno,
+					   "sandbox: write gid_map (host gid %u)", spec->host_gid),
+				   err);
 	/* the setup may start now; the command only once the child is in the
 	 * run's cgroups (child_main) */
 	if (send(s->sock[0], "m", 1, MSG_NOSIGNAL) != 1)
-		return al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone");
-	if (!s->in_v2 && (r = al_cgroup__attach(&s->cg, pid, false, err)) < 0) {
-		/* a setup that failed meanwhile is gone: its report says why */
-		struct pollfd gone = { s->pidfd, POLLIN, 0 };
-		int why = poll(&gone, 1, 0) == 1 ? setup_report(s, err) : 0;
-		return why < 0 ? why : r;
-	}
+		return child_first(
+			s, al_fail(err, AL_ESANDBOX, errno, "sandbox: the child is gone"), err);
+	if (!s->in_v2 && (r = al_cgroup__attach(&s->cg, pid, false, err)) < 0)
+		return child_first(s, r, err);
 	(void)send(s->sock[0], "g", 1, MSG_NOSIGNAL);
 	s->tmpfs = al_fd_recv(s->sock[0], SETUP_FD_TIMEOUT_MS);
 	/* the listening sockets: made by the setup in the sandbox's network
