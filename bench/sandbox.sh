@@ -21,8 +21,9 @@ bw_true=$(med11 bwrap --unshare-all --ro-bind / / /bin/true)
 plain=$(med11 /bin/true)
 L="$H/tenants/default/lower"
 img=$(A image list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"][7:])')
-img=$(basename "$(ls -d "$L/$img"-*)")
-ws=$(basename "$(ls -d "$L/$(A project head small | cut -c8-)"-*)")
+layer() { basename "$(find "$L" -maxdepth 1 -type d -name "$1-*")"; } # not its .lock
+img=$(layer "$img")
+ws=$(layer "$(A project head small | cut -c8-)")
 sbx=$("$B/bench/sbx" "$L" "$img" "$ws" "$B/airlock-init" 21)
 version=$(med11 "$AL" --version)
 row "sandbox alone, /bin/true (us, in-process, 21)" "$sbx" "$bw_true" "$(ratio "$sbx" "$bw_true")" "<= 1.0 x bwrap: namespaces, mounts, seccomp, cgroups"
