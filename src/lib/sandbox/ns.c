@@ -116,10 +116,6 @@ static const char *const stage_names[ST_N] = {
 	[ST_EXEC] = "starting airlock-init",
 };
 
-struct report {
-	int stage, err;
-};
-
 /* Everything the child needs, prepared by the parent. */
 struct child {
 	int sock, status_w, out_w, err_w, devnull, init_fd;
@@ -142,7 +138,7 @@ struct child {
 
 static _Noreturn void child_fail(const struct child *c, int stage)
 {
-	struct report m = { stage, errno };
+	struct al_sandbox__report m = { stage, errno };
 	if (write(c->status_w, &m, sizeof(m)) < 0)
 		_exit(126);
 	_exit(125);
@@ -666,15 +662,7 @@ static pid_t sandbox_clone(uint64_t flags, int cgroup_fd, bool *joined)
  * is not a report. */
 static int setup_report(struct ns_state *s, struct al_error *err)
 {
-	struct report rep;
-	ssize_t n;
-	do
-		n = read(s->status[0], &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_ESANDBOX, rep.err,
-			       "sandbox: %s failed (see 'airlock doctor')", stage_names[rep.stage]);
-	return n != 0;
+	return al_sandbox__read_report(s->status[0], stage_names, ST_N, "sandbox: ", err);
 }
 
 /* A step of the parent failed (r, err): when the child's setup failed

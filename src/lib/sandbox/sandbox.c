@@ -2,8 +2,10 @@
  * backend table, the checks every backend shares, the default limits and
  * the network policy's names.  A backend is a struct al_sandbox_backend
  * (sandbox_private.h) in its own file, listed in backends[] below. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandbox_private.h"
 #include "util.h"
@@ -56,6 +58,20 @@ void al_limits_default(struct al_limits *l)
 	l->files = 100000;
 	l->connections = 256;
 	l->egress_bytes = 1ull << 30;
+}
+
+int al_sandbox__read_report(int fd, const char *const *names, int n, const char *prefix,
+			    struct al_error *err)
+{
+	struct al_sandbox__report rep;
+	ssize_t k;
+	do
+		k = read(fd, &rep, sizeof(rep));
+	while (k < 0 && errno == EINTR);
+	if (k == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < n)
+		return al_fail(err, AL_ESANDBOX, rep.err, "%s%s failed (see 'airlock doctor')",
+			       prefix, names[rep.stage]);
+	return k != 0;
 }
 
 int al_sandbox_check(const char *backend, enum al_network network, struct al_error *err)

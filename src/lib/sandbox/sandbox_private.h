@@ -36,6 +36,17 @@ int al_cgroup__create(const struct al_limits *l, const char *name, bool best_eff
  * too.  Writing a pid to cgroup.procs takes the kernel's global
  * threadgroup lock for writing, whose first taking after a quiet spell
  * waits for an RCU grace period (8-19 ms here). */
+/* A setup child's failure, written to a close-on-exec pipe before it
+ * exits (ns.c's sandbox, vm.c's jail). */
+struct al_sandbox__report {
+	int stage, err;
+};
+/* Read it from fd: the failed stage (names[stage], of n) as an error
+ * ("PREFIX%s failed (see 'airlock doctor')"); 0 for nothing (the pipe
+ * closed at exec); 1 for something that is not a report. */
+int al_sandbox__read_report(int fd, const char *const *names, int n, const char *prefix,
+			    struct al_error *err);
+
 int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, bool v1, struct al_error *err);
 /* The v1 hierarchies' "tasks" files of the run's cgroups, opened for a
  * child to join them itself by writing "0" to each (fds[i] = -1 where that

@@ -330,10 +330,6 @@ static const char *const stage_names[ST_N] = {
 	[ST_EXEC] = "starting the VMM",
 };
 
-struct report {
-	int stage, err;
-};
-
 struct jail {
 	int sock, parent_sock, status_w;
 	int fds[FD_N]; /* source descriptor for each target number (3..) */
@@ -345,7 +341,7 @@ struct jail {
 
 static _Noreturn void jail_fail(const struct jail *j, int stage)
 {
-	struct report m = { stage, errno };
+	struct al_sandbox__report m = { stage, errno };
 	if (write(j->status_w, &m, sizeof(m)) < 0)
 		_exit(126);
 	_exit(125);
@@ -654,16 +650,9 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 		return r;
 	if (write(s->sock[0], "g", 1) != 1)
 		return al_fail(err, AL_ESANDBOX, errno, "vm: the jail is gone");
-	struct report rep;
-	ssize_t n;
-	do
-		n = read(s->status[0], &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(rep) && rep.stage >= 0 && rep.stage < ST_N)
-		return al_fail(err, AL_ESANDBOX, rep.err,
-			       "vm: jail: %s failed (see 'airlock doctor')",
-			       stage_names[rep.stage]);
-	if (n != 0)
+	if ((r = al_sandbox__read_report(s->status[0], stage_names, ST_N, "vm: jail: ", err)) < 0)
+		return r;
+	if (r != 0)
 		return al_fail(err, AL_ESANDBOX, 0, "vm: jail setup ended without a report");
 	/* the VMM holds its ends now */
 	for (int t = FD_IMAGE; t < FD_N; t++)
