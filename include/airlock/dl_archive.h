@@ -11,6 +11,8 @@
 #ifndef AIRLOCK_DL_ARCHIVE_H
 #define AIRLOCK_DL_ARCHIVE_H
 
+#include <stdbool.h>
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -92,6 +94,8 @@ extern struct dl_archive dl_archive;
 /* Load libarchive once per process (thread-safe); an error names the
  * library and its Debian package. */
 int dl_load_archive(struct al_error *err);
+/* Has a load been tried already (successful or not)? */
+bool dl_archive_tried(void);
 
 /* The constructors: NULL if the library cannot be loaded (errno ELIBACC)
  * or memory is short. */

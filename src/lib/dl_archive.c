@@ -10,6 +10,7 @@ struct dl_archive dl_archive;
 
 static struct al_error load_err;
 static int load_rc;
+static bool tried; /* load() has run */
 
 static void load(void)
 {
@@ -91,6 +92,12 @@ static void load(void)
 	};
 #undef S
 	load_rc = dl_load("libarchive.so.13", "libarchive13", syms, ARRAY_SIZE(syms), &load_err);
+	__atomic_store_n(&tried, true, __ATOMIC_RELEASE);
+}
+
+bool dl_archive_tried(void)
+{
+	return __atomic_load_n(&tried, __ATOMIC_ACQUIRE);
 }
 
 int dl_load_archive(struct al_error *err)
