@@ -27,6 +27,15 @@ is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name
 is "$(as airlock_owner -c "SELECT indexdef FROM pg_indexes WHERE tablename = 'runs' AND indexname = 'runs_draft'")" \
 	"CREATE INDEX runs_draft ON public.runs USING btree (tenant, draft) WHERE (draft IS NOT NULL)" \
 	"schema 8: runs are indexed by draft (every read of a volume asks for its run)"
+is "$(as airlock_owner -c "SELECT string_agg(tablename || ':' || array_to_string(roles, ','), ' ' ORDER BY tablename) FROM pg_policies WHERE policyname = 'owner_lookup'")" \
+	"run_cancels:airlock_owner runs:airlock_owner sessions:airlock_owner tenants:airlock_owner tokens:airlock_owner" \
+	"schema 8: the owner's lookup policies are the owner's alone"
+# …so that the service role's queries use the (tenant, …) indexes: no
+# policy of another role ORed into its condition
+plan=$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; SET LOCAL enable_seqscan = off;
+	EXPLAIN SELECT id FROM runs WHERE draft = 'd0'; COMMIT;" | tr '\n' ' ')
+like "$plan" "Index Cond: \(\(tenant = .*\) AND \(draft = 'd0'::text\)\)" \
+	"the service role finds a draft's run by the index on (tenant, draft)"
 is "$(as airlock_owner -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'airlock_owner'")" 0 \
 	"the migrating role owns every table"
 

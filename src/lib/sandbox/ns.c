@@ -1,17 +1,23 @@
 /* The namespace sandbox backend (sandbox.h).
  *
  * The parent prepares everything that allocates (seccomp BPF, option
- * strings, argv, the sealed copy of airlock-init, the cgroup), then clones
- * a child into new user, mount, pid, net, ipc and uts namespaces.  The
- * child waits until the parent has written its uid/gid maps and put it in
- * the run's cgroup, then, without allocating:
+ * strings, argv, the sealed copy of airlock-init, the cgroups and their
+ * files), then clones a child into new user, mount, pid, net, ipc and uts
+ * namespaces, born in the run's v2 cgroup where there is one (clone3).
+ * The child, without allocating: joins the run's v1 cgroups itself; waits
+ * for the parent's first word (its uid/gid maps are written), then
  *
- *   cgroup namespace; mounts private; a size-capped tmpfs on /tmp holding
- *   the upper layers (its fd goes to the parent, which reads the
- *   workspace's upper layer after the run); overlay / (image) and
- *   /workspace (snapshot); /proc; a minimal /dev; /tmp; hostname; lo up;
- *   pivot_root and detach the old root; rlimits; stdio; no_new_privs;
- *   every capability dropped; seccomp; exec airlock-init.
+ *   mounts private; a size-capped tmpfs on /tmp holding the upper layers
+ *   (its fd goes to the parent, which reads the workspace's upper layer
+ *   after the run); overlay / (image) and /workspace (snapshot); /proc; a
+ *   minimal /dev; /tmp; hostname; lo up; pivot_root and detach the old
+ *   root;
+ *
+ * waits for the second word (it is in every cgroup of the run: the parent
+ * writes the pid of a child the clone did not put in its v2 cgroup while
+ * that setup runs), then: cgroup namespace; the secret files; rlimits;
+ * stdio; no_new_privs; every capability dropped; seccomp; exec
+ * airlock-init.
  *
  * A failing step writes {stage, errno} to a close-on-exec pipe; EOF on that
  * pipe means airlock-init is running.  The child is PID 1 of the sandbox:
@@ -636,12 +642,14 @@ static void ns_release(struct ns_state *s)
  * directory cgroup_fd when there is one (clone3's CLONE_INTO_CGROUP,
  * Linux 5.7): writing its pid to cgroup.procs afterwards would take the
  * kernel's global threadgroup lock, whose first taking after a quiet spell
- * waits for an RCU grace period.  *joined says whether it was; a kernel
- * without clone3 or the flag gets the plain clone, and the caller writes
- * the pid. */
-static pid_t sandbox_clone(uint64_t flags, int cgroup_fd, bool *joined)
+ * waits for an RCU grace period.  *joined says whether it was.  A kernel
+ * without clone3 or the flag (ENOSYS, E2BIG, EINVAL), or a seccomp profile
+ * that denies clone3 (EPERM: older container runtimes), gets the plain
+ * clone, and the caller writes the pid; any other error is the cgroup's
+ * (*into_cgroup set). */
+static pid_t sandbox_clone(uint64_t flags, int cgroup_fd, bool *joined, bool *into_cgroup)
 {
-	*joined = false;
+	*joined = *into_cgroup = false;
 	if (cgroup_fd >= 0) {
 		struct clone_args a = { .flags = flags | CLONE_INTO_CGROUP,
 					.exit_signal = SIGCHLD,
@@ -651,8 +659,10 @@ static pid_t sandbox_clone(uint64_t flags, int cgroup_fd, bool *joined)
 			*joined = true;
 			return pid;
 		}
-		if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+		if (errno != ENOSYS && errno != E2BIG && errno != EINVAL && errno != EPERM) {
+			*into_cgroup = true;
 			return -1;
+		}
 	}
 	return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
@@ -788,13 +798,16 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		return al_fail(err, AL_ESANDBOX, errno,
 			       "sandbox: enter the lower layers' directory");
 	fflush(NULL);
+	bool cgroup_failed;
 	pid_t pid = sandbox_clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 					  CLONE_NEWIPC | CLONE_NEWUTS,
-				  s->cg_v2, &s->in_v2);
+				  s->cg_v2, &s->in_v2, &cgroup_failed);
 	int clone_errno = errno;
 	if (pid != 0 && fchdir(saved) < 0)
 		abort(); /* cannot happen: saved is an open directory */
 	errno = clone_errno;
+	if (pid < 0 && cgroup_failed)
+		return al_fail(err, AL_EIO, errno, "sandbox: clone into cgroup %s", s->cg.v2);
 	if (pid < 0)
 		return al_fail(err, AL_ESANDBOX, errno,
 			       "sandbox: cannot create namespaces (are unprivileged user "

@@ -32,10 +32,6 @@ struct al_cgroup {
  * controller can enforce is an error, unless best_effort. */
 int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort,
 		      struct al_cgroup *cg, struct al_error *err);
-/* Move pid into the run's cgroups: v2's, and with v1 the v1 hierarchies'
- * too.  Writing a pid to cgroup.procs takes the kernel's global
- * threadgroup lock for writing, whose first taking after a quiet spell
- * waits for an RCU grace period (8-19 ms here). */
 /* A setup child's failure, written to a close-on-exec pipe before it
  * exits (ns.c's sandbox, vm.c's jail). */
 struct al_sandbox__report {
@@ -47,6 +43,10 @@ struct al_sandbox__report {
 int al_sandbox__read_report(int fd, const char *const *names, int n, const char *prefix,
 			    struct al_error *err);
 
+/* Move pid into the run's cgroups: v2's, and with v1 the v1 hierarchies'
+ * too.  Writing a pid to cgroup.procs takes the kernel's global
+ * threadgroup lock for writing, whose first taking after a quiet spell
+ * waits for an RCU grace period (8-19 ms here). */
 int al_cgroup__attach(const struct al_cgroup *cg, pid_t pid, bool v1, struct al_error *err);
 /* The v1 hierarchies' "tasks" files of the run's cgroups, opened for a
  * child to join them itself by writing "0" to each (fds[i] = -1 where that
