@@ -399,16 +399,18 @@ static int write_index_only(int fd, const char *index, struct al_error *err)
 	ustar_octal(tar + 148, 6, sum);
 	tar[154] = 0;
 	memcpy(tar + BLOCK, index, ilen);
+	/* all the input before the end: a frame that does not declare its
+	 * size, as a stream's */
 	ZSTD_inBuffer in = { tar, tlen, 0 };
 	ZSTD_outBuffer o = { out, cap, 0 };
-	size_t left = 1;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3)) ||
-	    ZSTD_isError(ZSTD_compressStream2(z, &o, &in, ZSTD_e_continue)))
-		left = 0, r = al_fail(err, AL_EIO, 0, "bundle: zstd");
-	while (r == 0 && left)
-		if (ZSTD_isError(left = ZSTD_compressStream2(z, &o, &in, ZSTD_e_end)))
-			r = al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(left));
-	if (r == 0 && al_write_full(fd, out, o.pos) < 0)
+	size_t left = ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
+	if (!ZSTD_isError(left))
+		left = ZSTD_compressStream2(z, &o, &in, ZSTD_e_continue);
+	while (!ZSTD_isError(left) && (left = ZSTD_compressStream2(z, &o, &in, ZSTD_e_end)) > 0)
+		;
+	if (ZSTD_isError(left))
+		r = al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(left));
+	else if (al_write_full(fd, out, o.pos) < 0)
 		r = al_fail(err, AL_EIO, errno, "bundle: write");
 done:
 	ZSTD_freeCCtx(z);
@@ -431,15 +433,12 @@ static int bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const 
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	else
 		al_sha256(index, strlen(index), id_out->b);
-	if (r == 0 && !ch.n && !archive) {
+	bool alone = !ch.n && !archive; /* the index alone */
+	if (r == 0 && alone)
 		r = write_index_only(fd, index, err);
-		free(index);
-		al_changes_release(&ch);
-		return r;
-	}
-	if (r == 0)
+	else if (r == 0)
 		r = dl_load_archive(err);
-	if (r == 0) {
+	if (r == 0 && !alone) {
 		a = dl_archive_write_new();
 		if (!a || dl_archive.write_add_filter_zstd(a) != ARCHIVE_OK ||
 		    dl_archive.write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -447,7 +446,7 @@ static int bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const 
 			r = al_fail(err, AL_EIO, 0, "bundle: %s",
 				    a ? dl_archive.error_string(a) : "libarchive");
 	}
-	if (r == 0)
+	if (r == 0 && !alone)
 		r = write_members(a, cas, index, &ch, err);
 	if (a) {
 		if (dl_archive.write_close(a) != ARCHIVE_OK && r == 0)

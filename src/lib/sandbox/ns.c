@@ -447,16 +447,15 @@ static _Noreturn void child_main(const struct child *c)
 	TRY(chdir("/workspace") == 0, ST_CHDIR);
 	umask(022);
 
-	/* Where the clone did not put this process in the run's v2 cgroup (a
-	 * kernel without CLONE_INTO_CGROUP), the parent moved it while the
-	 * setup above ran (its cgroup.procs write may wait for an RCU grace
-	 * period, 8-19 ms: the two overlap).  Nothing of the command runs
-	 * before the second word: the setup is ours and bounded (a few
-	 * directories and mounts), charged to the caller's v2 cgroup on a
-	 * kernel without clone3's CLONE_INTO_CGROUP; the command's memory,
-	 * tasks and CPU, and the secret files, are the run's.  The
-	 * cgroup namespace is rooted at the run's cgroups, so it is made
-	 * after the move. */
+	/* The second word: this process is in every cgroup of the run.  Where
+	 * the clone did not put it in the v2 one (a kernel without
+	 * CLONE_INTO_CGROUP), the parent moved it while the setup above ran
+	 * (that write may wait for an RCU grace period, 8-19 ms: the two
+	 * overlap), and the setup, ours and bounded (a few directories and
+	 * mounts), was charged to the caller's v2 cgroup.  Nothing of the
+	 * command runs before: its memory, tasks and CPU, and the secret
+	 * files, are the run's.  The cgroup namespace is rooted at the run's
+	 * cgroups, so it is made after the move. */
 	TRY(read(c->sock, &go, 1) == 1 && go == 'g', ST_SYNC);
 	TRY(unshare(CLONE_NEWCGROUP) == 0, ST_CGROUPNS);
 	/* the secret files' pages are the run's memory: written in its cgroups */
@@ -631,8 +630,7 @@ static void ns_release(struct ns_state *s)
 	int *fds[] = { &s->devnull, &s->init,        &s->pidfd,       &s->tmpfs,       &s->proxy,
 		       &s->integ,   &s->cg_tasks[0], &s->cg_tasks[1], &s->cg_tasks[2], &s->cg_v2 };
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
-		if (*fds[i] >= 0)
-			close(*fds[i]);
+		al_sandbox__close(fds[i]);
 	al_cgroup__destroy(&s->cg);
 	free(s->prog.filter);
 	free(s->argv);
@@ -816,14 +814,8 @@ static int ns_start(const struct al_sandbox_spec *spec, struct ns_state *s, stru
 		child_main(&c);
 	s->pid = pid;
 	for (int i = 0; i < 3; i++)
-		if (s->cg_tasks[i] >= 0) {
-			close(s->cg_tasks[i]);
-			s->cg_tasks[i] = -1;
-		}
-	if (s->cg_v2 >= 0) {
-		close(s->cg_v2);
-		s->cg_v2 = -1;
-	}
+		al_sandbox__close(&s->cg_tasks[i]);
+	al_sandbox__close(&s->cg_v2);
 	close(s->sock[1]);
 	close(s->status[1]);
 	close(s->out[1]);

@@ -5,6 +5,7 @@
 
 #include <linux/filter.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "airlock/sandbox.h"
 
@@ -32,6 +33,14 @@ struct al_cgroup {
  * controller can enforce is an error, unless best_effort. */
 int al_cgroup__create(const struct al_limits *l, const char *name, bool best_effort,
 		      struct al_cgroup *cg, struct al_error *err);
+/* Close *fd if open, and mark it closed. */
+static inline void al_sandbox__close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 /* A setup child's failure, written to a close-on-exec pipe before it
  * exits (ns.c's sandbox, vm.c's jail). */
 struct al_sandbox__report {

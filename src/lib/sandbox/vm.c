@@ -449,13 +449,6 @@ struct vm_state {
 	uint64_t result_size;
 };
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void vm_release(struct vm_state *s)
 {
 	if (s->pid > 0) {
@@ -464,15 +457,15 @@ static void vm_release(struct vm_state *s)
 			;
 	}
 	for (int i = 0; i < FD_N; i++)
-		close_fd(&s->fds[i]);
-	close_fd(&s->out);
-	close_fd(&s->err);
-	close_fd(&s->ctl);
-	close_fd(&s->relay);
-	close_fd(&s->pidfd);
+		al_sandbox__close(&s->fds[i]);
+	al_sandbox__close(&s->out);
+	al_sandbox__close(&s->err);
+	al_sandbox__close(&s->ctl);
+	al_sandbox__close(&s->relay);
+	al_sandbox__close(&s->pidfd);
 	for (int i = 0; i < 2; i++) {
-		close_fd(&s->status[i]);
-		close_fd(&s->sock[i]);
+		al_sandbox__close(&s->status[i]);
+		al_sandbox__close(&s->sock[i]);
 	}
 	al_cgroup__destroy(&s->cg);
 	free(s->prog.filter);
@@ -631,8 +624,8 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 	if (pid == 0)
 		jail_main(&j);
 	s->pid = pid;
-	close_fd(&s->sock[1]);
-	close_fd(&s->status[1]);
+	al_sandbox__close(&s->sock[1]);
+	al_sandbox__close(&s->status[1]);
 	if ((s->pidfd = syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return al_fail(err, AL_ESANDBOX, errno, "vm: pidfd_open");
 	char map[64];
@@ -657,7 +650,7 @@ static int vm_start(const struct al_sandbox_spec *spec, struct vm_state *s,
 	/* the VMM holds its ends now */
 	for (int t = FD_IMAGE; t < FD_N; t++)
 		if (t != FD_RESULT)
-			close_fd(&s->fds[t]);
+			al_sandbox__close(&s->fds[t]);
 	return 0;
 }
 
@@ -673,7 +666,7 @@ static void vm_pump_read(struct vm_pump *p, const struct al_sandbox_spec *spec)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		close_fd(&p->fd);
+		al_sandbox__close(&p->fd);
 		return;
 	}
 	*p->count += (uint64_t)n;
@@ -759,7 +752,7 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 			char buf[512];
 			ssize_t n = read(s->ctl, buf, sizeof(buf));
 			if (n <= 0 && !(n < 0 && (errno == EINTR || errno == EAGAIN)))
-				close_fd(&s->ctl);
+				al_sandbox__close(&s->ctl);
 			for (ssize_t i = 0; i < n; i++) {
 				/* the first words must be UP_LINE: anything else
 				 * is refused at the end, as a bad status line */
@@ -791,7 +784,7 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 		}
 	}
 	for (int i = 0; i < 2; i++)
-		close_fd(&pumps[i].fd);
+		al_sandbox__close(&pumps[i].fd);
 	res->wall_ms = (al_now_ns() - start) / 1000000;
 	al_cgroup__stats(&s->cg, &res->oom, &res->peak_memory);
 	res->oom = false; /* the VMM's: the command's is the guest's cgroup */
