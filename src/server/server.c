@@ -658,6 +658,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
+	__atomic_add_fetch(&s->answered, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->answered_ns, al_now_ns(), __ATOMIC_RELAXED);
 	if (rq->waiting)
 		srv_run_unwait(rq);
 	double ms = (double)(al_now_ns() - rq->t0) / 1e6;
@@ -805,6 +807,83 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
+/* The request pool: libmicrohttpd's daemon and its threads, listening on
+ * s->sa (a new socket) or on fd (a socket a pool listened on before). */
+static struct MHD_Daemon *pool_start(struct srv *s, MHD_socket fd)
+{
+	struct MHD_OptionItem where[] = {
+		fd == MHD_INVALID_SOCKET
+			? (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &s->sa }
+			: (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+		{ MHD_OPTION_END, 0, NULL }
+	};
+	bool tls = s->cert != NULL;
+	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
+	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
+	return dl_mhd.start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+			MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_ARRAY, where, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10),
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert, MHD_OPTION_HTTPS_MEM_KEY,
+		s->key, MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
+		MHD_OPTION_END);
+}
+
+static unsigned pool_connections(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *ci =
+		dl_mhd.get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return ci ? ci->num_connections : 1;
+}
+
+/* The pool's renewal (the main thread, twice a second).  Each request
+ * thread keeps chunks it freed for itself (glibc's tcache: up to 7 of each
+ * size to 1 KiB), and they hold the heap's pages they sit in: malloc_trim
+ * returns none of them, and after a load the daemon stayed 2.5-4 MiB over
+ * idle.  A thread's end gives its chunks back.  So once a pool that
+ * answered requests has had no connection for POOL_IDLE_NS, a new pool
+ * starts listening on the same socket (a duplicate of it: the old pool
+ * still serves until then) and the old one stops accepting; it is stopped
+ * at a later tick once its connections are gone (one it accepted just
+ * before is answered, not cut), its threads end (their kept stores close: http.c), and
+ * malloc_trim returns the pages.  A pool that cannot start leaves the old
+ * one serving. */
+#define POOL_IDLE_NS 1000000000ull
+
+static void pool_renew(struct srv *s)
+{
+	if (s->draining && pool_connections(s->draining) == 0) {
+		dl_mhd.stop_daemon(s->draining);
+		s->draining = NULL;
+		malloc_trim(0);
+	}
+	uint64_t answered = __atomic_load_n(&s->answered, __ATOMIC_RELAXED);
+	if (s->draining || answered == s->pool_answered ||
+	    al_now_ns() - __atomic_load_n(&s->answered_ns, __ATOMIC_RELAXED) < POOL_IDLE_NS ||
+	    pool_connections(s->mhd) != 0)
+		return;
+	const union MHD_DaemonInfo *li = dl_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+	int fd = li ? fcntl(li->listen_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	struct MHD_Daemon *next = fd >= 0 ? pool_start(s, fd) : NULL;
+	if (!next) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	MHD_socket old = dl_mhd.quiesce_daemon(s->mhd);
+	if (old != MHD_INVALID_SOCKET)
+		close(old); /* the new pool's duplicate listens on */
+	s->draining = s->mhd;
+	s->mhd = next;
+	s->pool_answered = answered;
+}
+
 int srv_main(const struct srv_config *cfg)
 {
 	static struct srv s; /* the daemon's one state; its threads see it until the end */
@@ -908,21 +987,10 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return 1;
 	}
-	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
-	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
-	s.mhd = dl_mhd.start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-			MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
-		0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-		(unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)cfg->conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)(64 << 10), MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)512,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION,
-		on_connection, &s, tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-		MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_PRIORITIES,
-		"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
+	s.sa = sa;
+	s.cert = cert;
+	s.key = key;
+	s.mhd = pool_start(&s, MHD_INVALID_SOCKET);
 	if (!s.mhd) {
 		if (tls)
 			fprintf(stderr,
@@ -951,9 +1019,12 @@ int srv_main(const struct srv_config *cfg)
 	if (srv_gc_start(&s) < 0)
 		fprintf(stderr,
 			"airlock serve: cannot start the collector thread; no scheduled gc\n");
-	int sig = 0;
-	while (sigwait(&set, &sig) != 0)
-		;
+	int sig;
+	do { /* a signal, or half a second's tick */
+		sig = sigtimedwait(&set, NULL, &(struct timespec){ 0, 500000000 });
+		if (sig < 0)
+			pool_renew(&s);
+	} while (sig < 0);
 	fprintf(stderr,
 		"airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
@@ -965,13 +1036,14 @@ int srv_main(const struct srv_config *cfg)
 	/* the answers of requests that waited for those runs are on their
 	 * way: give open connections up to 2 s to finish before closing them */
 	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *ci =
-			dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (!ci || ci->num_connections == 0)
+		if (pool_connections(s.mhd) == 0 &&
+		    (!s.draining || pool_connections(s.draining) == 0))
 			break;
 		struct timespec ts = { 0, 10000000 };
 		nanosleep(&ts, NULL);
 	}
+	if (s.draining)
+		dl_mhd.stop_daemon(s.draining);
 	dl_mhd.stop_daemon(s.mhd);
 	watchdog_stop(&s);
 	al_node_serve_stop();

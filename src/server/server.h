@@ -6,6 +6,7 @@
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
@@ -33,7 +34,13 @@ struct conn_watch {
 struct srv {
 	struct srv_config cfg;
 	struct al_auth *auth;
-	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd;      /* the request pool (the main thread's alone) */
+	struct MHD_Daemon *draining; /* the pool it replaced, while connections remain */
+	struct sockaddr_in sa;       /* where it listens */
+	const char *cert, *key;      /* TLS: PEM, for every pool */
+	uint64_t answered;           /* requests answered (atomic) */
+	uint64_t answered_ns;        /* when the last was (atomic) */
+	uint64_t pool_answered;      /* answered when this pool started */
 	char init_path[4200];
 	uint16_t port;
 	struct sched sched; /* the runs (scheduler.h) */

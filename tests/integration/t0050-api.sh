@@ -84,6 +84,46 @@ is "$(kept)" 0 "…whose store the idle daemon closes within seconds"
 api GET /projects/p "$AG"
 is "$status" 200 "…and opens again for the next request"
 
+# after a load the request threads' own malloc caches hold the heap's
+# pages: a pool idle for a second (no connection open) is replaced by a
+# new one on the same socket, and the old one's threads end.  A daemon of
+# its own: this one's 2 s connection timeout would close the idle
+# connection below.
+workers() { for t in /proc/"$SERVE_PID"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && basename "$t"; done | sort; }
+MAIN_URL=$URL; MAIN_PID=$SERVE_PID
+serve_start
+api GET /projects/p "$AG"
+W0=$(workers)
+is "$(echo "$W0" | wc -l)" 8 "the daemon's request pool: 8 threads"
+for _ in $(seq 60); do [ -z "$(comm -12 <(echo "$W0") <(workers))" ] && break; sleep 0.1; done
+is "$(comm -12 <(echo "$W0") <(workers) | wc -l)" 0 "…replaced once it has been idle: none of its threads is left"
+is "$(workers | wc -l)" 8 "…by a pool of 8 new ones"
+api GET /projects/p "$AG"
+is "$status" 200 "…which answers on the same address"
+# a connection open (kept alive, idle) keeps its pool: it is never cut
+python3 - "$URL" "$AG" >"$T/keep.out" 2>&1 <<'PY' &
+import http.client, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+h = {"Authorization": "Bearer " + sys.argv[2]}
+c.request("GET", "/api/projects/p", headers=h); r = c.getresponse(); r.read()
+print("first", r.status, flush=True)
+time.sleep(3)
+c.request("GET", "/api/projects/p", headers=h); r = c.getresponse(); r.read()
+print("second", r.status, flush=True)
+PY
+KEEP=$!
+for _ in $(seq 50); do grep -q first "$T/keep.out" && break; sleep 0.1; done
+W1=$(workers)
+sleep 2.5
+W2=$(workers)
+wait "$KEEP"
+is "$(cat "$T/keep.out")" "first 200
+second 200" "a kept-alive connection idle for 3 s is answered again on the same connection"
+is "$W2" "$W1" "…and its pool was kept while it was open"
+serve_stop
+URL=$MAIN_URL; SERVE_PID=$MAIN_PID
+
 # ---- the role matrix ---------------------------------------------------------
 # expect TOKEN METHOD PATH STATUS [BODY] WHO
 expect() {
