@@ -12,8 +12,8 @@ int dl_load_mhd(struct al_error *err)
 	const struct dl_sym syms[] = {
 		{ "MHD_start_daemon", DL_SLOT(dl_mhd, start_daemon) },
 		{ "MHD_get_daemon_info", DL_SLOT(dl_mhd, get_daemon_info) },
-		{ "MHD_quiesce_daemon", DL_SLOT(dl_mhd, quiesce_daemon) },
 		{ "MHD_stop_daemon", DL_SLOT(dl_mhd, stop_daemon) },
+		{ "MHD_add_connection", DL_SLOT(dl_mhd, add_connection) },
 		{ "MHD_queue_response", DL_SLOT(dl_mhd, queue_response) },
 		{ "MHD_create_response_from_buffer", DL_SLOT(dl_mhd, create_response_from_buffer) },
 		{ "MHD_create_response_from_fd64", DL_SLOT(dl_mhd, create_response_from_fd64) },

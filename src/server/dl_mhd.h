@@ -16,8 +16,9 @@ struct dl_mhd {
 					   MHD_AccessHandlerCallback dh, void *dh_cls, ...);
 	const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *d,
 						       enum MHD_DaemonInfoType type, ...);
-	MHD_socket (*quiesce_daemon)(struct MHD_Daemon *d);
 	void (*stop_daemon)(struct MHD_Daemon *d);
+	enum MHD_Result (*add_connection)(struct MHD_Daemon *d, MHD_socket fd,
+					  const struct sockaddr *addr, socklen_t addrlen);
 	enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status,
 					  struct MHD_Response *r);
 	struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer,

@@ -807,28 +807,23 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
-/* The request pool: libmicrohttpd's daemon and its threads, listening on
- * s->sa (a new socket) or on fd (a socket a pool listened on before). */
-static struct MHD_Daemon *pool_start(struct srv *s, MHD_socket fd)
+/* The request pool: libmicrohttpd's daemon and its threads.  It has no
+ * listening socket of its own: airlock's acceptor hands it each connection
+ * (pool_renew says why). */
+static struct MHD_Daemon *pool_start(struct srv *s)
 {
-	struct MHD_OptionItem where[] = {
-		fd == MHD_INVALID_SOCKET
-			? (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &s->sa }
-			: (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
-		{ MHD_OPTION_END, 0, NULL }
-	};
 	bool tls = s->cert != NULL;
 	/* TLS 1.2 and 1.3 only (Mozilla's "intermediate" floor), GnuTLS's
 	 * priority syntax (Debian's libmicrohttpd uses GnuTLS) */
 	return dl_mhd.start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-			MHD_USE_ITC | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+			MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG |
+			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_ARRAY, where, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10),
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert, MHD_OPTION_HTTPS_MEM_KEY,
 		s->key, MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
@@ -842,25 +837,80 @@ static unsigned pool_connections(struct MHD_Daemon *d)
 	return ci ? ci->num_connections : 1;
 }
 
+/* The listening socket (SO_REUSEADDR, as libmicrohttpd made it). */
+static int listen_open(const struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
+	    bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(fd, 512) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* The acceptor: each connection goes to the current pool (which closes
+ * it if it cannot take it).  Out of descriptors or memory it waits 10 ms
+ * rather than spin; pool_stop_accepting ends it. */
+static void *acceptor(void *arg)
+{
+	struct srv *s = arg;
+	while (!__atomic_load_n(&s->accept_stop, __ATOMIC_ACQUIRE)) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+			continue;
+		}
+		pthread_mutex_lock(&s->pool_lock);
+		dl_mhd.add_connection(s->mhd, fd, (struct sockaddr *)&ss, len);
+		pthread_mutex_unlock(&s->pool_lock);
+	}
+	return NULL;
+}
+
+/* No new connection from here on: the acceptor ends, the socket closes. */
+static void pool_stop_accepting(struct srv *s)
+{
+	__atomic_store_n(&s->accept_stop, true, __ATOMIC_RELEASE);
+	shutdown(s->listen_fd, SHUT_RDWR); /* a blocked accept4 returns */
+	pthread_join(s->acceptor, NULL);
+	close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
 /* The pool's renewal (the main thread, twice a second).  Each request
  * thread keeps chunks it freed for itself (glibc's tcache: up to 7 of each
  * size to 1 KiB), and they hold the heap's pages they sit in: malloc_trim
  * returns none of them, and after a load the daemon stayed 2.5-4 MiB over
  * idle.  A thread's end gives its chunks back.  So once a pool that
  * answered requests has had no connection for POOL_IDLE_NS, a new pool
- * starts listening on the same socket (a duplicate of it: the old pool
- * still serves until then) and the old one stops accepting; it is stopped
- * at a later tick once its connections are gone (one it accepted just
- * before is answered, not cut), its threads end (their kept stores close: http.c), and
- * malloc_trim returns the pages.  A pool that cannot start leaves the old
- * one serving. */
+ * takes its place: the acceptor hands the next connection to it (under
+ * pool_lock), and the old one, given none from then on, is stopped once
+ * two ticks in a row found it without a connection (none is cut), its threads end
+ * (their kept stores close: http.c) and malloc_trim returns the pages.
+ * The listening socket is airlock's, not a pool's, so a renewal never
+ * touches it (libmicrohttpd's quiesce of a live epoll pool can race its
+ * workers into an abort), and a pool that cannot start changes nothing:
+ * the old one serves on. */
 #define POOL_IDLE_NS 1000000000ull
 
 static void pool_renew(struct srv *s)
 {
-	if (s->draining && pool_connections(s->draining) == 0) {
+	/* stopped at the second tick in a row that finds it without a
+	 * connection: one handed over just before the swap is counted once
+	 * its worker takes it from its queue */
+	if (s->draining &&
+	    (pool_connections(s->draining) ? (s->drained_ticks = 0) : ++s->drained_ticks) >= 2) {
 		dl_mhd.stop_daemon(s->draining);
 		s->draining = NULL;
+		s->drained_ticks = 0;
 		malloc_trim(0);
 	}
 	uint64_t answered = __atomic_load_n(&s->answered, __ATOMIC_RELAXED);
@@ -868,19 +918,13 @@ static void pool_renew(struct srv *s)
 	    al_now_ns() - __atomic_load_n(&s->answered_ns, __ATOMIC_RELAXED) < POOL_IDLE_NS ||
 	    pool_connections(s->mhd) != 0)
 		return;
-	const union MHD_DaemonInfo *li = dl_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
-	int fd = li ? fcntl(li->listen_fd, F_DUPFD_CLOEXEC, 3) : -1;
-	struct MHD_Daemon *next = fd >= 0 ? pool_start(s, fd) : NULL;
-	if (!next) {
-		if (fd >= 0)
-			close(fd);
+	struct MHD_Daemon *next = pool_start(s);
+	if (!next)
 		return;
-	}
-	MHD_socket old = dl_mhd.quiesce_daemon(s->mhd);
-	if (old != MHD_INVALID_SOCKET)
-		close(old); /* the new pool's duplicate listens on */
+	pthread_mutex_lock(&s->pool_lock);
 	s->draining = s->mhd;
 	s->mhd = next;
+	pthread_mutex_unlock(&s->pool_lock);
 	s->pool_answered = answered;
 }
 
@@ -987,20 +1031,27 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return 1;
 	}
-	s.sa = sa;
 	s.cert = cert;
 	s.key = key;
-	s.mhd = pool_start(&s, MHD_INVALID_SOCKET);
-	if (!s.mhd) {
-		if (tls)
-			fprintf(stderr,
-				"airlock serve: cannot listen on %s with TLS: %s (is %s the "
-				"certificate of the key "
-				"%s, both PEM?)\n",
-				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
-		else
+	s.listen_fd = listen_open(&sa);
+	pthread_mutex_init(&s.pool_lock, NULL);
+	s.mhd = s.listen_fd < 0 ? NULL : pool_start(&s);
+	if (!s.mhd || pthread_create(&s.acceptor, NULL, acceptor, &s) != 0) {
+		if (s.listen_fd < 0)
 			fprintf(stderr, "airlock serve: cannot listen on %s: %s\n", cfg->listen,
 				strerror(errno));
+		else if (!s.mhd && tls)
+			fprintf(stderr,
+				"airlock serve: cannot listen on %s with TLS: %s (is %s the "
+				"certificate of the key %s, both PEM?)\n",
+				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
+		else
+			fprintf(stderr, "airlock serve: cannot start the request threads\n");
+		if (s.mhd)
+			dl_mhd.stop_daemon(s.mhd);
+		if (s.listen_fd >= 0)
+			close(s.listen_fd);
+		pthread_mutex_destroy(&s.pool_lock);
 		watchdog_stop(&s);
 		al_node_serve_stop();
 		sched_release(&s.sched);
@@ -1009,8 +1060,11 @@ int srv_main(const struct srv_config *cfg)
 		wipe_free(key);
 		return 1;
 	}
-	const union MHD_DaemonInfo *info = dl_mhd.get_daemon_info(s.mhd, MHD_DAEMON_INFO_BIND_PORT);
-	s.port = info ? info->port : ntohs(sa.sin_port);
+	struct sockaddr_in bound;
+	socklen_t blen = sizeof(bound);
+	s.port = getsockname(s.listen_fd, (struct sockaddr *)&bound, &blen) == 0
+			 ? ntohs(bound.sin_port)
+			 : ntohs(sa.sin_port);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
 	printf("airlock serve: listening on %s://%s:%u\n", tls ? "https" : "http", host,
@@ -1028,9 +1082,7 @@ int srv_main(const struct srv_config *cfg)
 	fprintf(stderr,
 		"airlock serve: %s: no new connections; waiting up to %us for runs in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->grace_s);
-	MHD_socket ls = dl_mhd.quiesce_daemon(s.mhd);
-	if (ls != MHD_INVALID_SOCKET)
-		close(ls);
+	pool_stop_accepting(&s);
 	sched_drain(&s.sched);
 	srv_gc_stop(&s);
 	/* the answers of requests that waited for those runs are on their
@@ -1045,6 +1097,7 @@ int srv_main(const struct srv_config *cfg)
 	if (s.draining)
 		dl_mhd.stop_daemon(s.draining);
 	dl_mhd.stop_daemon(s.mhd);
+	pthread_mutex_destroy(&s.pool_lock);
 	watchdog_stop(&s);
 	al_node_serve_stop();
 	sched_release(&s.sched);

@@ -34,13 +34,17 @@ struct conn_watch {
 struct srv {
 	struct srv_config cfg;
 	struct al_auth *auth;
-	struct MHD_Daemon *mhd;      /* the request pool (the main thread's alone) */
+	struct MHD_Daemon *mhd;      /* the request pool (changed under pool_lock) */
 	struct MHD_Daemon *draining; /* the pool it replaced, while connections remain */
-	struct sockaddr_in sa;       /* where it listens */
-	const char *cert, *key;      /* TLS: PEM, for every pool */
-	uint64_t answered;           /* requests answered (atomic) */
-	uint64_t answered_ns;        /* when the last was (atomic) */
-	uint64_t pool_answered;      /* answered when this pool started */
+	unsigned drained_ticks;      /* renewal ticks in a row that found it with none */
+	pthread_mutex_t pool_lock;   /* mhd, against the acceptor's hand-over */
+	int listen_fd;               /* airlock's own: the acceptor hands connections over */
+	pthread_t acceptor;
+	bool accept_stop;       /* (atomic) */
+	const char *cert, *key; /* TLS: PEM, for every pool */
+	uint64_t answered;      /* requests answered (atomic) */
+	uint64_t answered_ns;   /* when the last was (atomic) */
+	uint64_t pool_answered; /* answered when this pool started */
 	char init_path[4200];
 	uint16_t port;
 	struct sched sched; /* the runs (scheduler.h) */

@@ -100,6 +100,24 @@ is "$(comm -12 <(echo "$W0") <(workers) | wc -l)" 0 "…replaced once it has bee
 is "$(workers | wc -l)" 8 "…by a pool of 8 new ones"
 api GET /projects/p "$AG"
 is "$status" 200 "…which answers on the same address"
+# renewed again after that answer (and the old pool gone): from then on
+# this pool has answered nothing, so it stays until it does
+renewed() { # SET: none of SET's threads is left, and 8 are
+	for _ in $(seq 60); do
+		[ -z "$(comm -12 <(echo "$1") <(workers))" ] && [ "$(workers | wc -l)" = 8 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ok "…and again after each answer and an idle second" -- renewed "$(workers)"
+# requests spaced by more than the idle second: each is answered by a
+# new pool, which is renewed after it
+spaced=
+for _ in 1 2 3; do
+	W=$(workers); api GET /projects/p "$AG"; spaced="$spaced$status "
+	renewed "$W" && spaced="${spaced}renewed "
+done
+is "$spaced" "200 renewed 200 renewed 200 renewed " "requests across renewals are all answered, and each pool is renewed after its answer"
 # a connection open (kept alive, idle) keeps its pool: it is never cut
 python3 - "$URL" "$AG" >"$T/keep.out" 2>&1 <<'PY' &
 import http.client, sys, time, urllib.parse
