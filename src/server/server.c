@@ -807,6 +807,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
+#define POOL_CONNECTIONS 1024
+
 /* The request pool: libmicrohttpd's daemon and its threads.  It has no
  * listening socket of its own: airlock's acceptor hands it each connection
  * (pool_renew says why). */
@@ -821,7 +823,7 @@ static struct MHD_Daemon *pool_start(struct srv *s)
 			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
+		(unsigned)POOL_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
@@ -853,18 +855,32 @@ static int listen_open(const struct sockaddr_in *sa)
 	return fd;
 }
 
+/* accept4's errors that are the network's, to try again at once (accept(2)) */
+static bool accept_again(int e)
+{
+	return e == EINTR || e == EAGAIN || e == ECONNABORTED || e == ENETDOWN || e == EPROTO ||
+	       e == ENOPROTOOPT || e == EHOSTDOWN || e == ENONET || e == EHOSTUNREACH ||
+	       e == EOPNOTSUPP || e == ENETUNREACH;
+}
+
 /* The acceptor: each connection goes to the current pool (which closes
- * it if it cannot take it).  Out of descriptors or memory it waits 10 ms
- * rather than spin; pool_stop_accepting ends it. */
+ * it if it cannot take it).  At the pool's connection limit, out of
+ * descriptors or memory it waits 10 ms, the clients in the backlog, rather
+ * than spin or refuse; pool_stop_accepting ends it. */
 static void *acceptor(void *arg)
 {
 	struct srv *s = arg;
 	while (!__atomic_load_n(&s->accept_stop, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&s->pool_lock);
+		bool full = pool_connections(s->mhd) >= POOL_CONNECTIONS;
+		pthread_mutex_unlock(&s->pool_lock);
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+		int fd = full ? -1
+			      : accept4(s->listen_fd, (struct sockaddr *)&ss, &len,
+					SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+			if (full || !accept_again(errno))
 				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 			continue;
 		}
@@ -1046,7 +1062,8 @@ int srv_main(const struct srv_config *cfg)
 				"certificate of the key %s, both PEM?)\n",
 				cfg->listen, strerror(errno), cfg->tls_cert, cfg->tls_key);
 		else
-			fprintf(stderr, "airlock serve: cannot start the request threads\n");
+			fprintf(stderr, "airlock serve: cannot start the request threads: %s\n",
+				strerror(errno));
 		if (s.mhd)
 			dl_mhd.stop_daemon(s.mhd);
 		if (s.listen_fd >= 0)
