@@ -468,6 +468,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			  enum MHD_ConnectionNotificationCode toe)
 {
 	struct srv *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) { /* the acceptor's count (acceptor) */
+		unsigned n = __atomic_load_n(&s->conns, __ATOMIC_RELAXED);
+		while (n && !__atomic_compare_exchange_n(&s->conns, &n, n - 1, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 			dl_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -807,6 +813,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "airlock serve: %s\n", q);
 }
 
+/* Connections open at once: the acceptor's limit.  libmicrohttpd's own
+ * (per worker: its limit over the pool's size) is set so high that no
+ * worker can reach it: a connection handed over (MHD_add_connection) that
+ * a worker finds past its limit when it takes it from its queue left that
+ * worker deadlocked in 0.9.75, and the pool's stop with it (s0030). */
 #define POOL_CONNECTIONS 1024
 
 /* The request pool: libmicrohttpd's daemon and its threads.  It has no
@@ -823,8 +834,8 @@ static struct MHD_Daemon *pool_start(struct srv *s)
 			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)POOL_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
+		(unsigned)POOL_CONNECTIONS * s->cfg.threads, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert, MHD_OPTION_HTTPS_MEM_KEY,
@@ -864,16 +875,15 @@ static bool accept_again(int e)
 }
 
 /* The acceptor: each connection goes to the current pool (which closes
- * it if it cannot take it).  At the pool's connection limit, out of
- * descriptors or memory it waits 10 ms, the clients in the backlog, rather
- * than spin or refuse; pool_stop_accepting ends it. */
+ * it if it cannot take it: an address past its 256).  With POOL_CONNECTIONS
+ * open (its own count: handed over, not yet closed), out of descriptors or
+ * memory it waits 10 ms, the clients in the backlog, rather than spin or
+ * refuse; pool_stop_accepting ends it. */
 static void *acceptor(void *arg)
 {
 	struct srv *s = arg;
 	while (!__atomic_load_n(&s->accept_stop, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&s->pool_lock);
-		bool full = pool_connections(s->mhd) >= POOL_CONNECTIONS;
-		pthread_mutex_unlock(&s->pool_lock);
+		bool full = __atomic_load_n(&s->conns, __ATOMIC_RELAXED) >= POOL_CONNECTIONS;
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		int fd = full ? -1
@@ -884,9 +894,13 @@ static void *acceptor(void *arg)
 				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 			continue;
 		}
+		__atomic_add_fetch(&s->conns, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->handed_ns, al_now_ns(), __ATOMIC_RELAXED);
 		pthread_mutex_lock(&s->pool_lock);
-		dl_mhd.add_connection(s->mhd, fd, (struct sockaddr *)&ss, len);
+		enum MHD_Result ok = dl_mhd.add_connection(s->mhd, fd, (struct sockaddr *)&ss, len);
 		pthread_mutex_unlock(&s->pool_lock);
+		if (ok != MHD_YES)
+			__atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -929,6 +943,12 @@ static void pool_renew(struct srv *s)
 		s->drained_ticks = 0;
 		malloc_trim(0);
 	}
+	/* a connection a worker failed before it started (no close to tell of)
+	 * would stay in the acceptor's count: with no connection in any pool
+	 * and none handed over for a second, the count is 0 */
+	if (pool_connections(s->mhd) == 0 && !s->draining &&
+	    al_now_ns() - __atomic_load_n(&s->handed_ns, __ATOMIC_RELAXED) >= POOL_IDLE_NS)
+		__atomic_store_n(&s->conns, 0, __ATOMIC_RELAXED);
 	uint64_t answered = __atomic_load_n(&s->answered, __ATOMIC_RELAXED);
 	if (s->draining || answered == s->pool_answered ||
 	    al_now_ns() - __atomic_load_n(&s->answered_ns, __ATOMIC_RELAXED) < POOL_IDLE_NS ||

@@ -41,6 +41,8 @@ struct srv {
 	int listen_fd;               /* airlock's own: the acceptor hands connections over */
 	pthread_t acceptor;
 	bool accept_stop;       /* (atomic) */
+	unsigned conns;         /* (atomic) handed to a pool and not yet closed */
+	uint64_t handed_ns;     /* (atomic) when the acceptor last handed one over */
 	const char *cert, *key; /* TLS: PEM, for every pool */
 	uint64_t answered;      /* requests answered (atomic) */
 	uint64_t answered_ns;   /* when the last was (atomic) */

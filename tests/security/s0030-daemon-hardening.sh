@@ -188,4 +188,32 @@ for _ in $(seq 100); do api GET /projects "$AU"; [ "$status" = 200 ] && break; s
 is "$status" 200 "after Retry-After a valid token is served again"
 serve_stop
 
+# ---- 15. at the connection limit a client waits, it is not dropped ---------------
+# 1,024 idle connections (250 per loopback address: the per-address limit
+# is 256) fill the daemon; the next one waits in the backlog, unanswered
+# but open, and is answered once others close
+serve_start --conn-timeout 60 --header-timeout 60
+python3 - "${URL##*:}" >"$T/limit.out" 2>&1 <<'PY'
+import resource, socket, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, max(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
+port = int(sys.argv[1])
+held = []
+for i in range(1024):
+    c = socket.socket(); c.bind(("127.0.0.%d" % (2 + i // 250), 0)); c.connect(("127.0.0.1", port)); held.append(c)
+x = socket.socket(); x.bind(("127.0.0.9", 0)); x.connect(("127.0.0.1", port))
+x.sendall(b"GET /api/health HTTP/1.0\r\n\r\n")
+x.settimeout(1.5)
+try:
+    print("at the limit:", x.recv(64)[:12])
+except socket.timeout:
+    print("at the limit: waiting")
+for c in held[:16]:
+    c.close()
+x.settimeout(20)
+print("after:", x.recv(64)[:12])
+PY
+is "$(cat "$T/limit.out")" "at the limit: waiting
+after: b'HTTP/1.1 200'" "a client past the 1,024-connection limit waits (not accepted and closed) and is answered once others close"
+serve_stop
+
 done_testing
