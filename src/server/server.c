@@ -814,10 +814,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* Connections open at once: the acceptor's limit.  libmicrohttpd's own
- * (per worker: its limit over the pool's size) is set so high that no
- * worker can reach it: a connection handed over (MHD_add_connection) that
- * a worker finds past its limit when it takes it from its queue left that
- * worker deadlocked in 0.9.75, and the pool's stop with it (s0030). */
+ * (per worker: its limit over the pool's size; a pool of one is no pool)
+ * is set so high that no worker can reach it, with room for a count the
+ * acceptor lost: a connection handed over (MHD_add_connection) that a
+ * worker finds past its limit when it takes it from its queue left that
+ * worker deadlocked in 0.9.75 (its limit branch keeps a mutex locked),
+ * and the pool's stop with it (s0030). */
 #define POOL_CONNECTIONS 1024
 
 /* The request pool: libmicrohttpd's daemon and its threads.  It has no
@@ -834,10 +836,11 @@ static struct MHD_Daemon *pool_start(struct srv *s)
 			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)POOL_CONNECTIONS * s->cfg.threads, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.conn_timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10), MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+		(unsigned)(POOL_CONNECTIONS + 64) * s->cfg.threads,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)s->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)(64 << 10), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert, MHD_OPTION_HTTPS_MEM_KEY,
 		s->key, MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
 		MHD_OPTION_END);
@@ -946,9 +949,12 @@ static void pool_renew(struct srv *s)
 	/* a connection a worker failed before it started (no close to tell of)
 	 * would stay in the acceptor's count: with no connection in any pool
 	 * and none handed over for a second, the count is 0 */
-	if (pool_connections(s->mhd) == 0 && !s->draining &&
+	unsigned counted = __atomic_load_n(&s->conns, __ATOMIC_RELAXED);
+	if (counted && pool_connections(s->mhd) == 0 && !s->draining &&
 	    al_now_ns() - __atomic_load_n(&s->handed_ns, __ATOMIC_RELAXED) >= POOL_IDLE_NS)
-		__atomic_store_n(&s->conns, 0, __ATOMIC_RELAXED);
+		/* not if the acceptor counted one since */
+		__atomic_compare_exchange_n(&s->conns, &counted, 0, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
 	uint64_t answered = __atomic_load_n(&s->answered, __ATOMIC_RELAXED);
 	if (s->draining || answered == s->pool_answered ||
 	    al_now_ns() - __atomic_load_n(&s->answered_ns, __ATOMIC_RELAXED) < POOL_IDLE_NS ||
