@@ -664,11 +664,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
+	uint64_t now = al_now_ns();
 	__atomic_add_fetch(&s->answered, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->answered_ns, al_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->answered_ns, now, __ATOMIC_RELAXED);
 	if (rq->waiting)
 		srv_run_unwait(rq);
-	double ms = (double)(al_now_ns() - rq->t0) / 1e6;
+	double ms = (double)(now - rq->t0) / 1e6;
 	char when[32];
 	time_t t = time(NULL);
 	struct tm tm; /* gmtime_r: the log is written by every thread of the pool */
@@ -688,7 +689,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	 * request thread's stack goes back: after any request of 2 ms or more
 	 * (where the syscall does not count), else once a second a thread */
 	static __thread uint64_t stack_released;
-	uint64_t now = al_now_ns();
 	if (ms >= 2 || now - stack_released > 1000000000ull) {
 		stack_released = now;
 		al_stack_release();
@@ -926,8 +926,9 @@ static void pool_stop_accepting(struct srv *s)
  * answered requests has had no connection for POOL_IDLE_NS, a new pool
  * takes its place: the acceptor hands the next connection to it (under
  * pool_lock), and the old one, given none from then on, is stopped once
- * two ticks in a row found it without a connection (none is cut), its threads end
- * (their kept stores close: http.c) and malloc_trim returns the pages.
+ * two ticks in a row found it without a connection (none is cut): its
+ * threads end (their kept stores close: http.c) and malloc_trim returns
+ * the pages.
  * The listening socket is airlock's, not a pool's, so a renewal never
  * touches it (libmicrohttpd's quiesce of a live epoll pool can race its
  * workers into an abort), and a pool that cannot start changes nothing:
@@ -939,12 +940,14 @@ static void pool_renew(struct srv *s)
 	/* stopped at the second tick in a row that finds it without a
 	 * connection: one handed over just before the swap is counted once
 	 * its worker takes it from its queue */
-	if (s->draining &&
-	    (pool_connections(s->draining) ? (s->drained_ticks = 0) : ++s->drained_ticks) >= 2) {
-		dl_mhd.stop_daemon(s->draining);
-		s->draining = NULL;
-		s->drained_ticks = 0;
-		malloc_trim(0);
+	if (s->draining) {
+		s->drained_ticks = pool_connections(s->draining) ? 0 : s->drained_ticks + 1;
+		if (s->drained_ticks >= 2) {
+			dl_mhd.stop_daemon(s->draining);
+			s->draining = NULL;
+			s->drained_ticks = 0;
+			malloc_trim(0);
+		}
 	}
 	/* a connection a worker failed before it started (no close to tell of)
 	 * would stay in the acceptor's count: with no connection in any pool

@@ -6,7 +6,6 @@
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
-#include <netinet/in.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
