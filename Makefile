@@ -75,7 +75,7 @@ ALL_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-rec
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c src/lib/backend/*/*.c)
+LIB_SRC := $(wildcard src/lib/*.c src/lib/sandbox/*.c src/lib/backend/*.c src/lib/backend/*/*.c)
 # C++ only where the maintained library is C++: JSON Schema (valijson), jsonschema.h
 LIB_CXX_SRC := $(wildcard src/lib/*.cc)
 CLI_SRC := $(wildcard src/cli/*.c src/front/*.c src/server/*.c)

@@ -46,7 +46,9 @@ typedef int (*al_odb_foreach_fn)(void *ctx, const struct al_oid *id, uint64_t si
 /* Where write_many's objects' bytes come from.  open makes a source over an
  * object's bytes from its first one and gives its size; it is called again
  * for each retried upload, after close (which always follows a successful
- * open).  At most a backend's own bound of sources are open at once. */
+ * open), and may be called more than once for an object (the tier opens
+ * each to learn its size).  Its id equals one of write_many's ids but may
+ * be a copy.  At most a backend's own bound of sources are open at once. */
 struct al_odb_objects {
 	int (*open)(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
 		    struct al_error *err);
@@ -137,8 +139,13 @@ struct al_s3_config {
 	unsigned retry_s;    /* no attempt starts later than this after the first */
 	unsigned parallel;   /* concurrent requests of write_many; 0: 8 */
 	uint64_t max_keys;   /* keys one listing may report; 0: 10 million */
+	/* inline=BYTES: objects up to this size are kept in the PostgreSQL
+	 * metadata database instead (al_odb_pg_open); inline_set: the URL
+	 * said so (else the store's default, AL_ODB_INLINE_DEFAULT) */
+	uint64_t inline_max;
+	bool inline_set;
 };
-/* Parse "s3://bucket[/prefix][?endpoint=URL&region=R&credentials=FILE]";
+/* Parse "s3://bucket[/prefix][?endpoint=URL&region=R&credentials=FILE&inline=BYTES]";
  * what the URL leaves out comes from the environment: AWS_ENDPOINT_URL,
  * AWS_REGION (or AWS_DEFAULT_REGION, else us-east-1), AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.  A credentials FILE (mode 0600
@@ -148,5 +155,24 @@ struct al_s3_config {
 int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_error *err);
 int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al_odb_backend **out,
 		   struct al_error *err);
+
+/* Small objects in the metadata database (src/lib/backend/postgres/odb.c):
+ * rows of blobs_inline (tenant, id, bytes, stored), the tenant's by
+ * row-level security as every tenant table, on a connection of url's for
+ * tenant.  Objects up to max bytes (at most AL_ODB_INLINE_CAP); a larger
+ * write is AL_EINVAL.  No statement takes the tenant's write lock: the
+ * store writes its objects while its own transaction may hold it. */
+#define AL_ODB_INLINE_DEFAULT (16u * 1024)
+#define AL_ODB_INLINE_CAP (1u << 20)
+int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_odb_backend **out,
+		   struct al_error *err);
+
+/* Two backends as one (src/lib/backend/tier.c): objects up to max bytes
+ * in small, the others in large.  A read or a check asks small first,
+ * then large; foreach reports an object once even if both hold it (a
+ * threshold changed); a sweep tells doomed the whole list of both before
+ * either deletes.  Owns both from the call on (freed on failure too). */
+int al_odb_tier_open(struct al_odb_backend *small, struct al_odb_backend *large, uint64_t max,
+		     struct al_odb_backend **out, struct al_error *err);
 
 #endif

@@ -22,7 +22,7 @@
 #include "airlock/error.h"
 
 /* The schema version this build writes (its migrations: 1..AL_PG_SCHEMA). */
-#define AL_PG_SCHEMA 8
+#define AL_PG_SCHEMA 9
 
 /* Bring the database at url (postgres:// or postgresql://, libpq's URI)
  * to AL_PG_SCHEMA, each migration in its own transaction, recorded in

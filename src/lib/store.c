@@ -690,6 +690,32 @@ static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *er
 	return 0;
 }
 
+/* The store's remote tier: the bucket, and with PostgreSQL metadata the
+ * small objects in the database (inline=, AL_ODB_INLINE_DEFAULT unless the
+ * URL says otherwise; docs/architecture.md, "Small objects in the
+ * database").  A home's metadata is its own node's: there every object
+ * goes to the bucket. */
+static int blobs_open(const char *tenant, struct al_odb_backend **out, struct al_error *err)
+{
+	uint64_t max = blobs->inline_set ? blobs->inline_max : metadata ? AL_ODB_INLINE_DEFAULT : 0;
+	if (max && !metadata)
+		return al_fail(err, AL_EINVAL, 0,
+			       "--blobs: inline= keeps small objects in the PostgreSQL metadata "
+			       "database (--metadata); this home's metadata is its own, so every "
+			       "object goes to the bucket (inline=0, or leave it out)");
+	struct al_odb_backend *s3 = NULL, *small = NULL;
+	int r = al_odb_s3_open(blobs, tenant, &s3, err);
+	if (r < 0 || !max) {
+		*out = s3;
+		return r;
+	}
+	if ((r = al_odb_pg_open(metadata, tenant, max, &small, err)) < 0) {
+		al_odb_backend_free(s3);
+		return r;
+	}
+	return al_odb_tier_open(small, s3, max, out, err);
+}
+
 int al_store_open(const char *home, const char *tenant, struct al_store **out, struct al_error *err)
 {
 	int r = al_tenant_name_check(tenant, err);
@@ -711,7 +737,7 @@ int al_store_open(const char *home, const char *tenant, struct al_store **out, s
 		goto fail;
 	if (blobs) {
 		struct al_odb_backend *remote = NULL;
-		if ((r = al_odb_s3_open(blobs, tenant, &remote, err)) < 0)
+		if ((r = blobs_open(tenant, &remote, err)) < 0)
 			goto fail;
 		al_cas__set_remote(s->cas, remote);
 		/* another node's pass may sweep the bucket: each write

@@ -17,7 +17,7 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 
 # ---- migrations
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 8" "migrate creates the schema (version 0 -> 8)"
+is "$rc:$out" "0:schema 0 -> 9" "migrate creates the schema (version 0 -> 9)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
 is "$out" '{"from":8,"to":8}' "migrating again changes nothing"
 is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6,7,8 \

@@ -45,7 +45,7 @@ like "$err" "no airlock schema" "the database before migrate: refused the same w
 ok "…no home" -- test ! -e "$AIRLOCK_HOME"
 
 run "$AL" --metadata "$OWNER" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 8" "migrate as the owner"
+is "$rc:$out" "0:schema 0 -> 9" "migrate as the owner"
 
 # ---- the CLI on PostgreSQL
 export AIRLOCK_METADATA="$SVC"

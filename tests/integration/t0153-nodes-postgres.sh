@@ -29,7 +29,7 @@ run_entries() {
 }
 
 run "$AL" --metadata "$OWNER" admin metadata migrate --service-role airlock
-is "$rc:$out" "0:schema 0 -> 8" "migrate (schema 8; 6 made nodes)"
+is "$rc:$out" "0:schema 0 -> 9" "migrate (schema 9; 6 made nodes)"
 
 # ---- schema 6 as the service role: the functions only
 run as airlock -c "SELECT count(*) FROM nodes"

@@ -9,13 +9,15 @@
 # reads it.  A node further behind than the database remembers, or ahead
 # of it (the database restored from a backup), uploads whatever the bucket
 # lacks.  A bucket that fails the catch-up fails the write with nothing
-# changed.  Real PostgreSQL and Swift (s3api), throwaway servers.
+# changed.  Every object in the bucket here (inline=0); the small objects
+# kept in the database, the default, are t0156's.  Real PostgreSQL and
+# Swift (s3api), throwaway servers.
 . "$(dirname "$0")/../lib.sh"
 pg_server
 s3_server
 trap '[ -n "${PROXY:-}" ] && kill "$PROXY"; "$SW" stop "$T/swift"; "$PG" stop "$T/pg"; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
 fault_proxy
-export AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP"
+export AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP&inline=0"
 pg_metadata
 db_sql() { DB=airlock su_sql -c "$1"; }
 setting() { # setting NAME VALUE: the default tenant's
@@ -72,7 +74,7 @@ HEAD0=$(AIRLOCK_HOME=$NB "$AL" project head p)
 rm -rf "$T/w" && AIRLOCK_HOME=$NB "$AL" snapshot export "$HEAD0" "$T/w" >/dev/null
 cp "$T/x/x1" "$T/w/x1"
 : >"$LOG"
-run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP" "$AL" commit p "$T/w" \
+run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP&inline=0" "$AL" commit p "$T/w" \
 	--base "$HEAD0" -m "the swept bytes again"
 is "$rc" 0 "B commits a tree holding the swept object's bytes"
 is "$(grep -c "^PUT /blobs/team/default/$X " "$LOG")" 1 "  uploading it once, in the catch-up"
@@ -82,7 +84,7 @@ run env AIRLOCK_HOME="$NA" "$AL" snapshot export "$(AIRLOCK_HOME=$NA "$AL" proje
 is "$rc" 0 "A exports the new head, fetching from the bucket"
 ok "  exactly the bytes B committed" -- cmp "$T/x/x1" "$T/outa/x1"
 : >"$LOG"
-run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP" "$AL" gc retention 0
+run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP&inline=0" "$AL" gc retention 0
 is "$(grep -c '^PUT ' "$LOG")" 0 "a write on a node at the last generation uploads nothing"
 
 # ---- a bucket that fails the catch-up fails the write, with nothing changed
@@ -93,7 +95,7 @@ HEAD1=$(AIRLOCK_HOME=$NB "$AL" project head p)
 rm -rf "$T/w2" && AIRLOCK_HOME=$NB "$AL" snapshot export "$HEAD0" "$T/w2" >/dev/null
 before=$(db_sql "SELECT count(*) FROM commits")
 echo "always PUT 503" >"$PLAN"
-run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP" "$AL" commit p "$T/w2" \
+run env AIRLOCK_HOME="$NB" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP&inline=0" "$AL" commit p "$T/w2" \
 	--base "$HEAD1" -m "back to the seed"
 : >"$PLAN"
 ok "a commit whose catch-up the bucket fails, fails" -- test "$rc" -ne 0
@@ -160,7 +162,7 @@ ok "  A reads them" -- cmp "$T/y/y1" "$T/outy/y1"
 
 # ---- a node with an empty store starts at the database's generation
 : >"$LOG"
-run env AIRLOCK_HOME="$NC" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP" "$AL" gc retention 0
+run env AIRLOCK_HOME="$NC" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$PEP&inline=0" "$AL" gc retention 0
 is "$rc" 0 "a new node's first write"
 is "$(cut -d" " -f1 "$NC/tenants/default/bucket.gen")" 4 "  takes the database's generation"
 is "$(grep -c . "$LOG")" 0 "  asking nothing of the bucket"

@@ -5,7 +5,10 @@
  * environment), as tests/integration/t0140-s3-odb.sh does against a real
  * Swift; AIRLOCK_TEST_S3_NETRC then lets the suite corrupt an object behind
  * the backend's back with curl.  AIRLOCK_TEST_S3_HOSTILE (an endpoint:
- * tests/servers/hostile-s3.py) runs the caps against a hostile server. */
+ * tests/servers/hostile-s3.py) runs the caps against a hostile server.
+ * AIRLOCK_TEST_PG (a service role's postgres:// URL, the schema migrated)
+ * runs it against the small objects kept in the database, and with
+ * AIRLOCK_TEST_S3 too against the tier of both (t0156). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +30,8 @@
 #include "cas_private.h"
 #include "util.h"
 
-enum kind { SQLITE, S3 };
+enum kind { SQLITE, S3, PG, TIER };
+#define TIER_MAX 4096 /* the tier's threshold here: objects of both sides in every test */
 
 struct fx {
 	enum kind kind;
@@ -67,6 +71,13 @@ static int open_backend(struct fx *f, const char *tenant, struct al_odb_backend 
 		mkdir(dir, 0700);
 		return al_odb_sqlite_open(dir, out, &err);
 	}
+	if (f->kind == PG) {
+		int r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, AL_ODB_INLINE_CAP, out,
+				       &err);
+		if (r < 0)
+			print_error("open pg: %s\n", err.msg);
+		return r;
+	}
 	struct al_s3_config cfg;
 	int r = al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, &err);
 	cfg.list_page = 3; /* listings of several pages (continuation tokens) */
@@ -74,7 +85,15 @@ static int open_backend(struct fx *f, const char *tenant, struct al_odb_backend 
 		r = al_odb_s3_open(&cfg, tenant, out, &err);
 	if (r < 0)
 		print_error("open s3: %s\n", err.msg);
-	return r;
+	if (r < 0 || f->kind != TIER)
+		return r;
+	struct al_odb_backend *small = NULL;
+	if ((r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, TIER_MAX, &small, &err)) < 0) {
+		print_error("open pg: %s\n", err.msg);
+		al_odb_backend_free(*out);
+		return r;
+	}
+	return al_odb_tier_open(small, *out, TIER_MAX, out, &err);
 }
 
 static int setup_kind(void **state, enum kind kind)
@@ -97,6 +116,16 @@ static int setup_sqlite(void **state)
 static int setup_s3(void **state)
 {
 	return setup_kind(state, S3);
+}
+
+static int setup_pg(void **state)
+{
+	return setup_kind(state, PG);
+}
+
+static int setup_tier(void **state)
+{
+	return setup_kind(state, TIER);
 }
 
 static int teardown(void **state)
@@ -125,6 +154,17 @@ static void corrupt(struct fx *f, const struct al_oid *id)
 	char hex[2 * AL_OID_LEN + 1];
 	al_hex(id->b, AL_OID_LEN, hex);
 	char cmd[2048];
+	if (f->kind == PG || f->kind == TIER) {
+		/* the row's bytes, where there is one (the tier's large objects
+		 * are in the bucket: below) */
+		snprintf(
+			cmd, sizeof(cmd),
+			"psql -qtAX '%s' -c \"SET airlock.tenant = '%s'\" -c \"UPDATE blobs_inline "
+			"SET bytes = 'not the object' WHERE id = '\\x%s' RETURNING 1\" | grep -q 1",
+			getenv("AIRLOCK_TEST_PG"), f->tenant, hex);
+		if (system(cmd) == 0 || f->kind == PG)
+			return;
+	}
 	if (f->kind == SQLITE) {
 		snprintf(cmd, sizeof(cmd),
 			 "sqlite3 %s/%s/objects.db \"UPDATE objects SET enc = 0, data = "
@@ -305,7 +345,9 @@ static int many_open(void *ctx, const struct al_oid *id, uint64_t *size, void **
 {
 	(void)err;
 	struct many *m = ctx;
-	size_t i = (size_t)(id - m->ids);
+	size_t i = 0; /* by value: a backend may pass a copy of the id */
+	while (i < 40 && !al_oid_eq(&m->ids[i], id))
+		i++;
 	assert_true(i < 40);
 	m->srcs[i] = (struct src){ m->p[i], m->len[i], 0 };
 	*size = m->len[i];
@@ -345,9 +387,11 @@ static void test_write_many(void **state)
 	const struct al_odb_objects objs = { many_open, many_read, many_close, &m };
 	assert_int_equal(al_odb_write_many(f->b, m.ids, 40, &objs, &err), 0);
 	assert_int_equal(m.open_now, 0); /* every source opened was closed */
-	assert_int_equal(m.opens, 40);
+	/* the tier opens each to learn its size, and the large one again
+	 * for the bucket */
+	assert_int_equal(m.opens, f->kind == TIER ? 41 : 40);
 	/* the S3 backend uploads several at once, within its bound; the local
-	 * store one after another */
+	 * store and the database one after another */
 	if (f->kind == S3)
 		assert_true(m.open_max > 1 && m.open_max <= 8);
 	else
@@ -470,7 +514,7 @@ static void test_sweep(void **state)
 static void test_pool(void **state)
 {
 	struct fx *f = *state;
-	if (f->kind == SQLITE)
+	if (f->kind != S3)
 		return;
 	struct al_error err = { 0 };
 	struct al_odb_backend *a = NULL, *b = NULL, *c = NULL, *d = NULL;
@@ -516,7 +560,7 @@ static void test_read_verifies(void **state)
 	assert_null(back);
 	assert_non_null(strstr(err.msg, "corrupt"));
 	/* writing the object again repairs it: the name is the content */
-	if (f->kind == S3) {
+	if (f->kind != SQLITE) {
 		assert_int_equal(al_odb_write_buf(f->b, p, 5000, &id, &err), 0);
 		assert_int_equal(al_odb_read_all(f->b, &id, &back, &len, &err), 0);
 		assert_memory_equal(back, p, 5000);
@@ -1173,6 +1217,154 @@ static void test_hostile_error_document_capped(void **state)
 	al_odb_backend_free(b);
 }
 
+/* ---- the tier: small objects in the database, the others in the bucket ---------- */
+
+struct sides {
+	struct al_odb_backend *db, *bucket; /* each side alone, the tier's tenant */
+};
+
+static void sides_open(struct fx *f, struct sides *v)
+{
+	struct al_s3_config cfg;
+	assert_int_equal(al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, NULL), 0);
+	assert_int_equal(al_odb_s3_open(&cfg, f->tenant, &v->bucket, NULL), 0);
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, AL_ODB_INLINE_CAP,
+					&v->db, NULL),
+			 0);
+}
+
+static void sides_close(struct sides *v)
+{
+	al_odb_backend_free(v->db);
+	al_odb_backend_free(v->bucket);
+}
+
+/* An object up to the threshold is written to the database only, a
+ * larger one to the bucket only; the tier reads, sizes and finds both;
+ * one that both sides hold (the threshold changed) is listed once. */
+static void test_tier_sides(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct sides v;
+	sides_open(f, &v);
+	_cleanup_free_ uint8_t *small = pattern(TIER_MAX, 61), *large = pattern(TIER_MAX + 1, 62);
+	struct al_oid s_id, l_id, both;
+	assert_int_equal(al_odb_write_buf(f->b, small, TIER_MAX, &s_id, &err), 0);
+	assert_int_equal(al_odb_write_buf(f->b, large, TIER_MAX + 1, &l_id, &err), 0);
+	assert_int_equal(v.db->exists(v.db, &s_id, &err), 1);
+	assert_int_equal(v.bucket->exists(v.bucket, &s_id, &err), 0);
+	assert_int_equal(v.db->exists(v.db, &l_id, &err), 0);
+	assert_int_equal(v.bucket->exists(v.bucket, &l_id, &err), 1);
+	uint64_t size = 0;
+	assert_int_equal(f->b->read_header(f->b, &l_id, &size, &err), 0);
+	assert_int_equal(size, TIER_MAX + 1);
+	/* held by both sides: the tier reports it once */
+	assert_int_equal(al_odb_write_buf(v.db, "on both sides", 13, &both, &err), 0);
+	assert_int_equal(al_odb_write_buf(v.bucket, "on both sides", 13, &both, &err), 0);
+	struct walk w = { .ids = { s_id, l_id, both }, .sizes = { TIER_MAX, TIER_MAX + 1, 13 } };
+	al_sha256("never stored", 12, w.ids[3].b);
+	assert_int_equal(f->b->foreach(f->b, walk_fn, &w, &err), 0);
+	assert_int_equal(w.seen[0], 1);
+	assert_int_equal(w.seen[3], 0);
+	assert_int_equal(w.seen[1], 1);
+	assert_int_equal(w.seen[2], 1);
+	assert_int_equal(w.other, 0);
+	/* only in the bucket, though small (written before the threshold): read there */
+	struct al_oid old;
+	assert_int_equal(al_odb_write_buf(v.bucket, "small, in the bucket", 20, &old, &err), 0);
+	_cleanup_free_ uint8_t *back = NULL;
+	size_t len = 0;
+	assert_int_equal(al_odb_read_all(f->b, &old, &back, &len, &err), 0);
+	assert_int_equal(len, 20);
+	assert_int_equal(f->b->exists(f->b, &old, &err), 1);
+	sides_close(&v);
+}
+
+/* A sweep of the tier tells doomed once, the lists of both sides, before
+ * either deletes; keep and the age rule hold on both; a refusal deletes
+ * nothing on either side. */
+static void test_tier_sweep(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct sides v;
+	sides_open(f, &v);
+	struct al_oid ids[4]; /* 0, 1 in the database; 2, 3 in the bucket */
+	for (unsigned i = 0; i < 4; i++) {
+		size_t n = i < 2 ? 100 + i : TIER_MAX + 100 + i;
+		_cleanup_free_ uint8_t *p = pattern(n, 7000 + i);
+		assert_int_equal(al_odb_write_buf(f->b, p, n, &ids[i], &err), 0);
+	}
+	assert_int_equal(v.db->exists(v.db, &ids[1], &err), 1);
+	assert_int_equal(v.bucket->exists(v.bucket, &ids[3], &err), 1);
+	struct al_odb_sweep s;
+	struct sweep_fx x = { .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() - 3600, false, &s, &err),
+		0);
+	assert_int_equal(s.objects, 0);
+	assert_int_equal(s.young, 3);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, true, &s, &err),
+		0);
+	assert_int_equal(s.objects, 3);
+	assert_int_equal(s.bytes, 101 + (TIER_MAX + 102) + (TIER_MAX + 103));
+	assert_int_equal(x.calls, 0);
+	x.refuse = true;
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		AL_EIO);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 1);
+	x = (struct sweep_fx){ .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
+	assert_int_equal(s.objects, 3);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, 3);
+	assert_true(told(&x, &ids[1]) && told(&x, &ids[2]) && told(&x, &ids[3]));
+	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
+	for (unsigned i = 1; i < 4; i++)
+		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 0);
+	/* a side with nothing to delete: the other's list alone, told once */
+	_cleanup_free_ uint8_t *p = pattern(TIER_MAX + 7, 7100);
+	struct al_oid lone;
+	assert_int_equal(al_odb_write_buf(f->b, p, TIER_MAX + 7, &lone, &err), 0);
+	x = (struct sweep_fx){ .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, 1);
+	assert_true(told(&x, &lone));
+	assert_int_equal(f->b->exists(f->b, &lone, &err), 0);
+	sides_close(&v);
+}
+
+/* The database's side: a larger object than it keeps is refused (the
+ * tier never sends one), and the threshold is capped. */
+static void test_pg_limits(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct al_odb_backend *b = NULL;
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, 10, &b, &err), 0);
+	struct al_oid id;
+	assert_int_equal(al_odb_write_buf(b, "eleven byte", 11, &id, &err), AL_EINVAL);
+	assert_non_null(strstr(err.msg, "more than the 10"));
+	assert_int_equal(b->exists(b, &id, &err), 0);
+	assert_int_equal(al_odb_write_buf(b, "ten bytes!", 10, &id, &err), 0);
+	al_odb_backend_free(b);
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, AL_ODB_INLINE_CAP + 1,
+					&b, &err),
+			 AL_EINVAL);
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), "Bad Tenant", 10, &b, &err),
+			 AL_EINVAL);
+}
+
 #define CONFORMANCE(setup)                                                                        \
 	cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),                         \
 		cmocka_unit_test_setup_teardown(test_absent, setup, teardown),                    \
@@ -1196,6 +1388,15 @@ int main(void)
 		cmocka_unit_test(test_s3_config),
 	};
 	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };
+	const struct CMUnitTest pg[] = {
+		CONFORMANCE(setup_pg),
+		cmocka_unit_test_setup_teardown(test_pg_limits, setup_pg, teardown),
+	};
+	const struct CMUnitTest tier[] = {
+		CONFORMANCE(setup_tier),
+		cmocka_unit_test_setup_teardown(test_tier_sides, setup_tier, teardown),
+		cmocka_unit_test_setup_teardown(test_tier_sweep, setup_tier, teardown),
+	};
 	const struct CMUnitTest hostile_server[] = {
 		cmocka_unit_test(test_hostile_listing_capped),
 		cmocka_unit_test(test_hostile_huge_object_refused),
@@ -1205,6 +1406,12 @@ int main(void)
 	int failed = cmocka_run_group_tests_name("odb: local store", local, NULL, NULL);
 	if (getenv("AIRLOCK_TEST_S3"))
 		failed += cmocka_run_group_tests_name("odb: s3", s3, NULL, NULL);
+	if (getenv("AIRLOCK_TEST_PG"))
+		failed += cmocka_run_group_tests_name("odb: postgres (small objects)", pg, NULL,
+						      NULL);
+	if (getenv("AIRLOCK_TEST_PG") && getenv("AIRLOCK_TEST_S3"))
+		failed += cmocka_run_group_tests_name("odb: postgres + s3 (the tier)", tier, NULL,
+						      NULL);
 	if (getenv("AIRLOCK_TEST_S3_HOSTILE"))
 		failed += cmocka_run_group_tests_name("odb: a hostile s3", hostile_server, NULL,
 						      NULL);

@@ -314,6 +314,20 @@ static const char *const migrations[] = {
 	"  FOREACH t IN ARRAY ARRAY['tokens', 'sessions', 'tenants', 'runs', 'run_cancels'] LOOP"
 	"    EXECUTE format('ALTER POLICY owner_lookup ON %I TO %I', t, current_user);"
 	"  END LOOP; END $$;",
+	/* 9: small objects of a node with --blobs, kept here rather than in
+	 * the bucket (backend/postgres/odb.c; no meta.db counterpart: a home
+	 * keeps its objects in its own store).  stored: the database's clock
+	 * at the last write, the sweep's LastModified. */
+	"CREATE TABLE blobs_inline("
+	"  tenant TEXT NOT NULL DEFAULT current_setting('airlock.tenant', true)"
+	"    CHECK (tenant <> ''),"
+	"  id BYTEA NOT NULL CHECK (octet_length(id) = 32), bytes BYTEA NOT NULL,"
+	"  stored BIGINT NOT NULL, PRIMARY KEY(tenant, id));"
+	"ALTER TABLE blobs_inline ENABLE ROW LEVEL SECURITY;"
+	"ALTER TABLE blobs_inline FORCE ROW LEVEL SECURITY;"
+	"CREATE POLICY tenant_isolation ON blobs_inline"
+	"  USING (tenant = current_setting('airlock.tenant', true))"
+	"  WITH CHECK (tenant = current_setting('airlock.tenant', true));",
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == AL_PG_SCHEMA, "AL_PG_SCHEMA (pg.h) is the last migration");
@@ -487,12 +501,13 @@ int al_pg_migrate(const char *url, const char *service_role, int *from, int *to,
 		 "GRANT SELECT, INSERT, DELETE ON deployment_policy TO %s;"
 		 "GRANT SELECT, INSERT, UPDATE, DELETE ON run_cancels TO %s;"
 		 "GRANT SELECT, INSERT, DELETE ON blobs_swept TO %s;"
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON blobs_inline TO %s;"
 		 "GRANT EXECUTE ON FUNCTION airlock_token_tenant(TEXT, BIGINT),"
 		 "  airlock_session_tenant(TEXT, BIGINT), airlock_tenants(),"
 		 "  airlock_schema_version(), airlock_node_beat(TEXT),"
 		 "  airlock_node_alive(TEXT, BIGINT), airlock_orphan_tenants(BIGINT),"
 		 "  airlock_node_cancels(TEXT) TO %s;",
-		 service_role, service_role, service_role, service_role, service_role,
+		 service_role, service_role, service_role, service_role, service_role, service_role,
 		 service_role);
 	if ((r = exec(c, grant, NULL, err, "grant the service role")) < 0)
 		goto out;

@@ -163,6 +163,25 @@ static int credentials_file(struct al_s3_config *c, const char *path, struct al_
 	return r;
 }
 
+/* inline=BYTES: decimal, 0 (every object in the bucket) to AL_ODB_INLINE_CAP */
+static int inline_set(struct al_s3_config *out, const char *v, size_t n, struct al_error *err)
+{
+	uint64_t x = 0;
+	bool ok = n > 0 && n <= 8;
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = v[i] >= '0' && v[i] <= '9';
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	if (!ok || x > AL_ODB_INLINE_CAP)
+		return al_fail(err, AL_EINVAL, 0,
+			       "s3: inline= takes a size in bytes, 0 to %u (objects up to it are "
+			       "kept in the metadata database)",
+			       AL_ODB_INLINE_CAP);
+	out->inline_max = x;
+	out->inline_set = true;
+	return 0;
+}
+
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -222,12 +241,15 @@ int al_s3_config_parse(const char *url, struct al_s3_config *out, struct al_erro
 			} else if (kl == 11 && !memcmp(p, "credentials", 11)) {
 				r = set_field(cred_path, sizeof(cred_path), v, vl,
 					      "the credentials path", err);
+			} else if (kl == 6 && !memcmp(p, "inline", 6)) {
+				r = inline_set(out, v, vl, err);
 			} else {
 				char q[64];
 				al_quote(p, kl, q, sizeof(q));
 				r = al_fail(
 					err, AL_EINVAL, 0,
-					"s3: unknown setting '%s' (endpoint, region, credentials)",
+					"s3: unknown setting '%s' (endpoint, region, credentials, "
+					"inline)",
 					q);
 			}
 			p += n;

@@ -1,0 +1,327 @@
+/* tier: two object backends as one (include/airlock/odb_backend.h,
+ * al_odb_tier_open): objects up to a size in the small one (the metadata
+ * database's rows, backend/postgres/odb.c), the others in the large one
+ * (the bucket).  An object's size decides where it is written; a read
+ * does not know it, so it asks small first (one indexed lookup) and large
+ * on a miss.  The threshold may change between runs of a deployment, so
+ * either may hold any object: every question asks both. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock/odb_backend.h"
+#include "idset.h"
+#include "util.h"
+
+/* small objects a write_many holds in memory at once */
+#define WINDOW 256
+
+struct tier {
+	struct al_odb_backend base;
+	struct al_odb_backend *small, *large;
+	uint64_t max;
+};
+
+static struct tier *tr(struct al_odb_backend *b)
+{
+	return (struct tier *)b;
+}
+
+static int t_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink, void *ctx,
+		  struct al_error *err)
+{
+	struct tier *t = tr(b);
+	int r = t->small->read(t->small, id, sink, ctx, err);
+	return r == AL_ENOTFOUND ? t->large->read(t->large, id, sink, ctx, err) : r;
+}
+
+static int t_read_header(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
+			 struct al_error *err)
+{
+	struct tier *t = tr(b);
+	int r = t->small->read_header(t->small, id, size, err);
+	return r == AL_ENOTFOUND ? t->large->read_header(t->large, id, size, err) : r;
+}
+
+static int t_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
+{
+	struct tier *t = tr(b);
+	int r = t->small->exists(t->small, id, err);
+	return r == 0 ? t->large->exists(t->large, id, err) : r;
+}
+
+static int t_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
+		   al_odb_source src, void *ctx, struct al_error *err)
+{
+	struct tier *t = tr(b);
+	struct al_odb_backend *to = size <= t->max ? t->small : t->large;
+	return to->write(to, id, size, src, ctx, err);
+}
+
+/* ---- write_many: the small objects read here, a window at a time, and
+ * written from memory; the large ones passed on with the caller's sources */
+
+struct held {
+	uint8_t *p;
+	size_t len, pos;
+};
+
+struct window {
+	struct al_oid ids[WINDOW];
+	struct held h[WINDOW];
+	size_t n;
+};
+
+static int64_t held_read(void *ctx, void *buf, size_t n, struct al_error *err)
+{
+	(void)err;
+	struct held *h = ctx;
+	size_t k = h->len - h->pos < n ? h->len - h->pos : n;
+	memcpy(buf, h->p + h->pos, k);
+	h->pos += k;
+	return (int64_t)k;
+}
+
+/* an object of the window by its id, from its first byte (again, on a retry) */
+static int held_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		     struct al_error *err)
+{
+	struct window *w = ctx;
+	for (size_t i = 0; i < w->n; i++)
+		if (al_oid_eq(&w->ids[i], id)) {
+			w->h[i].pos = 0;
+			*size = w->h[i].len;
+			*src = &w->h[i];
+			return 0;
+		}
+	return al_fail(err, AL_EINVAL, 0, "odb: an object the batch does not hold");
+}
+
+static void held_close(void *src)
+{
+	(void)src;
+}
+
+/* Up to size bytes of an object's source into h: the backend checks that
+ * they are the object (the size it is told is what came). */
+static int hold(const struct al_odb_objects *objs, void *src, uint64_t size, struct held *h,
+		struct al_error *err)
+{
+	if (!(h->p = malloc(size ? size : 1)))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	h->len = 0;
+	while (h->len < size) {
+		int64_t n = objs->read(src, h->p + h->len, size - h->len, err);
+		if (n <= 0)
+			return (int)n;
+		h->len += (size_t)n;
+	}
+	return 0;
+}
+
+/* the window's objects to small, and the window emptied */
+static int flush(struct tier *t, struct window *w, bool write, struct al_error *err)
+{
+	const struct al_odb_objects held = { held_open, held_read, held_close, w };
+	int r = write && w->n ? al_odb_write_many(t->small, w->ids, w->n, &held, err) : 0;
+	while (w->n)
+		free(w->h[--w->n].p);
+	return r;
+}
+
+static int t_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+			const struct al_odb_objects *objs, struct al_error *err)
+{
+	struct tier *t = tr(b);
+	_cleanup_free_ struct al_oid *large = malloc((n ? n : 1) * sizeof(*large));
+	_cleanup_free_ struct window *w = calloc(1, sizeof(*w));
+	if (!large || !w)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	size_t nl = 0;
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		uint64_t size = 0;
+		void *src = NULL;
+		if ((r = objs->open(objs->ctx, &ids[i], &size, &src, err)) < 0)
+			break;
+		if (size > t->max) {
+			large[nl++] = ids[i];
+		} else {
+			w->ids[w->n] = ids[i];
+			r = hold(objs, src, size, &w->h[w->n++], err);
+		}
+		objs->close(src);
+		if (r == 0 && w->n == WINDOW)
+			r = flush(t, w, true, err);
+	}
+	int f = flush(t, w, r == 0, err);
+	if (r == 0)
+		r = f;
+	if (r == 0 && nl)
+		r = al_odb_write_many(t->large, large, nl, objs, err);
+	return r;
+}
+
+/* ---- foreach: small's objects, then large's that small does not hold */
+
+struct seen {
+	struct al_idset set;
+	al_odb_foreach_fn fn;
+	void *ctx;
+};
+
+static int seen_small(void *ctx, const struct al_oid *id, uint64_t size, struct al_error *err)
+{
+	struct seen *s = ctx;
+	if (al_idset_add(&s->set, id) < 0)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	return s->fn(s->ctx, id, size, err);
+}
+
+static int seen_large(void *ctx, const struct al_oid *id, uint64_t size, struct al_error *err)
+{
+	struct seen *s = ctx;
+	return al_idset_has(&s->set, id) ? 0 : s->fn(s->ctx, id, size, err);
+}
+
+static int t_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		     struct al_error *err)
+{
+	struct tier *t = tr(b);
+	struct seen s = { .fn = fn, .ctx = ctx };
+	int r = t->small->foreach(t->small, seen_small, &s, err);
+	if (r == 0)
+		r = t->large->foreach(t->large, seen_large, &s, err);
+	al_idset_release(&s.set);
+	return r;
+}
+
+/* ---- sweep: doomed told once, the lists of both, before either deletes.
+ * small's sweep runs first; when it has a list it calls small_doomed,
+ * which runs large's sweep, whose doomed (or its end, when large has
+ * nothing to delete) tells the caller both lists; small deletes last. */
+
+struct tsweep {
+	struct tier *t;
+	al_odb_keep_fn keep;
+	al_odb_doomed_fn doomed;
+	void *ctx;
+	int64_t before;
+	struct al_odb_sweep large_out;
+	const struct al_oid *small_ids;
+	size_t nsmall;
+	bool large_done, told;
+};
+
+static bool t_keep(void *ctx, const struct al_oid *id)
+{
+	struct tsweep *x = ctx;
+	return x->keep(x->ctx, id);
+}
+
+static int tell(struct tsweep *x, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	x->told = true;
+	if (!x->doomed)
+		return 0;
+	size_t all = x->nsmall + n;
+	_cleanup_free_ struct al_oid *both = malloc((all ? all : 1) * sizeof(*both));
+	if (!both)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	if (x->nsmall)
+		memcpy(both, x->small_ids, x->nsmall * sizeof(*both));
+	if (n)
+		memcpy(both + x->nsmall, ids, n * sizeof(*both));
+	return x->doomed(x->ctx, both, all, err);
+}
+
+static int large_doomed(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	return tell(ctx, ids, n, err);
+}
+
+static int large_sweep(struct tsweep *x, struct al_error *err)
+{
+	struct tier *t = x->t;
+	x->large_done = true;
+	int r = t->large->sweep ? t->large->sweep(t->large, t_keep, large_doomed, x, x->before,
+						  false, &x->large_out, err)
+				: 0;
+	if (r == 0 && !x->told && x->nsmall)
+		r = tell(x, NULL, 0, err);
+	return r;
+}
+
+static int small_doomed(void *ctx, const struct al_oid *ids, size_t n, struct al_error *err)
+{
+	struct tsweep *x = ctx;
+	x->small_ids = ids;
+	x->nsmall = n;
+	return large_sweep(x, err);
+}
+
+static void add(struct al_odb_sweep *to, const struct al_odb_sweep *s)
+{
+	to->objects += s->objects;
+	to->bytes += s->bytes;
+	to->young += s->young;
+}
+
+static int t_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_fn doomed,
+		   void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
+		   struct al_error *err)
+{
+	struct tier *t = tr(b);
+	memset(out, 0, sizeof(*out));
+	struct tsweep x = {
+		.t = t, .keep = keep, .doomed = doomed, .ctx = ctx, .before = before
+	};
+	struct al_odb_sweep so = { 0 };
+	int r = 0;
+	if (t->small->sweep)
+		r = t->small->sweep(t->small, t_keep, dry ? NULL : small_doomed, &x, before, dry,
+				    &so, err);
+	if (r == 0 && dry && t->large->sweep)
+		r = t->large->sweep(t->large, t_keep, NULL, &x, before, true, &x.large_out, err);
+	else if (r == 0 && !x.large_done)
+		r = large_sweep(&x, err);
+	add(out, &so);
+	add(out, &x.large_out);
+	return r;
+}
+
+static void t_free(struct al_odb_backend *b)
+{
+	struct tier *t = tr(b);
+	al_odb_backend_free(t->small);
+	al_odb_backend_free(t->large);
+	free(t);
+}
+
+int al_odb_tier_open(struct al_odb_backend *small, struct al_odb_backend *large, uint64_t max,
+		     struct al_odb_backend **out, struct al_error *err)
+{
+	struct tier *t = calloc(1, sizeof(*t));
+	if (!t) {
+		al_odb_backend_free(small);
+		al_odb_backend_free(large);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	}
+	t->small = small;
+	t->large = large;
+	t->max = max;
+	t->base = (struct al_odb_backend){
+		.version = AL_ODB_BACKEND_VERSION,
+		.name = large->name,
+		.read = t_read,
+		.read_header = t_read_header,
+		.write = t_write,
+		.exists = t_exists,
+		.foreach = t_foreach,
+		.free = t_free,
+		.write_many = t_write_many,
+		.sweep = t_sweep,
+	};
+	*out = &t->base;
+	return 0;
+}
