@@ -19,8 +19,8 @@ URL="postgresql://airlock_owner@/airlock?host=$H&port=$P"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc:$out" "0:schema 0 -> 9" "migrate creates the schema (version 0 -> 9)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock --json
-is "$out" '{"from":8,"to":8}' "migrating again changes nothing"
-is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6,7,8 \
+is "$out" '{"from":9,"to":9}' "migrating again changes nothing"
+is "$(as airlock_owner -c "SELECT string_agg(version::text, ',') FROM airlock_schema")" 1,2,3,4,5,6,7,8,9 \
 	"each applied version is recorded"
 is "$(as airlock_owner -c "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.columns WHERE column_name = 'seq' AND table_name IN ('snapshots', 'conflicts')")" \
 	"conflicts,snapshots" "schema 4: snapshots and conflicts have seq"
@@ -30,6 +30,11 @@ is "$(as airlock_owner -c "SELECT indexdef FROM pg_indexes WHERE tablename = 'ru
 is "$(as airlock_owner -c "SELECT string_agg(tablename || ':' || array_to_string(roles, ','), ' ' ORDER BY tablename) FROM pg_policies WHERE policyname = 'owner_lookup'")" \
 	"run_cancels:airlock_owner runs:airlock_owner sessions:airlock_owner tenants:airlock_owner tokens:airlock_owner" \
 	"schema 8: the owner's lookup policies are the owner's alone"
+is "$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a';
+	INSERT INTO blobs_inline(id, bytes, stored) VALUES (sha256('x'), 'x', 1) RETURNING tenant; ROLLBACK;")" a \
+	"schema 9: the small objects' rows take the transaction's tenant"
+run as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; INSERT INTO blobs_inline(id, bytes, stored) VALUES ('\\x0102', 'x', 1); COMMIT;"
+like "$err" "blobs_inline_id_check" "  and an id that is not 32 bytes is refused"
 # …so that the service role's queries use the (tenant, …) indexes: no
 # policy of another role ORed into its condition
 plan=$(as airlock -c "BEGIN; SET LOCAL airlock.tenant = 'a'; SET LOCAL enable_seqscan = off;
@@ -145,7 +150,7 @@ is "$(as airlock -c "SELECT coalesce(airlock_token_tenant('hash-b', 99999), '-')
 is "$(as airlock -c "SELECT string_agg(t, ',') FROM airlock_tenants() AS t")" "a,b" \
 	"  airlock_tenants() gives every tenant's name, and only that, to the service role"
 is "$(as airlock -c "SELECT count(*) FROM tenants")" 0 "  while the tenants' rows stay invisible without the tenant"
-is "$(as airlock -c "SELECT airlock_schema_version()")" 8 "  airlock_schema_version() gives the schema's version"
+is "$(as airlock -c "SELECT airlock_schema_version()")" 9 "  airlock_schema_version() gives the schema's version"
 run as airlock -c "SELECT count(*) FROM airlock_schema"
 like "$err" "permission denied" "  which the service role cannot read itself"
 
@@ -168,7 +173,7 @@ is "$rc" 6 "a role name that is not a plain identifier is refused"
 as airlock_owner -c "INSERT INTO airlock_schema(version) VALUES (99)"
 run "$AL" --metadata "$URL" admin metadata migrate --service-role airlock
 is "$rc" 9 "a database at a newer schema than this airlock is refused (exit 9)"
-like "$err" "schema 99, newer than this airlock's 8" "  naming both versions"
+like "$err" "schema 99, newer than this airlock's 9" "  naming both versions"
 run "$AL" --metadata "mysql://x" admin metadata migrate --service-role airlock
 is "$rc" 6 "a URL that is not postgres:// is refused"
 run "$AL" admin metadata migrate --service-role airlock

@@ -1059,6 +1059,12 @@ static void test_s3_config(void **state)
 	assert_string_equal(c.region, "eu-west-3");
 	assert_int_equal(al_s3_config_parse("s3://b12?region=r1", &c, &err), 0);
 	assert_string_equal(c.region, "r1");
+	assert_false(c.inline_set); /* the store's default */
+	assert_int_equal(al_s3_config_parse("s3://b12?inline=0", &c, &err), 0);
+	assert_true(c.inline_set);
+	assert_int_equal(c.inline_max, 0);
+	assert_int_equal(al_s3_config_parse("s3://b12?region=r1&inline=1048576", &c, &err), 0);
+	assert_int_equal(c.inline_max, AL_ODB_INLINE_CAP);
 
 	const char *bad[] = {
 		"http://bucket",
@@ -1079,6 +1085,11 @@ static void test_s3_config(void **state)
 		"s3://bucket?color=red",
 		"s3://bucket?endpoint",
 		"s3://bucket?credentials=/nonexistent/file",
+		"s3://bucket?inline=",
+		"s3://bucket?inline=1048577",
+		"s3://bucket?inline=-1",
+		"s3://bucket?inline=16k",
+		"s3://bucket?inline=99999999999999999999",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		err.msg[0] = 0;

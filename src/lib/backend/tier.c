@@ -273,9 +273,7 @@ static int t_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_
 {
 	struct tier *t = tr(b);
 	memset(out, 0, sizeof(*out));
-	struct tsweep x = {
-		.t = t, .keep = keep, .doomed = doomed, .ctx = ctx, .before = before
-	};
+	struct tsweep x = { .t = t, .keep = keep, .doomed = doomed, .ctx = ctx, .before = before };
 	struct al_odb_sweep so = { 0 };
 	int r = 0;
 	if (t->small->sweep)

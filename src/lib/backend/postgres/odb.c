@@ -155,8 +155,8 @@ static int pull(struct pg_odb *s, const struct al_oid *id, uint64_t size, al_odb
 		char hex[AL_OID_STRLEN + 1];
 		al_oid_fmt(id, hex);
 		free(p);
-		return al_fail(err, AL_ECORRUPT, 0, "odb: the bytes written as %s hash to another id",
-			       hex);
+		return al_fail(err, AL_ECORRUPT, 0,
+			       "odb: the bytes written as %s hash to another id", hex);
 	}
 	*out = p;
 	return 0;
@@ -173,7 +173,8 @@ struct row {
 static int insert(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err)
 {
 	char sql[160 + ROWS_PER_INSERT * 80];
-	size_t l = (size_t)snprintf(sql, sizeof(sql), "INSERT INTO blobs_inline(id, bytes, stored) VALUES ");
+	size_t l = (size_t)snprintf(sql, sizeof(sql),
+				    "INSERT INTO blobs_inline(id, bytes, stored) VALUES ");
 	for (size_t i = 0; i < n; i++)
 		l += (size_t)snprintf(sql + l, sizeof(sql) - l, "%s(?%zu, ?%zu, " NOW_S ")",
 				      i ? ", " : "", 2 * i + 1, 2 * i + 2);
