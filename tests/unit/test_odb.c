@@ -1355,6 +1355,48 @@ static void test_tier_sweep(void **state)
 	sides_close(&v);
 }
 
+/* A row written again after the sweep listed it (another node's upload
+ * in between) is kept: the delete checks its time again. */
+struct rewrite_fx {
+	struct al_odb_backend *other; /* another connection */
+	struct al_oid target;
+	const uint8_t *bytes;
+	size_t len;
+	bool done;
+};
+
+static bool keep_none_rewrite(void *ctx, const struct al_oid *id)
+{
+	struct rewrite_fx *x = ctx;
+	if (!x->done && al_oid_eq(id, &x->target)) {
+		struct al_oid again;
+		assert_int_equal(al_odb_write_buf(x->other, x->bytes, x->len, &again, NULL), 0);
+		x->done = true;
+	}
+	return false;
+}
+
+static void test_pg_sweep_rewritten_kept(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	_cleanup_free_ uint8_t *a = pattern(300, 5100), *b = pattern(301, 5101);
+	struct al_oid ia, ib;
+	assert_int_equal(al_odb_write_buf(f->b, a, 300, &ia, &err), 0);
+	assert_int_equal(al_odb_write_buf(f->b, b, 301, &ib, &err), 0);
+	sleep(2); /* stored (whole seconds) before `before` */
+	struct rewrite_fx x = { .target = ib, .bytes = b, .len = 301 };
+	assert_int_equal(open_backend(f, f->tenant, &x.other), 0);
+	struct al_odb_sweep s;
+	assert_int_equal(
+		f->b->sweep(f->b, keep_none_rewrite, NULL, &x, al_wall_s(), false, &s, &err), 0);
+	assert_true(x.done);
+	assert_int_equal(s.objects, 2); /* both were listed as doomed */
+	assert_int_equal(f->b->exists(f->b, &ia, &err), 0);
+	assert_int_equal(f->b->exists(f->b, &ib, &err), 1); /* written again meanwhile: kept */
+	al_odb_backend_free(x.other);
+}
+
 /* The database's side: a larger object than it keeps is refused (the
  * tier never sends one), and the threshold is capped. */
 static void test_pg_limits(void **state)
@@ -1402,6 +1444,7 @@ int main(void)
 	const struct CMUnitTest pg[] = {
 		CONFORMANCE(setup_pg),
 		cmocka_unit_test_setup_teardown(test_pg_limits, setup_pg, teardown),
+		cmocka_unit_test_setup_teardown(test_pg_sweep_rewritten_kept, setup_pg, teardown),
 	};
 	const struct CMUnitTest tier[] = {
 		CONFORMANCE(setup_tier),

@@ -29,8 +29,8 @@
 
 /* rows one statement inserts or deletes (two or one placeholders each) */
 #define ROWS_PER_INSERT (AL_DB_MAX_PARAMS / 2)
-#define ROWS_PER_DELETE AL_DB_MAX_PARAMS
-#define PAGE 1000 /* rows a listing reads at once: LIMIT in walk() */
+#define ROWS_PER_DELETE (AL_DB_MAX_PARAMS - 1) /* and the sweep's time */
+#define PAGE 1000                              /* rows a listing reads at once: LIMIT in walk() */
 #define NOW_S "CAST(extract(epoch FROM clock_timestamp()) AS BIGINT)"
 
 struct pg_odb {
@@ -335,19 +335,23 @@ static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t 
 	return 0;
 }
 
-static int delete_rows(struct pg_odb *s, const struct al_oid *ids, size_t n, struct al_error *err)
+/* ids' rows, unless written again since `before` (another node's upload
+ * after the listing: kept, as the listing would have kept it) */
+static int delete_rows(struct pg_odb *s, const struct al_oid *ids, size_t n, int64_t before,
+		       struct al_error *err)
 {
-	char sql[64 + ROWS_PER_DELETE * 8];
+	char sql[96 + ROWS_PER_DELETE * 8];
 	size_t l = (size_t)snprintf(sql, sizeof(sql), "DELETE FROM blobs_inline WHERE id IN (");
 	for (size_t i = 0; i < n; i++)
 		l += (size_t)snprintf(sql + l, sizeof(sql) - l, "%s?%zu", i ? ", " : "", i + 1);
-	snprintf(sql + l, sizeof(sql) - l, ")");
+	snprintf(sql + l, sizeof(sql) - l, ") AND stored < ?%zu", n + 1);
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 	int r = al_db_prepare(s->db, sql, &q, err);
 	if (r < 0)
 		return failed(err);
 	for (size_t i = 0; i < n; i++)
 		al_db_bind_blob(q, (int)i + 1, ids[i].b, AL_OID_LEN);
+	al_db_bind_int64(q, (int)n + 1, before);
 	return al_db_step(q, err) < 0 ? failed(err) : 0;
 }
 
@@ -368,7 +372,7 @@ static int pg_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed
 		return r;
 	for (size_t i = 0; i < x.n && r == 0; i += ROWS_PER_DELETE)
 		r = delete_rows(s, ids + i, x.n - i < ROWS_PER_DELETE ? x.n - i : ROWS_PER_DELETE,
-				err);
+				before, err);
 	return r;
 }
 
