@@ -168,10 +168,12 @@ int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_
 		   struct al_error *err);
 
 /* Two backends as one (src/lib/backend/tier.c): objects up to max bytes
- * in small, the others in large.  A read or a check asks small first,
- * then large; foreach reports an object once even if both hold it (a
- * threshold changed); a sweep tells doomed the whole list of both before
- * either deletes.  Owns both from the call on (freed on failure too). */
+ * written to small (none when max is 0), the others to large.  A read or
+ * a check asks small first, then large (also when small's copy is
+ * corrupt); foreach reports an object once even if both hold it (a
+ * threshold changed); a sweep tells doomed the whole list of both, each
+ * id once, before either deletes (its counts are of copies).  Owns both
+ * from the call on (freed on failure too). */
 int al_odb_tier_open(struct al_odb_backend *small, struct al_odb_backend *large, uint64_t max,
 		     struct al_odb_backend **out, struct al_error *err);
 

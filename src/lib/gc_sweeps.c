@@ -73,7 +73,9 @@ int al_gc__swept_record(struct al_db *db, const struct al_oid *ids, size_t n, in
 		return r;
 	gen++;
 	_cleanup_db_stmt_ struct al_db_stmt *ins = NULL, *old = NULL, *del = NULL;
-	if ((r = al_db_prepare(db, "INSERT INTO blobs_swept(gen, id, time) VALUES (?1, ?2, ?3)",
+	if ((r = al_db_prepare(db,
+			       "INSERT INTO blobs_swept(gen, id, time) VALUES (?1, ?2, ?3) "
+			       "ON CONFLICT DO NOTHING",
 			       &ins, err)) < 0)
 		return al_error_prefix(err, "bucket sweeps: ");
 	for (size_t i = 0; i < n; i++) {

@@ -693,8 +693,9 @@ static int pg_tenant(const char *tenant, struct al_db **out, struct al_error *er
 /* The store's remote tier: the bucket, and with PostgreSQL metadata the
  * small objects in the database (inline=, AL_ODB_INLINE_DEFAULT unless the
  * URL says otherwise; docs/architecture.md, "Small objects in the
- * database").  A home's metadata is its own node's: there every object
- * goes to the bucket. */
+ * database"; inline=0: none written there, those there still read).  A
+ * home's metadata is its own node's: there every object goes to the
+ * bucket. */
 static int blobs_open(const char *tenant, struct al_odb_backend **out, struct al_error *err)
 {
 	uint64_t max = blobs->inline_set ? blobs->inline_max : metadata ? AL_ODB_INLINE_DEFAULT : 0;
@@ -705,7 +706,9 @@ static int blobs_open(const char *tenant, struct al_odb_backend **out, struct al
 			       "object goes to the bucket (inline=0, or leave it out)");
 	struct al_odb_backend *s3 = NULL, *small = NULL;
 	int r = al_odb_s3_open(blobs, tenant, &s3, err);
-	if (r < 0 || !max) {
+	/* with inline=0 the rows another node (or an earlier threshold) wrote
+	 * are still read, listed and swept: only new writes skip them */
+	if (r < 0 || !metadata) {
 		*out = s3;
 		return r;
 	}

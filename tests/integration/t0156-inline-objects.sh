@@ -111,6 +111,12 @@ run env AIRLOCK_HOME="$N0" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP&inline=0"
 is "$rc" 0 "an import with inline=0"
 ok "  puts its small file in the bucket" -- in_bucket team "$SMALL"
 ok "  not in the database" -- no_row "$SMALL"
+sqlite3 "$N0/tenants/default/objects.db" "DELETE FROM objects"
+find "$N0/tenants/default/objects" -type f -delete
+rm -rf "$T/out0"
+run env AIRLOCK_HOME="$N0" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP&inline=0" "$AL" snapshot export "$HEAD" "$T/out0"
+is "$rc" 0 "a node with inline=0 and a cold store still reads the rows other nodes wrote"
+ok "  exactly" -- diff -r "$S" "$T/out0"
 for bad in "inline=abc" "inline=-1" "inline=1048577" "inline="; do
 	run env AIRLOCK_HOME="$N0" AIRLOCK_BLOBS="s3://blobs/team?endpoint=$EP&$bad" "$AL" snapshot import "$T/s0"
 	like "$rc:$err" "^[1-9].*inline= takes a size in bytes, 0 to 1048576" "--blobs …&$bad is refused"

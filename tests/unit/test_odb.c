@@ -1289,7 +1289,61 @@ static void test_tier_sides(void **state)
 	assert_int_equal(al_odb_read_all(f->b, &old, &back, &len, &err), 0);
 	assert_int_equal(len, 20);
 	assert_int_equal(f->b->exists(f->b, &old, &err), 1);
+	/* a corrupt row whose object the bucket also holds: read from the bucket */
+	struct al_oid good;
+	assert_int_equal(al_odb_write_buf(v.db, "a good copy too", 15, &good, &err), 0);
+	assert_int_equal(al_odb_write_buf(v.bucket, "a good copy too", 15, &good, &err), 0);
+	corrupt(f, &good);
+	_cleanup_free_ uint8_t *back2 = NULL;
+	assert_int_equal(al_odb_read_all(v.db, &good, &back2, &len, &err), AL_ECORRUPT);
+	assert_int_equal(al_odb_read_all(f->b, &good, &back2, &len, &err), 0);
+	assert_int_equal(len, 15);
+	assert_memory_equal(back2, "a good copy too", 15);
 	sides_close(&v);
+}
+
+/* write_many's source must be exactly the size its open announced, on the
+ * database's side as through a single write */
+struct longer {
+	struct src s;
+	const uint8_t *p;
+	size_t announce, give;
+};
+
+static int longer_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		       struct al_error *err)
+{
+	(void)id, (void)err;
+	struct longer *l = ctx;
+	l->s = (struct src){ l->p, l->give, 0 };
+	*size = l->announce;
+	*src = &l->s;
+	return 0;
+}
+
+static void longer_close(void *src)
+{
+	(void)src;
+}
+
+static void test_write_many_exact_size(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	static const uint8_t p[] = "twenty bytes exactly";
+	struct al_oid id;
+	al_sha256(p, 19, id.b); /* the id of the first 19 bytes */
+	struct longer l = { .p = p, .announce = 19, .give = 20 };
+	const struct al_odb_objects objs = { longer_open, src_read, longer_close, &l };
+	assert_int_equal(al_odb_write_many(f->b, &id, 1, &objs, &err), AL_EINVAL);
+	assert_non_null(strstr(err.msg, "more than the 19 bytes announced"));
+	assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+	l.give = 18; /* shorter */
+	assert_int_equal(al_odb_write_many(f->b, &id, 1, &objs, &err), AL_EINVAL);
+	assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+	l.give = 19;
+	assert_int_equal(al_odb_write_many(f->b, &id, 1, &objs, &err), 0);
+	assert_int_equal(f->b->exists(f->b, &id, &err), 1);
 }
 
 /* A sweep of the tier tells doomed once, the lists of both sides, before
@@ -1352,6 +1406,20 @@ static void test_tier_sweep(void **state)
 	assert_int_equal(x.ndoomed, 1);
 	assert_true(told(&x, &lone));
 	assert_int_equal(f->b->exists(f->b, &lone, &err), 0);
+	/* an object both sides hold: both copies go, its id told once (the
+	 * collector records each id once) */
+	struct al_oid twice;
+	assert_int_equal(al_odb_write_buf(v.db, "held twice", 10, &twice, &err), 0);
+	assert_int_equal(al_odb_write_buf(v.bucket, "held twice", 10, &twice, &err), 0);
+	x = (struct sweep_fx){ .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, 1);
+	assert_true(told(&x, &twice));
+	assert_int_equal(v.db->exists(v.db, &twice, &err), 0);
+	assert_int_equal(v.bucket->exists(v.bucket, &twice, &err), 0);
 	sides_close(&v);
 }
 
@@ -1445,11 +1513,13 @@ int main(void)
 		CONFORMANCE(setup_pg),
 		cmocka_unit_test_setup_teardown(test_pg_limits, setup_pg, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_sweep_rewritten_kept, setup_pg, teardown),
+		cmocka_unit_test_setup_teardown(test_write_many_exact_size, setup_pg, teardown),
 	};
 	const struct CMUnitTest tier[] = {
 		CONFORMANCE(setup_tier),
 		cmocka_unit_test_setup_teardown(test_tier_sides, setup_tier, teardown),
 		cmocka_unit_test_setup_teardown(test_tier_sweep, setup_tier, teardown),
+		cmocka_unit_test_setup_teardown(test_write_many_exact_size, setup_tier, teardown),
 	};
 	const struct CMUnitTest hostile_server[] = {
 		cmocka_unit_test(test_hostile_listing_capped),

@@ -27,12 +27,29 @@ static struct tier *tr(struct al_odb_backend *b)
 	return (struct tier *)b;
 }
 
+/* max 0 (inline=0): nothing is written to small, which is still read */
+static bool small_enough(const struct tier *t, uint64_t size)
+{
+	return t->max && size <= t->max;
+}
+
+/* small's read hashes a row before its sink sees a byte, so a corrupt row
+ * leaves the sink untouched and the bucket's copy, if any, is read */
 static int t_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink, void *ctx,
 		  struct al_error *err)
 {
 	struct tier *t = tr(b);
 	int r = t->small->read(t->small, id, sink, ctx, err);
-	return r == AL_ENOTFOUND ? t->large->read(t->large, id, sink, ctx, err) : r;
+	if (r != AL_ENOTFOUND && r != AL_ECORRUPT)
+		return r;
+	struct al_error first = err ? *err : (struct al_error){ 0 };
+	int r2 = t->large->read(t->large, id, sink, ctx, err);
+	if (r == AL_ECORRUPT && r2 == AL_ENOTFOUND) { /* the row's failure says more */
+		if (err)
+			*err = first;
+		return r;
+	}
+	return r2;
 }
 
 static int t_read_header(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
@@ -54,7 +71,7 @@ static int t_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t s
 		   al_odb_source src, void *ctx, struct al_error *err)
 {
 	struct tier *t = tr(b);
-	struct al_odb_backend *to = size <= t->max ? t->small : t->large;
+	struct al_odb_backend *to = small_enough(t, size) ? t->small : t->large;
 	return to->write(to, id, size, src, ctx, err);
 }
 
@@ -102,20 +119,28 @@ static void held_close(void *src)
 	(void)src;
 }
 
-/* Up to size bytes of an object's source into h: the backend checks that
- * they are the object (the size it is told is what came). */
+/* Exactly size bytes of an object's source into h (the backend checks
+ * that they are the object); a source shorter or longer is refused. */
 static int hold(const struct al_odb_objects *objs, void *src, uint64_t size, struct held *h,
 		struct al_error *err)
 {
-	if (!(h->p = malloc(size ? size : 1)))
+	if (!(h->p = malloc(size + 1)))
 		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
 	h->len = 0;
-	while (h->len < size) {
-		int64_t n = objs->read(src, h->p + h->len, size - h->len, err);
-		if (n <= 0)
+	for (;;) { /* one byte more than size is asked for: there must be none */
+		int64_t n = objs->read(src, h->p + h->len, size + 1 - h->len, err);
+		if (n < 0)
 			return (int)n;
+		if (n == 0)
+			break;
 		h->len += (size_t)n;
+		if (h->len > size)
+			return al_fail(err, AL_EINVAL, 0, "odb: more than the %llu bytes announced",
+				       (unsigned long long)size);
 	}
+	if (h->len != size)
+		return al_fail(err, AL_EINVAL, 0, "odb: %zu bytes of the %llu announced", h->len,
+			       (unsigned long long)size);
 	return 0;
 }
 
@@ -144,7 +169,7 @@ static int t_write_many(struct al_odb_backend *b, const struct al_oid *ids, size
 		void *src = NULL;
 		if ((r = objs->open(objs->ctx, &ids[i], &size, &src, err)) < 0)
 			break;
-		if (size > t->max) {
+		if (!small_enough(t, size)) {
 			large[nl++] = ids[i];
 		} else {
 			w->ids[w->n] = ids[i];
@@ -219,19 +244,28 @@ static bool t_keep(void *ctx, const struct al_oid *id)
 	return x->keep(x->ctx, id);
 }
 
+/* the caller told small's ids and large's, each id once (an object both
+ * sides hold goes from both: two copies, one id; the collector records
+ * each id once) */
 static int tell(struct tsweep *x, const struct al_oid *ids, size_t n, struct al_error *err)
 {
 	x->told = true;
 	if (!x->doomed)
 		return 0;
-	size_t all = x->nsmall + n;
-	_cleanup_free_ struct al_oid *both = malloc((all ? all : 1) * sizeof(*both));
-	if (!both)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
-	if (x->nsmall)
+	size_t all = x->nsmall;
+	struct al_idset seen = { 0 };
+	_cleanup_free_ struct al_oid *both = malloc((x->nsmall + n + 1) * sizeof(*both));
+	int r = both ? 0 : AL_ENOMEM;
+	for (size_t i = 0; i < x->nsmall && r == 0; i++)
+		r = al_idset_add(&seen, &x->small_ids[i]) < 0 ? AL_ENOMEM : 0;
+	if (r == 0 && x->nsmall)
 		memcpy(both, x->small_ids, x->nsmall * sizeof(*both));
-	if (n)
-		memcpy(both + x->nsmall, ids, n * sizeof(*both));
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (!al_idset_has(&seen, &ids[i]))
+			both[all++] = ids[i];
+	al_idset_release(&seen);
+	if (r < 0)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
 	return x->doomed(x->ctx, both, all, err);
 }
 

@@ -81,7 +81,11 @@ static int lookup(struct pg_odb *s, const struct al_oid *id, al_cas_sink sink, v
 	if (r == AL_DB_DONE)
 		return not_found(err, id);
 	if (!sink) {
-		*size = (uint64_t)al_db_column_int64(q, 0);
+		int64_t n = al_db_column_int64(q, 0);
+		if (n < 0 || n > AL_ODB_INLINE_CAP)
+			return corrupt(err, id,
+				       "larger than an object kept in the database can be");
+		*size = (uint64_t)n;
 		return 0;
 	}
 	size_t n = al_db_column_bytes(q, 0);
@@ -168,9 +172,26 @@ struct row {
 	size_t len;
 };
 
+static int row_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct row *)a)->id->b, ((const struct row *)b)->id->b, AL_OID_LEN);
+}
+
+static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err);
+
 /* rows (at most ROWS_PER_INSERT, ids distinct) in one statement, so one
- * commit: written again, a row takes the new bytes and the new time */
-static int insert(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err)
+ * commit: written again, a row takes the new bytes and the new time.  In
+ * id order, as a sweep deletes, so two statements on the same rows take
+ * their locks in one order; one that still meets a deadlock or a lost
+ * connection (AL_EUNAVAIL) is sent once more (writes are idempotent). */
+static int insert(struct pg_odb *s, struct row *rows, size_t n, struct al_error *err)
+{
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	int r = insert_once(s, rows, n, err);
+	return r == AL_EUNAVAIL ? insert_once(s, rows, n, err) : r;
+}
+
+static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err)
 {
 	char sql[160 + ROWS_PER_INSERT * 80];
 	size_t l = (size_t)snprintf(sql, sizeof(sql),
@@ -249,7 +270,7 @@ static int walk(struct pg_odb *s,
 		void *ctx, struct al_error *err)
 {
 	struct al_oid after = { 0 };
-	bool first = true;
+	bool first = true, have = false; /* have: after is a row's */
 	for (;;) {
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 		int r = al_db_prepare(
@@ -266,10 +287,16 @@ static int walk(struct pg_odb *s,
 		size_t rows = 0;
 		while ((r = al_db_step(q, err)) == AL_DB_ROW) {
 			rows++;
-			if (al_db_column_bytes(q, 0) != AL_OID_LEN) /* the table's CHECK */
-				return al_fail(err, AL_ECORRUPT, 0,
-					       "inline objects: a row's id is not a sha256");
-			memcpy(after.b, al_db_column_blob(q, 0), AL_OID_LEN);
+			const uint8_t *id = al_db_column_blob(q, 0);
+			/* the table's CHECK, and the order asked for: a database
+			 * that answers otherwise could keep the walk going forever */
+			if (al_db_column_bytes(q, 0) != AL_OID_LEN ||
+			    (have && memcmp(id, after.b, AL_OID_LEN) <= 0))
+				return al_fail(
+					err, AL_ECORRUPT, 0,
+					"inline objects: the listing is not of ids in order");
+			memcpy(after.b, id, AL_OID_LEN);
+			have = true;
 			if ((r = fn(ctx, &after, (uint64_t)al_db_column_int64(q, 1),
 				    al_db_column_int64(q, 2), err)) != 0)
 				return r;
