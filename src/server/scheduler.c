@@ -1,7 +1,8 @@
 /* scheduler: airlockd's run scheduler (scheduler.h).  The list keeps the runs in
- * flight and the last SCHED_RECENT that ended, so status and cancel find a
- * run before its record exists, and a run whose sandbox failed (nothing
- * recorded) still has an answer. */
+ * flight, so status and cancel find a run before its record exists, and
+ * the last SCHED_RECENT that failed, so a run whose sandbox failed
+ * (nothing recorded) still has an answer.  A run that ended recorded is
+ * forgotten once nobody waits for it: its record answers from then on. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -180,13 +181,14 @@ void sched_release(struct sched *s)
 	sem_destroy(&s->heavy);
 }
 
-/* Keep at most SCHED_RECENT ended runs (under the lock). */
+/* Forget the ended runs nobody waits for that were recorded, and keep at
+ * most SCHED_RECENT that failed (under the lock). */
 static void trim(struct sched *s)
 {
-	unsigned ended = 0;
+	unsigned failed = 0;
 	for (struct sched_run **pp = &s->runs; *pp;) {
 		struct sched_run *r = *pp;
-		if (r->done && !r->waiter.end && ++ended > SCHED_RECENT) {
+		if (r->done && !r->waiter.end && (r->rc == 0 || ++failed > SCHED_RECENT)) {
 			*pp = r->next;
 			run_free(r);
 			continue;

@@ -1,9 +1,9 @@
 /* airlockd's run scheduler: the runs in flight and the last SCHED_RECENT
- * that ended.  Each run gets a thread of its own (with its own store
- * handle), so a run never blocks a request; a run is cancelled through an
- * eventfd the sandbox polls.  No HTTP in here: whoever waits for a run's
- * end registers a waiter, whose callbacks the scheduler calls under its
- * lock (the HTTP layer suspends and resumes its connection there). */
+ * that failed (one that ended recorded is its record's from then on).  Each run gets a thread of
+ * its own (with its own store handle), so a run never blocks a request; a run is cancelled through
+ * an eventfd the sandbox polls.  No HTTP in here: whoever waits for a run's end registers a waiter,
+ * whose callbacks the scheduler calls under its lock (the HTTP layer suspends and resumes its
+ * connection there). */
 #ifndef AL_SCHEDULER_H
 #define AL_SCHEDULER_H
 
@@ -20,7 +20,7 @@
 #include "airlock/volume.h"
 #include "decode.h"
 
-#define SCHED_RECENT 256          /* ended runs remembered */
+#define SCHED_RECENT 256          /* failed runs remembered */
 #define SCHED_LIVE_MAX (1u << 20) /* output kept per stream while a run lasts */
 
 /* Someone waiting for a run's end.  begin(ctx) is called once the run is
@@ -85,8 +85,8 @@ void sched_run_free(struct sched_run *r);
 int sched_start(struct sched *s, struct sched_run *r, unsigned runs_per_tenant,
 		unsigned runs_per_principal, const struct sched_waiter *w, struct al_error *err);
 
-/* Under the lock: the run with this id in the tenant (in flight or
- * recently ended), or NULL. */
+/* Under the lock: the run with this id in the tenant (in flight, or
+ * ended and still waited for, or recently failed), or NULL. */
 struct sched_run *sched_find(struct sched *s, const char *tenant, const char *id);
 /* Under the lock: signal the sandbox to stop (a second signal is a no-op). */
 void sched_cancel(struct sched_run *r);
