@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "airlock/odb_backend.h"
+#include "airlock/store.h"
 #include "db.h"
 #include "util.h"
 
@@ -35,7 +36,9 @@
 
 struct pg_odb {
 	struct al_odb_backend base;
-	struct al_db *db;
+	struct al_db *db; /* opened at the first statement: most stores never ask */
+	char *url;
+	char tenant[64];
 	uint64_t max;
 };
 
@@ -47,6 +50,15 @@ static struct pg_odb *po(struct al_odb_backend *b)
 static int failed(struct al_error *err)
 {
 	return al_error_prefix(err, "inline objects: ");
+}
+
+/* A statement on the backend's connection, taken from the driver's pool
+ * at the first one (a daemon opens a store per request, and most never
+ * reach past their local objects). */
+static int prepare(struct pg_odb *s, const char *sql, struct al_db_stmt **out, struct al_error *err)
+{
+	int r = s->db ? 0 : al_db_open_postgres(s->url, s->tenant, &s->db, err);
+	return r < 0 ? r : al_db_prepare(s->db, sql, out, err);
 }
 
 static int corrupt(struct al_error *err, const struct al_oid *id, const char *why)
@@ -68,11 +80,11 @@ static int lookup(struct pg_odb *s, const struct al_oid *id, al_cas_sink sink, v
 		  uint64_t *size, struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(s->db,
-			      sink ? "SELECT bytes FROM blobs_inline WHERE id = ?1"
-				   : "SELECT CAST(octet_length(bytes) AS BIGINT) FROM blobs_inline "
-				     "WHERE id = ?1",
-			      &q, err);
+	int r = prepare(s,
+			sink ? "SELECT bytes FROM blobs_inline WHERE id = ?1"
+			     : "SELECT CAST(octet_length(bytes) AS BIGINT) FROM blobs_inline "
+			       "WHERE id = ?1",
+			&q, err);
 	if (r < 0)
 		return failed(err);
 	al_db_bind_blob(q, 1, id->b, AL_OID_LEN);
@@ -203,7 +215,7 @@ static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struc
 		 " ON CONFLICT (tenant, id) DO UPDATE SET bytes = EXCLUDED.bytes,"
 		 " stored = EXCLUDED.stored");
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(s->db, sql, &q, err);
+	int r = prepare(s, sql, &q, err);
 	if (r < 0)
 		return failed(err);
 	for (size_t i = 0; i < n; i++) {
@@ -273,8 +285,8 @@ static int walk(struct pg_odb *s,
 	bool first = true, have = false; /* have: after is a row's */
 	for (;;) {
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-		int r = al_db_prepare(
-			s->db,
+		int r = prepare(
+			s,
 			first ? "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
 				"blobs_inline ORDER BY id LIMIT 1000"
 			      : "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
@@ -373,7 +385,7 @@ static int delete_rows(struct pg_odb *s, const struct al_oid *ids, size_t n, int
 		l += (size_t)snprintf(sql + l, sizeof(sql) - l, "%s?%zu", i ? ", " : "", i + 1);
 	snprintf(sql + l, sizeof(sql) - l, ") AND stored < ?%zu", n + 1);
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-	int r = al_db_prepare(s->db, sql, &q, err);
+	int r = prepare(s, sql, &q, err);
 	if (r < 0)
 		return failed(err);
 	for (size_t i = 0; i < n; i++)
@@ -406,6 +418,7 @@ static int pg_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed
 static void pg_free(struct al_odb_backend *b)
 {
 	al_db_close(po(b)->db);
+	free(po(b)->url);
 	free(b);
 }
 
@@ -415,14 +428,18 @@ int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_
 	if (max > AL_ODB_INLINE_CAP)
 		return al_fail(err, AL_EINVAL, 0, "inline objects: at most %u bytes",
 			       AL_ODB_INLINE_CAP);
-	struct pg_odb *s = calloc(1, sizeof(*s));
-	if (!s)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "inline objects");
-	int r = al_db_open_postgres(url, tenant, &s->db, err);
-	if (r < 0) {
-		free(s);
+	if (strncmp(url, "postgres://", 11) && strncmp(url, "postgresql://", 13))
+		return al_fail(err, AL_EINVAL, 0,
+			       "inline objects: expected postgres://USER@HOST/DB (libpq's URI)");
+	int r = al_tenant_name_check(tenant, err);
+	if (r < 0)
 		return r;
+	struct pg_odb *s = calloc(1, sizeof(*s));
+	if (!s || !(s->url = strdup(url))) {
+		free(s);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "inline objects");
 	}
+	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	s->max = max;
 	s->base = (struct al_odb_backend){
 		.version = AL_ODB_BACKEND_VERSION,
