@@ -25,6 +25,7 @@
 
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "backend/listing.h"
 #include "db.h"
 #include "util.h"
 
@@ -276,10 +277,7 @@ static int pg_write_many(struct al_odb_backend *b, const struct al_oid *ids, siz
 
 /* Every row's id, size and time, a page at a time in id order (the primary
  * key's), to fn; a non-zero return of fn stops the walk. */
-static int walk(struct pg_odb *s,
-		int (*fn)(void *ctx, const struct al_oid *id, uint64_t size, int64_t stored,
-			  struct al_error *err),
-		void *ctx, struct al_error *err)
+static int walk(struct pg_odb *s, al_odb__listed_fn fn, void *ctx, struct al_error *err)
 {
 	struct al_oid after = { 0 };
 	bool first = true, have = false; /* have: after is a row's */
@@ -321,59 +319,6 @@ static int walk(struct pg_odb *s,
 	}
 }
 
-struct each {
-	al_odb_foreach_fn fn;
-	void *ctx;
-};
-
-static int each_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t stored,
-		    struct al_error *err)
-{
-	(void)stored;
-	struct each *e = ctx;
-	return e->fn(e->ctx, id, size, err);
-}
-
-static int pg_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
-		      struct al_error *err)
-{
-	struct each e = { fn, ctx };
-	return walk(po(b), each_one, &e, err);
-}
-
-struct sweep {
-	al_odb_keep_fn keep;
-	void *ctx;
-	int64_t before;
-	struct al_odb_sweep *out;
-	struct al_oid *ids;
-	size_t n, cap;
-};
-
-static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t stored,
-		     struct al_error *err)
-{
-	struct sweep *x = ctx;
-	if (x->keep(x->ctx, id))
-		return 0;
-	if (stored >= x->before) {
-		x->out->young++;
-		return 0;
-	}
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 256;
-		struct al_oid *p = realloc(x->ids, cap * sizeof(*p));
-		if (!p)
-			return al_fail(err, AL_ENOMEM, ENOMEM, "inline objects");
-		x->ids = p;
-		x->cap = cap;
-	}
-	x->ids[x->n++] = *id;
-	x->out->objects++;
-	x->out->bytes += size;
-	return 0;
-}
-
 /* ids' rows, unless written again since `before` (another node's upload
  * after the listing: kept, as the listing would have kept it) */
 static int delete_rows(struct pg_odb *s, const struct al_oid *ids, size_t n, int64_t before,
@@ -394,25 +339,35 @@ static int delete_rows(struct pg_odb *s, const struct al_oid *ids, size_t n, int
 	return al_db_step(q, err) < 0 ? failed(err) : 0;
 }
 
+static int pg_delete(struct al_odb_backend *b, const struct al_oid *ids, size_t n, int64_t before,
+		     struct al_error *err)
+{
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i += ROWS_PER_DELETE)
+		r = delete_rows(po(b), ids + i, n - i < ROWS_PER_DELETE ? n - i : ROWS_PER_DELETE,
+				before, err);
+	return r;
+}
+
+static int pg_list(struct al_odb_backend *b, al_odb__listed_fn fn, void *ctx, struct al_error *err)
+{
+	return walk(po(b), fn, ctx, err);
+}
+
+static int pg_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
+		      struct al_error *err)
+{
+	return al_odb__foreach_listed(b, pg_list, fn, ctx, err);
+}
+
 /* The bucket's rule (odb_backend.h) on the rows: what keep does not claim
  * and was stored before `before`, by the database's clock. */
 static int pg_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_fn doomed,
 		    void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
 		    struct al_error *err)
 {
-	struct pg_odb *s = po(b);
-	memset(out, 0, sizeof(*out));
-	struct sweep x = { .keep = keep, .ctx = ctx, .before = before, .out = out };
-	int r = walk(s, sweep_one, &x, err);
-	_cleanup_free_ struct al_oid *ids = x.ids;
-	if (r < 0 || dry || x.n == 0)
-		return r;
-	if (doomed && (r = doomed(ctx, ids, x.n, err)) < 0)
-		return r;
-	for (size_t i = 0; i < x.n && r == 0; i += ROWS_PER_DELETE)
-		r = delete_rows(s, ids + i, x.n - i < ROWS_PER_DELETE ? x.n - i : ROWS_PER_DELETE,
-				before, err);
-	return r;
+	return al_odb__sweep_listed(b, pg_list, pg_delete, keep, doomed, ctx, before, dry, out,
+				    err);
 }
 
 static void pg_free(struct al_odb_backend *b)

@@ -28,6 +28,7 @@
 
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
+#include "backend/listing.h"
 #include "backend/s3/s3_private.h"
 #include "curl_private.h"
 #include "util.h"
@@ -1033,11 +1034,8 @@ static int64_t iso_time(const char *p, size_t n)
 	return t == (time_t)-1 ? INT64_MAX : (int64_t)t;
 }
 
-typedef int (*list_fn)(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
-		       struct al_error *err);
-
 /* Every key of this tenant, with its size and LastModified, page by page. */
-static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
+static int list(struct s3 *s, al_odb__listed_fn fn, void *ctx, struct al_error *err)
 {
 	char keyprefix[400], encprefix[1200], token[1024] = "", enctoken[3100];
 	snprintf(keyprefix, sizeof(keyprefix), "%s%s%s/", s->cfg.prefix,
@@ -1127,83 +1125,42 @@ static int list(struct s3 *s, list_fn fn, void *ctx, struct al_error *err)
 	}
 }
 
-struct foreach_ctx {
-	al_odb_foreach_fn fn;
-	void *ctx;
-};
-
-static int foreach_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
-		       struct al_error *err)
+static int s3_list(struct al_odb_backend *b, al_odb__listed_fn fn, void *ctx, struct al_error *err)
 {
-	(void)mtime;
-	struct foreach_ctx *f = ctx;
-	return f->fn(f->ctx, id, size, err);
+	return list(s3_of(b), fn, ctx, err);
 }
 
 static int s3_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		      struct al_error *err)
 {
-	struct foreach_ctx f = { fn, ctx };
-	return list(s3_of(b), foreach_one, &f, err);
+	return al_odb__foreach_listed(b, s3_list, fn, ctx, err);
 }
 
-struct sweep_ctx {
-	al_odb_keep_fn keep;
-	void *ctx;
-	int64_t before;
-	struct al_odb_sweep *out;
-	struct al_oid *ids;
-	size_t n, cap;
-};
-
-static int sweep_one(void *ctx, const struct al_oid *id, uint64_t size, int64_t mtime,
+/* the DELETEs at once, as write_many's PUTs are; a 404 is an object
+ * already gone (an object stored again since the listing goes too: the
+ * sweep's record makes its writer upload it again, architecture.md) */
+static int s3_delete(struct al_odb_backend *b, const struct al_oid *ids, size_t n, int64_t before,
 		     struct al_error *err)
 {
-	struct sweep_ctx *x = ctx;
-	if (x->keep(x->ctx, id))
-		return 0;
-	if (mtime >= x->before) {
-		x->out->young++;
-		return 0;
-	}
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 256;
-		struct al_oid *ids = realloc(x->ids, cap * sizeof(*ids));
-		if (!ids)
-			return al_fail(err, AL_ENOMEM, ENOMEM, "s3");
-		x->ids = ids;
-		x->cap = cap;
-	}
-	x->ids[x->n++] = *id;
-	x->out->objects++;
-	x->out->bytes += size;
-	return 0;
+	(void)before;
+	struct s3 *s = s3_of(b);
+	_cleanup_free_ struct req *qs = NULL;
+	_cleanup_free_ char *urls = NULL;
+	int r = requests(s, "DELETE", ids, n, &qs, &urls, err);
+	if (r < 0)
+		return r;
+	r = run(s, qs, n, err);
+	for (size_t i = 0; i < n; i++)
+		al_buf_release(&qs[i].body);
+	return r;
 }
 
-/* The listing first (whole: deleting while paging would move the pages),
- * then doomed told what goes, then the DELETEs, at once as write_many's
- * PUTs are; a 404 is an object already gone. */
 static int s3_sweep(struct al_odb_backend *b, al_odb_keep_fn keep, al_odb_doomed_fn doomed,
 		    void *ctx, int64_t before, bool dry, struct al_odb_sweep *out,
 		    struct al_error *err)
 {
-	struct s3 *s = s3_of(b);
-	memset(out, 0, sizeof(*out));
-	struct sweep_ctx x = { .keep = keep, .ctx = ctx, .before = before, .out = out };
-	int r = list(s, sweep_one, &x, err);
-	_cleanup_free_ struct al_oid *ids = x.ids;
-	if (r < 0 || dry || x.n == 0)
-		return r;
-	if (doomed && (r = doomed(ctx, ids, x.n, err)) < 0)
-		return r;
-	_cleanup_free_ struct req *qs = NULL;
-	_cleanup_free_ char *urls = NULL;
-	if ((r = requests(s, "DELETE", ids, x.n, &qs, &urls, err)) < 0)
-		return r;
-	r = run(s, qs, x.n, err);
-	for (size_t i = 0; i < x.n; i++)
-		al_buf_release(&qs[i].body);
-	return r;
+	return al_odb__sweep_listed(b, s3_list, s3_delete, keep, doomed, ctx, before, dry, out,
+				    err);
 }
 
 uint64_t al_odb_s3__connects(const struct al_odb_backend *b)
