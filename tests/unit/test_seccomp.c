@@ -1,10 +1,17 @@
 /* seccomp: the filter compiled at build time is the one libseccomp
- * compiles now from the rules (a stale or wrong build fails here). */
+ * compiles now from the rules (a stale or wrong build fails here); and the
+ * sealed copy of airlock-init every sandbox executes. */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sandbox_private.h"
@@ -29,10 +36,83 @@ static void test_build_time_filter_is_current(void **state)
 	free(now.filter);
 }
 
+static void write_file(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(s, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void assert_content(int fd, const char *want)
+{
+	char buf[64] = { 0 };
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	assert_int_equal(n, (ssize_t)strlen(want));
+	assert_string_equal(buf, want);
+}
+
+/* The copy is sealed (nothing can write, grow or shrink it), shared by the
+ * calls for the same file, and made again once the file changed. */
+static void test_sealed_init(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	char path[] = "/tmp/airlock-init-XXXXXX";
+	int tmp = mkstemp(path);
+	assert_true(tmp >= 0);
+	close(tmp);
+	write_file(path, "version one");
+	int src = open(path, O_RDONLY | O_CLOEXEC);
+	int a = al_sandbox__sealed_init(src, &err), b = al_sandbox__sealed_init(src, &err);
+	assert_true(a >= 0 && b >= 0 && a != b);
+	assert_content(a, "version one");
+	struct stat sa, sb;
+	assert_int_equal(fstat(a, &sa), 0);
+	assert_int_equal(fstat(b, &sb), 0);
+	assert_true(sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev); /* one copy, shared */
+	assert_int_equal(sa.st_mode & 07777, 0555);
+	int seals = fcntl(a, F_GET_SEALS);
+	assert_true(seals >= 0);
+	assert_int_equal(seals & (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE),
+			 F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+	/* not writable, even through a descriptor reopened for writing */
+	assert_int_equal(pwrite(a, "X", 1, 0), -1);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a);
+	int w = open(proc, O_WRONLY);
+	if (w >= 0) { /* root may open it: the seal still refuses the write */
+		assert_int_equal(write(w, "X", 1), -1);
+		assert_int_equal(errno, EPERM);
+		close(w);
+	}
+	assert_int_equal(ftruncate(a, 1), -1);
+	assert_content(b, "version one");
+	/* the file changed (an upgrade in place): a new copy of the new bytes */
+	write_file(path, "version two!"); /* another size, mtime and ctime */
+	int c = al_sandbox__sealed_init(src, &err);
+	assert_true(c >= 0);
+	assert_content(c, "version two!");
+	struct stat sc;
+	assert_int_equal(fstat(c, &sc), 0);
+	assert_true(sc.st_ino != sa.st_ino);
+	assert_content(a, "version one"); /* a run holding the old copy keeps it */
+	/* not a regular file */
+	int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(al_sandbox__sealed_init(dir, &err), AL_EINVAL);
+	close(dir);
+	close(a);
+	close(b);
+	close(c);
+	close(src);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_build_time_filter_is_current),
+		cmocka_unit_test(test_sealed_init),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
