@@ -150,10 +150,15 @@ $(BUILD)/%.o: %.cc | deps
 	@mkdir -p $(@D)
 	$(CXX) $(ALL_CXXFLAGS) -MMD -MP -c $< -o $@
 
-# the in-sandbox init: static, without sanitizers (it runs inside images)
+# the in-sandbox init: static, without sanitizers (it runs inside images),
+# against musl (Debian's musl-tools): glibc's static start-up sizes the CPU
+# caches with CPUID, one VM exit each on a virtual machine, which made
+# airlock-init's exec cost ~0.5 ms of every sandbox; musl's does nothing of
+# the kind, and the binary is 45 KB instead of 777 KB (the sealed copy)
+MUSL_CC ?= musl-gcc
 $(BUILD)/airlock-init: src/agent/init.c | deps
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+	$(MUSL_CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
 
 # the microVM backend's guest agent: /init of the guest (static, no sanitizers)
 # (with the relay's multiplexer, the host's own: src/lib/sandbox/vm_mux.c)

@@ -7,7 +7,7 @@ set -eu
 
 PKGS="build-essential pkg-config libssl-dev libzstd-dev libsqlite3-dev
 libjansson-dev libcmocka-dev libarchive-dev zstd perl git time clang python3 openssl libgit2-dev
-busybox-static cpio qemu-system-x86 linux-image-cloud-amd64 bubblewrap libseccomp-dev libcap-dev util-linux sqlite3 clang-format
+busybox-static musl-tools cpio qemu-system-x86 linux-image-cloud-amd64 bubblewrap libseccomp-dev libcap-dev util-linux sqlite3 clang-format
 libmicrohttpd-dev libcurl4-openssl-dev curl wrk libvalijson-dev nlohmann-json3-dev nodejs npm
 chromium scdoc bash-completion zsh man-db
 swift swift-proxy swift-account swift-container swift-object memcached libpq-dev postgresql"
