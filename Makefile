@@ -156,9 +156,9 @@ $(BUILD)/%.o: %.cc | deps
 # airlock-init's exec cost ~0.5 ms of every sandbox; musl's does nothing of
 # the kind, and the binary is 45 KB instead of 777 KB (the sealed copy)
 MUSL_CC ?= musl-gcc
-$(BUILD)/airlock-init: src/agent/init.c | deps
+$(BUILD)/airlock-init: src/agent/init.c Makefile | deps
 	@mkdir -p $(@D)
-	$(MUSL_CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+	$(MUSL_CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ src/agent/init.c
 
 # the microVM backend's guest agent: /init of the guest (static, no sanitizers)
 # (with the relay's multiplexer, the host's own: src/lib/sandbox/vm_mux.c)

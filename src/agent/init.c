@@ -10,14 +10,81 @@
  * that have no C library of ours.  Outside a PID namespace (tests) it is a
  * child subreaper and kills CMD's process group instead of everything. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char **environ;
+
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* file run, and when the kernel will not (ENOEXEC: a script without a #!
+ * line) run by /bin/sh, as POSIX's execvp does (glibc's does; musl's,
+ * which this is linked with, does not).  Returns on failure. */
+static void exec_one(const char *file, char **argv)
+{
+	execve(file, argv, environ);
+	if (errno != ENOEXEC)
+		return;
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **sh = calloc(n + 2, sizeof(*sh));
+	if (!sh)
+		return;
+	sh[0] = "sh";
+	sh[1] = (char *)file;
+	memcpy(sh + 2, argv + 1, n * sizeof(*sh)); /* argv[1..n-1] and the NULL */
+	execve("/bin/sh", sh, environ);
+	free(sh);
+	errno = ENOEXEC;
+}
+
+/* execvp: a name without '/' is looked up in PATH (unset: /bin:/usr/bin;
+ * an empty element is the working directory); EACCES is reported if some
+ * candidate had it and none ran, as glibc does. */
+static void exec_cmd(char **argv)
+{
+	const char *file = argv[0];
+	if (!*file) {
+		errno = ENOENT;
+		return;
+	}
+	if (strchr(file, '/')) {
+		exec_one(file, argv);
+		return;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	size_t flen = strlen(file);
+	int eacces = 0;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		char buf[PATH_MAX];
+		if (dlen + 1 + flen < sizeof(buf)) {
+			memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+			size_t l = dlen ? dlen : 1;
+			buf[l] = '/';
+			memcpy(buf + l + 1, file, flen + 1);
+			exec_one(buf, argv);
+			if (errno == EACCES)
+				eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG)
+				return; /* found, but it cannot run: say why */
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	errno = eacces ? EACCES : ENOENT;
+}
 
 static int usage(void)
 {
@@ -61,7 +128,7 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		setpgid(0, 0);
-		execvp(argv[first], argv + first);
+		exec_cmd(argv + first);
 		int e = errno;
 		fprintf(stderr, "airlock-init: %s: %s\n", argv[first], strerror(e));
 		_exit(e == ENOENT ? 127 : 126);

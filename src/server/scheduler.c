@@ -1,7 +1,8 @@
 /* scheduler: airlockd's run scheduler (scheduler.h).  The list keeps the runs in
  * flight, so status and cancel find a run before its record exists, and
  * the last SCHED_RECENT that failed, so a run whose sandbox failed
- * (nothing recorded) still has an answer.  A run that ended recorded is
+ * (nothing recorded) still has an answer (and one whose failure was
+ * recorded, its error as it happened).  A run that ended recorded is
  * forgotten once nobody waits for it: its record answers from then on. */
 #include <errno.h>
 #include <malloc.h>
@@ -70,7 +71,7 @@ static void live_free(struct sched_run *r)
 }
 
 /* The runs' structs come from slabs of their own, not the heap: up to
- * SCHED_RECENT ended runs outlive everything a run allocated around
+ * SCHED_RECENT failed runs outlive everything a run allocated around
  * them, and from the heap each would pin a page of it after the load
  * (about 0.7 MiB of a daemon's RSS after 16 clients' runs).  Slabs are
  * never unmapped: they hold at most the peak of runs known at once. */

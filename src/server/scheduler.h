@@ -62,7 +62,7 @@ struct sched {
 	pthread_mutex_t lock; /* runs, active, stopping and every run's fields */
 	pthread_cond_t runs_done;
 	sem_t heavy;            /* slots for the heavy phases of runs (run.h throttle) */
-	struct sched_run *runs; /* in flight and recently ended (bounded) */
+	struct sched_run *runs; /* in flight, waited for, and recently failed (bounded) */
 	unsigned active;
 	bool stopping;
 };

@@ -16,6 +16,25 @@ like "$err" "airlock-init: /no/such/command: No such file or directory" "  with 
 run ns sh -c 'echo $$'
 is "$out" "2" "the command runs as PID 2 under init"
 
+# the command found and started as POSIX's execvp does (airlock-init does
+# it itself: musl's execvp has no shell fallback)
+mkdir -p "$T/bin"
+printf 'echo "no-hashbang ran with $# args: $*"\n' >"$T/bin/plain"
+chmod +x "$T/bin/plain"
+run ns "$T/bin/plain" a 'b c'
+is "$rc:$out" "0:no-hashbang ran with 2 args: a b c" "an executable script without #! runs under /bin/sh, its arguments intact"
+run env PATH="/nonexistent:$T/bin" "$INIT" -- plain x
+is "$rc:$out" "0:no-hashbang ran with 1 args: x" "  also when found through PATH"
+printf 'echo not executable\n' >"$T/bin/noexec"
+run env PATH="$T/bin" "$INIT" -- noexec
+is "$rc" 126 "a file found but not executable gives 126"
+like "$err" "airlock-init: noexec: Permission denied" "  saying so"
+run env PATH="/nonexistent:$T/bin" "$INIT" -- no-such-name
+is "$rc" 127 "a name in no PATH directory gives 127"
+like "$err" "airlock-init: no-such-name: No such file or directory" "  saying so"
+run env -u PATH "$INIT" -- sh -c 'echo default-path'
+is "$rc:$out" "0:default-path" "without PATH, /bin:/usr/bin"
+
 start=$(date +%s)
 run ns sh -c 'sleep 997 & sleep 998 & echo started'
 is "$rc:$out" "0:started" "a command that leaves background processes behind exits normally"

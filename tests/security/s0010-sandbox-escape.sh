@@ -26,8 +26,8 @@ is "$out" "original" "/workspace holds the project's snapshot"
 is "$(cat "$S/data.txt")" "original" "writing /workspace does not touch the project's live files"
 is "$("$AL" project head p)" "$HEAD0" "…nor the live head"
 
-# PID 1's executable (airlock-init, a sealed copy shared by the runs of a
-# process): not writable through /proc/1/exe, and the next run's is intact
+# PID 1's executable (airlock-init, a sealed copy of its own): not
+# writable through /proc/1/exe, and the host's binary is intact
 sha256sum <"$AIRLOCK_BUILD/airlock-init" >"$T/init.sha"
 R -- sh -c 'echo x >>/proc/1/exe; echo rc=$?; printf x | dd of=/proc/1/exe conv=notrunc 2>/dev/null; echo rc=$?'
 is "$out" "rc=1

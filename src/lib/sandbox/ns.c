@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -502,74 +501,35 @@ static int write_proc(pid_t pid, const char *file, const char *val)
 	return al_write_string(p, val);
 }
 
-/* The process's last sealed copy, by the file it was copied from: sealed,
- * it is immutable, so every later run of the same airlock-init shares it
- * (a daemon's runs, in-process benchmarks) instead of copying 0.8 MB. */
-static pthread_mutex_t sealed_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	int fd; /* 0: none yet (a copy is never fd 0: stdin is open) */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtim, ctim;
-} sealed;
-
-static bool same_file(const struct stat *s)
-{
-	return sealed.fd > 0 && sealed.dev == s->st_dev && sealed.ino == s->st_ino &&
-	       sealed.size == s->st_size && sealed.mtim.tv_sec == s->st_mtim.tv_sec &&
-	       sealed.mtim.tv_nsec == s->st_mtim.tv_nsec &&
-	       sealed.ctim.tv_sec == s->st_ctim.tv_sec && sealed.ctim.tv_nsec == s->st_ctim.tv_nsec;
-}
-
-static int sealed_copy(int src, const struct stat *s, struct al_error *err);
+/* Linux 6.3: no chmod of the execute bits (older kernels refuse the seal) */
+#ifndef F_SEAL_EXEC
+#define F_SEAL_EXEC 0x0020
+#endif
 
 /* airlock-init copied into a sealed memory file (sandbox_private.h): the
  * sandbox can see its PID 1's executable through /proc/1/exe, and must
- * never be able to write the host's binary through it. */
+ * never be able to write the host's binary through it.  A copy per run:
+ * nothing one sandbox could do to its copy's metadata reaches another. */
 int al_sandbox__sealed_init(int src, struct al_error *err)
 {
 	struct stat s;
 	if (fstat(src, &s) < 0 || !S_ISREG(s.st_mode))
-		return al_fail(err, AL_EINVAL, errno,
-			       "sandbox: airlock-init is not a regular file");
-	pthread_mutex_lock(&sealed_lock);
-	int m = -1;
-	if (!same_file(&s)) {
-		if ((m = sealed_copy(src, &s, err)) < 0) {
-			pthread_mutex_unlock(&sealed_lock);
-			return m;
-		}
-		if (sealed.fd > 0)
-			close(sealed.fd);
-		sealed.fd = m;
-		sealed.dev = s.st_dev;
-		sealed.ino = s.st_ino;
-		sealed.size = s.st_size;
-		sealed.mtim = s.st_mtim;
-		sealed.ctim = s.st_ctim;
-	}
-	m = fcntl(sealed.fd, F_DUPFD_CLOEXEC, 3);
-	pthread_mutex_unlock(&sealed_lock);
-	return m < 0 ? al_fail(err, AL_EIO, errno, "sandbox: airlock-init's copy") : m;
-}
-
-static int sealed_copy(int src, const struct stat *s, struct al_error *err)
-{
+		return al_fail(err, AL_EINVAL, 0, "sandbox: airlock-init is not a regular file");
 	int m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m < 0)
 		return al_fail(err, AL_EIO, errno, "sandbox: memfd");
 	off_t off = 0;
-	while (off < s->st_size) {
-		ssize_t n = sendfile(m, src, &off, s->st_size - off);
+	while (off < s.st_size) {
+		ssize_t n = sendfile(m, src, &off, s.st_size - off);
 		if (n <= 0) {
 			close(m);
 			return al_fail(err, AL_EIO, n < 0 ? errno : EIO,
 				       "sandbox: copy airlock-init");
 		}
 	}
-	if (fchmod(m, 0555) < 0 ||
-	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+	const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	if (fchmod(m, 0555) < 0 || (fcntl(m, F_ADD_SEALS, seals | F_SEAL_EXEC) < 0 &&
+				    (errno != EINVAL || fcntl(m, F_ADD_SEALS, seals) < 0))) {
 		close(m);
 		return al_fail(err, AL_EIO, errno, "sandbox: seal airlock-init");
 	}

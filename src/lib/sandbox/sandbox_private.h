@@ -81,11 +81,10 @@ extern const struct sock_filter al_seccomp__bpf[];
 extern const unsigned short al_seccomp__bpf_len;
 
 /* airlock-init (the open file src) as the sandbox executes it: a sealed
- * memory file (no write, grow or shrink, mode 0555), so a sandbox cannot
- * write the host's binary through /proc/1/exe (runc's CVE-2019-5736).  The
- * process keeps its last copy and shares it with every later call for the
- * same file (same device, inode, size, mtime and ctime); a changed file is
- * copied again.  Returns a descriptor of the caller's own. */
+ * memory file of its own (no write, grow or shrink; mode 0555 and, on
+ * Linux 6.3 and later, no chmod of its execute bits), so a sandbox cannot
+ * write the host's binary through /proc/1/exe (runc's CVE-2019-5736).  A
+ * new copy each call (close-on-exec): runs never share one. */
 int al_sandbox__sealed_init(int src, struct al_error *err);
 
 #endif
