@@ -1567,8 +1567,12 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 				       .blocked = run.blocked };
 	struct al_draft_info d;
 	r = al_volume__draft_create(st, o->project, &dopts, record_hook, &rc, &d, err);
-	if (r == 0)
+	if (r == 0) {
+		/* recorded: a failure from here on (reading the record back)
+		 * must not record a failed attempt over the committed one */
+		run.phase = NULL;
 		r = fill_info(out, rc.text, err);
+	}
 	free(rc.text);
 	json_decref(rec);
 out:
