@@ -452,6 +452,48 @@ static bool told(const struct sweep_fx *x, const struct al_oid *id)
 	return false;
 }
 
+/* The sweep's rule on n objects (ids[0] claimed by keep, the others of
+ * `bytes` bytes in all): none goes while all are young; a dry run counts,
+ * deletes and tells nothing; a refusing doomed leaves everything; then
+ * doomed is told the n - 1 once and they go, ids[0] stays. */
+static void sweep_sequence(struct fx *f, const struct al_oid *ids, size_t n, uint64_t bytes)
+{
+	struct al_error err = { 0 };
+	struct al_odb_sweep s;
+	struct sweep_fx x = { .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() - 3600, false, &s, &err),
+		0);
+	assert_int_equal(s.objects, 0);
+	assert_int_equal(s.young, n - 1);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, true, &s, &err),
+		0);
+	assert_int_equal(s.objects, n - 1);
+	assert_int_equal(s.bytes, bytes);
+	assert_int_equal(x.calls, 0);
+	x.refuse = true;
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		AL_EIO);
+	assert_non_null(strstr(err.msg, "not recorded"));
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 1);
+	x = (struct sweep_fx){ .keep = ids[0] };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
+	assert_int_equal(s.objects, n - 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, n - 1);
+	for (size_t i = 1; i < n; i++)
+		assert_true(told(&x, &ids[i]));
+	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
+	for (size_t i = 1; i < n; i++)
+		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 0);
+}
+
 /* sweep: what keep claims stays; of the rest, only what is older than
  * `before` goes, and doomed is told all of it before the first delete (a
  * failure there deletes nothing); the local store has no sweep of its own
@@ -469,42 +511,7 @@ static void test_sweep(void **state)
 		_cleanup_free_ uint8_t *p = pattern(100 + i, 3000 + i);
 		assert_int_equal(al_odb_write_buf(f->b, p, 100 + i, &ids[i], &err), 0);
 	}
-	struct al_odb_sweep s;
-	struct sweep_fx x = { .keep = ids[0] };
-	/* everything is younger than an hour ago: nothing goes */
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() - 3600, false, &s, &err),
-		0);
-	assert_int_equal(s.objects, 0);
-	assert_int_equal(s.young, 2);
-	assert_int_equal(x.calls, 0);
-	/* older than an hour from now: a dry run counts, deletes nothing, tells nothing */
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, true, &s, &err),
-		0);
-	assert_int_equal(s.objects, 2);
-	assert_int_equal(s.bytes, 101 + 102);
-	assert_int_equal(x.calls, 0);
-	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
-	/* doomed refuses: nothing goes */
-	x.refuse = true;
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		AL_EIO);
-	assert_non_null(strstr(err.msg, "not recorded"));
-	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 1);
-	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 1);
-	x = (struct sweep_fx){ .keep = ids[0] };
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		0);
-	assert_int_equal(s.objects, 2);
-	assert_int_equal(x.calls, 1);
-	assert_int_equal(x.ndoomed, 2);
-	assert_true(told(&x, &ids[1]) && told(&x, &ids[2]));
-	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
-	assert_int_equal(f->b->exists(f->b, &ids[1], &err), 0);
-	assert_int_equal(f->b->exists(f->b, &ids[2], &err), 0);
+	sweep_sequence(f, ids, 3, 101 + 102);
 }
 
 /* An S3 backend freed is parked with its connections (the daemon opens one
@@ -1363,37 +1370,9 @@ static void test_tier_sweep(void **state)
 	}
 	assert_int_equal(v.db->exists(v.db, &ids[1], &err), 1);
 	assert_int_equal(v.bucket->exists(v.bucket, &ids[3], &err), 1);
+	sweep_sequence(f, ids, 4, 101 + (TIER_MAX + 102) + (TIER_MAX + 103));
 	struct al_odb_sweep s;
-	struct sweep_fx x = { .keep = ids[0] };
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() - 3600, false, &s, &err),
-		0);
-	assert_int_equal(s.objects, 0);
-	assert_int_equal(s.young, 3);
-	assert_int_equal(x.calls, 0);
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, true, &s, &err),
-		0);
-	assert_int_equal(s.objects, 3);
-	assert_int_equal(s.bytes, 101 + (TIER_MAX + 102) + (TIER_MAX + 103));
-	assert_int_equal(x.calls, 0);
-	x.refuse = true;
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		AL_EIO);
-	for (unsigned i = 0; i < 4; i++)
-		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 1);
-	x = (struct sweep_fx){ .keep = ids[0] };
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		0);
-	assert_int_equal(s.objects, 3);
-	assert_int_equal(x.calls, 1);
-	assert_int_equal(x.ndoomed, 3);
-	assert_true(told(&x, &ids[1]) && told(&x, &ids[2]) && told(&x, &ids[3]));
-	assert_int_equal(f->b->exists(f->b, &ids[0], &err), 1);
-	for (unsigned i = 1; i < 4; i++)
-		assert_int_equal(f->b->exists(f->b, &ids[i], &err), 0);
+	struct sweep_fx x;
 	/* a side with nothing to delete: the other's list alone, told once */
 	_cleanup_free_ uint8_t *p = pattern(TIER_MAX + 7, 7100);
 	struct al_oid lone;
