@@ -62,17 +62,15 @@ static void exec_cmd(char **argv)
 	const char *path = getenv("PATH");
 	if (!path)
 		path = "/bin:/usr/bin";
-	size_t flen = strlen(file);
 	int eacces = 0;
 	for (const char *p = path;; p++) {
 		const char *end = strchrnul(p, ':');
-		size_t dlen = (size_t)(end - p);
+		int dlen = (int)(end - p);
 		char buf[PATH_MAX];
-		if (dlen + 1 + flen < sizeof(buf)) {
-			memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
-			size_t l = dlen ? dlen : 1;
-			buf[l] = '/';
-			memcpy(buf + l + 1, file, flen + 1);
+		/* an empty element is "." */
+		int n = snprintf(buf, sizeof(buf), "%.*s/%s", dlen ? dlen : 1, dlen ? p : ".",
+				 file);
+		if (n > 0 && (size_t)n < sizeof(buf)) {
 			exec_one(buf, argv);
 			if (errno == EACCES)
 				eacces = 1;

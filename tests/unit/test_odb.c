@@ -1353,6 +1353,21 @@ static void test_write_many_exact_size(void **state)
 	assert_int_equal(f->b->exists(f->b, &id, &err), 1);
 }
 
+/* A sweep (kept claimed, everything else old) that tells doomed once, of
+ * id alone. */
+static void sweep_tells_only(struct fx *f, const struct al_oid *kept, const struct al_oid *id)
+{
+	struct al_error err = { 0 };
+	struct al_odb_sweep s;
+	struct sweep_fx x = { .keep = *kept };
+	assert_int_equal(
+		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
+		0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.ndoomed, 1);
+	assert_true(told(&x, id));
+}
+
 /* A sweep of the tier tells doomed once, the lists of both sides, before
  * either deletes; keep and the age rule hold on both; a refusal deletes
  * nothing on either side. */
@@ -1371,32 +1386,18 @@ static void test_tier_sweep(void **state)
 	assert_int_equal(v.db->exists(v.db, &ids[1], &err), 1);
 	assert_int_equal(v.bucket->exists(v.bucket, &ids[3], &err), 1);
 	sweep_sequence(f, ids, 4, 101 + (TIER_MAX + 102) + (TIER_MAX + 103));
-	struct al_odb_sweep s;
-	struct sweep_fx x;
 	/* a side with nothing to delete: the other's list alone, told once */
 	_cleanup_free_ uint8_t *p = pattern(TIER_MAX + 7, 7100);
 	struct al_oid lone;
 	assert_int_equal(al_odb_write_buf(f->b, p, TIER_MAX + 7, &lone, &err), 0);
-	x = (struct sweep_fx){ .keep = ids[0] };
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		0);
-	assert_int_equal(x.calls, 1);
-	assert_int_equal(x.ndoomed, 1);
-	assert_true(told(&x, &lone));
+	sweep_tells_only(f, &ids[0], &lone);
 	assert_int_equal(f->b->exists(f->b, &lone, &err), 0);
 	/* an object both sides hold: both copies go, its id told once (the
 	 * collector records each id once) */
 	struct al_oid twice;
 	assert_int_equal(al_odb_write_buf(v.db, "held twice", 10, &twice, &err), 0);
 	assert_int_equal(al_odb_write_buf(v.bucket, "held twice", 10, &twice, &err), 0);
-	x = (struct sweep_fx){ .keep = ids[0] };
-	assert_int_equal(
-		f->b->sweep(f->b, keep_first, doomed_note, &x, al_wall_s() + 3600, false, &s, &err),
-		0);
-	assert_int_equal(x.calls, 1);
-	assert_int_equal(x.ndoomed, 1);
-	assert_true(told(&x, &twice));
+	sweep_tells_only(f, &ids[0], &twice);
 	assert_int_equal(v.db->exists(v.db, &twice, &err), 0);
 	assert_int_equal(v.bucket->exists(v.bucket, &twice, &err), 0);
 	sides_close(&v);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "airlock/odb_backend.h"
+#include "backend/odb_common.h"
 #include "idset.h"
 #include "util.h"
 
@@ -78,79 +79,20 @@ static int t_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t s
 /* ---- write_many: the small objects read here, a window at a time, and
  * written from memory; the large ones passed on with the caller's sources */
 
-struct held {
-	uint8_t *p;
-	size_t len, pos;
-};
-
 struct window {
-	struct al_oid ids[WINDOW];
-	struct held h[WINDOW];
-	size_t n;
+	struct al_oid ids[WINDOW]; /* b[i].id, as write_many takes them */
+	struct al_odb__buf b[WINDOW];
+	uint8_t *owned[WINDOW]; /* b[i].p */
+	struct al_odb__bufs bufs;
 };
 
-static int64_t held_read(void *ctx, void *buf, size_t n, struct al_error *err)
-{
-	(void)err;
-	struct held *h = ctx;
-	size_t k = h->len - h->pos < n ? h->len - h->pos : n;
-	memcpy(buf, h->p + h->pos, k);
-	h->pos += k;
-	return (int64_t)k;
-}
-
-/* an object of the window by its id, from its first byte (again, on a retry) */
-static int held_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
-		     struct al_error *err)
-{
-	struct window *w = ctx;
-	for (size_t i = 0; i < w->n; i++)
-		if (al_oid_eq(&w->ids[i], id)) {
-			w->h[i].pos = 0;
-			*size = w->h[i].len;
-			*src = &w->h[i];
-			return 0;
-		}
-	return al_fail(err, AL_EINVAL, 0, "odb: an object the batch does not hold");
-}
-
-static void held_close(void *src)
-{
-	(void)src;
-}
-
-/* Exactly size bytes of an object's source into h (the backend checks
- * that they are the object); a source shorter or longer is refused. */
-static int hold(const struct al_odb_objects *objs, void *src, uint64_t size, struct held *h,
-		struct al_error *err)
-{
-	if (!(h->p = malloc(size + 1)))
-		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
-	h->len = 0;
-	for (;;) { /* one byte more than size is asked for: there must be none */
-		int64_t n = objs->read(src, h->p + h->len, size + 1 - h->len, err);
-		if (n < 0)
-			return (int)n;
-		if (n == 0)
-			break;
-		h->len += (size_t)n;
-		if (h->len > size)
-			return al_fail(err, AL_EINVAL, 0, "odb: more than the %llu bytes announced",
-				       (unsigned long long)size);
-	}
-	if (h->len != size)
-		return al_fail(err, AL_EINVAL, 0, "odb: %zu bytes of the %llu announced", h->len,
-			       (unsigned long long)size);
-	return 0;
-}
-
-/* the window's objects to small, and the window emptied */
+/* the window's objects to small (write), and the window emptied */
 static int flush(struct tier *t, struct window *w, bool write, struct al_error *err)
 {
-	const struct al_odb_objects held = { held_open, held_read, held_close, w };
-	int r = write && w->n ? al_odb_write_many(t->small, w->ids, w->n, &held, err) : 0;
-	while (w->n)
-		free(w->h[--w->n].p);
+	const struct al_odb_objects objs = al_odb__bufs_objects(&w->bufs);
+	int r = write && w->bufs.n ? al_odb_write_many(t->small, w->ids, w->bufs.n, &objs, err) : 0;
+	while (w->bufs.n)
+		free(w->owned[--w->bufs.n]);
 	return r;
 }
 
@@ -162,6 +104,7 @@ static int t_write_many(struct al_odb_backend *b, const struct al_oid *ids, size
 	_cleanup_free_ struct window *w = calloc(1, sizeof(*w));
 	if (!large || !w)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	w->bufs.b = w->b;
 	size_t nl = 0;
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
@@ -171,12 +114,16 @@ static int t_write_many(struct al_odb_backend *b, const struct al_oid *ids, size
 			break;
 		if (!small_enough(t, size)) {
 			large[nl++] = ids[i];
-		} else {
-			w->ids[w->n] = ids[i];
-			r = hold(objs, src, size, &w->h[w->n++], err);
+		} else if ((r = al_odb__read_exact(objs->read, src, size, &w->owned[w->bufs.n],
+						   err)) == 0) {
+			w->ids[w->bufs.n] = ids[i];
+			w->b[w->bufs.n] = (struct al_odb__buf){ .id = ids[i],
+								.p = w->owned[w->bufs.n],
+								.len = (size_t)size };
+			w->bufs.n++;
 		}
 		objs->close(src);
-		if (r == 0 && w->n == WINDOW)
+		if (r == 0 && w->bufs.n == WINDOW)
 			r = flush(t, w, true, err);
 	}
 	int f = flush(t, w, r == 0, err);

@@ -25,14 +25,14 @@
 
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
-#include "backend/listing.h"
+#include "backend/odb_common.h"
 #include "db.h"
 #include "util.h"
 
 /* rows one statement inserts or deletes (two or one placeholders each) */
 #define ROWS_PER_INSERT (AL_DB_MAX_PARAMS / 2)
 #define ROWS_PER_DELETE (AL_DB_MAX_PARAMS - 1) /* and the sweep's time */
-#define PAGE 1000                              /* rows a listing reads at once: LIMIT in walk() */
+#define PAGE 1000                              /* rows a listing reads at once */
 #define NOW_S "CAST(extract(epoch FROM clock_timestamp()) AS BIGINT)"
 
 struct pg_odb {
@@ -142,30 +142,10 @@ static int pull(struct pg_odb *s, const struct al_oid *id, uint64_t size, al_odb
 			       "inline objects: %llu bytes is more than the %llu kept in the "
 			       "database",
 			       (unsigned long long)size, (unsigned long long)s->max);
-	uint8_t *p = malloc(size + 1); /* one more: a source that goes on is caught */
-	if (!p)
-		return al_fail(err, AL_ENOMEM, ENOMEM, "inline objects");
-	uint64_t got = 0;
-	for (;;) {
-		int64_t n = src(ctx, p + got, size + 1 - got, err);
-		if (n < 0) {
-			free(p);
-			return (int)n;
-		}
-		if (n == 0)
-			break;
-		got += (uint64_t)n;
-		if (got > size) {
-			free(p);
-			return al_fail(err, AL_EINVAL, 0, "odb: more than the %llu bytes announced",
-				       (unsigned long long)size);
-		}
-	}
-	if (got != size) {
-		free(p);
-		return al_fail(err, AL_EINVAL, 0, "odb: %llu bytes of the %llu announced",
-			       (unsigned long long)got, (unsigned long long)size);
-	}
+	uint8_t *p = NULL;
+	int r = al_odb__read_exact(src, ctx, size, &p, err);
+	if (r < 0)
+		return r;
 	struct al_oid h;
 	al_sha256(p, size, h.b);
 	if (!al_oid_eq(&h, id)) {
@@ -190,20 +170,6 @@ static int row_cmp(const void *a, const void *b)
 	return memcmp(((const struct row *)a)->id->b, ((const struct row *)b)->id->b, AL_OID_LEN);
 }
 
-static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err);
-
-/* rows (at most ROWS_PER_INSERT, ids distinct) in one statement, so one
- * commit: written again, a row takes the new bytes and the new time.  In
- * id order, as a sweep deletes, so two statements on the same rows take
- * their locks in one order; one that still meets a deadlock or a lost
- * connection (AL_EUNAVAIL) is sent once more (writes are idempotent). */
-static int insert(struct pg_odb *s, struct row *rows, size_t n, struct al_error *err)
-{
-	qsort(rows, n, sizeof(*rows), row_cmp);
-	int r = insert_once(s, rows, n, err);
-	return r == AL_EUNAVAIL ? insert_once(s, rows, n, err) : r;
-}
-
 static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struct al_error *err)
 {
 	char sql[160 + ROWS_PER_INSERT * 80];
@@ -224,6 +190,18 @@ static int insert_once(struct pg_odb *s, const struct row *rows, size_t n, struc
 		al_db_bind_blob(q, (int)(2 * i + 2), rows[i].bytes, rows[i].len);
 	}
 	return al_db_step(q, err) < 0 ? failed(err) : 0;
+}
+
+/* rows (at most ROWS_PER_INSERT, ids distinct) in one statement, so one
+ * commit: written again, a row takes the new bytes and the new time.  In
+ * id order, as a sweep deletes, so two statements on the same rows take
+ * their locks in one order; one that still meets a deadlock or a lost
+ * connection (AL_EUNAVAIL) is sent once more (writes are idempotent). */
+static int insert(struct pg_odb *s, struct row *rows, size_t n, struct al_error *err)
+{
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	int r = insert_once(s, rows, n, err);
+	return r == AL_EUNAVAIL ? insert_once(s, rows, n, err) : r;
 }
 
 static int pg_write(struct al_odb_backend *b, const struct al_oid *id, uint64_t size,
@@ -280,19 +258,19 @@ static int pg_write_many(struct al_odb_backend *b, const struct al_oid *ids, siz
 static int walk(struct pg_odb *s, al_odb__listed_fn fn, void *ctx, struct al_error *err)
 {
 	struct al_oid after = { 0 };
-	bool first = true, have = false; /* have: after is a row's */
+	bool have = false; /* after is a row's: the next page starts past it */
+	char sql[160];
 	for (;;) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
+			 "blobs_inline%s "
+			 "ORDER BY id LIMIT %d",
+			 have ? " WHERE id > ?1" : "", PAGE);
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
-		int r = prepare(
-			s,
-			first ? "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
-				"blobs_inline ORDER BY id LIMIT 1000"
-			      : "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
-				"blobs_inline WHERE id > ?1 ORDER BY id LIMIT 1000",
-			&q, err);
+		int r = prepare(s, sql, &q, err);
 		if (r < 0)
 			return failed(err);
-		if (!first)
+		if (have)
 			al_db_bind_blob(q, 1, after.b, AL_OID_LEN);
 		size_t rows = 0;
 		while ((r = al_db_step(q, err)) == AL_DB_ROW) {
@@ -315,7 +293,6 @@ static int walk(struct pg_odb *s, al_odb__listed_fn fn, void *ctx, struct al_err
 			return failed(err);
 		if (rows < PAGE)
 			return 0;
-		first = false;
 	}
 }
 

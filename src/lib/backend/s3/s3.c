@@ -28,7 +28,7 @@
 
 #include "airlock/odb_backend.h"
 #include "airlock/store.h"
-#include "backend/listing.h"
+#include "backend/odb_common.h"
 #include "backend/s3/s3_private.h"
 #include "curl_private.h"
 #include "util.h"

@@ -6,6 +6,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "backend/odb_common.h"
 #include "cas_private.h"
 #include "util.h"
 
@@ -39,46 +40,6 @@ int al_odb_read_all(struct al_odb_backend *b, const struct al_oid *id, uint8_t *
 	return 0;
 }
 
-struct mem_source {
-	const uint8_t *p;
-	size_t len, pos;
-};
-
-static int64_t mem_read(void *ctx, void *buf, size_t n, struct al_error *err)
-{
-	(void)err;
-	struct mem_source *m = ctx;
-	size_t k = m->len - m->pos < n ? m->len - m->pos : n;
-	if (k)
-		memcpy(buf, m->p + m->pos, k);
-	m->pos += k;
-	return (int64_t)k;
-}
-
-/* one buffer as write_many's objects: a retry reads it again from its start */
-struct mem_object {
-	const uint8_t *p;
-	size_t len;
-	struct mem_source src;
-};
-
-static int mem_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
-		    struct al_error *err)
-{
-	(void)id;
-	(void)err;
-	struct mem_object *m = ctx;
-	m->src = (struct mem_source){ m->p, m->len, 0 };
-	*size = m->len;
-	*src = &m->src;
-	return 0;
-}
-
-static void mem_close(void *src)
-{
-	(void)src;
-}
-
 int al_odb_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
 		      const struct al_odb_objects *objs, struct al_error *err)
 {
@@ -101,9 +62,11 @@ int al_odb_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t
 int al_odb_write_buf(struct al_odb_backend *b, const void *data, size_t len, struct al_oid *id_out,
 		     struct al_error *err)
 {
-	al_sha256(data, len, id_out->b);
-	struct mem_object m = { .p = data, .len = len };
-	const struct al_odb_objects objs = { mem_open, mem_read, mem_close, &m };
+	struct al_odb__buf one = { .p = data, .len = len };
+	al_sha256(data, len, one.id.b);
+	*id_out = one.id;
+	struct al_odb__bufs bufs = { &one, 1 };
+	const struct al_odb_objects objs = al_odb__bufs_objects(&bufs);
 	return al_odb_write_many(b, id_out, 1, &objs, err);
 }
 

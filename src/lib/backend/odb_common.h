@@ -1,9 +1,12 @@
-/* Private to the object backends: foreach and the sweep over a backend's
- * listing (each stored object, its size and when it was stored), shared by
- * the bucket (s3/s3.c: S3's LastModified) and the database's rows
- * (postgres/odb.c: stored), which keep the same rule (odb_backend.h). */
-#ifndef AL_ODB_LISTING_H
-#define AL_ODB_LISTING_H
+/* Private to the object backends: what more than one of them does.
+ *  - foreach and the sweep over a backend's listing (each stored object,
+ *    its size and when it was stored), shared by the bucket (s3/s3.c: S3's
+ *    LastModified) and the database's rows (postgres/odb.c: stored), which
+ *    keep the same rule (odb_backend.h);
+ *  - a source read whole, exactly its announced size;
+ *  - buffers as write_many's objects. */
+#ifndef AL_ODB_COMMON_H
+#define AL_ODB_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,5 +33,24 @@ int al_odb__foreach_listed(struct al_odb_backend *b, al_odb__list_fn list, al_od
 int al_odb__sweep_listed(struct al_odb_backend *b, al_odb__list_fn list, al_odb__delete_fn del,
 			 al_odb_keep_fn keep, al_odb_doomed_fn doomed, void *ctx, int64_t before,
 			 bool dry, struct al_odb_sweep *out, struct al_error *err);
+
+/* Exactly size bytes of the source src (read), into a new buffer *out
+ * (free it): a source that ends early or goes on is AL_EINVAL. */
+int al_odb__read_exact(al_odb_source read, void *src, uint64_t size, uint8_t **out,
+		       struct al_error *err);
+
+/* An object's bytes in memory, and how far a source over them has read. */
+struct al_odb__buf {
+	struct al_oid id;
+	const uint8_t *p;
+	size_t len, pos;
+};
+/* n of them as write_many's objects (al_odb__bufs_objects): open finds an
+ * object by its id and reads it from its first byte (again, on a retry). */
+struct al_odb__bufs {
+	struct al_odb__buf *b;
+	size_t n;
+};
+struct al_odb_objects al_odb__bufs_objects(struct al_odb__bufs *bufs);
 
 #endif

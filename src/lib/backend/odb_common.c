@@ -1,10 +1,9 @@
-/* listing: foreach and the sweep over an object backend's listing
- * (listing.h). */
+/* odb_common: what more than one object backend does (odb_common.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/listing.h"
+#include "backend/odb_common.h"
 #include "util.h"
 
 struct each {
@@ -74,4 +73,70 @@ int al_odb__sweep_listed(struct al_odb_backend *b, al_odb__list_fn list, al_odb_
 	if (doomed && (r = doomed(ctx, ids, x.n, err)) < 0)
 		return r;
 	return del(b, ids, x.n, before, err);
+}
+
+int al_odb__read_exact(al_odb_source read, void *src, uint64_t size, uint8_t **out,
+		       struct al_error *err)
+{
+	uint8_t *p = malloc(size + 1); /* one more: a source that goes on is caught */
+	if (!p)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "odb");
+	uint64_t got = 0;
+	int r = 0;
+	for (;;) {
+		int64_t n = read(src, p + got, size + 1 - got, err);
+		if (n <= 0) {
+			r = (int)n;
+			break;
+		}
+		if ((got += (uint64_t)n) > size) {
+			r = al_fail(err, AL_EINVAL, 0, "odb: more than the %llu bytes announced",
+				    (unsigned long long)size);
+			break;
+		}
+	}
+	if (r == 0 && got != size)
+		r = al_fail(err, AL_EINVAL, 0, "odb: %llu bytes of the %llu announced",
+			    (unsigned long long)got, (unsigned long long)size);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+static int64_t buf_read(void *ctx, void *to, size_t n, struct al_error *err)
+{
+	(void)err;
+	struct al_odb__buf *b = ctx;
+	size_t k = b->len - b->pos < n ? b->len - b->pos : n;
+	if (k)
+		memcpy(to, b->p + b->pos, k);
+	b->pos += k;
+	return (int64_t)k;
+}
+
+static int buf_open(void *ctx, const struct al_oid *id, uint64_t *size, void **src,
+		    struct al_error *err)
+{
+	struct al_odb__bufs *bufs = ctx;
+	for (size_t i = 0; i < bufs->n; i++)
+		if (al_oid_eq(&bufs->b[i].id, id)) {
+			bufs->b[i].pos = 0;
+			*size = bufs->b[i].len;
+			*src = &bufs->b[i];
+			return 0;
+		}
+	return al_fail(err, AL_EINVAL, 0, "odb: an object the batch does not hold");
+}
+
+static void buf_close(void *src)
+{
+	(void)src;
+}
+
+struct al_odb_objects al_odb__bufs_objects(struct al_odb__bufs *bufs)
+{
+	return (struct al_odb_objects){ buf_open, buf_read, buf_close, bufs };
 }
