@@ -47,6 +47,10 @@ is "$rc" 0 "node A's home"
 cp -a "$NA" "$NB"
 S="$T/src"; mkdir -p "$S/d"
 echo one >"$S/a.txt"; echo deep >"$S/d/f"
+# names in other scripts: their tree nodes are rows (a control character in
+# a name is refused at import, before any store: t0004)
+mkdir -p "$S/é 文件"; echo utf8 >"$S/é 文件/ü.txt"
+: >"$S/empty" # a row of no bytes
 head -c 16384 /dev/urandom >"$S/edge.bin"  # exactly the threshold: the database's
 head -c 16385 /dev/urandom >"$S/above.bin" # one byte more: the bucket's
 run env AIRLOCK_HOME="$NA" "$AL" project create p --from "$S"
