@@ -71,6 +71,7 @@ int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct a
  * bound's state (wal_bound) and the hand-over's. */
 struct wal_state {
 	int bound;      /* frames */
+	int page;       /* the database's page size */
 	int next;       /* the frame count of the next attempt */
 	int frames;     /* at the last commit: fewer now means the WAL restarted */
 	uint32_t *wake; /* the mapped wake word, or NULL: poll */
@@ -143,7 +144,36 @@ static int busy_wait(void *ctx, int n)
  * frames and synced the database file (two syncs per commit of objects.db,
  * whose 16-frame bound concurrent writers pass within a few commits).  A
  * checkpoint makes nothing durable (each commit synced the WAL), so when
- * it runs changes only the WAL's size at rest. */
+ * it runs changes only the WAL's size at rest.
+ *
+ * How it empties the WAL: a WAL of the bound and a commit is restarted
+ * (SQLITE_CHECKPOINT_RESTART: the next commit writes from its start,
+ * over the blocks the file already has, which SQLite cuts back to
+ * AL_SQLITE_WAL_KEEP at most); a larger one, a big transaction's, and one
+ * found at open are truncated to nothing.  Truncating at every bound
+ * freed the file's blocks and had the next commits allocate them again,
+ * so their syncs wrote the file system's journal too (and the WAL's
+ * header once more): under 8 concurrent writers, a third of their
+ * throughput.  Recovery reads a WAL only up to its first frame of an
+ * older generation (salt): a restarted WAL's old frames are read back
+ * only until the next commit, so what an open reads stays within
+ * AL_SQLITE_WAL_KEEP (the bound and a commit, as a rule).  at_open: the
+ * open's cleanup of a WAL left past the bound (truncated). */
+static int checkpoint(struct wal_state *w, sqlite3 *db, const char *name, int frames, bool at_open)
+{
+	int log = 0, mode = !at_open && (int64_t)frames * (w->page + 24) <= AL_SQLITE_WAL_KEEP
+				    ? SQLITE_CHECKPOINT_RESTART
+				    : SQLITE_CHECKPOINT_TRUNCATE;
+	sqlite3_busy_handler(db, NULL, NULL);
+	int rc = sqlite3_wal_checkpoint_v2(db, name, mode, &log, NULL);
+	if (rc == SQLITE_BUSY)
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
+	else if (rc == SQLITE_OK)
+		log = 0; /* restarted or truncated: the next commit writes from its start */
+	sqlite3_busy_handler(db, busy_wait, w);
+	return log;
+}
+
 static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 {
 	struct wal_state *w = ctx;
@@ -153,12 +183,7 @@ static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 	w->frames = frames;
 	if (w->hold || frames < w->next)
 		return SQLITE_OK;
-	int log = 0;
-	sqlite3_busy_handler(db, NULL, NULL);
-	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, NULL) ==
-	    SQLITE_BUSY)
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
-	sqlite3_busy_handler(db, busy_wait, w);
+	int log = checkpoint(w, db, name, frames, false);
 	wake_waiters(w); /* the checkpoint held the lock too */
 	/* emptied (log 0): the bound again; else half of it further on */
 	w->next = log <= 0 ? w->bound : frames + (w->bound + 1) / 2;
@@ -276,7 +301,7 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA page_size=%u; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA "
 		 "foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA journal_size_limit=%u;",
-		 page, sync == AL_SYNC_FULL ? "FULL" : "NORMAL", AL_SQLITE_WAL_BOUND);
+		 page, sync == AL_SYNC_FULL ? "FULL" : "NORMAL", AL_SQLITE_WAL_KEEP);
 	int r = al_sqlite_exec(db, pragmas, err);
 	int psize = 0;
 	sqlite3_stmt *q = NULL;
@@ -295,6 +320,7 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			r = al_sqlite_fail(db, err, "database"); /* w is freed by it */
 		if (r == 0) {
 			w->bound = w->next = pages > 1 ? pages : 1;
+			w->page = psize;
 			w->wake = wake_map(path);
 			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
@@ -304,8 +330,8 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			struct stat sb;
 			snprintf(wal, sizeof(wal), "%s-wal", path);
 			if (stat(wal, &sb) == 0 && sb.st_size > (off_t)AL_SQLITE_WAL_BOUND) {
-				w->next = 0;
-				wal_bound(w, db, "main", 0);
+				checkpoint(w, db, "main", 0, true);
+				wake_waiters(w);
 			}
 		}
 	}

@@ -18,6 +18,9 @@
  * back (recovery, as after a crash, since the last close keeps it: see
  * al_sqlite_open), so this bounds what every command reads at start. */
 #define AL_SQLITE_WAL_BOUND (1u << 20)
+/* What a WAL file keeps between checkpoints (journal_size_limit): a WAL
+ * restarted at the bound is written over in place, its blocks kept. */
+#define AL_SQLITE_WAL_KEEP (2 * AL_SQLITE_WAL_BOUND)
 
 /* Open path in WAL mode with a busy timeout and bring it to schema's version
  * (NULL: no schema).  A database of a newer version than schema knows is

@@ -440,6 +440,12 @@ static void test_map_reads(void **state)
 	assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
 			 SQLITE_OK);
+	/* a new objects.db has 16 KiB pages (cas.c: what a commit writes) */
+	sqlite3_stmt *q = NULL;
+	assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA page_size", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 16384);
+	sqlite3_finalize(q);
 	sqlite3_close(raw);
 	for (int on = 1; on >= 0; on--) {
 		al_store_map_reads(on);
@@ -740,6 +746,84 @@ static void test_wake_file_hostile(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The WAL's frames an open would read back (recovery): from its header on,
+ * frames of the header's generation (salts), until the first of another. */
+static long wal_live_bytes(const char *wal)
+{
+	int fd = open(wal, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint8_t h[32], f[24];
+	long live = 0;
+	if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
+		uint32_t page =
+			(uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+		off_t at = 32;
+		while (pread(fd, f, sizeof(f), at) == (ssize_t)sizeof(f) &&
+		       memcmp(f + 8, h + 16, 8) == 0)
+			at += 24 + (off_t)page;
+		live = (long)at;
+	}
+	close(fd);
+	return live;
+}
+
+/* At the bound the WAL is restarted in place, not truncated: its file keeps
+ * its size (and blocks), so the next commits write over them instead of
+ * allocating again, and an open reads back only what came after the
+ * restart.  A WAL past AL_SQLITE_WAL_KEEP (a big transaction) is still
+ * truncated (test_wal_bounded).  Every row is there after all of it. */
+static void test_wal_restarted_in_place(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-walkeep-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], wal[620];
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	const struct al_sqlite_schema schema = AL_SQLITE_SCHEMA(wal_migrations);
+	sqlite3 *db = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	char v[3000];
+	memset(v, 'k', sizeof(v));
+	struct stat sb;
+	long before = 0;
+	int restarts = 0, rows = 0;
+	ino_t ino = 0;
+	for (int i = 0; i < 1200; i++) { /* about 3.5 MB of rows: three bounds */
+		sqlite3_stmt *q = NULL;
+		assert_int_equal(al_sqlite_prepare(db, "INSERT INTO t(v) VALUES (?)", &q, &err), 0);
+		sqlite3_bind_blob(q, 1, v, sizeof(v), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		rows++;
+		assert_int_equal(stat(wal, &sb), 0);
+		long live = wal_live_bytes(wal);
+		assert_true(sb.st_size > 0); /* never truncated at the bound */
+		assert_true(sb.st_size <= (off_t)AL_SQLITE_WAL_KEEP);
+		assert_true(live <= (long)AL_SQLITE_WAL_BOUND + 4 * 4120 + 32);
+		if (ino)
+			assert_true(sb.st_ino == ino); /* the same file, written over */
+		ino = sb.st_ino;
+		if (live < before) { /* restarted: the next commit wrote from the start */
+			restarts++;
+			assert_true(live <= 32 + 4 * (4096 + 24));
+			assert_true(sb.st_size >= (off_t)AL_SQLITE_WAL_BOUND);
+		}
+		before = live;
+	}
+	assert_true(restarts >= 2);
+	sqlite3_close(db);
+	/* all there, read back through the WAL by a new connection */
+	assert_int_equal(al_sqlite_open(path, &schema, &db, &err), 0);
+	assert_int_equal(count_rows(db, "SELECT count(*) FROM t"), rows);
+	sqlite3_close(db);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* A checkpoint held (al_sqlite_hold_checkpoints, as a rebase's object
  * batch inside meta.db's transaction holds objects.db's): commits past the
  * bound leave the WAL whole, every row there; the release runs the
@@ -798,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_tenants_are_separate),
 		cmocka_unit_test(test_ledger_key_layouts),
 		cmocka_unit_test(test_wal_bounded),
+		cmocka_unit_test(test_wal_restarted_in_place),
 		cmocka_unit_test(test_wal_checkpoint_rate),
 		cmocka_unit_test(test_map_reads),
 		cmocka_unit_test(test_release_memory),
