@@ -505,6 +505,11 @@ static int write_proc(pid_t pid, const char *file, const char *val)
 #ifndef F_SEAL_EXEC
 #define F_SEAL_EXEC 0x0020
 #endif
+/* Linux 6.3: an executable memory file, asked for; older kernels refuse
+ * the flag (EINVAL) and make every memory file executable */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
 
 /* airlock-init copied into a sealed memory file (sandbox_private.h): the
  * sandbox can see its PID 1's executable through /proc/1/exe, and must
@@ -515,7 +520,17 @@ int al_sandbox__sealed_init(int src, struct al_error *err)
 	struct stat s;
 	if (fstat(src, &s) < 0 || !S_ISREG(s.st_mode))
 		return al_fail(err, AL_EINVAL, 0, "sandbox: airlock-init is not a regular file");
-	int m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* vm.memfd_noexec (per PID namespace, inherited) at 1 makes a memory
+	 * file not asked to be executable 0666 with its execute bits sealed
+	 * already; at 2 it refuses an executable one (EACCES) */
+	int m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (m < 0 && errno == EINVAL)
+		m = memfd_create("airlock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0 && errno == EACCES)
+		return al_fail(err, AL_ESANDBOX, errno,
+			       "sandbox: this PID namespace's vm.memfd_noexec (2) forbids the "
+			       "executable sealed copy of airlock-init every run starts from; "
+			       "set it to 0 or 1 where airlock runs");
 	if (m < 0)
 		return al_fail(err, AL_EIO, errno, "sandbox: memfd");
 	off_t off = 0;
