@@ -164,8 +164,10 @@ int al_odb_s3_open(const struct al_s3_config *cfg, const char *tenant, struct al
  * store writes its objects while its own transaction may hold it. */
 #define AL_ODB_INLINE_DEFAULT (16u * 1024)
 #define AL_ODB_INLINE_CAP (1u << 20)
-int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_odb_backend **out,
-		   struct al_error *err);
+/* max_rows: rows one listing may report (foreach, sweep; past it AL_ELIMIT,
+ * as the bucket's max_keys); 0: 10 million */
+int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, uint64_t max_rows,
+		   struct al_odb_backend **out, struct al_error *err);
 
 /* Two backends as one (src/lib/backend/tier.c): objects up to max bytes
  * written to small (none when max is 0), the others to large.  A read or

@@ -712,7 +712,7 @@ static int blobs_open(const char *tenant, struct al_odb_backend **out, struct al
 		*out = s3;
 		return r;
 	}
-	if ((r = al_odb_pg_open(metadata, tenant, max, &small, err)) < 0) {
+	if ((r = al_odb_pg_open(metadata, tenant, max, blobs->max_keys, &small, err)) < 0) {
 		al_odb_backend_free(s3);
 		return r;
 	}

@@ -26,6 +26,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/odb_backend.h"
+#include "backend/odb_common.h"
 #include "backend/s3/s3_private.h"
 #include "cas_private.h"
 #include "util.h"
@@ -72,7 +73,7 @@ static int open_backend(struct fx *f, const char *tenant, struct al_odb_backend 
 		return al_odb_sqlite_open(dir, out, &err);
 	}
 	if (f->kind == PG) {
-		int r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, AL_ODB_INLINE_CAP, out,
+		int r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, AL_ODB_INLINE_CAP, 0, out,
 				       &err);
 		if (r < 0)
 			print_error("open pg: %s\n", err.msg);
@@ -88,7 +89,8 @@ static int open_backend(struct fx *f, const char *tenant, struct al_odb_backend 
 	if (r < 0 || f->kind != TIER)
 		return r;
 	struct al_odb_backend *small = NULL;
-	if ((r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, TIER_MAX, &small, &err)) < 0) {
+	if ((r = al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), tenant, TIER_MAX, 0, &small, &err)) <
+	    0) {
 		print_error("open pg: %s\n", err.msg);
 		al_odb_backend_free(*out);
 		return r;
@@ -566,6 +568,16 @@ static void test_read_verifies(void **state)
 	assert_int_equal(al_odb_read_all(f->b, &id, &back, &len, &err), AL_ECORRUPT);
 	assert_null(back);
 	assert_non_null(strstr(err.msg, "corrupt"));
+	if (f->kind == PG) {
+		/* a row that is not its object is no copy of it: not there, not
+		 * listed (so a sync writes it again), its size not answered */
+		uint64_t size = 0;
+		int n = 0;
+		assert_int_equal(f->b->exists(f->b, &id, &err), 0);
+		assert_int_equal(f->b->read_header(f->b, &id, &size, &err), AL_ECORRUPT);
+		assert_int_equal(f->b->foreach(f->b, count_fn, &n, &err), 0);
+		assert_int_equal(n, 0);
+	}
 	/* writing the object again repairs it: the name is the content */
 	if (f->kind != SQLITE) {
 		assert_int_equal(al_odb_write_buf(f->b, p, 5000, &id, &err), 0);
@@ -1246,7 +1258,7 @@ static void sides_open(struct fx *f, struct sides *v)
 	struct al_s3_config cfg;
 	assert_int_equal(al_s3_config_parse(getenv("AIRLOCK_TEST_S3"), &cfg, NULL), 0);
 	assert_int_equal(al_odb_s3_open(&cfg, f->tenant, &v->bucket, NULL), 0);
-	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, AL_ODB_INLINE_CAP,
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, AL_ODB_INLINE_CAP, 0,
 					&v->db, NULL),
 			 0);
 }
@@ -1306,6 +1318,10 @@ static void test_tier_sides(void **state)
 	assert_int_equal(al_odb_read_all(f->b, &good, &back2, &len, &err), 0);
 	assert_int_equal(len, 15);
 	assert_memory_equal(back2, "a good copy too", 15);
+	uint64_t hsize = 0; /* and its size, its presence: the bucket's copy's */
+	assert_int_equal(f->b->read_header(f->b, &good, &hsize, &err), 0);
+	assert_int_equal(hsize, 15);
+	assert_int_equal(f->b->exists(f->b, &good, &err), 1);
 	sides_close(&v);
 }
 
@@ -1351,6 +1367,82 @@ static void test_write_many_exact_size(void **state)
 	l.give = 19;
 	assert_int_equal(al_odb_write_many(f->b, &id, 1, &objs, &err), 0);
 	assert_int_equal(f->b->exists(f->b, &id, &err), 1);
+}
+
+/* A backend that stores nothing and counts what write_many hands it: its
+ * calls, objects and the most bytes one call held. */
+struct counting {
+	struct al_odb_backend base;
+	size_t calls, objects, most_n;
+	uint64_t most;
+};
+
+static int counting_write_many(struct al_odb_backend *b, const struct al_oid *ids, size_t n,
+			       const struct al_odb_objects *objs, struct al_error *err)
+{
+	struct counting *c = (struct counting *)b;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size = 0;
+		void *src = NULL;
+		int r = objs->open(objs->ctx, &ids[i], &size, &src, err);
+		if (r < 0)
+			return r;
+		objs->close(src);
+		bytes += size;
+	}
+	c->calls++;
+	c->objects += n;
+	c->most = bytes > c->most ? bytes : c->most;
+	c->most_n = n > c->most_n ? n : c->most_n;
+	return 0;
+}
+
+static void counting_free(struct al_odb_backend *b)
+{
+	(void)b; /* the test's */
+}
+
+/* The tier's write_many holds its small objects in memory a window at a
+ * time: at most 256 of them and at most 8 MiB (inline=1MiB allows 1 MiB
+ * rows: 256 of them were 256 MiB per commit). */
+static void test_tier_window_bytes(void **state)
+{
+	(void)state;
+	struct counting small = { .base = { .write_many = counting_write_many,
+					    .free = counting_free } },
+			large = small;
+	struct al_odb_backend *t = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_odb_tier_open(&small.base, &large.base, 1u << 20, &t, &err), 0);
+	enum { BIG = 20, TINY = 300 };
+	struct al_odb__buf b[BIG + TINY];
+	struct al_oid ids[BIG + TINY];
+	uint8_t *mem = calloc(BIG, 1u << 20);
+	assert_non_null(mem);
+	for (size_t i = 0; i < BIG + TINY; i++) {
+		uint8_t *p = i < BIG ? mem + i * (1u << 20) : (uint8_t *)&ids[i]; /* any bytes */
+		size_t len = i < BIG ? 1u << 20 : 8;
+		if (i < BIG)
+			memcpy(p, &i, sizeof(i)); /* each its own */
+		else
+			memcpy(p, &i, 8);
+		b[i] = (struct al_odb__buf){ .p = p, .len = len };
+		al_sha256(p, len, b[i].id.b);
+	}
+	for (size_t i = 0; i < BIG + TINY; i++)
+		ids[i] = b[i].id;
+	struct al_odb__bufs bufs = { b, BIG + TINY };
+	const struct al_odb_objects objs = al_odb__bufs_objects(&bufs);
+	assert_int_equal(al_odb_write_many(t, ids, BIG + TINY, &objs, &err), 0);
+	assert_int_equal(small.objects, BIG + TINY);
+	assert_int_equal(large.objects, 0);
+	assert_int_equal(small.most, 8u << 20); /* by bytes: 8 of the 1 MiB objects at once */
+	assert_int_equal(small.most_n, 256);    /* by count */
+	/* 8 + 8 MiB; 4 MiB and 252 tiny ones (256); the last 48 */
+	assert_int_equal(small.calls, 4);
+	free(mem);
+	al_odb_backend_free(t);
 }
 
 /* A sweep (kept claimed, everything else old) that tells doomed once, of
@@ -1452,7 +1544,7 @@ static void test_pg_limits(void **state)
 	struct fx *f = *state;
 	struct al_error err = { 0 };
 	struct al_odb_backend *b = NULL;
-	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, 10, &b, &err), 0);
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, 10, 0, &b, &err), 0);
 	struct al_oid id;
 	assert_int_equal(al_odb_write_buf(b, "eleven byte", 11, &id, &err), AL_EINVAL);
 	assert_non_null(strstr(err.msg, "more than the 10"));
@@ -1460,10 +1552,42 @@ static void test_pg_limits(void **state)
 	assert_int_equal(al_odb_write_buf(b, "ten bytes!", 10, &id, &err), 0);
 	al_odb_backend_free(b);
 	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, AL_ODB_INLINE_CAP + 1,
-					&b, &err),
+					0, &b, &err),
 			 AL_EINVAL);
-	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), "Bad Tenant", 10, &b, &err),
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), "Bad Tenant", 10, 0, &b, &err),
 			 AL_EINVAL);
+}
+
+/* A listing is capped (as the bucket's keys): a database that answers
+ * page after page of ever higher ids would otherwise grow the collector's
+ * lists forever.  Past the cap, foreach and the sweep are refused and the
+ * sweep deletes nothing. */
+static void test_pg_listing_capped(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct al_oid id;
+	for (int i = 0; i < 25; i++) {
+		char v[16];
+		int n = snprintf(v, sizeof(v), "row %d", i);
+		assert_int_equal(al_odb_write_buf(f->b, v, (size_t)n, &id, &err), 0);
+	}
+	struct al_odb_backend *b = NULL;
+	assert_int_equal(al_odb_pg_open(getenv("AIRLOCK_TEST_PG"), f->tenant, 10, 20, &b, &err), 0);
+	int n = 0;
+	assert_int_equal(b->foreach(b, count_fn, &n, &err), AL_ELIMIT);
+	assert_int_equal(n, 20);
+	assert_non_null(strstr(err.msg, "more than 20 rows"));
+	struct sweep_fx x = { 0 }; /* keeps nothing of these: no id is x.keep */
+	struct al_odb_sweep s = { 0 };
+	assert_int_equal(
+		b->sweep(b, keep_first, doomed_note, &x, al_wall_s() + 86400, false, &s, &err),
+		AL_ELIMIT);
+	assert_int_equal(x.calls, 0); /* refused before anything was doomed */
+	al_odb_backend_free(b);
+	n = 0;
+	assert_int_equal(f->b->foreach(f->b, count_fn, &n, &err), 0);
+	assert_int_equal(n, 25); /* nothing was deleted */
 }
 
 #define CONFORMANCE(setup)                                                                        \
@@ -1487,11 +1611,13 @@ int main(void)
 		cmocka_unit_test(test_gen_file),
 		cmocka_unit_test(test_tier_landing_waits),
 		cmocka_unit_test(test_s3_config),
+		cmocka_unit_test(test_tier_window_bytes),
 	};
 	const struct CMUnitTest s3[] = { CONFORMANCE(setup_s3) };
 	const struct CMUnitTest pg[] = {
 		CONFORMANCE(setup_pg),
 		cmocka_unit_test_setup_teardown(test_pg_limits, setup_pg, teardown),
+		cmocka_unit_test_setup_teardown(test_pg_listing_capped, setup_pg, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_sweep_rewritten_kept, setup_pg, teardown),
 		cmocka_unit_test_setup_teardown(test_write_many_exact_size, setup_pg, teardown),
 	};

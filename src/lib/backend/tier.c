@@ -14,8 +14,11 @@
 #include "idset.h"
 #include "util.h"
 
-/* small objects a write_many holds in memory at once */
+/* small objects a write_many holds in memory at once: at most this many,
+ * and at most WINDOW_BYTES of them (with inline=1MiB, 256 would be
+ * 256 MiB per commit) */
 #define WINDOW 256
+#define WINDOW_BYTES (8u << 20)
 
 struct tier {
 	struct al_odb_backend base;
@@ -58,7 +61,16 @@ static int t_read_header(struct al_odb_backend *b, const struct al_oid *id, uint
 {
 	struct tier *t = tr(b);
 	int r = t->small->read_header(t->small, id, size, err);
-	return r == AL_ENOTFOUND ? t->large->read_header(t->large, id, size, err) : r;
+	if (r != AL_ENOTFOUND && r != AL_ECORRUPT)
+		return r;
+	struct al_error first = err ? *err : (struct al_error){ 0 };
+	int r2 = t->large->read_header(t->large, id, size, err);
+	if (r == AL_ECORRUPT && r2 == AL_ENOTFOUND) { /* as t_read */
+		if (err)
+			*err = first;
+		return r;
+	}
+	return r2;
 }
 
 static int t_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
@@ -84,6 +96,7 @@ struct window {
 	struct al_odb__buf b[WINDOW];
 	uint8_t *owned[WINDOW]; /* b[i].p */
 	struct al_odb__bufs bufs;
+	uint64_t bytes; /* of b */
 };
 
 /* the window's objects to small (write), and the window emptied */
@@ -93,6 +106,7 @@ static int flush(struct tier *t, struct window *w, bool write, struct al_error *
 	int r = write && w->bufs.n ? al_odb_write_many(t->small, w->ids, w->bufs.n, &objs, err) : 0;
 	while (w->bufs.n)
 		free(w->owned[--w->bufs.n]);
+	w->bytes = 0;
 	return r;
 }
 
@@ -114,8 +128,12 @@ static int t_write_many(struct al_odb_backend *b, const struct al_oid *ids, size
 			break;
 		if (!small_enough(t, size)) {
 			large[nl++] = ids[i];
+		} else if (w->bufs.n && w->bytes + size > WINDOW_BYTES &&
+			   (r = flush(t, w, true, err)) < 0) {
+			/* the window full by its bytes: written before this one */
 		} else if ((r = al_odb__read_exact(objs->read, src, size, &w->owned[w->bufs.n],
 						   err)) == 0) {
+			w->bytes += size;
 			w->ids[w->bufs.n] = ids[i];
 			w->b[w->bufs.n] = (struct al_odb__buf){ .id = ids[i],
 								.p = w->owned[w->bufs.n],

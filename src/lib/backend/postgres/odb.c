@@ -33,6 +33,7 @@
 #define ROWS_PER_INSERT (AL_DB_MAX_PARAMS / 2)
 #define ROWS_PER_DELETE (AL_DB_MAX_PARAMS - 1) /* and the sweep's time */
 #define PAGE 1000                              /* rows a listing reads at once */
+#define MAX_ROWS 10000000ull                   /* rows a listing may report, as the bucket's keys */
 #define NOW_S "CAST(extract(epoch FROM clock_timestamp()) AS BIGINT)"
 
 struct pg_odb {
@@ -41,6 +42,7 @@ struct pg_odb {
 	char *url;
 	char tenant[64];
 	uint64_t max;
+	uint64_t max_rows; /* rows a listing may report */
 };
 
 static struct pg_odb *po(struct al_odb_backend *b)
@@ -81,10 +83,13 @@ static int lookup(struct pg_odb *s, const struct al_oid *id, al_cas_sink sink, v
 		  uint64_t *size, struct al_error *err)
 {
 	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	/* without the bytes, the server hashes them: a row that is not its
+	 * object is no copy of it (the tier then asks the bucket, and a
+	 * re-upload, admin blobs sync's, writes it again) */
 	int r = prepare(s,
 			sink ? "SELECT bytes FROM blobs_inline WHERE id = ?1"
-			     : "SELECT CAST(octet_length(bytes) AS BIGINT) FROM blobs_inline "
-			       "WHERE id = ?1",
+			     : "SELECT CAST(octet_length(bytes) AS BIGINT), "
+			       "CAST(sha256(bytes) = id AS INT) FROM blobs_inline WHERE id = ?1",
 			&q, err);
 	if (r < 0)
 		return failed(err);
@@ -98,6 +103,8 @@ static int lookup(struct pg_odb *s, const struct al_oid *id, al_cas_sink sink, v
 		if (n < 0 || n > AL_ODB_INLINE_CAP)
 			return corrupt(err, id,
 				       "larger than an object kept in the database can be");
+		if (al_db_column_int64(q, 1) != 1)
+			return corrupt(err, id, "digest mismatch");
 		*size = (uint64_t)n;
 		return 0;
 	}
@@ -124,11 +131,12 @@ static int pg_read_header(struct al_odb_backend *b, const struct al_oid *id, uin
 	return lookup(po(b), id, NULL, NULL, size, err);
 }
 
+/* a corrupt row is no copy: absent (the error says why) */
 static int pg_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
 {
 	uint64_t size;
 	int r = lookup(po(b), id, NULL, NULL, &size, err);
-	return r == AL_ENOTFOUND ? 0 : r < 0 ? r : 1;
+	return r == AL_ENOTFOUND || r == AL_ECORRUPT ? 0 : r < 0 ? r : 1;
 }
 
 /* ---- writing -------------------------------------------------------------------- */
@@ -254,17 +262,23 @@ static int pg_write_many(struct al_odb_backend *b, const struct al_oid *ids, siz
 /* ---- listing and sweeping ---------------------------------------------------------- */
 
 /* Every row's id, size and time, a page at a time in id order (the primary
- * key's), to fn; a non-zero return of fn stops the walk. */
-static int walk(struct pg_odb *s, al_odb__listed_fn fn, void *ctx, struct al_error *err)
+ * key's), to fn; a non-zero return of fn stops the walk.  verified: only
+ * rows whose bytes are their object (hashed by the server), for foreach:
+ * what it lists is what a sync leaves alone, so a corrupt row must not be
+ * among it.  The sweep lists every row (a corrupt one is garbage too). */
+static int walk(struct pg_odb *s, bool verified, al_odb__listed_fn fn, void *ctx,
+		struct al_error *err)
 {
 	struct al_oid after = { 0 };
 	bool have = false; /* after is a row's: the next page starts past it */
-	char sql[160];
+	uint64_t seen = 0;
+	char sql[200];
 	for (;;) {
 		snprintf(sql, sizeof(sql),
-			 "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored FROM "
+			 "SELECT id, CAST(octet_length(bytes) AS BIGINT), stored, %s FROM "
 			 "blobs_inline%s "
 			 "ORDER BY id LIMIT %d",
+			 verified ? "CAST(sha256(bytes) = id AS INT)" : "1",
 			 have ? " WHERE id > ?1" : "", PAGE);
 		_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
 		int r = prepare(s, sql, &q, err);
@@ -283,9 +297,16 @@ static int walk(struct pg_odb *s, al_odb__listed_fn fn, void *ctx, struct al_err
 				return al_fail(
 					err, AL_ECORRUPT, 0,
 					"inline objects: the listing is not of ids in order");
+			/* ids ever higher, page after page, would never end either */
+			if (++seen > s->max_rows)
+				return al_fail(
+					err, AL_ELIMIT, 0,
+					"inline objects: the listing has more than %llu rows",
+					(unsigned long long)s->max_rows);
 			memcpy(after.b, id, AL_OID_LEN);
 			have = true;
-			if ((r = fn(ctx, &after, (uint64_t)al_db_column_int64(q, 1),
+			if (al_db_column_int64(q, 3) == 1 &&
+			    (r = fn(ctx, &after, (uint64_t)al_db_column_int64(q, 1),
 				    al_db_column_int64(q, 2), err)) != 0)
 				return r;
 		}
@@ -328,13 +349,19 @@ static int pg_delete(struct al_odb_backend *b, const struct al_oid *ids, size_t 
 
 static int pg_list(struct al_odb_backend *b, al_odb__listed_fn fn, void *ctx, struct al_error *err)
 {
-	return walk(po(b), fn, ctx, err);
+	return walk(po(b), false, fn, ctx, err);
+}
+
+static int pg_list_verified(struct al_odb_backend *b, al_odb__listed_fn fn, void *ctx,
+			    struct al_error *err)
+{
+	return walk(po(b), true, fn, ctx, err);
 }
 
 static int pg_foreach(struct al_odb_backend *b, al_odb_foreach_fn fn, void *ctx,
 		      struct al_error *err)
 {
-	return al_odb__foreach_listed(b, pg_list, fn, ctx, err);
+	return al_odb__foreach_listed(b, pg_list_verified, fn, ctx, err);
 }
 
 /* The bucket's rule (odb_backend.h) on the rows: what keep does not claim
@@ -354,8 +381,8 @@ static void pg_free(struct al_odb_backend *b)
 	free(b);
 }
 
-int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_odb_backend **out,
-		   struct al_error *err)
+int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, uint64_t max_rows,
+		   struct al_odb_backend **out, struct al_error *err)
 {
 	if (max > AL_ODB_INLINE_CAP)
 		return al_fail(err, AL_EINVAL, 0, "inline objects: at most %u bytes",
@@ -373,6 +400,7 @@ int al_odb_pg_open(const char *url, const char *tenant, uint64_t max, struct al_
 	}
 	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant);
 	s->max = max;
+	s->max_rows = max_rows ? max_rows : MAX_ROWS;
 	s->base = (struct al_odb_backend){
 		.version = AL_ODB_BACKEND_VERSION,
 		.name = "postgres",
