@@ -293,8 +293,9 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	 * four of a CLI run's six syncs. The WAL stays; commits still sync it
 	 * (synchronous), and recovery reads it at the next open, as after a
 	 * crash: the automatic checkpoint bounds it to AL_SQLITE_WAL_BOUND
-	 * bytes, whatever the page size (a database made with 64 KiB pages
-	 * before page sizes were per database checkpoints more often). */
+	 * bytes and a commit, at most AL_SQLITE_WAL_KEEP, whatever the page
+	 * size (a database made with 64 KiB pages before page sizes were per
+	 * database checkpoints more often). */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	unsigned page = schema && schema->page_size ? schema->page_size : AL_SQLITE_PAGE;
 	char pragmas[400];
@@ -324,12 +325,14 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			w->wake = wake_map(path);
 			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
-			/* a WAL left past the bound (by a crash, or by a version that
-			 * bounded it less) is read back once more, then emptied */
+			/* a WAL left past what a restart keeps (by a crash, a large
+			 * transaction, or a version that bounded it less) is read back
+			 * once more, then emptied; one restarted at the bound is
+			 * larger than the bound, and is left as it is */
 			char wal[4200];
 			struct stat sb;
 			snprintf(wal, sizeof(wal), "%s-wal", path);
-			if (stat(wal, &sb) == 0 && sb.st_size > (off_t)AL_SQLITE_WAL_BOUND) {
+			if (stat(wal, &sb) == 0 && sb.st_size > (off_t)AL_SQLITE_WAL_KEEP) {
 				checkpoint(w, db, "main", 0, true);
 				wake_waiters(w);
 			}

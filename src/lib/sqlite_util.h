@@ -14,9 +14,10 @@
  * commit's WAL bytes (and what the next open reads back) small. */
 #define AL_SQLITE_PAGE 4096
 /* The WAL's bound in bytes: SQLite checkpoints it into the database once it
- * holds this much.  The first connection of a process reads the whole WAL
- * back (recovery, as after a crash, since the last close keeps it: see
- * al_sqlite_open), so this bounds what every command reads at start. */
+ * holds this much.  The first connection of a process reads the WAL's live
+ * frames back (recovery, as after a crash, since the last close keeps it:
+ * see al_sqlite_open), so this and a commit, at most AL_SQLITE_WAL_KEEP,
+ * bound what every command reads at start. */
 #define AL_SQLITE_WAL_BOUND (1u << 20)
 /* What a WAL file keeps between checkpoints (journal_size_limit): a WAL
  * restarted at the bound is written over in place, its blocks kept. */
