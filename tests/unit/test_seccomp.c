@@ -54,6 +54,19 @@ static void assert_content(int fd, const char *want)
 	assert_string_equal(buf, want);
 }
 
+/* A stand-in for airlock-init at path (a mkstemp template): "version one",
+ * opened for reading. */
+static int source_file(char *path)
+{
+	int tmp = mkstemp(path);
+	assert_true(tmp >= 0);
+	close(tmp);
+	write_file(path, "version one");
+	int src = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(src >= 0);
+	return src;
+}
+
 /* The copy is sealed (nothing can write, grow or shrink it), mode 0555,
  * close-on-exec, and each call's own (runs never share one). */
 static void test_sealed_init(void **state)
@@ -61,11 +74,7 @@ static void test_sealed_init(void **state)
 	(void)state;
 	struct al_error err = { 0 };
 	char path[] = "/tmp/airlock-init-XXXXXX";
-	int tmp = mkstemp(path);
-	assert_true(tmp >= 0);
-	close(tmp);
-	write_file(path, "version one");
-	int src = open(path, O_RDONLY | O_CLOEXEC);
+	int src = source_file(path);
 	int a = al_sandbox__sealed_init(src, &err), b = al_sandbox__sealed_init(src, &err);
 	assert_true(a >= 0 && b >= 0);
 	assert_content(a, "version one");
@@ -172,12 +181,7 @@ static void test_sealed_init_memfd_noexec(void **state)
 		return;
 	}
 	char path[] = "/tmp/airlock-init-XXXXXX";
-	int tmp = mkstemp(path);
-	assert_true(tmp >= 0);
-	close(tmp);
-	write_file(path, "version one");
-	int src = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(src >= 0);
+	int src = source_file(path);
 	assert_int_equal(in_new_pidns(src, "1"), 0);
 	assert_int_equal(in_new_pidns(src, "2"), 10);
 	close(src);
