@@ -25,8 +25,10 @@
  * libraries, not proxies; what a forward proxy needs from HTTP is the
  * request head only, parsed strictly here. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -176,6 +178,7 @@ int al_net_allow_check(const char *entry, struct al_error *err)
 static bool v4_special(const uint8_t *a)
 {
 	return a[0] == 0 || a[0] == 10 || a[0] == 127 || a[0] >= 224 ||
+	       (a[0] == 192 && a[1] == 88 && a[2] == 99) || /* 6to4 relay anycast */
 	       (a[0] == 100 && (a[1] & 0xc0) == 64) || (a[0] == 169 && a[1] == 254) ||
 	       (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168) ||
 	       (a[0] == 192 && a[1] == 0 && (a[2] == 0 || a[2] == 2)) ||
@@ -187,13 +190,23 @@ static bool v4_special(const uint8_t *a)
  * link-local (169.254.169.254 included), documentation, benchmark,
  * multicast, reserved; IPv6's loopback, ULA (fd00:ec2::254), link- and
  * site-local, multicast, documentation, and every form that embeds an
- * IPv4 address (mapped, compatible, NAT64, 6to4, Teredo). */
+ * IPv4 address (mapped, translated, compatible, NAT64, 6to4, Teredo),
+ * ORCHID, the 3fff::/20 documentation block and 5f00::/16 (SRv6). */
 static bool addr_special(const struct in6_addr *x)
 {
 	const uint8_t *a = x->s6_addr;
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t translated[12] = { [8] = 0xff, [9] = 0xff }; /* ::ffff:0:0/96 */
 	if (!memcmp(a, mapped, 12))
 		return v4_special(a + 12);
+	if (!memcmp(a, translated, 12))
+		return true;
+	if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x00 &&
+	    ((a[3] & 0xf0) == 0x10 || (a[3] & 0xf0) == 0x20))
+		return true; /* 2001:10::/28, 2001:20::/28 (ORCHID) */
+	if ((a[0] == 0x3f && a[1] == 0xff && (a[2] & 0xf0) == 0x00) ||
+	    (a[0] == 0x5f && a[1] == 0x00))
+		return true; /* 3fff::/20, 5f00::/16 */
 	static const uint8_t zero12[12];
 	if (!memcmp(a, zero12, 12))
 		return true; /* ::, ::1, IPv4-compatible */
@@ -207,6 +220,37 @@ static bool addr_special(const struct in6_addr *x)
 	    ((a[2] == 0 && a[3] == 0) || (a[2] == 0x0d && a[3] == 0xb8)))
 		return true; /* Teredo, documentation */
 	return false;
+}
+
+/* An address of one of this host's own interfaces: the proxy reaches it
+ * over loopback, past whatever guards the host's services from outside
+ * (its SSH, its admin ports, anything bound to 0.0.0.0).  Asked at each
+ * check: interfaces come and go. */
+static bool addr_local(const struct in6_addr *x)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	bool v4 = !memcmp(x->s6_addr, mapped, 12), found = false;
+	struct ifaddrs *ifs = NULL;
+	if (getifaddrs(&ifs) < 0)
+		return true; /* unknown: as if it were */
+	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (v4 && i->ifa_addr->sa_family == AF_INET)
+			found = !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
+					x->s6_addr + 12, 4);
+		else if (!v4 && i->ifa_addr->sa_family == AF_INET6)
+			found = !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, x,
+					sizeof(*x));
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/* reached only through an entry that names it (and in the policy too) */
+static bool addr_guarded(const struct in6_addr *x)
+{
+	return addr_special(x) || addr_local(x);
 }
 
 static bool port_covers(int ceil, int port)
@@ -227,7 +271,7 @@ static bool rule_covers(const struct rule *c, const struct rule *e)
 		    (c->port == PORT_WEB && (e->port == 80 || e->port == 443));
 	if (!port)
 		return false;
-	if (e->ip && addr_special(&e->addr))
+	if (e->ip && addr_guarded(&e->addr))
 		return c->ip && !memcmp(&c->addr, &e->addr, sizeof(c->addr));
 	if (c->any)
 		return true;
@@ -464,7 +508,7 @@ static int resolve(struct conn *c, const struct rule *t, struct addrs *out)
 	}
 	out->n = 0;
 	for (size_t i = 0; i < n; i++)
-		if (!addr_special(&cand[i]) || addr_named(p, &cand[i], t->port))
+		if (!addr_guarded(&cand[i]) || addr_named(p, &cand[i], t->port))
 			out->a[out->n++] = cand[i];
 	if (out->n) {
 		addr_text(&out->a[0], c->rec->addr);
@@ -476,8 +520,8 @@ static int resolve(struct conn *c, const struct rule *t, struct addrs *out)
 	}
 	addr_text(&cand[0], c->rec->addr);
 	refuse(c, 403, "refused",
-	       "%s resolves to %s, a loopback, private, link-local or other special address "
-	       "that no allow entry names",
+	       "%s resolves to %s, a loopback, private, link-local, this host's own or other "
+	       "special address that no allow entry names",
 	       t->host, c->rec->addr);
 	return -1;
 }
@@ -858,6 +902,23 @@ static void tunnel(struct conn *c, const struct rule *t)
 	free(hello);
 }
 
+/* name ":" value, the name an RFC 9110 token right before the colon (no
+ * "Host :", which some servers take for Host and others skip), the value
+ * without control bytes but a tab */
+static bool header_ok(const char *line, size_t len)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+	size_t i = 0;
+	while (i < len && (isalnum((unsigned char)line[i]) || (line[i] && strchr(tchar, line[i]))))
+		i++;
+	if (i == 0 || i == len || line[i] != ':')
+		return false;
+	for (i++; i < len; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+			return false;
+	return true;
+}
+
 static bool header_is(const char *line, size_t len, const char *name)
 {
 	size_t n = strlen(name);
@@ -882,8 +943,7 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 	while (line < end && !bad) {
 		const char *eol = strstr(line, "\r\n");
 		size_t len = (size_t)(eol - line);
-		if (memchr(line, '\n', len) || memchr(line, '\r', len) || line[0] == ' ' ||
-		    line[0] == '\t' || !memchr(line, ':', len))
+		if (!header_ok(line, len))
 			bad = "a malformed header line";
 		else if (header_is(line, len, "Transfer-Encoding")) {
 			bad = "a request body with Transfer-Encoding (send Content-Length)";

@@ -92,6 +92,27 @@ is "$(echo "$out" | field stdout.text)" "loopback-service" "an entry naming the 
 run H run p --image curl --network egress --allow 169.254.169.254 -- true
 is "$rc" 11 "a special address the policy does not name is refused even under *.airlock.test:* (exit 11)"
 
+# this host's own addresses: a public-looking one on the test's veth, and a
+# service of the host's on every address (0.0.0.0)
+SIP="11.231.$(( $$ % 250 + 1 )).1"
+ip addr add "$SIP/32" dev "$_NETNS_VETH"
+APORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0",0)); print(s.getsockname()[1])')
+mkdir -p "$T/www2"; echo host-own-service >"$T/www2/hello"
+(cd "$T/www2" && { python3 -m http.server --bind 0.0.0.0 "$APORT" >/dev/null 2>&1 & echo $! >>"$T/cleanup.pids"; })
+for i in $(seq 100); do command curl -s "http://$SIP:$APORT/hello" >/dev/null && break; sleep 0.05; done
+echo "$SIP self.airlock.test" >>"$T/hosts"
+run H run p --json --image curl --network egress --allow "self.airlock.test:$APORT" -- \
+	curl -sS -o /dev/null -w '%{http_code}' "http://self.airlock.test:$APORT/hello"
+is "$(echo "$out" | field stdout.text)" 403 "a name that resolves to an address of this host is refused"
+like "$(conns "$out")" "refused self.airlock.test $SIP\|.*this host's own" "  …recorded with its reason"
+"$AL" admin policy set --deployment --egress-allow "*:*" >/dev/null
+run H run p --image curl --network egress --allow "$SIP:$APORT" -- true
+is "$rc" 11 "  and so is the address itself under a policy of *:* (exit 11)"
+"$AL" admin policy set --deployment --egress-allow "*.airlock.test:*,$TIP,127.0.0.1:$LPORT,$SIP:$APORT" >/dev/null
+run H run p --json --image curl --network egress --allow "$SIP:$APORT" -- curl -sS "http://$SIP:$APORT/hello"
+is "$(echo "$out" | field stdout.text)" host-own-service "  an entry naming it in the policy and the run reaches it, as for loopback"
+"$AL" admin policy set --deployment --egress-allow "*.airlock.test:*,$TIP,127.0.0.1:$LPORT" >/dev/null
+
 # hostile request heads, straight to the proxy
 run H run p --json "${E[@]}" -- sh -c '
 	send() { printf "$1" | nc -w 5 127.0.0.1 3128 | head -1 | cut -c1-12; }
@@ -103,11 +124,14 @@ run H run p --json "${E[@]}" -- sh -c '
 	send "GET http://web.airlock.test/ HTTP/1.1\r\nX: $(head -c 9000 /dev/zero | tr "\0" a)\r\n\r\n"
 	send "GET http://web.airlock.test/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"
 	send "GET https://web.airlock.test/ HTTP/1.1\r\n\r\n"
-	send "GET http://web.airlock.test/hello HTTP/1.1\r\n folded: x\r\n\r\n"'
-is "$(echo "$out" | field stdout.text | tr '\n' ' ' | sed 's/ *$//')" "HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 411 HTTP/1.1 431 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400" \
-	"userinfo, CONNECT without a port, escapes in a name, a NUL, chunked, a 9000-byte head, two lengths, https://, a folded header: refused"
+	send "GET http://web.airlock.test/hello HTTP/1.1\r\n folded: x\r\n\r\n"
+	send "GET http://web.airlock.test/hello HTTP/1.1\r\nHost : other.airlock.test\r\n\r\n"
+	send "POST http://web.airlock.test/echo HTTP/1.1\r\nTransfer-Encoding\t: chunked\r\n\r\n0\r\n\r\n"
+	send "GET http://web.airlock.test/hello HTTP/1.1\r\nX: \001\033[31m\r\n\r\n"'
+is "$(echo "$out" | field stdout.text | tr '\n' ' ' | sed 's/ *$//')" "HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 411 HTTP/1.1 431 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400 HTTP/1.1 400" \
+	"userinfo, CONNECT without a port, escapes in a name, a NUL, chunked, a 9000-byte head, two lengths, https://, a folded header, 'Host :' and 'Transfer-Encoding<tab>:' (a space before the colon), control bytes in a value: refused"
 is "$(echo "$out" | J 'print(len(d["egress"]["connections"]), set(c["verdict"] for c in d["egress"]["connections"]))')" \
-	"9 {'refused'}" "every attempt is in the record, refused"
+	"12 {'refused'}" "every attempt is in the record, refused"
 printf '%s' "$out" >"$T/hostile.json"
 ok "no control character reaches the record" -- bash -c "! grep -qiF '\\u001b' '$T/hostile.json' && ! grep -q \$'\\e' '$T/hostile.json'"
 is "$(wc -l <"$TLOG")" "$before" "the test host saw none of them"

@@ -18,8 +18,10 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +107,14 @@ static void test_covers(void **state)
 		{ "*", "[::1]", false },
 		{ "*", "[::ffff:127.0.0.1]", false },
 		{ "*", "[fd00:ec2::254]", false },
+		{ "*", "[::ffff:0:169.254.169.254]", false }, /* IPv4-translated */
+		{ "*", "[::ffff:0:8.8.8.8]", false },
+		{ "*", "192.88.99.1", false },
+		{ "*", "[2001:10::1]", false },
+		{ "*", "[2001:20::1]", false },
+		{ "*", "[3fff::1]", false },
+		{ "*", "[5f00::1]", false },
+		{ "*", "[2a00:1450::1]", true },
 		{ "127.0.0.1", "127.0.0.1", true },
 		{ "127.0.0.1:*", "127.0.0.1:5432", true },
 		{ "127.0.0.1", "127.0.0.1:5432", false },
@@ -125,6 +135,32 @@ static void test_covers(void **state)
 	assert_int_equal(al_net_allow_within(no, 2, ceil, 2, &err), AL_EDENIED);
 	assert_non_null(strstr(err.msg, "10.0.0.2"));
 	assert_int_equal(al_net_allow_within(ok, 1, ceil, 0, &err), AL_EDENIED);
+}
+
+/* An address of this host's own interfaces is as special as loopback: the
+ * proxy would reach it over lo, past whatever guards the host's services
+ * from outside.  In a network namespace of our own, 11.22.33.44 on lo. */
+static void test_host_addresses_special(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (unshare(geteuid() ? CLONE_NEWUSER | CLONE_NEWNET : CLONE_NEWNET) < 0 ||
+		    system("ip addr add 11.22.33.44/32 dev lo && ip -6 addr add 2a00:1450::44/128 "
+			   "dev lo"
+			   " && ip link set lo up") != 0)
+			_exit(2);
+		_exit(al_net_allow_covers("*", "11.22.33.44")              ? 3
+		      : al_net_allow_covers("*:*", "[2a00:1450::44]:22")   ? 4
+		      : !al_net_allow_covers("*", "11.22.33.45")           ? 5
+		      : !al_net_allow_covers("11.22.33.44", "11.22.33.44") ? 6
+									   : 0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* ---- the proxy on loopback ------------------------------------------------------- */
@@ -446,6 +482,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow_check),
 		cmocka_unit_test(test_covers),
+		cmocka_unit_test(test_host_addresses_special),
 		cmocka_unit_test(test_proxy_hello),
 		cmocka_unit_test(test_fd_handover),
 	};
