@@ -175,6 +175,9 @@ int al_net_allow_check(const char *entry, struct al_error *err)
 		     : al_fail(err, AL_EINVAL, 0, "egress: no entry");
 }
 
+/* the first 12 bytes of an IPv4-mapped address (::ffff:a.b.c.d) */
+static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
 static bool v4_special(const uint8_t *a)
 {
 	return a[0] == 0 || a[0] == 10 || a[0] == 127 || a[0] >= 224 ||
@@ -195,7 +198,6 @@ static bool v4_special(const uint8_t *a)
 static bool addr_special(const struct in6_addr *x)
 {
 	const uint8_t *a = x->s6_addr;
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	static const uint8_t translated[12] = { [8] = 0xff, [9] = 0xff }; /* ::ffff:0:0/96 */
 	if (!memcmp(a, mapped, 12))
 		return v4_special(a + 12);
@@ -222,35 +224,50 @@ static bool addr_special(const struct in6_addr *x)
 	return false;
 }
 
-/* An address of one of this host's own interfaces: the proxy reaches it
- * over loopback, past whatever guards the host's services from outside
- * (its SSH, its admin ports, anything bound to 0.0.0.0).  Asked at each
- * check: interfaces come and go. */
-static bool addr_local(const struct in6_addr *x)
+/* An address of one of this host's own interfaces (ifs, getifaddrs'): the
+ * proxy reaches it over loopback, past whatever guards the host's services
+ * from outside (its SSH, its admin ports, anything bound to 0.0.0.0).
+ * Listed at each check: interfaces come and go. */
+static bool addr_local(const struct in6_addr *x, const struct ifaddrs *ifs)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	bool v4 = !memcmp(x->s6_addr, mapped, 12), found = false;
-	struct ifaddrs *ifs = NULL;
-	if (getifaddrs(&ifs) < 0)
-		return true; /* unknown: as if it were */
-	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+	bool v4 = !memcmp(x->s6_addr, mapped, 12);
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
 		if (!i->ifa_addr)
 			continue;
-		if (v4 && i->ifa_addr->sa_family == AF_INET)
-			found = !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
-					x->s6_addr + 12, 4);
-		else if (!v4 && i->ifa_addr->sa_family == AF_INET6)
-			found = !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, x,
-					sizeof(*x));
+		if (v4 && i->ifa_addr->sa_family == AF_INET &&
+		    !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, x->s6_addr + 12,
+			    4))
+			return true;
+		if (!v4 && i->ifa_addr->sa_family == AF_INET6 &&
+		    !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, x,
+			    sizeof(*x)))
+			return true;
 	}
-	freeifaddrs(ifs);
-	return found;
+	return false;
 }
 
-/* reached only through an entry that names it (and in the policy too) */
-static bool addr_guarded(const struct in6_addr *x)
+/* this host's addresses, listed once per check when an address needs them */
+struct host_addrs {
+	struct ifaddrs *ifs;
+	int state; /* 0: not yet listed; 1: listed; -1: cannot be */
+};
+
+static void host_addrs_release(struct host_addrs *h)
 {
-	return addr_special(x) || addr_local(x);
+	if (h->state > 0)
+		freeifaddrs(h->ifs);
+}
+
+/* reached only through an entry that names it (and in the policy too):
+ * special, or this host's own (a host whose interfaces cannot be listed
+ * counts every address as its own) */
+static bool addr_guarded(const struct in6_addr *x, struct host_addrs *h)
+{
+	if (addr_special(x))
+		return true;
+	if (!h->state)
+		h->state = getifaddrs(&h->ifs) == 0 ? 1 : -1;
+	return h->state < 0 || addr_local(x, h->ifs);
 }
 
 static bool port_covers(int ceil, int port)
@@ -271,8 +288,13 @@ static bool rule_covers(const struct rule *c, const struct rule *e)
 		    (c->port == PORT_WEB && (e->port == 80 || e->port == 443));
 	if (!port)
 		return false;
-	if (e->ip && addr_guarded(&e->addr))
-		return c->ip && !memcmp(&c->addr, &e->addr, sizeof(c->addr));
+	if (e->ip) {
+		struct host_addrs h = { 0 };
+		bool guarded = addr_guarded(&e->addr, &h);
+		host_addrs_release(&h);
+		if (guarded)
+			return c->ip && !memcmp(&c->addr, &e->addr, sizeof(c->addr));
+	}
 	if (c->any)
 		return true;
 	if (c->ip)
@@ -452,7 +474,6 @@ static bool addr_named(const struct al_net_proxy *p, const struct in6_addr *a, i
 
 static void addr_text(const struct in6_addr *a, char *out)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	if (!memcmp(a->s6_addr, mapped, 12))
 		inet_ntop(AF_INET, a->s6_addr + 12, out, INET6_ADDRSTRLEN);
 	else
@@ -507,9 +528,11 @@ static int resolve(struct conn *c, const struct rule *t, struct addrs *out)
 		freeaddrinfo(res);
 	}
 	out->n = 0;
+	struct host_addrs h = { 0 };
 	for (size_t i = 0; i < n; i++)
-		if (!addr_guarded(&cand[i]) || addr_named(p, &cand[i], t->port))
+		if (!addr_guarded(&cand[i], &h) || addr_named(p, &cand[i], t->port))
 			out->a[out->n++] = cand[i];
+	host_addrs_release(&h);
 	if (out->n) {
 		addr_text(&out->a[0], c->rec->addr);
 		return 0;
@@ -528,7 +551,6 @@ static int resolve(struct conn *c, const struct rule *t, struct addrs *out)
 
 static socklen_t sockaddr_of(const struct in6_addr *a, int port, struct sockaddr_storage *ss)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	memset(ss, 0, sizeof(*ss));
 	if (!memcmp(a->s6_addr, mapped, 12)) {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;

@@ -37,6 +37,22 @@ static bool small_enough(const struct tier *t, uint64_t size)
 	return t->max && size <= t->max;
 }
 
+/* After small's answer r (its error in first), the bucket's r2: a corrupt
+ * row the bucket does not have either is reported as the row's failure,
+ * which says more than "not found" */
+static int large_answer(int r, const struct al_error *first, int r2, struct al_error *err)
+{
+	if (r == AL_ECORRUPT && r2 == AL_ENOTFOUND) {
+		if (err)
+			*err = *first;
+		return r;
+	}
+	return r2;
+}
+
+/* the bucket is asked on a miss, and on a corrupt row */
+#define ASK_LARGE(r) ((r) == AL_ENOTFOUND || (r) == AL_ECORRUPT)
+
 /* small's read hashes a row before its sink sees a byte, so a corrupt row
  * leaves the sink untouched and the bucket's copy, if any, is read */
 static int t_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink sink, void *ctx,
@@ -44,16 +60,10 @@ static int t_read(struct al_odb_backend *b, const struct al_oid *id, al_cas_sink
 {
 	struct tier *t = tr(b);
 	int r = t->small->read(t->small, id, sink, ctx, err);
-	if (r != AL_ENOTFOUND && r != AL_ECORRUPT)
+	if (!ASK_LARGE(r))
 		return r;
 	struct al_error first = err ? *err : (struct al_error){ 0 };
-	int r2 = t->large->read(t->large, id, sink, ctx, err);
-	if (r == AL_ECORRUPT && r2 == AL_ENOTFOUND) { /* the row's failure says more */
-		if (err)
-			*err = first;
-		return r;
-	}
-	return r2;
+	return large_answer(r, &first, t->large->read(t->large, id, sink, ctx, err), err);
 }
 
 static int t_read_header(struct al_odb_backend *b, const struct al_oid *id, uint64_t *size,
@@ -61,16 +71,10 @@ static int t_read_header(struct al_odb_backend *b, const struct al_oid *id, uint
 {
 	struct tier *t = tr(b);
 	int r = t->small->read_header(t->small, id, size, err);
-	if (r != AL_ENOTFOUND && r != AL_ECORRUPT)
+	if (!ASK_LARGE(r))
 		return r;
 	struct al_error first = err ? *err : (struct al_error){ 0 };
-	int r2 = t->large->read_header(t->large, id, size, err);
-	if (r == AL_ECORRUPT && r2 == AL_ENOTFOUND) { /* as t_read */
-		if (err)
-			*err = first;
-		return r;
-	}
-	return r2;
+	return large_answer(r, &first, t->large->read_header(t->large, id, size, err), err);
 }
 
 static int t_exists(struct al_odb_backend *b, const struct al_oid *id, struct al_error *err)
