@@ -164,6 +164,10 @@ static const char *const meta_migrations[] = {
 	"CREATE INDEX IF NOT EXISTS runs_draft ON runs(draft) WHERE draft IS NOT NULL;"
 	"CREATE INDEX IF NOT EXISTS runs_running ON runs(id)"
 	"  WHERE draft IS NULL AND record LIKE '%\"outcome\":\"running\"%';",
+	/* 9: what a group commit's leader did with another process's request
+	 * (volume.c, "group commit"), kept while that process may still read
+	 * it: a few rows at any time */
+	"CREATE TABLE IF NOT EXISTS grouped(token INTEGER PRIMARY KEY, result TEXT NOT NULL);",
 };
 static const struct al_sqlite_schema meta_schema = AL_SQLITE_SCHEMA(meta_migrations);
 
@@ -812,6 +816,14 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
 	}
 	*out = s->meta_db;
 	return 0;
+}
+
+const char *al_store__meta_file(struct al_store *s)
+{
+	if (!s->meta_db || al_db_engine(s->meta_db) != AL_DB_SQLITE)
+		return NULL;
+	const char *f = sqlite3_db_filename(al_db__sqlite(s->meta_db), "main");
+	return f && *f ? f : NULL;
 }
 
 void al_store__use_meta_db(struct al_store *s, struct al_db *db)

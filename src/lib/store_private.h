@@ -21,6 +21,8 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
  * metadata instead of meta.db: how a store's metadata comes from
  * PostgreSQL (a connection for the store's tenant, al_db_open_postgres). */
 void al_store__use_meta_db(struct al_store *s, struct al_db *db);
+/* The opened meta.db's file, or NULL (PostgreSQL, not opened yet). */
+const char *al_store__meta_file(struct al_store *s);
 
 /* A new snapshot row's seq (meta.db migration 6), in the row's INSERT */
 #define AL_SNAPSHOT_SEQ "(SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots)"

@@ -12,6 +12,7 @@
 #include "airlock/volume.h"
 #include "cas_private.h"
 #include "db.h"
+#include "group.h"
 #include "ledger_private.h"
 #include "manifest_private.h"
 #include "store_private.h"
@@ -262,17 +263,14 @@ static const char *group_of(const struct al_commit_opts *o, char buf[17])
 	return buf;
 }
 
-/* The refusal itself is an action: recorded in its own transaction once
- * the refused one has rolled back. */
-static void log_refusal(struct al_store *st, struct al_db *db, const struct commit_req *q,
-			const char *project, const struct al_commit_result *res)
+/* The refusal itself is an action, recorded in the current transaction
+ * (a group commit's, where the refused request's savepoint rolled back). */
+static int refusal_entry(struct al_store *st, struct al_db *db, const struct commit_req *q,
+			 const char *project, const struct al_commit_result *res,
+			 struct al_error *err)
 {
 	const struct al_oid *base = q->base, *incoming = q->incoming;
 	const struct al_commit_opts *o = q->opts;
-	const char *group = q->group, *draft = q->draft;
-	struct al_db_txn txn;
-	if (al_db_begin(db, AL_DB_WRITE, &txn, NULL) < 0)
-		return;
 	json_t *paths = json_array();
 	for (size_t i = 0; i < res->nconflicts; i++)
 		json_array_append_new(paths, json_string(res->conflicts[i].path));
@@ -280,16 +278,26 @@ static void log_refusal(struct al_store *st, struct al_db *db, const struct comm
 		json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "outcome", "refused", "strategy",
 			  al_strategy_name(o ? o->strategy : AL_STRICT), "head", jid(&res->head),
 			  "base", jid(base), "incoming", jid(incoming), "paths", paths);
-	if (draft)
-		json_object_set_new(d, "draft", json_string(draft));
+	if (d && q->draft)
+		json_object_set_new(d, "draft", json_string(q->draft));
+	return log_action(st, db,
+			  &(struct al_ledger_rec){ .kind = "conflict",
+						   .group = q->group,
+						   .project = project,
+						   .actor = o ? o->author : NULL,
+						   .data = d },
+			  NULL, err);
+}
+
+/* ... or in its own transaction once the refused one has rolled back. */
+static void log_refusal(struct al_store *st, struct al_db *db, const struct commit_req *q,
+			const char *project, const struct al_commit_result *res)
+{
+	struct al_db_txn txn;
+	if (al_db_begin(db, AL_DB_WRITE, &txn, NULL) < 0)
+		return;
 	struct al_error e2 = { 0 };
-	int r = log_action(st, db,
-			   &(struct al_ledger_rec){ .kind = "conflict",
-						    .group = group,
-						    .project = project,
-						    .actor = o ? o->author : NULL,
-						    .data = d },
-			   NULL, &e2);
+	int r = refusal_entry(st, db, q, project, res, &e2);
 	al_ledger__commit(st, &txn, r, &e2);
 }
 
@@ -1130,6 +1138,394 @@ static int begin(struct al_store *st, struct al_db **db, struct al_db_txn *txn,
 	return r < 0 ? r : al_db_begin(*db, AL_DB_WRITE, txn, err);
 }
 
+/* ---- group commit ------------------------------------------------------------
+ *
+ * Commits of the live head by several processes at once share one
+ * transaction of meta.db and one of objects.db, so one pair of syncs
+ * (group.h has the queue).  Each request keeps its own savepoint, its own
+ * commit row, ledger entries and refusal; one checkpoint seals the lot.
+ * What a request came to is a row of grouped(token, result) written in the
+ * same transaction, read by its process once the leader has committed;
+ * a leader that finds a request's row (its leader killed between the
+ * commit and the done word) does it no more: it is done exactly once.
+ * The rows of requests no process waits for any more go in each batch.
+ * docs/architecture.md, "Group commit". */
+
+struct greq {
+	uint64_t token;
+	json_t *doc; /* the strings below point into it */
+	const char *project, *group;
+	struct al_oid base, incoming;
+	struct al_commit_opts o;
+	bool ready; /* its row is in the transaction */
+};
+
+/* What a request posts: the commit's arguments, all strings (opts'
+ * author and message omitted when NULL).  NULL when it cannot be (not
+ * UTF-8, an unknown strategy): the commit is then made alone, where
+ * commit_locked says what is wrong with it. */
+static char *request_text(const char *project, const struct al_oid *base,
+			  const struct al_oid *incoming, const struct al_commit_opts *o,
+			  const char *group, size_t *len)
+{
+	const char *strategy = al_strategy_name(o ? o->strategy : AL_STRICT);
+	json_t *j = strategy ? json_pack("{s:s,s:o,s:o,s:s,s:s}", "project", project, "base",
+					 jid(base), "incoming", jid(incoming), "strategy", strategy,
+					 "group", group)
+			     : NULL;
+	if (j && o && o->author && json_object_set_new(j, "author", json_string(o->author)) < 0)
+		json_decref(steal_ptr(j));
+	if (j && o && o->message && json_object_set_new(j, "message", json_string(o->message)) < 0)
+		json_decref(steal_ptr(j));
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (s)
+		*len = strlen(s);
+	return s;
+}
+
+static int request_parse(const void *buf, size_t len, struct greq *q)
+{
+	json_error_t je;
+	const char *base, *incoming, *strategy;
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	memset(q, 0, sizeof(*q));
+	if (!j ||
+	    json_unpack(j, "{s:s,s:s,s:s,s:s,s:s,s?s,s?s}", "project", &q->project, "base", &base,
+			"incoming", &incoming, "strategy", &strategy, "group", &q->group, "author",
+			&q->o.author, "message", &q->o.message) < 0 ||
+	    al_oid_parse(base, &q->base, NULL) < 0 ||
+	    al_oid_parse(incoming, &q->incoming, NULL) < 0 ||
+	    al_strategy_parse(strategy, &q->o.strategy, NULL) < 0) {
+		json_decref(j);
+		return -1;
+	}
+	q->doc = j;
+	return 0;
+}
+
+static json_t *jside(bool has, const struct al_entry *e)
+{
+	if (!has)
+		return json_null();
+	return json_pack("[i,i,I,o]", (int)e->type, (int)e->mode, (json_int_t)e->size,
+			 jid(&e->digest));
+}
+
+static int side_parse(json_t *j, bool *has, struct al_entry *e)
+{
+	int type, mode;
+	json_int_t size;
+	const char *d;
+	*has = !json_is_null(j);
+	memset(e, 0, sizeof(*e));
+	if (!*has)
+		return 0;
+	if (json_unpack(j, "[i,i,I,s]", &type, &mode, &size, &d) < 0 || size < 0 ||
+	    al_oid_parse(d, &e->digest, NULL) < 0)
+		return -1;
+	e->type = (enum al_entry_type)type;
+	e->mode = (uint32_t)mode;
+	e->size = (uint64_t)size;
+	return 0;
+}
+
+/* A request's outcome as its row holds it: r, the error, and the result.
+ * NULL when a string is not UTF-8 (json_string refuses it). */
+static char *result_text(int r, const struct al_error *e, const struct al_commit_result *res)
+{
+	json_t *cs = json_array(), *ms = json_array();
+	for (size_t i = 0; cs && i < res->nconflicts; i++) {
+		const struct al_conflict *c = &res->conflicts[i];
+		json_t *x = json_pack("{s:s,s:o,s:o,s:o}", "path", c->path, "base",
+				      jside(c->has_base, &c->base), "theirs",
+				      jside(c->has_theirs, &c->theirs), "ours",
+				      jside(c->has_ours, &c->ours));
+		if (x && c->copy_path &&
+		    json_object_set_new(x, "copy_path", json_string(c->copy_path)) < 0)
+			json_decref(steal_ptr(x));
+		if (!x || json_array_append_new(cs, x) < 0)
+			json_decref(steal_ptr(cs));
+	}
+	for (size_t i = 0; ms && i < res->nmerged; i++)
+		if (json_array_append_new(ms, json_string(res->merged[i])) < 0)
+			json_decref(steal_ptr(ms));
+	json_t *j = cs && ms ? json_pack("{s:i,s:i,s:i,s:s,s:o,s:I,s:b,s:o,s:o}", "r", r, "code",
+					 r < 0 ? e->code : 0, "errno", r < 0 ? e->sys_errno : 0,
+					 "msg", r < 0 ? e->msg : "", "head", jid(&res->head), "seq",
+					 (json_int_t)res->seq, "rebased", res->rebased, "conflicts",
+					 cs, "merged", ms)
+			     : (json_decref(cs), json_decref(ms), NULL);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return s;
+}
+
+static int result_parse(const char *s, struct al_commit_result *res, struct al_error *err)
+{
+	json_error_t je;
+	int r, code, eno, rebased;
+	const char *msg, *head;
+	json_int_t seq;
+	json_t *cs, *ms;
+	json_t *j = json_loads(s, 0, &je);
+	if (!j ||
+	    json_unpack(j, "{s:i,s:i,s:i,s:s,s:s,s:I,s:b,s:o,s:o}", "r", &r, "code", &code, "errno",
+			&eno, "msg", &msg, "head", &head, "seq", &seq, "rebased", &rebased,
+			"conflicts", &cs, "merged", &ms) < 0 ||
+	    !json_is_array(cs) || !json_is_array(ms) || r > 0 ||
+	    al_oid_parse(head, &res->head, NULL) < 0)
+		goto bad;
+	res->seq = seq;
+	res->rebased = rebased;
+	size_t nc = json_array_size(cs), nm = json_array_size(ms);
+	if ((nc && !(res->conflicts = calloc(nc, sizeof(*res->conflicts)))) ||
+	    (nm && !(res->merged = calloc(nm, sizeof(char *))))) {
+		json_decref(j);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	}
+	for (size_t i = 0; i < nc; i++) {
+		struct al_conflict *c = &res->conflicts[res->nconflicts];
+		const char *path, *copy = NULL;
+		json_t *b, *t, *o;
+		if (json_unpack(json_array_get(cs, i), "{s:s,s?s,s:o,s:o,s:o}", "path", &path,
+				"copy_path", &copy, "base", &b, "theirs", &t, "ours", &o) < 0 ||
+		    side_parse(b, &c->has_base, &c->base) < 0 ||
+		    side_parse(t, &c->has_theirs, &c->theirs) < 0 ||
+		    side_parse(o, &c->has_ours, &c->ours) < 0)
+			goto bad;
+		c->path = strdup(path);
+		c->copy_path = copy ? strdup(copy) : NULL;
+		res->nconflicts++;
+		if (!c->path || (copy && !c->copy_path)) {
+			json_decref(j);
+			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+		}
+	}
+	for (size_t i = 0; i < nm; i++) {
+		const char *m = json_string_value(json_array_get(ms, i));
+		if (!m)
+			goto bad;
+		if (!(res->merged[res->nmerged++] = strdup(m))) {
+			json_decref(j);
+			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+		}
+	}
+	if (r < 0 && err) {
+		err->code = code;
+		err->sys_errno = eno;
+		snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	}
+	json_decref(j);
+	return r;
+bad:
+	json_decref(j);
+	return al_fail(err, AL_ECORRUPT, 0, "commit: a group commit's outcome is malformed");
+}
+
+/* token's row: 1 and *out (malloc'd), or 0: none */
+static int find_row(struct al_db *db, uint64_t token, char **out, struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "SELECT result FROM grouped WHERE token = ?1", &q, err);
+	if (r < 0)
+		return r;
+	al_db_bind_int64(q, 1, (int64_t)token);
+	if ((r = al_db_step(q, err)) < 0)
+		return al_error_prefix(err, "commit: ");
+	if (r != AL_DB_ROW)
+		return 0;
+	const char *s = al_db_column_text(q, 0);
+	if (!(*out = strdup(s ? s : "")))
+		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	return 1;
+}
+
+static int put_row(struct al_db *db, uint64_t token, const char *result, struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL;
+	int r = al_db_prepare(db, "INSERT INTO grouped(token, result) VALUES (?1, ?2)", &q, err);
+	if (r < 0)
+		return r;
+	al_db_bind_int64(q, 1, (int64_t)token);
+	al_db_bind_text(q, 2, result, -1);
+	return al_db_step(q, err) < 0 ? al_error_prefix(err, "commit: ") : 0;
+}
+
+/* The rows no live process waits for: read (its own is read already),
+ * or its process gone.  The table holds a few rows: read whole. */
+static int prune_rows(struct al_db *db, struct al_group *g, struct al_error *err)
+{
+	_cleanup_db_stmt_ struct al_db_stmt *q = NULL, *del = NULL;
+	int r = al_db_prepare(db, "SELECT token FROM grouped", &q, err);
+	if (r < 0 || (r = al_db_prepare(db, "DELETE FROM grouped WHERE token = ?1", &del, err)) < 0)
+		return r;
+	uint64_t gone[256];
+	size_t n = 0;
+	while (n < 256 && (r = al_db_step(q, err)) == AL_DB_ROW) {
+		uint64_t t = (uint64_t)al_db_column_int64(q, 0);
+		if (!al_group_waiting(g, t))
+			gone[n++] = t;
+	}
+	if (r < 0)
+		return al_error_prefix(err, "commit: ");
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		al_db_reset(del);
+		al_db_bind_int64(del, 1, (int64_t)gone[i]);
+		r = al_db_step(del, err);
+	}
+	return r < 0 ? al_error_prefix(err, "commit: ") : 0;
+}
+
+/* One request of a batch, in a savepoint of its own: r is its outcome;
+ * *broken when the transaction itself failed (the batch fails whole).
+ * For another process's request, *row is its outcome's text. */
+static int batch_one(struct al_store *st, struct al_db *db, const char *project,
+		     const struct commit_req *q, struct al_commit_result *res, char **row,
+		     bool *broken, struct al_error *err)
+{
+	struct al_error e2 = { 0 };
+	if (al_db_exec(db, "SAVEPOINT grouped", err) < 0) {
+		*broken = true;
+		return err->code;
+	}
+	struct vol v;
+	int r = live_volume(db, project, &v, err);
+	if (r == 0)
+		r = commit_locked(st, db, &v, q, res, err);
+	if (row && !(*row = result_text(r, err, res)) && r == 0)
+		r = al_fail(err, AL_EINVAL, 0,
+			    "commit: its outcome cannot be told to its process (not UTF-8)");
+	if (row && !*row) {
+		struct al_commit_result none = { .head = res->head };
+		*row = result_text(r, err, &none);
+	}
+	if (row && !*row) {
+		*broken = true;
+		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	}
+	if (r == 0 ? al_db_exec(db, "RELEASE grouped", &e2) < 0
+		   : al_db_exec(db, "ROLLBACK TO grouped", &e2) < 0 ||
+			     al_db_exec(db, "RELEASE grouped", &e2) < 0 ||
+			     (r == AL_ECONFLICT &&
+			      refusal_entry(st, db, q, project, res, &e2) < 0)) {
+		*broken = true;
+		*err = e2;
+		return e2.code;
+	}
+	return r;
+}
+
+struct batch {
+	struct greq q[AL_GROUP_SLOTS];
+	size_t n;
+};
+
+static int collect(void *ctx, uint64_t token, const void *req, size_t len)
+{
+	struct batch *b = ctx;
+	/* a request that is not one (torn, another version's) is left to its
+	 * process, which does it itself when it leads */
+	if (b->n < AL_GROUP_SLOTS && request_parse(req, len, &b->q[b->n]) == 0)
+		b->q[b->n++].token = token;
+	return 0;
+}
+
+/* This process leads: its own request and every other posted, in one
+ * transaction of each database. */
+static int lead(struct al_store *st, struct al_group *g, const char *project,
+		const struct commit_req *own, struct al_commit_result *res, struct al_error *err)
+{
+	struct al_cas *cas = al_store_cas(st);
+	struct batch *b = calloc(1, sizeof(*b));
+	struct al_db *db;
+	struct al_db_txn txn;
+	struct al_error e2 = { 0 };
+	int r = b ? begin(st, &db, &txn, err) : al_fail(err, AL_ENOMEM, ENOMEM, "commit");
+	if (r < 0) {
+		free(b);
+		al_group_end(g);
+		return r;
+	}
+	al_group_foreach(g, collect, b);
+	hold_checkpoints(st, true);
+	al_cas__group(cas, true);
+	bool broken = al_cas_begin(cas, &e2) < 0;
+	char *row = NULL;
+	/* its own: done by a leader killed after its commit, or now */
+	int f = broken ? 0 : find_row(db, al_group_token(g), &row, &e2);
+	if (f < 0)
+		broken = true;
+	else if (f == 1)
+		r = result_parse(row, res, err);
+	else if (!broken)
+		r = batch_one(st, db, project, own, res, NULL, &broken, err);
+	free(steal_ptr(row));
+	for (size_t i = 0; i < b->n && !broken; i++) {
+		struct greq *x = &b->q[i];
+		if ((f = find_row(db, x->token, &row, &e2)) != 0) {
+			broken = f < 0;
+			x->ready = f == 1;
+			free(steal_ptr(row));
+			continue;
+		}
+		struct commit_req q = { .base = &x->base,
+					.incoming = &x->incoming,
+					.opts = &x->o,
+					.kind = "commit",
+					.group = x->group };
+		struct al_commit_result xr = { 0 };
+		struct al_error xe = { 0 };
+		batch_one(st, db, x->project, &q, &xr, &row, &broken, &xe);
+		al_commit_result_release(&xr);
+		if (broken)
+			e2 = xe;
+		else if (put_row(db, x->token, row, &e2) < 0)
+			broken = true;
+		x->ready = !broken;
+		free(steal_ptr(row));
+	}
+	if (!broken && prune_rows(db, g, &e2) < 0)
+		broken = true;
+	/* every object durable before any head names it */
+	int c = broken ? e2.code : al_cas_commit(cas, &e2);
+	al_cas__group(cas, false);
+	if (c < 0)
+		al_cas_abort(cas);
+	c = al_ledger__commit(st, &txn, c, &e2);
+	hold_checkpoints(st, false);
+	if (c == 0 && al_group__after_commit)
+		al_group__after_commit();
+	for (size_t i = 0; i < b->n; i++) {
+		if (c == 0 && b->q[i].ready)
+			al_group_done(g, b->q[i].token);
+		json_decref(b->q[i].doc);
+	}
+	free(b);
+	al_group_end(g);
+	if (c < 0) { /* the batch's failure is its own request's too */
+		*err = e2;
+		return c;
+	}
+	return r;
+}
+
+/* Another process led: the request's outcome from its row. */
+static int read_result(struct al_db *db, uint64_t token, struct al_commit_result *res,
+		       struct al_error *err)
+{
+	char *row = NULL;
+	int r = find_row(db, token, &row, err);
+	if (r == 0)
+		r = al_fail(err, AL_EIO, 0,
+			    "commit: a group commit's outcome is not on record: see the project's "
+			    "log");
+	if (r == 1)
+		r = result_parse(row, res, err);
+	free(row);
+	return r;
+}
+
 int al_project_commit(struct al_store *st, const char *project, const struct al_oid *base,
 		      const struct al_oid *snapshot, const struct al_commit_opts *opts,
 		      struct al_commit_result *res, struct al_error *err)
@@ -1140,11 +1536,6 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	struct vol v;
 	struct precomputed pre;
 	precompute(st, base, snapshot, &pre);
-	int r = begin(st, &db, &txn, err);
-	if (r < 0) {
-		precomputed_release(&pre);
-		return r;
-	}
 	char gbuf[17];
 	const char *group = group_of(opts, gbuf);
 	struct commit_req q = { .base = base,
@@ -1153,6 +1544,26 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 				.kind = "commit",
 				.group = group,
 				.pre = &pre };
+	int r = al_store__meta_db(st, &db, err);
+	const char *file = r == 0 ? al_store__meta_file(st) : NULL;
+	size_t len = 0;
+	char *req = file ? request_text(project, base, snapshot, opts, group, &len) : NULL;
+	struct al_group *g = NULL;
+	if (req && al_group_join(file, req, len, &g) == 0) {
+		free(req);
+		if ((r = al_group_wait(g, err)) == 1)
+			r = read_result(db, al_group_token(g), res, err);
+		else if (r == 0)
+			r = lead(st, g, project, &q, res, err);
+		al_group_leave(g);
+		precomputed_release(&pre);
+		return r;
+	}
+	free(req);
+	if (r < 0 || (r = begin(st, &db, &txn, err)) < 0) {
+		precomputed_release(&pre);
+		return r;
+	}
 	hold_checkpoints(st, true);
 	if ((r = live_volume(db, project, &v, err)) == 0)
 		r = commit_locked(st, db, &v, &q, res, err);

@@ -9,9 +9,9 @@ S="$T/src"; mkdir -p "$S"; echo one > "$S/a.txt"
 D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
 # the version each database is at now (meta.db 2: project_contracts, 3:
-# draft_paths.hunks, 4: integrations, 5: runs.seq, 6: snapshots.seq and conflicts.seq, 7: blobs_swept, 8: runs_draft;
+# draft_paths.hunks, 4: integrations, 5: runs.seq, 6: snapshots.seq and conflicts.seq, 7: blobs_swept, 8: runs_draft, 9: grouped;
 # airlock.db 2: the web UI's sessions)
-want() { case $1 in *meta.db) echo 8 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
+want() { case $1 in *meta.db) echo 9 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
 	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
@@ -44,13 +44,13 @@ is "$(sqlite3 "$AIRLOCK_HOME/airlock.db" "SELECT count(*) FROM sessions")" 0 "�
 W="$T/w"; cp -r "$S" "$W"; echo two > "$W/a.txt"; echo new > "$W/b.txt"
 DR=$("$AL" draft create p --from "$W")
 "$AL" apply "$DR" --accept b.txt >/dev/null 2>&1
-v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP INDEX IF EXISTS runs_draft"); c.execute("DROP INDEX IF EXISTS runs_running"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP TABLE IF EXISTS project_contracts"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq"); c.execute("DROP INDEX snapshots_seq"); c.execute("ALTER TABLE snapshots DROP COLUMN seq"); c.execute("ALTER TABLE conflicts DROP COLUMN seq"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
+v1() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE IF EXISTS grouped"); c.execute("DROP INDEX IF EXISTS runs_draft"); c.execute("DROP INDEX IF EXISTS runs_running"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP TABLE IF EXISTS project_contracts"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq"); c.execute("DROP INDEX snapshots_seq"); c.execute("ALTER TABLE snapshots DROP COLUMN seq"); c.execute("ALTER TABLE conflicts DROP COLUMN seq"); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit()' "$D/meta.db" "$1"; }
 cols() { python3 -c 'import sqlite3,sys; print(",".join(r[1] for r in sqlite3.connect(sys.argv[1]).execute("PRAGMA table_info(draft_paths)")))' "$D/meta.db"; }
 v1 1
 is "$(cols)" "volume,path,op,outcome" "a version-1 meta.db: draft_paths without hunks"
 run "$AL" draft list p
 like "$out" "    applied   b.txt" "…it opens: the outcomes decided before are intact"
-is "$(uv "$D/meta.db"):$(cols)" "8:volume,path,op,outcome,hunks" "…brought to version 8: draft_paths.hunks (and 4: integrations, 5: runs.seq)"
+is "$(uv "$D/meta.db"):$(cols)" "9:volume,path,op,outcome,hunks" "…brought to version 9: draft_paths.hunks (and 4: integrations, 5: runs.seq)"
 printf 'one\n1\n2\n3\n4\n5\n6\n7\n8\n9\nlast\n' > "$W/c.txt"; cp "$W/c.txt" "$S/c.txt"
 "$AL" commit p "$S" --base "$("$AL" project head p)" >/dev/null 2>&1
 "$AL" snapshot export "$("$AL" project head p)" "$T/w2" >/dev/null
@@ -64,7 +64,7 @@ like "$("$AL" draft list p)" "partially_applied c.txt \[hunks 2\]" "…recording
 HEAD=$("$AL" project head p)
 v1 0
 is "$("$AL" project head p)" "$HEAD" "a version-0 meta.db opens, its data intact"
-is "$(uv "$D/meta.db"):$(cols)" "8:volume,path,op,outcome,hunks" "…and is at version 8 after, with every migration applied"
+is "$(uv "$D/meta.db"):$(cols)" "9:volume,path,op,outcome,hunks" "…and is at version 9 after, with every migration applied"
 plan() { python3 -c 'import sqlite3,sys; print(" ".join(r[3] for r in sqlite3.connect(sys.argv[1]).execute("EXPLAIN QUERY PLAN SELECT v.id, (SELECT r.id FROM runs r WHERE r.draft = v.public_id LIMIT 1) FROM volumes v WHERE v.id = 1")))' "$D/meta.db"; }
 like "$(plan)" "USING INDEX runs_draft" "…where a volume's run is looked up by the index runs_draft (8), not a scan of every run"
 plan2() { python3 - "$D/meta.db" <<'PY'
@@ -78,7 +78,8 @@ like "$(plan2)" "USING INDEX runs_running" "…and the running attempts by runs_
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP INDEX IF EXISTS runs_draft"); c.execute("DROP INDEX IF EXISTS runs_running"); c.execute("DROP TABLE project_contracts"); c.execute("ALTER TABLE draft_paths DROP COLUMN hunks"); c.execute("DROP INDEX runs_seq"); c.execute("ALTER TABLE runs DROP COLUMN seq"); c.execute("DROP INDEX images_seq"); c.execute("ALTER TABLE images DROP COLUMN seq"); c.execute("DROP INDEX snapshots_seq"); c.execute("ALTER TABLE snapshots DROP COLUMN seq"); c.execute("ALTER TABLE conflicts DROP COLUMN seq"); c.execute("PRAGMA user_version=1"); c.commit()' "$D/meta.db"
 printf '{"writable": ["**"]}' > "$T/c.json"
 run "$AL" project contract p --set "$T/c.json"
-is "$rc:$(uv "$D/meta.db"):$(cols)" "0:8:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 8 (project contracts, hunks, integrations, runs.seq, blobs_swept, runs_draft) on open"
+is "$rc:$(uv "$D/meta.db"):$(cols)" "0:9:volume,path,op,outcome,hunks" "a version-1 meta.db is migrated to 9 (project contracts, hunks, integrations, runs.seq, blobs_swept, runs_draft, grouped) on open"
+is "$(sqlite3 "$D/meta.db" "SELECT count(*) FROM sqlite_master WHERE name = 'grouped'")" 1 "…its table of group commits' outcomes made (9)"
 is "$("$AL" project head p)" "$HEAD" "…its data intact"
 ok "fsck is clean" -- "$AL" fsck
 
@@ -100,7 +101,7 @@ c.execute("PRAGMA user_version=4"); c.commit()
 PY
 is "$("$AL" runs p | awk '{print $1}' | tr '\n' ' ')" "r00000000000000c r00000000000000a r00000000000000b " \
 	"a version-4 meta.db's runs of one second are listed in the order they were recorded"
-is "$(uv "$D/meta.db"):$(sqlite3 "$D/meta.db" "SELECT group_concat(seq = rowid) FROM runs")" "8:1,1,1" \
+is "$(uv "$D/meta.db"):$(sqlite3 "$D/meta.db" "SELECT group_concat(seq = rowid) FROM runs")" "9:1,1,1" \
 	"…migration 5 numbered them as their rowid"
 is "$("$AL" image list | awk 'NR > 1 || !/NAME/ {print $1}' | tr '\n' ' ')" "zeta alpha mid " \
 	"its images of one second too (migration 5: images.seq)"
@@ -127,7 +128,7 @@ c.execute("DROP INDEX snapshots_seq"); c.execute("ALTER TABLE snapshots DROP COL
 c.execute("PRAGMA user_version=5"); c.commit()
 PY
 is "$("$AL" project log p)" "$LOG0" "a version-5 meta.db's conflicts are listed as before"
-is "$(uv "$D/meta.db"):$(sqlite3 "$D/meta.db" "SELECT min(seq = rowid) FROM snapshots"):$(sqlite3 "$D/meta.db" "SELECT min(seq = rowid) FROM conflicts")" "8:1:1" \
+is "$(uv "$D/meta.db"):$(sqlite3 "$D/meta.db" "SELECT min(seq = rowid) FROM snapshots"):$(sqlite3 "$D/meta.db" "SELECT min(seq = rowid) FROM conflicts")" "9:1:1" \
 	"…migration 6 numbered snapshots and conflicts as their rowid"
 is "$(sqlite3 "$D/meta.db" "SELECT count(*) FROM blobs_swept")" 0 "…and migration 7 made blobs_swept (empty)"
 run "$AL" gc

@@ -51,7 +51,9 @@ struct al_cas {
 	sqlite3 *db;
 	sqlite3_stmt *st_has, *st_get, *st_put;
 	bool in_batch;
-	bool txn; /* the batch's objects.db transaction, begun at its first row */
+	bool txn;        /* the batch's objects.db transaction, begun at its first row */
+	bool grouped;    /* batches begun inside the open one join it (al_cas__group) */
+	unsigned joined; /* how many of them are open */
 	struct pending *pend;
 	size_t npend, cappend;
 	unsigned tmpseq;
@@ -315,6 +317,10 @@ void al_cas__sweeping(struct al_cas *c, bool on)
 
 int al_cas_begin(struct al_cas *c, struct al_error *err)
 {
+	if (c->in_batch && c->grouped) {
+		c->joined++;
+		return 0;
+	}
 	if (c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: batch already open");
 	int r = pin(c, err);
@@ -395,6 +401,10 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 {
 	if (!c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: no batch open");
+	if (c->joined) {
+		c->joined--;
+		return 0;
+	}
 	int r = 0;
 	bool touched[256] = { 0 }, newsub = false;
 	for (size_t i = 0; i < c->npend; i++) {
@@ -451,6 +461,10 @@ void al_cas_abort(struct al_cas *c)
 {
 	if (!c->in_batch)
 		return;
+	if (c->joined) { /* what it wrote stays in the outer batch, unnamed */
+		c->joined--;
+		return;
+	}
 	if (c->txn)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	c->in_batch = c->txn = false;
@@ -1836,6 +1850,12 @@ size_t al_cas__held(struct al_cas *c)
 {
 	return ZSTD_sizeof_CCtx(c->cctx) + ZSTD_sizeof_CCtx(c->cctx_mt) +
 	       ZSTD_sizeof_DCtx(c->dctx) + c->zbuf.cap;
+}
+
+void al_cas__group(struct al_cas *c, bool on)
+{
+	c->grouped = on;
+	c->joined = 0;
 }
 
 void al_cas__hold_checkpoints(struct al_cas *c, bool hold)

@@ -1,0 +1,292 @@
+/* group: the queue of a group commit (group.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "group.h"
+#include "util.h"
+
+/* The file: a header page, then one page per slot.  Byte 0 is the
+ * leader's lock, a slot's first byte its owner's. */
+#define GROUP_MAGIC 0x414c4731u /* "ALG1" */
+#define GROUP_SIZE ((size_t)AL_GROUP_SLOT_SIZE * (AL_GROUP_SLOTS + 1))
+/* a leader killed leaves no wake: its lock is found free within a step */
+#define WAIT_STEP_NS 5000000L
+/* longer than any leader's turn (each of its transactions gives up
+ * waiting for SQLite's lock after two minutes) */
+#define WAIT_GIVE_UP_NS (600ull * 1000000000ull)
+
+struct header {
+	uint32_t magic;
+	uint32_t released; /* one more at each leader's end (futex word) */
+};
+
+struct slot {
+	uint64_t posted; /* the owner's token, 0 while it writes */
+	uint64_t done;   /* the token whose row a leader committed */
+	uint32_t len;
+	uint32_t unused[3];
+	unsigned char req[AL_GROUP_MAX_REQ];
+};
+_Static_assert(sizeof(struct slot) == AL_GROUP_SLOT_SIZE, "slot size");
+
+struct al_group {
+	int fd;
+	unsigned char *map;
+	unsigned own;
+	uint64_t token;
+	bool leading;
+	unsigned char buf[AL_GROUP_MAX_REQ];
+};
+
+void (*al_group__after_commit)(void);
+
+static struct header *hdr(const struct al_group *g)
+{
+	return (struct header *)g->map;
+}
+
+static struct slot *slot_at(const struct al_group *g, unsigned i)
+{
+	return (struct slot *)(g->map + (size_t)AL_GROUP_SLOT_SIZE * (i + 1));
+}
+
+static off_t lock_byte(unsigned i)
+{
+	return i == UINT_MAX ? 0 : (off_t)AL_GROUP_SLOT_SIZE * (i + 1);
+}
+
+/* OFD locks: per open file, so threads each with their own join are as
+ * separate as processes; dropped when the process dies. */
+static int ofd_lock(int fd, int cmd, short type, unsigned i)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1 };
+	return fcntl(fd, cmd, &l);
+}
+
+/* Whether slot i's owner holds it (alive) */
+static bool alive(const struct al_group *g, unsigned i)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1 };
+	return fcntl(g->fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+}
+
+static int open_map(const char *dbpath, int *fdp, unsigned char **mapp)
+{
+	char name[4200];
+	if (snprintf(name, sizeof(name), "%s-group", dbpath) >= (int)sizeof(name))
+		return -1;
+	int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	struct stat sb;
+	void *p = MAP_FAILED;
+	/* grown, never shrunk: a mapped page cut off would fault */
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+	    ((size_t)sb.st_size >= GROUP_SIZE || ftruncate(fd, (off_t)GROUP_SIZE) == 0))
+		p = mmap(NULL, GROUP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	struct header *h = p;
+	uint32_t zero = 0;
+	__atomic_compare_exchange_n(&h->magic, &zero, GROUP_MAGIC, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->magic, __ATOMIC_SEQ_CST) != GROUP_MAGIC) {
+		munmap(p, GROUP_SIZE);
+		close(fd);
+		return -1;
+	}
+	*fdp = fd;
+	*mapp = p;
+	return 0;
+}
+
+int al_group_join(const char *dbpath, const void *req, size_t len, struct al_group **out)
+{
+	*out = NULL;
+	if (len == 0 || len > AL_GROUP_MAX_REQ)
+		return 1;
+	struct al_group *g = calloc(1, sizeof(*g));
+	if (!g)
+		return 1;
+	g->fd = -1;
+	while (g->token == 0)
+		if (getrandom(&g->token, sizeof(g->token), 0) != sizeof(g->token)) {
+			free(g);
+			return 1;
+		}
+	if (open_map(dbpath, &g->fd, &g->map) < 0) {
+		free(g);
+		return 1;
+	}
+	/* start at a place of this process's own: claims rarely collide */
+	unsigned start = (unsigned)(g->token % AL_GROUP_SLOTS), i;
+	for (i = 0; i < AL_GROUP_SLOTS; i++)
+		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS) == 0)
+			break;
+	if (i == AL_GROUP_SLOTS) {
+		munmap(g->map, GROUP_SIZE);
+		close(g->fd);
+		free(g);
+		return 1;
+	}
+	g->own = (start + i) % AL_GROUP_SLOTS;
+	struct slot *s = slot_at(g, g->own);
+	/* a leader reading the slot's old request sees its token change */
+	__atomic_store_n(&s->posted, 0, __ATOMIC_SEQ_CST);
+	memcpy(s->req, req, len);
+	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->posted, g->token, __ATOMIC_RELEASE);
+	*out = g;
+	return 0;
+}
+
+uint64_t al_group_token(const struct al_group *g)
+{
+	return g->token;
+}
+
+static bool is_done(const struct al_group *g)
+{
+	return __atomic_load_n(&slot_at(g, g->own)->done, __ATOMIC_ACQUIRE) == g->token;
+}
+
+static void wake_all(struct al_group *g)
+{
+	__atomic_add_fetch(&hdr(g)->released, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &hdr(g)->released, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+int al_group_wait(struct al_group *g, struct al_error *err)
+{
+	uint64_t t0 = al_now_ns();
+	for (;;) {
+		if (is_done(g))
+			return 1;
+		uint32_t seen = __atomic_load_n(&hdr(g)->released, __ATOMIC_SEQ_CST);
+		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, UINT_MAX) == 0) {
+			/* done words are written under this lock: now final */
+			if (!is_done(g)) {
+				g->leading = true;
+				return 0;
+			}
+			ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, UINT_MAX);
+			wake_all(g); /* a waiter that tried meanwhile */
+			return 1;
+		}
+		if (al_now_ns() - t0 >= WAIT_GIVE_UP_NS)
+			return al_fail(err, AL_EIO, 0,
+				       "commit: no leader of the group commit finished within 10 "
+				       "minutes; this commit may have landed or not: see the log");
+		struct timespec ts = { 0, WAIT_STEP_NS };
+		syscall(SYS_futex, &hdr(g)->released, FUTEX_WAIT, seen, &ts, NULL, 0);
+	}
+}
+
+int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
+{
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
+		if (i == g->own)
+			continue;
+		struct slot *s = slot_at(g, i);
+		uint64_t t = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+		if (t == 0 || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == t || !alive(g, i))
+			continue;
+		uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+		if (len == 0 || len > AL_GROUP_MAX_REQ)
+			continue;
+		memcpy(g->buf, s->req, len);
+		/* the bytes are the token's only if it is still posted after */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->posted, __ATOMIC_RELAXED) != t)
+			continue;
+		int r = fn(ctx, t, g->buf, len);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+bool al_group_waiting(struct al_group *g, uint64_t token)
+{
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
+		if (i != g->own && __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
+			return alive(g, i);
+	return false;
+}
+
+void al_group_done(struct al_group *g, uint64_t token)
+{
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
+		struct slot *s = slot_at(g, i);
+		if (i != g->own && __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE) == token) {
+			__atomic_store_n(&s->done, token, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+void al_group_end(struct al_group *g)
+{
+	if (!g->leading)
+		return;
+	/* withdrawn before the lock goes: the next leader must not do it again
+	 * (the leader keeps no row of its own request) */
+	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
+	ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, UINT_MAX);
+	g->leading = false;
+	wake_all(g);
+}
+
+void al_group_leave(struct al_group *g)
+{
+	if (!g)
+		return;
+	al_group_end(g);
+	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
+	munmap(g->map, GROUP_SIZE);
+	close(g->fd); /* the slot's lock with it */
+	free(g);
+}
+
+int al_group__hold(const char *dbpath)
+{
+	int fd;
+	unsigned char *map;
+	if (open_map(dbpath, &fd, &map) < 0)
+		return -1;
+	munmap(map, GROUP_SIZE);
+	if (ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, UINT_MAX) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int al_group__posted(const char *dbpath)
+{
+	struct al_group g = { .own = UINT_MAX };
+	if (open_map(dbpath, &g.fd, &g.map) < 0)
+		return -1;
+	int n = 0;
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
+		struct slot *s = slot_at(&g, i);
+		uint64_t t = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+		n += t && __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) != t && alive(&g, i);
+	}
+	munmap(g.map, GROUP_SIZE);
+	close(g.fd);
+	return n;
+}
