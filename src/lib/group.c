@@ -70,14 +70,18 @@ static off_t lock_byte(unsigned i)
  * separate as processes; dropped when the process dies. */
 static int ofd_lock(int fd, int cmd, short type, unsigned i)
 {
-	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1 };
+	struct flock l = {
+		.l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1
+	};
 	return fcntl(fd, cmd, &l);
 }
 
 /* Whether slot i's owner holds it (alive) */
 static bool alive(const struct al_group *g, unsigned i)
 {
-	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1 };
+	struct flock l = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1
+	};
 	return fcntl(g->fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
 }
 
@@ -222,7 +226,8 @@ int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
 bool al_group_waiting(struct al_group *g, uint64_t token)
 {
 	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
-		if (i != g->own && __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
+		if (i != g->own &&
+		    __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
 			return alive(g, i);
 	return false;
 }

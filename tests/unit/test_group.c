@@ -34,10 +34,10 @@ static char home[64], meta[128], flag[128];
 struct job {
 	const char *path, *data;
 	enum al_strategy strategy;
-	int want;                /* al_project_commit's return */
-	bool copy;               /* a conflict copy made */
-	const char *merged;      /* the one file merge_lines merged */
-	const char *message;     /* NULL: the path */
+	int want;            /* al_project_commit's return */
+	bool copy;           /* a conflict copy made */
+	const char *merged;  /* the one file merge_lines merged */
+	const char *message; /* NULL: the path */
 };
 
 static struct al_oid put_file(struct al_store *st, const struct al_oid *from, const char *path,
@@ -91,7 +91,8 @@ static int child(const struct al_oid *base, const struct job *j, bool die)
 	struct al_cas *cas = al_store_cas(st);
 	struct al_edit ed = { .path = j->path,
 			      .op = AL_EDIT_SET,
-			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = strlen(j->data) } };
+			      .entry = {
+				      .type = AL_T_FILE, .mode = 0644, .size = strlen(j->data) } };
 	struct al_oid snap;
 	if (al_cas_begin(cas, &err) < 0 ||
 	    al_cas_put(cas, j->data, strlen(j->data), &ed.entry.digest, &err) < 0 ||
