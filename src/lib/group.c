@@ -85,7 +85,9 @@ static bool alive(const struct al_group *g, unsigned i)
 	return fcntl(g->fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
 }
 
-static int open_map(const char *dbpath, int *fdp, unsigned char **mapp)
+/* The queue's file opened (fd) and checked: a regular file of this user,
+ * never followed through a symlink, of the queue's size. */
+static int open_file(const char *dbpath, struct stat *sb)
 {
 	char name[4200];
 	if (snprintf(name, sizeof(name), "%s-group", dbpath) >= (int)sizeof(name))
@@ -93,23 +95,38 @@ static int open_map(const char *dbpath, int *fdp, unsigned char **mapp)
 	int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	struct stat sb;
-	void *p = MAP_FAILED;
 	/* grown, never shrunk: a mapped page cut off would fault */
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
-	    ((size_t)sb.st_size >= GROUP_SIZE || ftruncate(fd, (off_t)GROUP_SIZE) == 0))
-		p = mmap(NULL, GROUP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
+	if (fstat(fd, sb) == 0 && S_ISREG(sb->st_mode) && sb->st_uid == geteuid() &&
+	    ((size_t)sb->st_size >= GROUP_SIZE || ftruncate(fd, (off_t)GROUP_SIZE) == 0))
+		return fd;
+	close(fd);
+	return -1;
+}
+
+static unsigned char *map_file(int fd)
+{
+	void *p = mmap(NULL, GROUP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
 	struct header *h = p;
 	uint32_t zero = 0;
 	__atomic_compare_exchange_n(&h->magic, &zero, GROUP_MAGIC, false, __ATOMIC_SEQ_CST,
 				    __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&h->magic, __ATOMIC_SEQ_CST) != GROUP_MAGIC) {
 		munmap(p, GROUP_SIZE);
-		close(fd);
+		return NULL;
+	}
+	return p;
+}
+
+static int open_map(const char *dbpath, int *fdp, unsigned char **mapp)
+{
+	struct stat sb;
+	int fd = open_file(dbpath, &sb);
+	unsigned char *p = fd >= 0 ? map_file(fd) : NULL;
+	if (!p) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	*fdp = fd;
@@ -117,7 +134,44 @@ static int open_map(const char *dbpath, int *fdp, unsigned char **mapp)
 	return 0;
 }
 
-int al_group_join(const char *dbpath, const void *req, size_t len, struct al_group **out)
+/* The mapping a store keeps (al_group_join's cache): mapped once, not at
+ * each commit (a fresh mapping faulted in every slot's page the leader
+ * read, and its unmapping flushed every core's TLB). */
+struct al_group_map {
+	unsigned char *map;
+	dev_t dev;
+	ino_t ino;
+};
+
+void al_group_map_free(struct al_group_map *m)
+{
+	if (m)
+		munmap(m->map, GROUP_SIZE);
+	free(m);
+}
+
+/* The file's own mapping: *mp kept if it maps this very file (not one
+ * deleted and made again), else made anew. */
+static unsigned char *cached_map(struct al_group_map **mp, int fd, const struct stat *sb)
+{
+	struct al_group_map *m = *mp;
+	if (m && m->dev == sb->st_dev && m->ino == sb->st_ino)
+		return m->map;
+	al_group_map_free(steal_ptr(*mp));
+	if (!(m = calloc(1, sizeof(*m))))
+		return NULL;
+	if (!(m->map = map_file(fd))) {
+		free(m);
+		return NULL;
+	}
+	m->dev = sb->st_dev;
+	m->ino = sb->st_ino;
+	*mp = m;
+	return m->map;
+}
+
+int al_group_join(struct al_group_map **cache, const char *dbpath, const void *req, size_t len,
+		  struct al_group **out)
 {
 	*out = NULL;
 	if (len == 0 || len > AL_GROUP_MAX_REQ)
@@ -125,13 +179,17 @@ int al_group_join(const char *dbpath, const void *req, size_t len, struct al_gro
 	struct al_group *g = calloc(1, sizeof(*g));
 	if (!g)
 		return 1;
-	g->fd = -1;
 	while (g->token == 0)
 		if (getrandom(&g->token, sizeof(g->token), 0) != sizeof(g->token)) {
 			free(g);
 			return 1;
 		}
-	if (open_map(dbpath, &g->fd, &g->map) < 0) {
+	/* a file of its own per request: its locks are this open file's */
+	struct stat sb;
+	g->fd = open_file(dbpath, &sb);
+	if (g->fd < 0 || !(g->map = cached_map(cache, g->fd, &sb))) {
+		if (g->fd >= 0)
+			close(g->fd);
 		free(g);
 		return 1;
 	}
@@ -141,7 +199,6 @@ int al_group_join(const char *dbpath, const void *req, size_t len, struct al_gro
 		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS) == 0)
 			break;
 	if (i == AL_GROUP_SLOTS) {
-		munmap(g->map, GROUP_SIZE);
 		close(g->fd);
 		free(g);
 		return 1;
@@ -261,8 +318,7 @@ void al_group_leave(struct al_group *g)
 		return;
 	al_group_end(g);
 	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
-	munmap(g->map, GROUP_SIZE);
-	close(g->fd); /* the slot's lock with it */
+	close(g->fd); /* the slot's lock with it; the mapping is the store's */
 	free(g);
 }
 

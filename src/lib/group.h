@@ -30,11 +30,17 @@
 #define AL_GROUP_MAX_REQ (AL_GROUP_SLOT_SIZE - 32) /* a request's bytes, at most */
 
 struct al_group;
+struct al_group_map; /* the queue's file mapped: kept by a store */
+
+void al_group_map_free(struct al_group_map *m);
 
 /* Post req (len bytes) in the queue beside dbpath.  0 and *out; 1: no
  * queue for it (no slot free, too large, the file unusable): the caller
- * commits alone, as without a queue.  Never fails otherwise. */
-int al_group_join(const char *dbpath, const void *req, size_t len, struct al_group **out);
+ * commits alone, as without a queue.  Never fails otherwise.  *cache: the
+ * file's mapping, made at the first join (NULL before) and kept for the
+ * next; al_group_map_free frees it, once no request of it is open. */
+int al_group_join(struct al_group_map **cache, const char *dbpath, const void *req, size_t len,
+		  struct al_group **out);
 
 uint64_t al_group_token(const struct al_group *g);
 

@@ -18,6 +18,7 @@
 #include "backend/sqlite/db_sqlite.h"
 #include "cas_private.h"
 #include "gc_private.h"
+#include "group.h"
 #include "ledger_private.h"
 #include "sqlite_util.h"
 #include "store_private.h"
@@ -29,8 +30,9 @@ struct al_store {
 	char tenant[64];
 	EVP_PKEY *ledger_key;
 	struct al_cas *cas;
-	struct al_db *meta_db;   /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
-	struct al_db *statcache; /* node-local SQLite on every deployment (import.c's) */
+	struct al_db *meta_db;      /* the tenant's metadata (db.h): meta.db, or PostgreSQL */
+	struct al_db *statcache;    /* node-local SQLite on every deployment (import.c's) */
+	struct al_group_map *group; /* meta.db's group commit queue, mapped (group.h) */
 };
 
 /* airlock.db: the directory of the deployment (auth.c).  A token is kept
@@ -767,6 +769,7 @@ void al_store_close(struct al_store *s)
 	EVP_PKEY_free(s->ledger_key);
 	al_db_close(s->meta_db);
 	al_db_close(s->statcache);
+	al_group_map_free(s->group);
 	free(s);
 }
 
@@ -816,6 +819,11 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
 	}
 	*out = s->meta_db;
 	return 0;
+}
+
+struct al_group_map **al_store__group_map(struct al_store *s)
+{
+	return &s->group;
 }
 
 const char *al_store__meta_file(struct al_store *s)

@@ -21,6 +21,8 @@ int al_store__meta_db(struct al_store *s, struct al_db **out, struct al_error *e
  * metadata instead of meta.db: how a store's metadata comes from
  * PostgreSQL (a connection for the store's tenant, al_db_open_postgres). */
 void al_store__use_meta_db(struct al_store *s, struct al_db *db);
+/* The store's mapping of meta.db's group commit queue (group.h). */
+struct al_group_map **al_store__group_map(struct al_store *s);
 /* The opened meta.db's file, or NULL (PostgreSQL, not opened yet). */
 const char *al_store__meta_file(struct al_store *s);
 

@@ -1549,7 +1549,7 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	size_t len = 0;
 	char *req = file ? request_text(project, base, snapshot, opts, group, &len) : NULL;
 	struct al_group *g = NULL;
-	if (req && al_group_join(file, req, len, &g) == 0) {
+	if (req && al_group_join(al_store__group_map(st), file, req, len, &g) == 0) {
 		free(req);
 		if ((r = al_group_wait(g, err)) == 1)
 			r = read_result(db, al_group_token(g), res, err);

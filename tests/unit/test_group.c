@@ -342,8 +342,9 @@ static void test_not_requests(void **state)
 		"{\"project\":1}",
 	};
 	struct al_group *g[ARRAY_SIZE(bad)];
+	struct al_group_map *map = NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
-		assert_int_equal(al_group_join(meta, bad[i], strlen(bad[i]), &g[i]), 0);
+		assert_int_equal(al_group_join(&map, meta, bad[i], strlen(bad[i]), &g[i]), 0);
 	struct job j = { "real.txt", "r\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL };
 	int codes[1];
 	held_batch(&base, &j, 1, false, -1, codes);
@@ -358,6 +359,7 @@ static void test_not_requests(void **state)
 	}
 	assert_int_equal(al_group__posted(meta), 0);
 	assert_int_equal(count("SELECT count(*) FROM grouped"), 0);
+	al_group_map_free(map);
 	home_remove(home, st);
 }
 
@@ -380,9 +382,10 @@ static void test_leader_request_withdrawn(void **state)
 	struct al_store *st = setup_home("groupown");
 	commit_file(st, "0.txt", "0\n"); /* meta.db made */
 	struct al_group *a, *b;
-	assert_int_equal(al_group_join(meta, "{\"a\":1}", 7, &a), 0);
+	struct al_group_map *ma = NULL, *mb = NULL;
+	assert_int_equal(al_group_join(&ma, meta, "{\"a\":1}", 7, &a), 0);
 	assert_int_equal(al_group_wait(a, &err), 0); /* a leads */
-	assert_int_equal(al_group_join(meta, "{\"b\":1}", 7, &b), 0);
+	assert_int_equal(al_group_join(&mb, meta, "{\"b\":1}", 7, &b), 0);
 	int n = 0;
 	assert_int_equal(al_group_foreach(a, count_req, &n), 0);
 	assert_int_equal(n, 1); /* b's */
@@ -394,6 +397,28 @@ static void test_leader_request_withdrawn(void **state)
 	al_group_leave(b);
 	al_group_leave(a);
 	assert_int_equal(al_group__posted(meta), 0);
+	al_group_map_free(ma);
+	al_group_map_free(mb);
+	home_remove(home, st);
+}
+
+/* The queue's file deleted and made again while a store keeps its old
+ * mapping: the next request is posted in the file others read. */
+static void test_queue_file_replaced(void **state)
+{
+	(void)state;
+	struct al_store *st = setup_home("groupnew");
+	commit_file(st, "0.txt", "0\n");
+	struct al_group *a;
+	struct al_group_map *map = NULL;
+	assert_int_equal(al_group_join(&map, meta, "{}", 2, &a), 0);
+	assert_int_equal(al_group__posted(meta), 1);
+	al_group_leave(a);
+	sh("rm '%s-group'", meta);
+	assert_int_equal(al_group_join(&map, meta, "{}", 2, &a), 0);
+	assert_int_equal(al_group__posted(meta), 1); /* seen in the new file */
+	al_group_leave(a);
+	al_group_map_free(map);
 	home_remove(home, st);
 }
 
@@ -447,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_requester_killed),
 		cmocka_unit_test(test_not_requests),
 		cmocka_unit_test(test_leader_request_withdrawn),
+		cmocka_unit_test(test_queue_file_replaced),
 		cmocka_unit_test(test_no_queue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
