@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "airlock/cas.h"
+#include "cas_private.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -260,6 +261,95 @@ static void test_stored_batch_no_txn(void **state)
 	sqlite3_close(other);
 }
 
+static int64_t rows_with(sqlite3 *db, const struct al_oid *d)
+{
+	sqlite3_stmt *q;
+	int64_t n = -1;
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "SELECT count(*) FROM objects WHERE id = ?", -1, &q, NULL),
+		SQLITE_OK);
+	sqlite3_bind_blob(q, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return n;
+}
+
+/* A group commit's batch (al_cas__group): its small objects are kept in
+ * memory until its commit, readable meanwhile, so objects.db's write lock
+ * stays free for other writers; batches begun inside it join it; past
+ * HELD_MAX they go to objects.db as any batch's; an abort leaves nothing. */
+static void test_group_batch(void **state)
+{
+	struct fx *f = *state;
+	struct al_error err = { 0 };
+	struct al_oid d1, d2, d3;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
+	sqlite3 *other = NULL;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+
+	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "g1", 2, &d1, &err), 0);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0); /* joins */
+	assert_int_equal(al_cas_put(f->cas, "g2", 2, &d2, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0); /* leaves */
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "g3", 2, &d3, &err), 0);
+	al_cas_abort(f->cas); /* leaves; g3 stays in the outer batch */
+	/* not in objects.db yet, its lock free; readable here */
+	assert_int_equal(rows_with(other, &d1), 0);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint64_t size = 0;
+	assert_int_equal(al_cas_get(f->cas, &d2, &buf, &len, &err), 0);
+	assert_int_equal(len, 2);
+	assert_memory_equal(buf, "g2", 2);
+	free(buf);
+	assert_int_equal(al_cas_has(f->cas, &d1, &err), 1);
+	assert_int_equal(al_cas_size(f->cas, &d3, &size, &err), 0);
+	assert_int_equal(size, 2);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	al_cas__group(f->cas, false);
+	assert_int_equal(rows_with(other, &d1) + rows_with(other, &d2) + rows_with(other, &d3), 3);
+
+	/* past HELD_MAX: the rest go to objects.db, its lock taken */
+	struct al_oid many[600];
+	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	for (int i = 0; i < 600; i++) {
+		char s[32];
+		int n = snprintf(s, sizeof(s), "many %d", i);
+		assert_int_equal(al_cas_put(f->cas, s, (size_t)n, &many[i], &err), 0);
+		if (i == 100)
+			assert_int_equal(
+				sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
+				SQLITE_OK);
+	}
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
+	for (int i = 0; i < 600; i += 37) {
+		assert_int_equal(al_cas_get(f->cas, &many[i], &buf, &len, &err), 0);
+		free(buf);
+	}
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	al_cas__group(f->cas, false);
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(rows_with(other, &many[i]), 1);
+
+	/* aborted: nothing of it stays */
+	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "gone", 4, &d1, &err), 0);
+	al_cas_abort(f->cas);
+	al_cas__group(f->cas, false);
+	assert_int_equal(al_cas_has(f->cas, &d1, &err), 0);
+	assert_int_equal(rows_with(other, &d1), 0);
+	sqlite3_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

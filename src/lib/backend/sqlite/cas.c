@@ -44,6 +44,18 @@ struct pending {
 	struct al_oid digest;
 };
 
+/* An object of a group's batch not yet in objects.db: its row's fields */
+struct held {
+	struct al_oid id;
+	uint64_t size;
+	int enc;
+	uint8_t *data;
+	size_t len;
+};
+/* Past this many, a group's objects go to objects.db as any batch's
+ * (a lookup here is a scan): a large merge's */
+#define HELD_MAX 512
+
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
 	int pinfd; /* gc.lock held shared: this handle may hold unrecorded objects (gc.c) */
@@ -54,6 +66,10 @@ struct al_cas {
 	bool txn;        /* the batch's objects.db transaction, begun at its first row */
 	bool grouped;    /* batches begun inside the open one join it (al_cas__group) */
 	unsigned joined; /* how many of them are open */
+	/* a group's small objects, kept here until its commit (hold_row) */
+	struct held *held;
+	size_t nheld, capheld;
+	bool holding;
 	struct pending *pend;
 	size_t npend, cappend;
 	unsigned tmpseq;
@@ -108,6 +124,9 @@ void al_cas__map_reads(bool on)
 
 static int push_batch(struct al_cas *c, struct al_error *err);
 static int commit_txn(struct al_cas *c, struct al_error *err);
+static int held_flush(struct al_cas *c, struct al_error *err);
+static void held_release(struct al_cas *c);
+static const struct held *held_find(const struct al_cas *c, const struct al_oid *d);
 static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
 			struct al_error *err);
 
@@ -333,6 +352,7 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	 * rows are only ever deleted by the sweep, which the pin excludes. */
 	c->in_batch = true;
 	c->txn = false;
+	c->holding = c->grouped;
 	c->npend = 0;
 	c->nwr = c->nhyd = 0;
 	return 0;
@@ -405,7 +425,10 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 		c->joined--;
 		return 0;
 	}
-	int r = 0;
+	int r = c->nheld ? held_flush(c, err) : 0;
+	if (r < 0)
+		goto fail;
+	c->holding = false;
 	bool touched[256] = { 0 }, newsub = false;
 	for (size_t i = 0; i < c->npend; i++) {
 		struct pending *p = &c->pend[i];
@@ -465,6 +488,7 @@ void al_cas_abort(struct al_cas *c)
 		c->joined--;
 		return;
 	}
+	held_release(c);
 	if (c->txn)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	c->in_batch = c->txn = false;
@@ -482,6 +506,8 @@ int al_cas_has(struct al_cas *c, const struct al_oid *d, struct al_error *err)
 
 int al_cas__has_local(struct al_cas *c, const struct al_oid *d, struct al_error *err)
 {
+	if (c->nheld && held_find(c, d))
+		return 1;
 	sqlite3_stmt *st = c->st_has;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -550,6 +576,73 @@ static int add_pending(struct al_cas *c, const char *tmp, const struct al_oid *d
 	return 0;
 }
 
+static const struct held *held_find(const struct al_cas *c, const struct al_oid *d)
+{
+	for (size_t i = 0; i < c->nheld; i++)
+		if (al_oid_eq(&c->held[i].id, d))
+			return &c->held[i];
+	return NULL;
+}
+
+static void held_release(struct al_cas *c)
+{
+	for (size_t i = 0; i < c->nheld; i++)
+		free(c->held[i].data);
+	free(c->held);
+	c->held = NULL;
+	c->nheld = c->capheld = 0;
+	c->holding = false;
+}
+
+/* The held objects into objects.db, in the batch's transaction (taken
+ * now: the write lock is held from here to the commit) */
+static int held_flush(struct al_cas *c, struct al_error *err)
+{
+	int r = 0;
+	c->holding = false;
+	for (size_t i = 0; i < c->nheld && r == 0; i++) {
+		const struct held *h = &c->held[i];
+		r = insert_row(c, &h->id, h->size, h->enc, h->data, h->len, err);
+	}
+	if (r == 0)
+		held_release(c);
+	return r;
+}
+
+/* A group's object kept until its commit: objects.db's write lock is
+ * not taken for each request's merge, so other writers' batches go on
+ * meanwhile; reads find it here (held_find) */
+static int hold_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
+		    const void *data, size_t dlen, struct al_error *err)
+{
+	if (c->nheld == HELD_MAX) {
+		int r = held_flush(c, err);
+		return r < 0 ? r : insert_row(c, d, size, enc, data, dlen, err);
+	}
+	if (c->nheld == c->capheld) {
+		size_t n = c->capheld ? c->capheld * 2 : 16;
+		struct held *v = realloc(c->held, n * sizeof(*v));
+		if (!v)
+			return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+		c->held = v;
+		c->capheld = n;
+	}
+	uint8_t *copy = malloc(dlen ? dlen : 1);
+	if (!copy)
+		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
+	if (dlen)
+		memcpy(copy, data, dlen);
+	c->held[c->nheld++] = (struct held){ *d, size, enc, copy, dlen };
+	return 0;
+}
+
+static int put_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
+		   const void *data, size_t dlen, struct al_error *err)
+{
+	return c->holding ? hold_row(c, d, size, enc, data, dlen, err)
+			  : insert_row(c, d, size, enc, data, dlen, err);
+}
+
 static int put_packed(struct al_cas *c, const void *data, size_t len, const struct al_oid *d,
 		      struct al_error *err)
 {
@@ -559,8 +652,8 @@ static int put_packed(struct al_cas *c, const void *data, size_t len, const stru
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
 	size_t z = ZSTD_compressCCtx(c->cctx, c->zbuf.p, bound, data, len, ZLEVEL);
 	if (!ZSTD_isError(z) && z < len - len / 16)
-		return insert_row(c, d, len, ENC_ZSTD, c->zbuf.p, z, err);
-	return insert_row(c, d, len, ENC_RAW, data, len, err);
+		return put_row(c, d, len, ENC_ZSTD, c->zbuf.p, z, err);
+	return put_row(c, d, len, ENC_RAW, data, len, err);
 }
 
 /* Loose object: a zstd frame in the batch directory until commit. */
@@ -699,7 +792,7 @@ int al_cas_put_prepared(struct al_cas *c, const struct al_cas_prep *p, struct al
 	int has = al_cas__has_local(c, &p->digest, err);
 	if (has != 0)
 		return has < 0 ? has : 0;
-	return insert_row(c, &p->digest, p->size, p->enc, p->data, p->len, err);
+	return put_row(c, &p->digest, p->size, p->enc, p->data, p->len, err);
 }
 
 int al_cas_put(struct al_cas *c, const void *data, size_t len, struct al_oid *d,
@@ -1341,12 +1434,9 @@ int al_cas__reupload(struct al_cas *c, const struct al_oid *ids, size_t n, uint6
 	return r < 0 ? r : 0;
 }
 
-static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
-			 uint8_t **out, struct al_error *err)
+static int decode_bytes(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
+			const void *data, size_t dlen, uint8_t **out, struct al_error *err)
 {
-	sqlite3_stmt *st = c->st_get;
-	const void *data = sqlite3_column_blob(st, 2);
-	size_t dlen = (size_t)sqlite3_column_bytes(st, 2);
 	if (size >= AL_CAS_LOOSE_MIN * 64ull)
 		return corrupt(err, d, "implausible size");
 	uint8_t *buf = malloc((size_t)size + 1);
@@ -1381,6 +1471,24 @@ static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint
 	return 0;
 }
 
+static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
+			 uint8_t **out, struct al_error *err)
+{
+	sqlite3_stmt *st = c->st_get;
+	return decode_bytes(c, d, enc, size, sqlite3_column_blob(st, 2),
+			    (size_t)sqlite3_column_bytes(st, 2), out, err);
+}
+
+/* A group's object not yet in objects.db (hold_row): 1 and *out */
+static int get_held(struct al_cas *c, const struct al_oid *d, uint8_t **out, struct al_error *err)
+{
+	const struct held *h = c->nheld ? held_find(c, d) : NULL;
+	if (!h)
+		return 0;
+	int r = decode_bytes(c, d, h->enc, h->size, h->data, h->len, out, err);
+	return r < 0 ? r : 1;
+}
+
 static int append_sink(void *ctx, const void *p, size_t n, struct al_error *err)
 {
 	if (al_buf_put(ctx, p, n) < 0)
@@ -1393,7 +1501,13 @@ int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *
 {
 	int enc;
 	uint64_t size;
-	int r = lookup(c, d, &enc, &size, err);
+	int r = get_held(c, d, out, err);
+	if (r != 0) {
+		if (r == 1)
+			*len = (size_t)held_find(c, d)->size;
+		return r < 0 ? r : 0;
+	}
+	r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
 	if (!is_loose(enc)) {
@@ -1425,7 +1539,13 @@ int al_cas_stream(struct al_cas *c, const struct al_oid *d, al_cas_sink sink, vo
 {
 	int enc;
 	uint64_t size;
-	int r = lookup(c, d, &enc, &size, err);
+	_cleanup_free_ uint8_t *held = NULL;
+	int r = get_held(c, d, &held, err);
+	if (r != 0) {
+		size = held_find(c, d)->size;
+		return r < 0 ? r : size ? sink(ctx, held, (size_t)size, err) : 0;
+	}
+	r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
 	if (is_loose(enc)) {
@@ -1482,7 +1602,8 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	*out = NULL;
 	int enc;
 	uint64_t size;
-	int rc = lookup(c, d, &enc, &size, err);
+	const struct held *h = c->nheld ? held_find(c, d) : NULL;
+	int rc = h ? (enc = h->enc, size = h->size, 0) : lookup(c, d, &enc, &size, err);
 	if (rc < 0)
 		return rc;
 	struct al_cas_reader *r = calloc(1, sizeof(*r));
@@ -1494,7 +1615,8 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	r->size = size;
 	r->digest = *d;
 	if (!is_loose(enc)) {
-		rc = decode_packed(c, d, enc, size, &r->packed, err);
+		rc = h ? decode_bytes(c, d, enc, size, h->data, h->len, &r->packed, err)
+		       : decode_packed(c, d, enc, size, &r->packed, err);
 		sqlite3_reset(c->st_get);
 		r->verified = true;
 		if (rc < 0) {
@@ -1652,6 +1774,11 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 
 int al_cas_size(struct al_cas *c, const struct al_oid *d, uint64_t *size, struct al_error *err)
 {
+	const struct held *h = c->nheld ? held_find(c, d) : NULL;
+	if (h) {
+		*size = h->size;
+		return 0;
+	}
 	int enc;
 	int r = lookup_local(c, d, &enc, size, err);
 	sqlite3_reset(c->st_get);
