@@ -69,6 +69,9 @@ int al_write_full(int fd, const void *buf, size_t n); /* 0 or -1 */
 
 /* untrusted text */
 bool al_utf8_valid(const uint8_t *s, size_t n);
+/* A string cut at a buffer's end may end inside a UTF-8 sequence: that
+ * sequence is cut off (nothing else is changed). */
+void al_utf8_cut(char *s);
 /* Valid UTF-8 with no Unicode Cc (C0, DEL, C1) or Cf (bidi overrides,
  * zero-width, soft hyphen, BOM …) character: safe to print or log. */
 bool al_text_safe(const char *s, size_t n);

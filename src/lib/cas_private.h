@@ -78,8 +78,9 @@ void al_cas__sweeping(struct al_cas *c, bool on);
 /* A group commit's (volume.c): while on, a batch begun inside the open
  * one joins it, and its commit or abort only leaves it; the outer batch's
  * commit makes them all durable at once.  An aborted inner batch's
- * objects stay in the outer one, named by nothing (swept as any other). */
-void al_cas__group(struct al_cas *c, bool on);
+ * objects stay in the outer one, named by nothing (swept as any other).
+ * AL_EUSAGE when turned on with a batch open. */
+int al_cas__group(struct al_cas *c, bool on, struct al_error *err);
 
 /* Hold objects.db's checkpoints (al_sqlite_hold_checkpoints) while the
  * caller holds meta.db's write lock; released, a checkpoint due runs. */

@@ -61,26 +61,33 @@ static struct slot *slot_at(const struct al_group *g, unsigned i)
 	return (struct slot *)(g->map + (size_t)AL_GROUP_SLOT_SIZE * (i + 1));
 }
 
-static off_t lock_byte(unsigned i)
+/* Byte 0 is the leader's lock.  A slot has two: its first byte claims
+ * it, its second says its request is live, taken only once the token a
+ * dead owner left is cleared (a leader that saw that token and then a
+ * live lock would otherwise take the dead request for the new owner's). */
+#define LEADER UINT_MAX
+enum { CLAIM, LIVE };
+
+static off_t lock_byte(unsigned i, int which)
 {
-	return i == UINT_MAX ? 0 : (off_t)AL_GROUP_SLOT_SIZE * (i + 1);
+	return i == LEADER ? 0 : (off_t)AL_GROUP_SLOT_SIZE * (i + 1) + which;
 }
 
 /* OFD locks: per open file, so threads each with their own join are as
  * separate as processes; dropped when the process dies. */
-static int ofd_lock(int fd, int cmd, short type, unsigned i)
+static int ofd_lock(int fd, int cmd, short type, unsigned i, int which)
 {
 	struct flock l = {
-		.l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1
+		.l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i, which), .l_len = 1
 	};
 	return fcntl(fd, cmd, &l);
 }
 
-/* Whether slot i's owner holds it (alive) */
+/* Whether slot i's request is its live owner's */
 static bool alive(const struct al_group *g, unsigned i)
 {
 	struct flock l = {
-		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i), .l_len = 1
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i, LIVE), .l_len = 1
 	};
 	return fcntl(g->fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
 }
@@ -196,7 +203,7 @@ int al_group_join(struct al_group_map **cache, const char *dbpath, const void *r
 	/* start at a place of this process's own: claims rarely collide */
 	unsigned start = (unsigned)(g->token % AL_GROUP_SLOTS), i;
 	for (i = 0; i < AL_GROUP_SLOTS; i++)
-		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS) == 0)
+		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS, CLAIM) == 0)
 			break;
 	if (i == AL_GROUP_SLOTS) {
 		close(g->fd);
@@ -207,6 +214,11 @@ int al_group_join(struct al_group_map **cache, const char *dbpath, const void *r
 	struct slot *s = slot_at(g, g->own);
 	/* a leader reading the slot's old request sees its token change */
 	__atomic_store_n(&s->posted, 0, __ATOMIC_SEQ_CST);
+	if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, g->own, LIVE) < 0) {
+		close(g->fd); /* its claim with it */
+		free(g);
+		return 1;
+	}
 	memcpy(s->req, req, len);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->posted, g->token, __ATOMIC_RELEASE);
@@ -237,13 +249,13 @@ int al_group_wait(struct al_group *g, struct al_error *err)
 		if (is_done(g))
 			return 1;
 		uint32_t seen = __atomic_load_n(&hdr(g)->released, __ATOMIC_SEQ_CST);
-		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, UINT_MAX) == 0) {
+		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, LEADER, 0) == 0) {
 			/* done words are written under this lock: now final */
 			if (!is_done(g)) {
 				g->leading = true;
 				return 0;
 			}
-			ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, UINT_MAX);
+			ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
 			wake_all(g); /* a waiter that tried meanwhile */
 			return 1;
 		}
@@ -307,7 +319,7 @@ void al_group_end(struct al_group *g)
 	/* withdrawn before the lock goes: the next leader must not do it again
 	 * (the leader keeps no row of its own request) */
 	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
-	ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, UINT_MAX);
+	ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
 	g->leading = false;
 	wake_all(g);
 }
@@ -329,7 +341,7 @@ int al_group__hold(const char *dbpath)
 	if (open_map(dbpath, &fd, &map) < 0)
 		return -1;
 	munmap(map, GROUP_SIZE);
-	if (ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, UINT_MAX) < 0) {
+	if (ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, LEADER, 0) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -338,7 +350,7 @@ int al_group__hold(const char *dbpath)
 
 int al_group__posted(const char *dbpath)
 {
-	struct al_group g = { .own = UINT_MAX };
+	struct al_group g = { .own = LEADER };
 	if (open_map(dbpath, &g.fd, &g.map) < 0)
 		return -1;
 	int n = 0;
@@ -350,4 +362,29 @@ int al_group__posted(const char *dbpath)
 	munmap(g.map, GROUP_SIZE);
 	close(g.fd);
 	return n;
+}
+
+int al_group__stale(const char *dbpath, const void *req, size_t len)
+{
+	int fd;
+	unsigned char *map;
+	if (len == 0 || len > AL_GROUP_MAX_REQ || open_map(dbpath, &fd, &map) < 0)
+		return -1;
+	struct al_group g = { .fd = fd, .map = map };
+	unsigned i;
+	for (i = 0; i < AL_GROUP_SLOTS; i++)
+		if (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, i, CLAIM) == 0)
+			break;
+	if (i < AL_GROUP_SLOTS) {
+		struct slot *s = slot_at(&g, i);
+		memcpy(s->req, req, len);
+		__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->posted, 0x5ea1ed5ea1edull, __ATOMIC_RELEASE);
+	}
+	munmap(map, GROUP_SIZE);
+	if (i == AL_GROUP_SLOTS) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

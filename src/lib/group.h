@@ -73,5 +73,8 @@ extern void (*al_group__after_commit)(void);
  * release) or -1; how many requests wait (posted, alive, not done). */
 int al_group__hold(const char *dbpath);
 int al_group__posted(const char *dbpath);
+/* Tests: a slot as a new owner finds a dead owner's: claimed (fd, close
+ * to release), req still posted under the old token, not live. */
+int al_group__stale(const char *dbpath, const void *req, size_t len);
 
 #endif

@@ -33,7 +33,23 @@ int al_fail(struct al_error *err, int code, int sys_errno, const char *fmt, ...)
 	va_end(ap);
 	if (sys_errno && n >= 0 && (size_t)n < sizeof(err->msg))
 		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(sys_errno));
+	al_utf8_cut(err->msg); /* a path cut at the buffer's end */
 	return code;
+}
+
+void al_utf8_cut(char *s)
+{
+	size_t n = strlen(s), i = n, k = 0;
+	while (i > 0 && k < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+		i--;
+		k++;
+	}
+	if (i == 0)
+		return;
+	unsigned char c = (unsigned char)s[i - 1];
+	size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+	if (need > 1 && k + 1 < need)
+		s[i - 1] = 0;
 }
 
 int al_error_prefix(struct al_error *err, const char *fmt, ...)
@@ -55,6 +71,7 @@ int al_error_prefix(struct al_error *err, const char *fmt, ...)
 		ol = sizeof(err->msg) - 1 - pl;
 	memcpy(err->msg + pl, old, ol);
 	err->msg[pl + ol] = 0;
+	al_utf8_cut(err->msg);
 	return err->code;
 }
 

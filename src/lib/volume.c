@@ -910,6 +910,7 @@ static int conflict_error(struct merge *m, struct al_commit_result *res, const c
 	for (size_t i = 0; i < m->roots.n && o + 4 < sizeof(paths); i++)
 		o += (size_t)snprintf(paths + o, sizeof(paths) - o, "%s%s", i ? ", " : "",
 				      m->roots.v[i]);
+	al_utf8_cut(paths);
 	return al_fail(err, AL_ECONFLICT, 0,
 		       "VolumeConflictError: head is %s, not the declared base (%s)%s%s", id, why,
 		       m->roots.n ? "; overlapping paths: " : "", paths);
@@ -1157,7 +1158,8 @@ struct greq {
 	const char *project, *group;
 	struct al_oid base, incoming;
 	struct al_commit_opts o;
-	bool ready; /* its row is in the transaction */
+	bool ready;   /* its row is in the transaction */
+	bool had_row; /* its row was there before: done by a leader killed */
 };
 
 /* What a request posts: the commit's arguments, all strings (opts'
@@ -1166,12 +1168,12 @@ struct greq {
  * commit_locked says what is wrong with it. */
 static char *request_text(const char *project, const struct al_oid *base,
 			  const struct al_oid *incoming, const struct al_commit_opts *o,
-			  const char *group, size_t *len)
+			  const char *group, bool remote, size_t *len)
 {
 	const char *strategy = al_strategy_name(o ? o->strategy : AL_STRICT);
-	json_t *j = strategy ? json_pack("{s:s,s:o,s:o,s:s,s:s}", "project", project, "base",
+	json_t *j = strategy ? json_pack("{s:s,s:o,s:o,s:s,s:s,s:b}", "project", project, "base",
 					 jid(base), "incoming", jid(incoming), "strategy", strategy,
-					 "group", group)
+					 "group", group, "remote", remote)
 			     : NULL;
 	if (j && o && o->author && json_object_set_new(j, "author", json_string(o->author)) < 0)
 		json_decref(steal_ptr(j));
@@ -1184,16 +1186,17 @@ static char *request_text(const char *project, const struct al_oid *base,
 	return s;
 }
 
-static int request_parse(const void *buf, size_t len, struct greq *q)
+static int request_parse(const void *buf, size_t len, struct greq *q, bool *remote)
 {
 	json_error_t je;
 	const char *base, *incoming, *strategy;
+	int rem;
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	memset(q, 0, sizeof(*q));
 	if (!j ||
-	    json_unpack(j, "{s:s,s:s,s:s,s:s,s:s,s?s,s?s}", "project", &q->project, "base", &base,
-			"incoming", &incoming, "strategy", &strategy, "group", &q->group, "author",
-			&q->o.author, "message", &q->o.message) < 0 ||
+	    json_unpack(j, "{s:s,s:s,s:s,s:s,s:s,s:b,s?s,s?s}", "project", &q->project, "base",
+			&base, "incoming", &incoming, "strategy", &strategy, "group", &q->group,
+			"remote", &rem, "author", &q->o.author, "message", &q->o.message) < 0 ||
 	    al_oid_parse(base, &q->base, NULL) < 0 ||
 	    al_oid_parse(incoming, &q->incoming, NULL) < 0 ||
 	    al_strategy_parse(strategy, &q->o.strategy, NULL) < 0) {
@@ -1201,6 +1204,7 @@ static int request_parse(const void *buf, size_t len, struct greq *q)
 		return -1;
 	}
 	q->doc = j;
+	*remote = rem;
 	return 0;
 }
 
@@ -1250,12 +1254,19 @@ static char *result_text(int r, const struct al_error *e, const struct al_commit
 	for (size_t i = 0; ms && i < res->nmerged; i++)
 		if (json_array_append_new(ms, json_string(res->merged[i])) < 0)
 			json_decref(steal_ptr(ms));
-	json_t *j = cs && ms ? json_pack("{s:i,s:i,s:i,s:s,s:o,s:I,s:b,s:o,s:o}", "r", r, "code",
-					 r < 0 ? e->code : 0, "errno", r < 0 ? e->sys_errno : 0,
-					 "msg", r < 0 ? e->msg : "", "head", jid(&res->head), "seq",
-					 (json_int_t)res->seq, "rebased", res->rebased, "conflicts",
-					 cs, "merged", ms)
-			     : (json_decref(cs), json_decref(ms), NULL);
+	/* a message is UTF-8 as a rule; one that is not is told with '?' */
+	char msg[sizeof(e->msg)];
+	snprintf(msg, sizeof(msg), "%s", r < 0 ? e->msg : "");
+	if (!al_utf8_valid((const uint8_t *)msg, strlen(msg)))
+		for (char *p = msg; *p; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+	json_t *j =
+		cs && ms ? json_pack("{s:i,s:i,s:i,s:s,s:o,s:I,s:b,s:o,s:o}", "r", r, "code",
+				     r < 0 ? e->code : 0, "errno", r < 0 ? e->sys_errno : 0, "msg",
+				     msg, "head", jid(&res->head), "seq", (json_int_t)res->seq,
+				     "rebased", res->rebased, "conflicts", cs, "merged", ms)
+			 : (json_decref(cs), json_decref(ms), NULL);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
@@ -1404,11 +1415,22 @@ static int batch_one(struct al_store *st, struct al_db *db, const char *project,
 		*broken = true;
 		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
 	}
-	if (r == 0 ? al_db_exec(db, "RELEASE grouped", &e2) < 0
-		   : al_db_exec(db, "ROLLBACK TO grouped", &e2) < 0 ||
-			     al_db_exec(db, "RELEASE grouped", &e2) < 0 ||
-			     (r == AL_ECONFLICT &&
-			      refusal_entry(st, db, q, project, res, &e2) < 0)) {
+	if (r == 0) {
+		if (al_db_exec(db, "RELEASE grouped", &e2) < 0) {
+			*broken = true;
+			*err = e2;
+			return e2.code;
+		}
+		return 0;
+	}
+	/* a savepoint gone: the request's error rolled the whole transaction
+	 * back (a full disk, an I/O error), and is the batch's */
+	if (al_db_exec(db, "ROLLBACK TO grouped", &e2) < 0 ||
+	    al_db_exec(db, "RELEASE grouped", &e2) < 0) {
+		*broken = true;
+		return r;
+	}
+	if (r == AL_ECONFLICT && refusal_entry(st, db, q, project, res, &e2) < 0) {
 		*broken = true;
 		*err = e2;
 		return e2.code;
@@ -1419,6 +1441,7 @@ static int batch_one(struct al_store *st, struct al_db *db, const char *project,
 struct batch {
 	struct greq q[AL_GROUP_SLOTS];
 	size_t n;
+	bool remote; /* the leader's objects go to a remote tier too */
 };
 
 static int collect(void *ctx, uint64_t token, const void *req, size_t len)
@@ -1426,8 +1449,15 @@ static int collect(void *ctx, uint64_t token, const void *req, size_t len)
 	struct batch *b = ctx;
 	/* a request that is not one (torn, another version's) is left to its
 	 * process, which does it itself when it leads */
-	if (b->n < AL_GROUP_SLOTS && request_parse(req, len, &b->q[b->n]) == 0)
-		b->q[b->n++].token = token;
+	/* and one whose objects must reach a remote tier this leader has not
+	 * (or the other way): its process commits it itself */
+	bool remote;
+	if (b->n < AL_GROUP_SLOTS && request_parse(req, len, &b->q[b->n], &remote) == 0) {
+		if (remote == b->remote)
+			b->q[b->n++].token = token;
+		else
+			json_decref(b->q[b->n].doc);
+	}
 	return 0;
 }
 
@@ -1440,32 +1470,36 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	struct batch *b = calloc(1, sizeof(*b));
 	struct al_db *db;
 	struct al_db_txn txn;
-	struct al_error e2 = { 0 };
+	struct al_error e2 = { 0 }, oe = { 0 };
 	int r = b ? begin(st, &db, &txn, err) : al_fail(err, AL_ENOMEM, ENOMEM, "commit");
 	if (r < 0) {
 		free(b);
 		al_group_end(g);
 		return r;
 	}
+	b->remote = al_cas__has_remote(cas);
 	al_group_foreach(g, collect, b);
 	hold_checkpoints(st, true);
-	al_cas__group(cas, true);
-	bool broken = al_cas_begin(cas, &e2) < 0;
+	bool grouped = al_cas__group(cas, true, &e2) == 0;
+	bool broken = !grouped || al_cas_begin(cas, &e2) < 0;
 	char *row = NULL;
-	/* its own: done by a leader killed after its commit, or now */
+	/* its own: done by a leader killed after its commit (its outcome
+	 * stands whatever becomes of this batch), or now */
 	int f = broken ? 0 : find_row(db, al_group_token(g), &row, &e2);
+	bool own_row = f == 1;
 	if (f < 0)
 		broken = true;
-	else if (f == 1)
-		r = result_parse(row, res, err);
-	else if (!broken)
-		r = batch_one(st, db, project, own, res, NULL, &broken, err);
+	else if (own_row)
+		r = result_parse(row, res, &oe);
+	else if (!broken && (r = batch_one(st, db, project, own, res, NULL, &broken, &oe)) < 0 &&
+		 broken)
+		e2 = oe;
 	free(steal_ptr(row));
 	for (size_t i = 0; i < b->n && !broken; i++) {
 		struct greq *x = &b->q[i];
 		if ((f = find_row(db, x->token, &row, &e2)) != 0) {
 			broken = f < 0;
-			x->ready = f == 1;
+			x->had_row = f == 1;
 			free(steal_ptr(row));
 			continue;
 		}
@@ -1487,9 +1521,13 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	}
 	if (!broken && prune_rows(db, g, &e2) < 0)
 		broken = true;
-	/* every object durable before any head names it */
-	int c = broken ? e2.code : al_cas_commit(cas, &e2);
-	al_cas__group(cas, false);
+	/* every object durable before any head names it; a broken batch's
+	 * objects dropped with it */
+	int c = !broken       ? al_cas_commit(cas, &e2)
+		: e2.code < 0 ? e2.code
+			      : al_fail(&e2, AL_EIO, 0, "commit: the group's transaction failed");
+	if (grouped)
+		al_cas__group(cas, false, NULL);
 	if (c < 0)
 		al_cas_abort(cas);
 	c = al_ledger__commit(st, &txn, c, &e2);
@@ -1497,16 +1535,18 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	if (c == 0 && al_group__after_commit)
 		al_group__after_commit();
 	for (size_t i = 0; i < b->n; i++) {
-		if (c == 0 && b->q[i].ready)
+		if (b->q[i].had_row || (c == 0 && b->q[i].ready))
 			al_group_done(g, b->q[i].token);
 		json_decref(b->q[i].doc);
 	}
 	free(b);
 	al_group_end(g);
-	if (c < 0) { /* the batch's failure is its own request's too */
+	if (c < 0 && !own_row) { /* the batch's failure is its own request's too */
 		*err = e2;
 		return c;
 	}
+	if (r < 0)
+		*err = oe;
 	return r;
 }
 
@@ -1547,7 +1587,9 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	int r = al_store__meta_db(st, &db, err);
 	const char *file = r == 0 ? al_store__meta_file(st) : NULL;
 	size_t len = 0;
-	char *req = file ? request_text(project, base, snapshot, opts, group, &len) : NULL;
+	char *req = file ? request_text(project, base, snapshot, opts, group,
+					al_cas__has_remote(al_store_cas(st)), &len)
+			 : NULL;
 	struct al_group *g = NULL;
 	if (req && al_group_join(al_store__group_map(st), file, req, len, &g) == 0) {
 		free(req);

@@ -289,7 +289,7 @@ static void test_group_batch(void **state)
 	sqlite3 *other = NULL;
 	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
 
-	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	assert_int_equal(al_cas_put(f->cas, "g1", 2, &d1, &err), 0);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0); /* joins */
@@ -313,12 +313,12 @@ static void test_group_batch(void **state)
 	assert_int_equal(al_cas_size(f->cas, &d3, &size, &err), 0);
 	assert_int_equal(size, 2);
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
-	al_cas__group(f->cas, false);
+	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
 	assert_int_equal(rows_with(other, &d1) + rows_with(other, &d2) + rows_with(other, &d3), 3);
 
 	/* past HELD_MAX: the rest go to objects.db, its lock taken */
 	struct al_oid many[600];
-	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	for (int i = 0; i < 600; i++) {
 		char s[32];
@@ -335,16 +335,39 @@ static void test_group_batch(void **state)
 		free(buf);
 	}
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
-	al_cas__group(f->cas, false);
+	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
 	for (int i = 0; i < 600; i++)
 		assert_int_equal(rows_with(other, &many[i]), 1);
 
+	/* a large object of a joined batch: a file in objects/ at that batch's
+	 * end, so the group's later reads find it before the group commits */
+	uint8_t *big = pattern(AL_CAS_LOOSE_MIN + 10, 9);
+	struct al_oid bd;
+	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, big, AL_CAS_LOOSE_MIN + 10, &bd, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_int_equal(al_cas_get(f->cas, &bd, &buf, &len, &err), 0);
+	assert_int_equal(len, AL_CAS_LOOSE_MIN + 10);
+	assert_memory_equal(buf, big, len);
+	free(buf);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
+	free(big);
+	assert_int_equal(rows_with(other, &bd), 1);
+
+	/* a batch open before cannot become a group's */
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas__group(f->cas, true, &err), AL_EUSAGE);
+	al_cas_abort(f->cas);
+
 	/* aborted: nothing of it stays */
-	al_cas__group(f->cas, true);
+	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	assert_int_equal(al_cas_put(f->cas, "gone", 4, &d1, &err), 0);
 	al_cas_abort(f->cas);
-	al_cas__group(f->cas, false);
+	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
 	assert_int_equal(al_cas_has(f->cas, &d1, &err), 0);
 	assert_int_equal(rows_with(other, &d1), 0);
 	sqlite3_close(other);

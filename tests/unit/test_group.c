@@ -110,7 +110,8 @@ static int child(const struct al_oid *base, const struct job *j, bool die)
 		ok = ok && res.nconflicts == 1 && strcmp(res.conflicts[0].path, j->path) == 0 &&
 		     res.conflicts[0].has_theirs &&
 		     al_oid_eq(&res.conflicts[0].theirs.digest, &ed.entry.digest) &&
-		     strstr(err.msg, j->path);
+		     al_utf8_valid((const uint8_t *)err.msg, strlen(err.msg)) &&
+		     (strlen(j->path) > 100 || strstr(err.msg, j->path));
 	if (r == 0) {
 		struct al_entry e;
 		const char *where = j->path;
@@ -142,6 +143,16 @@ static int64_t count(const char *sql)
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	return n;
+}
+
+static void exec_sql(const char *sql)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(meta, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
 }
 
 /* The children's requests posted while this process holds the leader's
@@ -271,9 +282,8 @@ static void test_batch_outcomes(void **state)
 /* The leader killed after its commit, before any "done": the others'
  * outcomes are read from their rows by the next leader; nothing is done
  * twice. */
-static void test_leader_killed_after_commit(void **state)
+static void leader_killed(bool prune_fails)
 {
-	(void)state;
 	struct al_store *st = setup_home("groupkill");
 	struct al_oid base = commit_file(st, "0.txt", "0\n");
 	commit_file(st, "1.txt", "1\n"); /* every request a rebase */
@@ -285,7 +295,14 @@ static void test_leader_killed_after_commit(void **state)
 		{ "d.txt", "d\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL },
 	};
 	int codes[4], died = 0;
+	/* the next leader's batch fails after it found the rows (its prune):
+	 * what the rows say still stands */
+	if (prune_fails)
+		exec_sql("CREATE TRIGGER nodel BEFORE DELETE ON grouped "
+			 "BEGIN SELECT RAISE(ABORT, 'injected'); END");
 	held_batch(&base, jobs, 4, true, -1, codes);
+	if (prune_fails)
+		exec_sql("DROP TRIGGER nodel");
 	for (size_t i = 0; i < 4; i++) {
 		if (codes[i] == 77)
 			died++;
@@ -298,6 +315,96 @@ static void test_leader_killed_after_commit(void **state)
 		assert_true(in_head(st, jobs[i].path));
 	commit_file(st, "z.txt", "z\n");
 	assert_int_equal(count("SELECT count(*) FROM grouped"), 0);
+	home_remove(home, st);
+}
+
+static void test_leader_killed_after_commit(void **state)
+{
+	(void)state;
+	leader_killed(false);
+	leader_killed(true);
+}
+
+/* A leader's own request whose error rolls the whole transaction back
+ * (SQLite does so on a full disk, an I/O error; a trigger here): the
+ * batch's objects go with it, and the next commit stores its own (a
+ * batch left open, joined by the next group, stored nothing). */
+static void test_own_request_breaks_batch(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	struct al_store *st = setup_home("groupbreak");
+	struct al_oid base = commit_file(st, "0.txt", "0\n");
+	commit_file(st, "1.txt", "1\n");
+	exec_sql("CREATE TRIGGER boom BEFORE INSERT ON commits WHEN NEW.message = 'boom' "
+		 "BEGIN SELECT RAISE(ROLLBACK, 'injected'); END");
+	struct al_oid snap = put_file(st, &base, "b.txt", "b\n");
+	struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT, .message = "boom" };
+	struct al_commit_result res = { 0 };
+	assert_true(al_project_commit(st, "p", &base, &snap, &o, &res, &err) < 0);
+	if (!strstr(err.msg, "injected"))
+		fail_msg("%s", err.msg);
+	al_commit_result_release(&res);
+	assert_true(al_store_idle(st));
+	commit_file(st, "c.txt", "c\n");
+	/* another handle reads the head whole */
+	struct al_store *st2 = NULL;
+	assert_int_equal(al_store_open(home, "default", &st2, &err), 0);
+	assert_true(in_head(st2, "c.txt"));
+	assert_false(in_head(st2, "b.txt"));
+	al_store_close(st2);
+	home_remove(home, st);
+}
+
+/* A long conflicting path of two-byte characters: its message is cut
+ * at a character's end, and the batch's other commit lands. */
+static void test_long_utf8_conflict(void **state)
+{
+	(void)state;
+	struct al_store *st = setup_home("grouputf8");
+	char path[256] = "a";
+	for (int i = 0; i < 100; i++)
+		memcpy(path + 1 + 2 * i, "\xc3\xa9", 3);
+	struct al_oid base = commit_file(st, path, "0\n");
+	commit_file(st, path, "head\n");
+	struct job jobs[] = {
+		{ path, "mine\n", AL_STRICT, AL_ECONFLICT, false, NULL, NULL },
+		{ "y.txt", "y\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL },
+	};
+	int codes[2];
+	held_batch(&base, jobs, 2, false, -1, codes);
+	assert_int_equal(codes[0], 0);
+	assert_int_equal(codes[1], 0);
+	assert_true(in_head(st, "y.txt"));
+	home_remove(home, st);
+}
+
+/* A slot a new owner has claimed but not yet cleared: the dead owner's
+ * request is still there under its token.  No leader does it. */
+static void test_dead_request_in_claimed_slot(void **state)
+{
+	(void)state;
+	struct al_store *st = setup_home("groupstale");
+	struct al_oid base = commit_file(st, "0.txt", "0\n");
+	commit_file(st, "1.txt", "1\n");
+	struct al_oid snap = put_file(st, &base, "stale.txt", "s\n");
+	char b[AL_OID_STRLEN + 1], in[AL_OID_STRLEN + 1], req[512];
+	al_oid_fmt(&base, b);
+	al_oid_fmt(&snap, in);
+	int n = snprintf(req, sizeof(req),
+			 "{\"project\":\"p\",\"base\":\"%s\",\"incoming\":\"%s\","
+			 "\"strategy\":\"rebase_if_disjoint\",\"group\":\"0123456789abcdef\","
+			 "\"remote\":false}",
+			 b, in);
+	int fd = al_group__stale(meta, req, (size_t)n);
+	assert_true(fd >= 0);
+	struct job j = { "real.txt", "r\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL };
+	int codes[1];
+	held_batch(&base, &j, 1, false, -1, codes);
+	assert_int_equal(codes[0], 0);
+	assert_true(in_head(st, "real.txt"));
+	assert_false(in_head(st, "stale.txt"));
+	close(fd);
 	home_remove(home, st);
 }
 
@@ -470,6 +577,9 @@ int main(void)
 		cmocka_unit_test(test_batch_outcomes),
 		cmocka_unit_test(test_leader_killed_after_commit),
 		cmocka_unit_test(test_requester_killed),
+		cmocka_unit_test(test_own_request_breaks_batch),
+		cmocka_unit_test(test_long_utf8_conflict),
+		cmocka_unit_test(test_dead_request_in_claimed_slot),
 		cmocka_unit_test(test_not_requests),
 		cmocka_unit_test(test_leader_request_withdrawn),
 		cmocka_unit_test(test_queue_file_replaced),

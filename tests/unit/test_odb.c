@@ -719,6 +719,36 @@ static void test_tier_push_then_fetch(void **state)
 	rmdir_r(t.dir);
 }
 
+/* A group commit's batch on a node that fetches an object from the
+ * remote: stored as any read's, readable at once (not held). */
+static void test_tier_group_fetch(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(&t, "node-a");
+	struct al_oid id;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "fetched", 7, &id, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+	struct al_cas *b = tier_open(&t, "node-b");
+	uint8_t *p = NULL;
+	size_t len = 0;
+	assert_int_equal(al_cas__group(b, true, &err), 0);
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_get(b, &id, &p, &len, &err), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(p, "fetched", 7);
+	free(p);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(al_cas__group(b, false, &err), 0);
+	assert_int_equal(al_cas__has_local(b, &id, &err), 1);
+	al_cas_close(b);
+	rmdir_r(t.dir);
+}
+
 static void test_tier_remote_failure_aborts_batch(void **state)
 {
 	(void)state;
@@ -1607,6 +1637,7 @@ int main(void)
 		CONFORMANCE(setup_sqlite),
 		cmocka_unit_test(test_tier_push_then_fetch),
 		cmocka_unit_test(test_tier_remote_failure_aborts_batch),
+		cmocka_unit_test(test_tier_group_fetch),
 		cmocka_unit_test(test_tier_fetch_overtaken),
 		cmocka_unit_test(test_gen_file),
 		cmocka_unit_test(test_tier_landing_waits),

@@ -69,10 +69,46 @@ static void test_stack_release(void **state)
 	assert_true(out[2]);        /* the live frame untouched */
 }
 
+/* A message cut inside a UTF-8 sequence loses that sequence only; an
+ * error's message is never left so (al_fail). */
+static void test_utf8_cut(void **state)
+{
+	(void)state;
+	struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "abc", "abc" },
+		{ "ab\xc3\xa9", "ab\xc3\xa9" },         /* whole */
+		{ "ab\xc3", "ab" },                     /* a lead byte alone */
+		{ "ab\xe2\x82", "ab" },                 /* 2 of 3 */
+		{ "ab\xe2\x82\xac", "ab\xe2\x82\xac" }, /* whole */
+		{ "ab\xf0\x9f\x98", "ab" },             /* 3 of 4 */
+		{ "", "" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char b[16];
+		snprintf(b, sizeof(b), "%s", cases[i].in);
+		al_utf8_cut(b);
+		assert_string_equal(b, cases[i].want);
+	}
+	char path[400] = "a";
+	for (int i = 0; i < 150; i++)
+		memcpy(path + 1 + 2 * i, "\xc3\xa9", 3);
+	struct al_error err;
+	for (int pre = 0; pre < 4; pre++) {
+		al_fail(&err, AL_EINVAL, 0, "%.*s%s", pre, "xyz", path);
+		assert_true(al_utf8_valid((const uint8_t *)err.msg, strlen(err.msg)));
+		assert_true(strlen(err.msg) >= sizeof(err.msg) - 2);
+		al_error_prefix(&err, "%.*s", pre, "xyz");
+		assert_true(al_utf8_valid((const uint8_t *)err.msg, strlen(err.msg)));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stack_release),
+		cmocka_unit_test(test_utf8_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,7 @@ struct held {
 /* Past this many, a group's objects go to objects.db as any batch's
  * (a lookup here is a scan): a large merge's */
 #define HELD_MAX 512
+#define HELD_BYTES (8u << 20)
 
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
@@ -68,7 +69,7 @@ struct al_cas {
 	unsigned joined; /* how many of them are open */
 	/* a group's small objects, kept here until its commit (hold_row) */
 	struct held *held;
-	size_t nheld, capheld;
+	size_t nheld, capheld, heldbytes;
 	bool holding;
 	struct pending *pend;
 	size_t npend, cappend;
@@ -417,37 +418,27 @@ static void loose_name(const struct al_oid *d, char sub[3], char file[63])
 	memcpy(file, hex + 2, 63);
 }
 
-int al_cas_commit(struct al_cas *c, struct al_error *err)
+/* The batch's loose objects into objects/ (each file synced, renamed
+ * into place, its directory synced): before any row names them, and
+ * readable from there */
+static int publish_pending(struct al_cas *c, struct al_error *err)
 {
-	if (!c->in_batch)
-		return al_fail(err, AL_EUSAGE, 0, "cas: no batch open");
-	if (c->joined) {
-		c->joined--;
-		return 0;
-	}
-	int r = c->nheld ? held_flush(c, err) : 0;
-	if (r < 0)
-		goto fail;
-	c->holding = false;
+	int r = 0;
 	bool touched[256] = { 0 }, newsub = false;
 	for (size_t i = 0; i < c->npend; i++) {
 		struct pending *p = &c->pend[i];
 		if ((r = fsync_named(c->batchfd, p->tmp, err)) < 0)
-			goto fail;
+			return r;
 		char sub[3], file[63];
 		loose_name(&p->digest, sub, file);
 		if (mkdirat(c->objfd, sub, 0700) == 0)
 			newsub = true;
-		else if (errno != EEXIST) {
-			r = al_fail(err, AL_EIO, errno, "cas: create objects/%s", sub);
-			goto fail;
-		}
+		else if (errno != EEXIST)
+			return al_fail(err, AL_EIO, errno, "cas: create objects/%s", sub);
 		_cleanup_close_ int sfd =
 			openat(c->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sfd < 0 || renameat(c->batchfd, p->tmp, sfd, file) < 0) {
-			r = al_fail(err, AL_EIO, errno, "cas: publish object");
-			goto fail;
-		}
+		if (sfd < 0 || renameat(c->batchfd, p->tmp, sfd, file) < 0)
+			return al_fail(err, AL_EIO, errno, "cas: publish object");
 		touched[p->digest.b[0]] = true;
 	}
 	for (int i = 0; i < 256; i++) {
@@ -456,11 +447,27 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 		char sub[3];
 		snprintf(sub, sizeof(sub), "%02x", i);
 		if ((r = al_fsync_dir(c->objfd, sub, err)) < 0)
-			goto fail;
+			return r;
 	}
 	if (newsub && (r = al_fsync_dir(c->objfd, ".", err)) < 0)
-		goto fail;
+		return r;
 	c->npend = 0;
+	return 0;
+}
+
+int al_cas_commit(struct al_cas *c, struct al_error *err)
+{
+	if (!c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: no batch open");
+	if (c->joined) {
+		/* its loose objects where the group's later reads find them */
+		c->joined--;
+		return c->npend ? publish_pending(c, err) : 0;
+	}
+	int r = c->nheld ? held_flush(c, err) : 0;
+	if (r < 0 || (r = publish_pending(c, err)) < 0)
+		goto fail;
+	c->holding = false;
 	/* the remote has every object before the local store names any: a
 	 * batch another node can see through the metadata is readable there */
 	if (c->remote && (r = push_batch(c, err)) < 0)
@@ -590,7 +597,7 @@ static void held_release(struct al_cas *c)
 		free(c->held[i].data);
 	free(c->held);
 	c->held = NULL;
-	c->nheld = c->capheld = 0;
+	c->nheld = c->capheld = c->heldbytes = 0;
 	c->holding = false;
 }
 
@@ -615,7 +622,7 @@ static int held_flush(struct al_cas *c, struct al_error *err)
 static int hold_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
 		    const void *data, size_t dlen, struct al_error *err)
 {
-	if (c->nheld == HELD_MAX) {
+	if (c->nheld == HELD_MAX || c->heldbytes + dlen > HELD_BYTES) {
 		int r = held_flush(c, err);
 		return r < 0 ? r : insert_row(c, d, size, enc, data, dlen, err);
 	}
@@ -633,14 +640,16 @@ static int hold_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int
 	if (dlen)
 		memcpy(copy, data, dlen);
 	c->held[c->nheld++] = (struct held){ *d, size, enc, copy, dlen };
+	c->heldbytes += dlen;
 	return 0;
 }
 
 static int put_row(struct al_cas *c, const struct al_oid *d, uint64_t size, int enc,
 		   const void *data, size_t dlen, struct al_error *err)
 {
-	return c->holding ? hold_row(c, d, size, enc, data, dlen, err)
-			  : insert_row(c, d, size, enc, data, dlen, err);
+	/* an object fetched from the remote is stored as any read's is */
+	return c->holding && !c->hydrating ? hold_row(c, d, size, enc, data, dlen, err)
+					   : insert_row(c, d, size, enc, data, dlen, err);
 }
 
 static int put_packed(struct al_cas *c, const void *data, size_t len, const struct al_oid *d,
@@ -1979,10 +1988,15 @@ size_t al_cas__held(struct al_cas *c)
 	       ZSTD_sizeof_DCtx(c->dctx) + c->zbuf.cap;
 }
 
-void al_cas__group(struct al_cas *c, bool on)
+int al_cas__group(struct al_cas *c, bool on, struct al_error *err)
 {
+	/* a batch open before would be taken for the group's own: its
+	 * commit would only leave it, and nothing would be stored */
+	if (on && c->in_batch)
+		return al_fail(err, AL_EUSAGE, 0, "cas: a batch is open");
 	c->grouped = on;
 	c->joined = 0;
+	return 0;
 }
 
 void al_cas__hold_checkpoints(struct al_cas *c, bool hold)
