@@ -6,7 +6,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "airlock/cas.h"
+#include "airlock/manifest.h"
 #include "airlock/store.h"
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
@@ -37,6 +40,25 @@ static void home_remove(const char *home, struct al_store *st)
 {
 	al_store_close(st);
 	sh("rm -rf '%s'", home);
+}
+
+/* A snapshot: base with path set to a file of data (stored). */
+static struct al_oid put_file(struct al_store *st, const struct al_oid *base, const char *path,
+			      const char *data) __attribute__((unused));
+static struct al_oid put_file(struct al_store *st, const struct al_oid *base, const char *path,
+			      const char *data)
+{
+	struct al_error err = { 0 };
+	struct al_cas *cas = al_store_cas(st);
+	struct al_edit ed = { .path = path,
+			      .op = AL_EDIT_SET,
+			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = strlen(data) } };
+	struct al_oid snap;
+	if (al_cas_begin(cas, &err) < 0 ||
+	    al_cas_put(cas, data, strlen(data), &ed.entry.digest, &err) < 0 ||
+	    al_manifest_edit(cas, base, &ed, 1, &snap, &err) < 0 || al_cas_commit(cas, &err) < 0)
+		fail_msg("put %s: %s", path, err.msg);
+	return snap;
 }
 
 #endif

@@ -40,22 +40,6 @@ struct job {
 	const char *message; /* NULL: the path */
 };
 
-static struct al_oid put_file(struct al_store *st, const struct al_oid *from, const char *path,
-			      const char *data)
-{
-	struct al_error err = { 0 };
-	struct al_cas *cas = al_store_cas(st);
-	struct al_edit ed = { .path = path,
-			      .op = AL_EDIT_SET,
-			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = strlen(data) } };
-	struct al_oid out;
-	assert_int_equal(al_cas_begin(cas, &err), 0);
-	assert_int_equal(al_cas_put(cas, data, strlen(data), &ed.entry.digest, &err), 0);
-	assert_int_equal(al_manifest_edit(cas, from, &ed, 1, &out, &err), 0);
-	assert_int_equal(al_cas_commit(cas, &err), 0);
-	return out;
-}
-
 /* A commit made in this process, straight onto the head. */
 static struct al_oid commit_file(struct al_store *st, const char *path, const char *data)
 {

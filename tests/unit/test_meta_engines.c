@@ -29,6 +29,7 @@
 #include "airlock/store.h"
 #include "airlock/volume.h"
 #include "db.h"
+#include "fixture.h"
 #include "store_private.h"
 #include "util.h"
 
@@ -94,22 +95,6 @@ static int teardown(void **state)
 		if ((call) < 0)                             \
 			fail_msg("%s: %s", #call, err.msg); \
 	} while (0)
-
-static struct al_oid put_file(struct al_store *st, const struct al_oid *base, const char *path,
-			      const char *data)
-{
-	struct al_error err = { 0 };
-	struct al_cas *cas = al_store_cas(st);
-	struct al_edit ed = { .path = path,
-			      .op = AL_EDIT_SET,
-			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = strlen(data) } };
-	struct al_oid snap;
-	OK(al_cas_begin(cas, &err));
-	OK(al_cas_put(cas, data, strlen(data), &ed.entry.digest, &err));
-	OK(al_manifest_edit(cas, base, &ed, 1, &snap, &err));
-	OK(al_cas_commit(cas, &err));
-	return snap;
-}
 
 static int count_commit(void *ctx, const struct al_commit_info *c, struct al_error *err)
 {

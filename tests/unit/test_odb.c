@@ -631,6 +631,20 @@ static struct al_cas *tier_open(struct tier *t, const char *name)
 	return c;
 }
 
+/* One small object stored by a node "node-a" (and so pushed to the
+ * remote), the node closed: its id. */
+static struct al_oid stored_by_a(struct tier *t, const char *data)
+{
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(t, "node-a");
+	struct al_oid id;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, data, strlen(data), &id, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+	return id;
+}
+
 static void test_tier_push_then_fetch(void **state)
 {
 	(void)state;
@@ -727,12 +741,7 @@ static void test_tier_group_fetch(void **state)
 	struct tier t;
 	tmpdir(t.dir, sizeof(t.dir));
 	struct al_error err = { 0 };
-	struct al_cas *a = tier_open(&t, "node-a");
-	struct al_oid id;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "fetched", 7, &id, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
-	al_cas_close(a);
+	struct al_oid id = stored_by_a(&t, "fetched");
 	struct al_cas *b = tier_open(&t, "node-b");
 	uint8_t *p = NULL;
 	size_t len = 0;
@@ -1010,12 +1019,7 @@ static void test_tier_landing_waits(void **state)
 	struct tier t;
 	tmpdir(t.dir, sizeof(t.dir));
 	struct al_error err = { 0 };
-	struct al_cas *a = tier_open(&t, "node-a");
-	struct al_oid id;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "waits", 5, &id, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
-	al_cas_close(a);
+	struct al_oid id = stored_by_a(&t, "waits");
 
 	struct racing *x = NULL;
 	struct al_cas *b = racing_open(&t, "node-b", &x);
