@@ -1526,9 +1526,9 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	int c = !broken       ? al_cas_commit(cas, &e2)
 		: e2.code < 0 ? e2.code
 			      : al_fail(&e2, AL_EIO, 0, "commit: the group's transaction failed");
-	if (grouped)
+	if (grouped) /* a batch open before is not this one's to end */
 		al_cas__group(cas, false, NULL);
-	if (c < 0)
+	if (c < 0 && grouped)
 		al_cas_abort(cas);
 	c = al_ledger__commit(st, &txn, c, &e2);
 	hold_checkpoints(st, false);

@@ -357,6 +357,55 @@ static void test_group_batch(void **state)
 	free(big);
 	assert_int_equal(rows_with(other, &bd), 1);
 
+	/* a joined batch that fails to publish its files (a file where a
+	 * directory of objects/ goes): the group fails whole with that error,
+	 * not a later one's, even once the cause is gone */
+	uint8_t *b1 = NULL, *b2 = NULL;
+	struct al_oid i1, i2;
+	char hex1[AL_OID_STRLEN + 1], hex2[AL_OID_STRLEN + 1], blocker[200];
+	for (unsigned seed = 20;; seed++) {
+		free(b1);
+		free(b2);
+		b1 = pattern(AL_CAS_LOOSE_MIN + 1, seed);
+		b2 = pattern(AL_CAS_LOOSE_MIN + 2, seed + 100);
+		al_sha256(b1, AL_CAS_LOOSE_MIN + 1, i1.b);
+		al_sha256(b2, AL_CAS_LOOSE_MIN + 2, i2.b);
+		al_oid_fmt(&i1, hex1);
+		al_oid_fmt(&i2, hex2);
+		snprintf(blocker, sizeof(blocker), "%s/objects/%.2s", f->dir, hex2 + 7);
+		struct stat sb;
+		if (memcmp(hex1 + 7, hex2 + 7, 2) != 0 && stat(blocker, &sb) < 0)
+			break;
+	}
+	FILE *bf = fopen(blocker, "w");
+	assert_non_null(bf);
+	fclose(bf);
+	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, b1, AL_CAS_LOOSE_MIN + 1, &i1, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, b2, AL_CAS_LOOSE_MIN + 2, &i2, &err), 0);
+	assert_true(al_cas_commit(f->cas, &err) < 0);
+	assert_non_null(strstr(err.msg, "publish object"));
+	unlink(blocker);
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, "later", 5, &d1, &err), 0);
+	err = (struct al_error){ 0 };
+	assert_true(al_cas_commit(f->cas, &err) < 0);
+	assert_non_null(strstr(err.msg, "publish object"));
+	err = (struct al_error){ 0 };
+	assert_true(al_cas_commit(f->cas, &err) < 0);
+	assert_non_null(strstr(err.msg, "publish object"));
+	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
+	assert_int_equal(rows_with(other, &i2), 0);
+	/* nothing of it is left to fail the next batch */
+	assert_int_equal(al_cas_begin(f->cas, &err), 0);
+	assert_int_equal(al_cas_put(f->cas, b2, AL_CAS_LOOSE_MIN + 2, &i2, &err), 0);
+	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_int_equal(rows_with(other, &i2), 1);
+	free(b1);
+	free(b2);
+
 	/* a batch open before cannot become a group's */
 	assert_int_equal(al_cas_begin(f->cas, &err), 0);
 	assert_int_equal(al_cas__group(f->cas, true, &err), AL_EUSAGE);

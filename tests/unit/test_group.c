@@ -392,6 +392,29 @@ static void test_dead_request_in_claimed_slot(void **state)
 	home_remove(home, st);
 }
 
+/* A commit made while the caller has an object batch open: refused, and
+ * the caller's batch is left as it was (not ended by the leader). */
+static void test_caller_batch_untouched(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	struct al_store *st = setup_home("groupopen");
+	struct al_oid base = commit_file(st, "0.txt", "0\n");
+	commit_file(st, "1.txt", "1\n");
+	struct al_oid snap = put_file(st, &base, "b.txt", "b\n"), mine;
+	struct al_cas *cas = al_store_cas(st);
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	assert_int_equal(al_cas_put(cas, "mine", 4, &mine, &err), 0);
+	struct al_commit_opts o = { .strategy = AL_REBASE_IF_DISJOINT };
+	struct al_commit_result res = { 0 };
+	assert_true(al_project_commit(st, "p", &base, &snap, &o, &res, &err) < 0);
+	al_commit_result_release(&res);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	assert_int_equal(al_cas_has(cas, &mine, &err), 1);
+	assert_false(in_head(st, "b.txt"));
+	home_remove(home, st);
+}
+
 /* A requester killed before any leader took its request: not done. */
 static void test_requester_killed(void **state)
 {
@@ -562,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_leader_killed_after_commit),
 		cmocka_unit_test(test_requester_killed),
 		cmocka_unit_test(test_own_request_breaks_batch),
+		cmocka_unit_test(test_caller_batch_untouched),
 		cmocka_unit_test(test_long_utf8_conflict),
 		cmocka_unit_test(test_dead_request_in_claimed_slot),
 		cmocka_unit_test(test_not_requests),

@@ -71,6 +71,9 @@ struct al_cas {
 	struct held *held;
 	size_t nheld, capheld, heldbytes;
 	bool holding;
+	/* a joined batch's failure to publish its files: the group's, which
+	 * then fails whole with it (its list may be left part renamed) */
+	struct al_error gerr;
 	struct pending *pend;
 	size_t npend, cappend;
 	unsigned tmpseq;
@@ -462,9 +465,16 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	if (c->joined) {
 		/* its loose objects where the group's later reads find them */
 		c->joined--;
-		return c->npend ? publish_pending(c, err) : 0;
+		int r = c->gerr.code < 0 ? al_fail(err, c->gerr.code, 0, "%s", c->gerr.msg)
+			: c->npend       ? publish_pending(c, &c->gerr)
+					 : 0;
+		if (r < 0 && err)
+			*err = c->gerr;
+		return r;
 	}
-	int r = c->nheld ? held_flush(c, err) : 0;
+	int r = c->gerr.code < 0 ? al_fail(err, c->gerr.code, 0, "%s", c->gerr.msg) : 0;
+	if (r == 0 && c->nheld)
+		r = held_flush(c, err);
 	if (r < 0 || (r = publish_pending(c, err)) < 0)
 		goto fail;
 	c->holding = false;
@@ -496,6 +506,7 @@ void al_cas_abort(struct al_cas *c)
 		return;
 	}
 	held_release(c);
+	c->gerr = (struct al_error){ 0 };
 	if (c->txn)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	c->in_batch = c->txn = false;
@@ -1996,6 +2007,7 @@ int al_cas__group(struct al_cas *c, bool on, struct al_error *err)
 		return al_fail(err, AL_EUSAGE, 0, "cas: a batch is open");
 	c->grouped = on;
 	c->joined = 0;
+	c->gerr = (struct al_error){ 0 };
 	return 0;
 }
 
