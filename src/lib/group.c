@@ -16,8 +16,7 @@
 #include "group.h"
 #include "util.h"
 
-/* The file: a header page, then one page per slot.  Byte 0 is the
- * leader's lock, a slot's first byte its owner's. */
+/* The file: a header page, then one page per slot (its locks below). */
 #define GROUP_MAGIC 0x414c4731u /* "ALG1" */
 #define GROUP_SIZE ((size_t)AL_GROUP_SLOT_SIZE * (AL_GROUP_SLOTS + 1))
 /* a leader killed leaves no wake: its lock is found free within a step */
@@ -75,21 +74,53 @@ static off_t lock_byte(unsigned i, int which)
 
 /* OFD locks: per open file, so threads each with their own join are as
  * separate as processes; dropped when the process dies. */
-static int ofd_lock(int fd, int cmd, short type, unsigned i, int which)
+static struct flock one_byte(short type, unsigned i, int which)
 {
-	struct flock l = {
+	return (struct flock){
 		.l_type = type, .l_whence = SEEK_SET, .l_start = lock_byte(i, which), .l_len = 1
 	};
+}
+
+static int lock(int fd, int cmd, short type, unsigned i, int which)
+{
+	struct flock l = one_byte(type, i, which);
 	return fcntl(fd, cmd, &l);
 }
 
 /* Whether slot i's request is its live owner's */
 static bool alive(const struct al_group *g, unsigned i)
 {
-	struct flock l = {
-		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_byte(i, LIVE), .l_len = 1
-	};
+	struct flock l = one_byte(F_WRLCK, i, LIVE);
 	return fcntl(g->fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+}
+
+/* A slot claimed (from start on, in turn): its index, or AL_GROUP_SLOTS */
+static unsigned claim(int fd, unsigned start)
+{
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
+		if (lock(fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS, CLAIM) == 0)
+			return (start + i) % AL_GROUP_SLOTS;
+	return AL_GROUP_SLOTS;
+}
+
+/* The slot other than this process's own where token is posted, or
+ * AL_GROUP_SLOTS */
+static unsigned posted_at(const struct al_group *g, uint64_t token)
+{
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
+		if (i != g->own &&
+		    __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
+			return i;
+	return AL_GROUP_SLOTS;
+}
+
+/* Slot i's token when its request waits for a leader (posted by a live
+ * owner, not done), else 0 */
+static uint64_t waiting_at(const struct al_group *g, unsigned i)
+{
+	const struct slot *s = slot_at(g, i);
+	uint64_t t = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+	return t && __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) != t && alive(g, i) ? t : 0;
 }
 
 /* The queue's file opened (fd) and checked: a regular file of this user,
@@ -201,20 +232,15 @@ int al_group_join(struct al_group_map **cache, const char *dbpath, const void *r
 		return 1;
 	}
 	/* start at a place of this process's own: claims rarely collide */
-	unsigned start = (unsigned)(g->token % AL_GROUP_SLOTS), i;
-	for (i = 0; i < AL_GROUP_SLOTS; i++)
-		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, (start + i) % AL_GROUP_SLOTS, CLAIM) == 0)
-			break;
-	if (i == AL_GROUP_SLOTS) {
+	if ((g->own = claim(g->fd, (unsigned)(g->token % AL_GROUP_SLOTS))) == AL_GROUP_SLOTS) {
 		close(g->fd);
 		free(g);
 		return 1;
 	}
-	g->own = (start + i) % AL_GROUP_SLOTS;
 	struct slot *s = slot_at(g, g->own);
 	/* a leader reading the slot's old request sees its token change */
 	__atomic_store_n(&s->posted, 0, __ATOMIC_SEQ_CST);
-	if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, g->own, LIVE) < 0) {
+	if (lock(g->fd, F_OFD_SETLK, F_WRLCK, g->own, LIVE) < 0) {
 		close(g->fd); /* its claim with it */
 		free(g);
 		return 1;
@@ -249,13 +275,13 @@ int al_group_wait(struct al_group *g, struct al_error *err)
 		if (is_done(g))
 			return 1;
 		uint32_t seen = __atomic_load_n(&hdr(g)->released, __ATOMIC_SEQ_CST);
-		if (ofd_lock(g->fd, F_OFD_SETLK, F_WRLCK, LEADER, 0) == 0) {
+		if (lock(g->fd, F_OFD_SETLK, F_WRLCK, LEADER, 0) == 0) {
 			/* done words are written under this lock: now final */
 			if (!is_done(g)) {
 				g->leading = true;
 				return 0;
 			}
-			ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
+			lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
 			wake_all(g); /* a waiter that tried meanwhile */
 			return 1;
 		}
@@ -274,8 +300,8 @@ int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
 		if (i == g->own)
 			continue;
 		struct slot *s = slot_at(g, i);
-		uint64_t t = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
-		if (t == 0 || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == t || !alive(g, i))
+		uint64_t t = waiting_at(g, i);
+		if (t == 0)
 			continue;
 		uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 		if (len == 0 || len > AL_GROUP_MAX_REQ)
@@ -294,22 +320,15 @@ int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
 
 bool al_group_waiting(struct al_group *g, uint64_t token)
 {
-	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
-		if (i != g->own &&
-		    __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
-			return alive(g, i);
-	return false;
+	unsigned i = posted_at(g, token);
+	return i < AL_GROUP_SLOTS && alive(g, i);
 }
 
 void al_group_done(struct al_group *g, uint64_t token)
 {
-	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
-		struct slot *s = slot_at(g, i);
-		if (i != g->own && __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE) == token) {
-			__atomic_store_n(&s->done, token, __ATOMIC_RELEASE);
-			return;
-		}
-	}
+	unsigned i = posted_at(g, token);
+	if (i < AL_GROUP_SLOTS)
+		__atomic_store_n(&slot_at(g, i)->done, token, __ATOMIC_RELEASE);
 }
 
 void al_group_end(struct al_group *g)
@@ -319,7 +338,7 @@ void al_group_end(struct al_group *g)
 	/* withdrawn before the lock goes: the next leader must not do it again
 	 * (the leader keeps no row of its own request) */
 	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
-	ofd_lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
+	lock(g->fd, F_OFD_SETLK, F_UNLCK, LEADER, 0);
 	g->leading = false;
 	wake_all(g);
 }
@@ -341,7 +360,7 @@ int al_group__hold(const char *dbpath)
 	if (open_map(dbpath, &fd, &map) < 0)
 		return -1;
 	munmap(map, GROUP_SIZE);
-	if (ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, LEADER, 0) < 0) {
+	if (lock(fd, F_OFD_SETLKW, F_WRLCK, LEADER, 0) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -354,11 +373,8 @@ int al_group__posted(const char *dbpath)
 	if (open_map(dbpath, &g.fd, &g.map) < 0)
 		return -1;
 	int n = 0;
-	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
-		struct slot *s = slot_at(&g, i);
-		uint64_t t = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
-		n += t && __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) != t && alive(&g, i);
-	}
+	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
+		n += waiting_at(&g, i) != 0;
 	munmap(g.map, GROUP_SIZE);
 	close(g.fd);
 	return n;
@@ -371,10 +387,7 @@ int al_group__stale(const char *dbpath, const void *req, size_t len)
 	if (len == 0 || len > AL_GROUP_MAX_REQ || open_map(dbpath, &fd, &map) < 0)
 		return -1;
 	struct al_group g = { .fd = fd, .map = map };
-	unsigned i;
-	for (i = 0; i < AL_GROUP_SLOTS; i++)
-		if (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, i, CLAIM) == 0)
-			break;
+	unsigned i = claim(fd, 0);
 	if (i < AL_GROUP_SLOTS) {
 		struct slot *s = slot_at(&g, i);
 		memcpy(s->req, req, len);

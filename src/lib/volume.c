@@ -1291,10 +1291,8 @@ static int result_parse(const char *s, struct al_commit_result *res, struct al_e
 	res->rebased = rebased;
 	size_t nc = json_array_size(cs), nm = json_array_size(ms);
 	if ((nc && !(res->conflicts = calloc(nc, sizeof(*res->conflicts)))) ||
-	    (nm && !(res->merged = calloc(nm, sizeof(char *))))) {
-		json_decref(j);
-		return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
-	}
+	    (nm && !(res->merged = calloc(nm, sizeof(char *)))))
+		goto nomem;
 	for (size_t i = 0; i < nc; i++) {
 		struct al_conflict *c = &res->conflicts[res->nconflicts];
 		const char *path, *copy = NULL;
@@ -1308,19 +1306,15 @@ static int result_parse(const char *s, struct al_commit_result *res, struct al_e
 		c->path = strdup(path);
 		c->copy_path = copy ? strdup(copy) : NULL;
 		res->nconflicts++;
-		if (!c->path || (copy && !c->copy_path)) {
-			json_decref(j);
-			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
-		}
+		if (!c->path || (copy && !c->copy_path))
+			goto nomem;
 	}
 	for (size_t i = 0; i < nm; i++) {
 		const char *m = json_string_value(json_array_get(ms, i));
 		if (!m)
 			goto bad;
-		if (!(res->merged[res->nmerged++] = strdup(m))) {
-			json_decref(j);
-			return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
-		}
+		if (!(res->merged[res->nmerged++] = strdup(m)))
+			goto nomem;
 	}
 	if (r < 0 && err) {
 		err->code = code;
@@ -1332,6 +1326,9 @@ static int result_parse(const char *s, struct al_commit_result *res, struct al_e
 bad:
 	json_decref(j);
 	return al_fail(err, AL_ECORRUPT, 0, "commit: a group commit's outcome is malformed");
+nomem:
+	json_decref(j);
+	return al_fail(err, AL_ENOMEM, ENOMEM, "commit");
 }
 
 /* token's row: 1 and *out (malloc'd), or 0: none */
@@ -1447,10 +1444,9 @@ struct batch {
 static int collect(void *ctx, uint64_t token, const void *req, size_t len)
 {
 	struct batch *b = ctx;
-	/* a request that is not one (torn, another version's) is left to its
-	 * process, which does it itself when it leads */
-	/* and one whose objects must reach a remote tier this leader has not
-	 * (or the other way): its process commits it itself */
+	/* a request that is not one (torn, another version's), or one whose
+	 * objects must reach a remote tier this leader has not (or the other
+	 * way), is left to its process, which does it itself when it leads */
 	bool remote;
 	if (b->n < AL_GROUP_SLOTS && request_parse(req, len, &b->q[b->n], &remote) == 0) {
 		if (remote == b->remote)

@@ -71,6 +71,7 @@ struct al_cas {
 	struct held *held;
 	size_t nheld, capheld, heldbytes;
 	bool holding;
+	const struct held *found; /* what lookup_local found held, for decode_packed */
 	/* a joined batch's failure to publish its files: the group's, which
 	 * then fails whole with it (its list may be left part renamed) */
 	struct al_error gerr;
@@ -608,6 +609,7 @@ static void held_release(struct al_cas *c)
 		free(c->held[i].data);
 	free(c->held);
 	c->held = NULL;
+	c->found = NULL;
 	c->nheld = c->capheld = c->heldbytes = 0;
 	c->holding = false;
 }
@@ -974,6 +976,12 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 static int lookup_local(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
 			struct al_error *err)
 {
+	/* a group's object not yet in objects.db (hold_row) is found first */
+	if ((c->found = c->nheld ? held_find(c, d) : NULL)) {
+		*enc = c->found->enc;
+		*size = c->found->size;
+		return 0;
+	}
 	sqlite3_stmt *st = c->st_get;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -1494,19 +1502,11 @@ static int decode_bytes(struct al_cas *c, const struct al_oid *d, int enc, uint6
 static int decode_packed(struct al_cas *c, const struct al_oid *d, int enc, uint64_t size,
 			 uint8_t **out, struct al_error *err)
 {
+	if (c->found) /* lookup_local's answer: held, or st_get's row */
+		return decode_bytes(c, d, enc, size, c->found->data, c->found->len, out, err);
 	sqlite3_stmt *st = c->st_get;
 	return decode_bytes(c, d, enc, size, sqlite3_column_blob(st, 2),
 			    (size_t)sqlite3_column_bytes(st, 2), out, err);
-}
-
-/* A group's object not yet in objects.db (hold_row): 1 and *out */
-static int get_held(struct al_cas *c, const struct al_oid *d, uint8_t **out, struct al_error *err)
-{
-	const struct held *h = c->nheld ? held_find(c, d) : NULL;
-	if (!h)
-		return 0;
-	int r = decode_bytes(c, d, h->enc, h->size, h->data, h->len, out, err);
-	return r < 0 ? r : 1;
 }
 
 static int append_sink(void *ctx, const void *p, size_t n, struct al_error *err)
@@ -1521,13 +1521,7 @@ int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *
 {
 	int enc;
 	uint64_t size;
-	int r = get_held(c, d, out, err);
-	if (r != 0) {
-		if (r == 1)
-			*len = (size_t)held_find(c, d)->size;
-		return r < 0 ? r : 0;
-	}
-	r = lookup(c, d, &enc, &size, err);
+	int r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
 	if (!is_loose(enc)) {
@@ -1559,13 +1553,7 @@ int al_cas_stream(struct al_cas *c, const struct al_oid *d, al_cas_sink sink, vo
 {
 	int enc;
 	uint64_t size;
-	_cleanup_free_ uint8_t *held = NULL;
-	int r = get_held(c, d, &held, err);
-	if (r != 0) {
-		size = held_find(c, d)->size;
-		return r < 0 ? r : size ? sink(ctx, held, (size_t)size, err) : 0;
-	}
-	r = lookup(c, d, &enc, &size, err);
+	int r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
 	if (is_loose(enc)) {
@@ -1622,8 +1610,7 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	*out = NULL;
 	int enc;
 	uint64_t size;
-	const struct held *h = c->nheld ? held_find(c, d) : NULL;
-	int rc = h ? (enc = h->enc, size = h->size, 0) : lookup(c, d, &enc, &size, err);
+	int rc = lookup(c, d, &enc, &size, err);
 	if (rc < 0)
 		return rc;
 	struct al_cas_reader *r = calloc(1, sizeof(*r));
@@ -1635,8 +1622,7 @@ int al_cas_reader_open(struct al_cas *c, const struct al_oid *d, struct al_cas_r
 	r->size = size;
 	r->digest = *d;
 	if (!is_loose(enc)) {
-		rc = h ? decode_bytes(c, d, enc, size, h->data, h->len, &r->packed, err)
-		       : decode_packed(c, d, enc, size, &r->packed, err);
+		rc = decode_packed(c, d, enc, size, &r->packed, err);
 		sqlite3_reset(c->st_get);
 		r->verified = true;
 		if (rc < 0) {
@@ -1794,11 +1780,6 @@ int al_cas_reader_skip(struct al_cas_reader *r, uint64_t n, struct al_error *err
 
 int al_cas_size(struct al_cas *c, const struct al_oid *d, uint64_t *size, struct al_error *err)
 {
-	const struct held *h = c->nheld ? held_find(c, d) : NULL;
-	if (h) {
-		*size = h->size;
-		return 0;
-	}
 	int enc;
 	int r = lookup_local(c, d, &enc, size, err);
 	sqlite3_reset(c->st_get);
