@@ -74,6 +74,7 @@ v() { awk -v k="$1" '$1 == k {print $2}' "$OUT/volume.txt"; }
 row "commit 10 changed files on 1M (ms, head==base)" "$(v commit_10_of_1000000_ms)" "-" "-" "< 5 ms"
 row "diff of those 10 changes on 1M (ms)" "$(v diff_10_of_1000000_ms)" "-" "-" "< 5 ms"
 row "commit 10 files on 1M, rebased (ms)" "$(v rebase_commit_10_of_1000000_ms)" "-" "-" "< 5 ms"
+row "a process's first commit, 1 file (ms, median of 11)" "$(v first_commit_of_a_process_ms)" "-" "-" "what the group commit's queue costs a commit alone"
 row "accept_selected 10 of 1,000 changes, 100k (ms)" "$(v accept_selected_10_of_1000_changes_100k_ms)" "-" "-" "< 50 ms"
 row "accept 10 of 1,000 hunks, 100,000-line file (ms)" "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)" "$(ratio "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)")" "peer: its review (the same diff)"
 row "merge_lines, 1,000 hunks onto 10, 100,000 lines (ms)" "$(v merge_lines_1000_hunks_onto_10_100000_line_file_ms)" "-" "-" "git_merge_file of 5 MB"

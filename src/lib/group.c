@@ -16,7 +16,13 @@
 #include "group.h"
 #include "util.h"
 
-/* The file: a header page, then one page per slot (its locks below). */
+/* The file: a header page, then one page per slot (its locks below).
+ * The header's "busy" word has a bit per slot whose owner has posted:
+ * a leader reads only those slots' pages, not all 64 (the first commit
+ * of a process faulted in every one).  It is a hint for finding
+ * requests, never a decision: the token and the live lock decide, and a
+ * process of the version before, which posts without it, is left to
+ * lead its own request. */
 #define GROUP_MAGIC 0x414c4731u /* "ALG1" */
 #define GROUP_SIZE ((size_t)AL_GROUP_SLOT_SIZE * (AL_GROUP_SLOTS + 1))
 /* a leader killed leaves no wake: its lock is found free within a step */
@@ -28,6 +34,7 @@
 struct header {
 	uint32_t magic;
 	uint32_t released; /* one more at each leader's end (futex word) */
+	uint64_t busy;     /* bit i: slot i's owner has posted */
 };
 
 struct slot {
@@ -103,12 +110,17 @@ static unsigned claim(int fd, unsigned start)
 	return AL_GROUP_SLOTS;
 }
 
+static uint64_t busy(const struct al_group *g)
+{
+	return __atomic_load_n(&hdr(g)->busy, __ATOMIC_ACQUIRE);
+}
+
 /* The slot other than this process's own where token is posted, or
- * AL_GROUP_SLOTS */
-static unsigned posted_at(const struct al_group *g, uint64_t token)
+ * AL_GROUP_SLOTS; among the slots of mask only */
+static unsigned posted_at(const struct al_group *g, uint64_t mask, uint64_t token)
 {
 	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++)
-		if (i != g->own &&
+		if ((mask >> i & 1) && i != g->own &&
 		    __atomic_load_n(&slot_at(g, i)->posted, __ATOMIC_ACQUIRE) == token)
 			return i;
 	return AL_GROUP_SLOTS;
@@ -248,6 +260,7 @@ int al_group_join(struct al_group_map **cache, const char *dbpath, const void *r
 	memcpy(s->req, req, len);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->posted, g->token, __ATOMIC_RELEASE);
+	__atomic_or_fetch(&hdr(g)->busy, 1ull << g->own, __ATOMIC_SEQ_CST);
 	*out = g;
 	return 0;
 }
@@ -296,8 +309,9 @@ int al_group_wait(struct al_group *g, struct al_error *err)
 
 int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
 {
+	uint64_t mask = busy(g);
 	for (unsigned i = 0; i < AL_GROUP_SLOTS; i++) {
-		if (i == g->own)
+		if (i == g->own || !(mask >> i & 1))
 			continue;
 		struct slot *s = slot_at(g, i);
 		uint64_t t = waiting_at(g, i);
@@ -320,13 +334,15 @@ int al_group_foreach(struct al_group *g, al_group_fn fn, void *ctx)
 
 bool al_group_waiting(struct al_group *g, uint64_t token)
 {
-	unsigned i = posted_at(g, token);
+	/* every slot: a row must outlive its reader, of whatever version */
+	unsigned i = posted_at(g, UINT64_MAX, token);
 	return i < AL_GROUP_SLOTS && alive(g, i);
 }
 
 void al_group_done(struct al_group *g, uint64_t token)
 {
-	unsigned i = posted_at(g, token);
+	/* a request foreach gave: its slot's bit stays until its owner leaves */
+	unsigned i = posted_at(g, busy(g), token);
 	if (i < AL_GROUP_SLOTS)
 		__atomic_store_n(&slot_at(g, i)->done, token, __ATOMIC_RELEASE);
 }
@@ -349,6 +365,8 @@ void al_group_leave(struct al_group *g)
 		return;
 	al_group_end(g);
 	__atomic_store_n(&slot_at(g, g->own)->posted, 0, __ATOMIC_SEQ_CST);
+	/* before the claim goes: the next owner's bit is its own to set */
+	__atomic_and_fetch(&hdr(g)->busy, ~(1ull << g->own), __ATOMIC_SEQ_CST);
 	close(g->fd); /* the slot's lock with it; the mapping is the store's */
 	free(g);
 }
@@ -380,7 +398,7 @@ int al_group__posted(const char *dbpath)
 	return n;
 }
 
-int al_group__stale(const char *dbpath, const void *req, size_t len)
+int al_group__post(const char *dbpath, const void *req, size_t len, bool live, bool listed)
 {
 	int fd;
 	unsigned char *map;
@@ -388,11 +406,15 @@ int al_group__stale(const char *dbpath, const void *req, size_t len)
 		return -1;
 	struct al_group g = { .fd = fd, .map = map };
 	unsigned i = claim(fd, 0);
-	if (i < AL_GROUP_SLOTS) {
+	if (i < AL_GROUP_SLOTS && (!live || lock(fd, F_OFD_SETLK, F_WRLCK, i, LIVE) == 0)) {
 		struct slot *s = slot_at(&g, i);
 		memcpy(s->req, req, len);
 		__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->posted, 0x5ea1ed5ea1edull, __ATOMIC_RELEASE);
+		if (listed)
+			__atomic_or_fetch(&hdr(&g)->busy, 1ull << i, __ATOMIC_SEQ_CST);
+	} else {
+		i = AL_GROUP_SLOTS;
 	}
 	munmap(map, GROUP_SIZE);
 	if (i == AL_GROUP_SLOTS) {

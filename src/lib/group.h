@@ -73,8 +73,10 @@ extern void (*al_group__after_commit)(void);
  * release) or -1; how many requests wait (posted, alive, not done). */
 int al_group__hold(const char *dbpath);
 int al_group__posted(const char *dbpath);
-/* Tests: a slot as a new owner finds a dead owner's: claimed (fd, close
- * to release), req still posted under the old token, not live. */
-int al_group__stale(const char *dbpath, const void *req, size_t len);
+/* Tests: a slot claimed (its fd returned: close to release) with req
+ * posted under a token of its own, live (its process waits) or not (a
+ * dead owner's request, as the slot's new owner finds it), listed in
+ * the busy word or not (as a process of the version before posts). */
+int al_group__post(const char *dbpath, const void *req, size_t len, bool live, bool listed);
 
 #endif

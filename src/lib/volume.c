@@ -1457,6 +1457,25 @@ static int collect(void *ctx, uint64_t token, const void *req, size_t len)
 	return 0;
 }
 
+/* A commit alone, in the transaction begun: the direct path's, and a
+ * leader's whom no other request waits for (no savepoint, no held
+ * objects: a group of one costs what a commit without a queue does). */
+static int commit_alone(struct al_store *st, struct al_db *db, struct al_db_txn *txn,
+			const char *project, const struct commit_req *q, struct al_group *g,
+			struct al_commit_result *res, struct al_error *err)
+{
+	struct vol v;
+	hold_checkpoints(st, true);
+	int r = g ? prune_rows(db, g, err) : 0;
+	if (r == 0 && (r = live_volume(db, project, &v, err)) == 0)
+		r = commit_locked(st, db, &v, q, res, err);
+	r = al_ledger__commit(st, txn, r, err);
+	hold_checkpoints(st, false);
+	if (r == AL_ECONFLICT)
+		log_refusal(st, db, q, project, res);
+	return r;
+}
+
 /* This process leads: its own request and every other posted, in one
  * transaction of each database. */
 static int lead(struct al_store *st, struct al_group *g, const char *project,
@@ -1475,13 +1494,22 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	}
 	b->remote = al_cas__has_remote(cas);
 	al_group_foreach(g, collect, b);
+	char *row = NULL;
+	/* alone, and its request not done by a leader killed after its commit */
+	int f = b->n ? 1 : find_row(db, al_group_token(g), &row, &e2);
+	if (f == 0) {
+		free(b);
+		r = commit_alone(st, db, &txn, project, own, g, res, err);
+		al_group_end(g);
+		return r;
+	}
+	free(steal_ptr(row));
 	hold_checkpoints(st, true);
 	bool grouped = al_cas__group(cas, true, &e2) == 0;
 	bool broken = !grouped || al_cas_begin(cas, &e2) < 0;
-	char *row = NULL;
 	/* its own: done by a leader killed after its commit (its outcome
 	 * stands whatever becomes of this batch), or now */
-	int f = broken ? 0 : find_row(db, al_group_token(g), &row, &e2);
+	f = broken ? 0 : find_row(db, al_group_token(g), &row, &e2);
 	bool own_row = f == 1;
 	if (f < 0)
 		broken = true;
@@ -1569,7 +1597,6 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 	memset(res, 0, sizeof(*res));
 	struct al_db *db;
 	struct al_db_txn txn;
-	struct vol v;
 	struct precomputed pre;
 	precompute(st, base, snapshot, &pre);
 	char gbuf[17];
@@ -1598,18 +1625,9 @@ int al_project_commit(struct al_store *st, const char *project, const struct al_
 		return r;
 	}
 	free(req);
-	if (r < 0 || (r = begin(st, &db, &txn, err)) < 0) {
-		precomputed_release(&pre);
-		return r;
-	}
-	hold_checkpoints(st, true);
-	if ((r = live_volume(db, project, &v, err)) == 0)
-		r = commit_locked(st, db, &v, &q, res, err);
-	r = al_ledger__commit(st, &txn, r, err);
-	hold_checkpoints(st, false);
+	if (r == 0 && (r = begin(st, &db, &txn, err)) == 0)
+		r = commit_alone(st, db, &txn, project, &q, NULL, res, err);
 	precomputed_release(&pre);
-	if (r == AL_ECONFLICT)
-		log_refusal(st, db, &q, project, res);
 	return r;
 }
 

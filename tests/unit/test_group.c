@@ -147,6 +147,7 @@ static void held_batch(const struct al_oid *base, const struct job *jobs, size_t
 {
 	int hold = al_group__hold(meta);
 	assert_true(hold >= 0);
+	int before = al_group__posted(meta); /* a test's own, posted apart */
 	pid_t pid[8];
 	assert_true(n <= ARRAY_SIZE(pid));
 	for (size_t i = 0; i < n; i++) {
@@ -157,7 +158,7 @@ static void held_batch(const struct al_oid *base, const struct job *jobs, size_t
 			_exit(child(base, &jobs[i], die));
 		}
 	}
-	for (int tries = 0; al_group__posted(meta) < (int)n; tries++) {
+	for (int tries = 0; al_group__posted(meta) < before + (int)n; tries++) {
 		assert_true(tries < 20000); /* 20 s */
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
@@ -265,8 +266,9 @@ static void test_batch_outcomes(void **state)
 
 /* The leader killed after its commit, before any "done": the others'
  * outcomes are read from their rows by the next leader; nothing is done
- * twice. */
-static void leader_killed(bool prune_fails)
+ * twice.  n 2: the one left leads alone (no other request waits) and
+ * must still find its own row. */
+static void leader_killed(bool prune_fails, size_t n)
 {
 	struct al_store *st = setup_home("groupkill");
 	struct al_oid base = commit_file(st, "0.txt", "0\n");
@@ -279,23 +281,24 @@ static void leader_killed(bool prune_fails)
 		{ "d.txt", "d\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL },
 	};
 	int codes[4], died = 0;
+	assert_true(n <= 4);
 	/* the next leader's batch fails after it found the rows (its prune):
 	 * what the rows say still stands */
 	if (prune_fails)
 		exec_sql("CREATE TRIGGER nodel BEFORE DELETE ON grouped "
 			 "BEGIN SELECT RAISE(ABORT, 'injected'); END");
-	held_batch(&base, jobs, 4, true, -1, codes);
+	held_batch(&base, jobs, n, true, -1, codes);
 	if (prune_fails)
 		exec_sql("DROP TRIGGER nodel");
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (codes[i] == 77)
 			died++;
 		else if (codes[i] != 0)
 			fail_msg("job %zu (%s): exit %d", i, jobs[i].path, codes[i]);
 	}
 	assert_int_equal(died, 1);
-	assert_int_equal(commits(st), before + 4); /* each once */
-	for (size_t i = 0; i < 4; i++)
+	assert_int_equal(commits(st), before + (int)n); /* each once */
+	for (size_t i = 0; i < n; i++)
 		assert_true(in_head(st, jobs[i].path));
 	commit_file(st, "z.txt", "z\n");
 	assert_int_equal(count("SELECT count(*) FROM grouped"), 0);
@@ -305,8 +308,10 @@ static void leader_killed(bool prune_fails)
 static void test_leader_killed_after_commit(void **state)
 {
 	(void)state;
-	leader_killed(false);
-	leader_killed(true);
+	leader_killed(false, 4);
+	leader_killed(true, 4);
+	leader_killed(false, 2);
+	leader_killed(true, 2);
 }
 
 /* A leader's own request whose error rolls the whole transaction back
@@ -363,15 +368,15 @@ static void test_long_utf8_conflict(void **state)
 	home_remove(home, st);
 }
 
-/* A slot a new owner has claimed but not yet cleared: the dead owner's
- * request is still there under its token.  No leader does it. */
-static void test_dead_request_in_claimed_slot(void **state)
+/* A request posted apart from the children (al_group__post): live or
+ * not, listed in the queue's busy word or not.  Whether the children's
+ * leader did it: 1, 0 not. */
+static int posted_apart(bool live, bool listed)
 {
-	(void)state;
-	struct al_store *st = setup_home("groupstale");
+	struct al_store *st = setup_home("groupapart");
 	struct al_oid base = commit_file(st, "0.txt", "0\n");
 	commit_file(st, "1.txt", "1\n");
-	struct al_oid snap = put_file(st, &base, "stale.txt", "s\n");
+	struct al_oid snap = put_file(st, &base, "apart.txt", "s\n");
 	char b[AL_OID_STRLEN + 1], in[AL_OID_STRLEN + 1], req[512];
 	al_oid_fmt(&base, b);
 	al_oid_fmt(&snap, in);
@@ -380,16 +385,30 @@ static void test_dead_request_in_claimed_slot(void **state)
 			 "\"strategy\":\"rebase_if_disjoint\",\"group\":\"0123456789abcdef\","
 			 "\"remote\":false}",
 			 b, in);
-	int fd = al_group__stale(meta, req, (size_t)n);
+	int fd = al_group__post(meta, req, (size_t)n, live, listed);
 	assert_true(fd >= 0);
 	struct job j = { "real.txt", "r\n", AL_REBASE_IF_DISJOINT, 0, false, NULL, NULL };
 	int codes[1];
 	held_batch(&base, &j, 1, false, -1, codes);
 	assert_int_equal(codes[0], 0);
 	assert_true(in_head(st, "real.txt"));
-	assert_false(in_head(st, "stale.txt"));
+	int done = in_head(st, "apart.txt");
+	assert_int_equal(count("SELECT count(*) FROM grouped"), done);
 	close(fd);
 	home_remove(home, st);
+	return done;
+}
+
+/* A slot's new owner has claimed it and not yet cleared the token a
+ * dead owner left: the dead request is not done.  A request of a process
+ * of the version before (live, not in the busy word) is left to it, to
+ * lead itself; the same request listed is done, with its row. */
+static void test_requests_posted_apart(void **state)
+{
+	(void)state;
+	assert_int_equal(posted_apart(false, true), 0);
+	assert_int_equal(posted_apart(true, false), 0);
+	assert_int_equal(posted_apart(true, true), 1);
 }
 
 /* A commit made while the caller has an object batch open: refused, and
@@ -587,7 +606,7 @@ int main(void)
 		cmocka_unit_test(test_own_request_breaks_batch),
 		cmocka_unit_test(test_caller_batch_untouched),
 		cmocka_unit_test(test_long_utf8_conflict),
-		cmocka_unit_test(test_dead_request_in_claimed_slot),
+		cmocka_unit_test(test_requests_posted_apart),
 		cmocka_unit_test(test_not_requests),
 		cmocka_unit_test(test_leader_request_withdrawn),
 		cmocka_unit_test(test_queue_file_replaced),
