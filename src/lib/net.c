@@ -339,6 +339,10 @@ int al_net_allow_within(const char *const *entries, size_t n, const char *const 
 #define HEAD_MAX 8192
 #define HELLO_MAX (16384 + 5)
 #define IO_TIMEOUT_S 30
+/* the request head (and a tunnel's ClientHello) whole within this: a
+ * limit per read let a client trickle a byte every 29 s and hold its
+ * connection for ever */
+#define HEAD_DEADLINE_MS (IO_TIMEOUT_S * 1000)
 #define CHUNK (1u << 20)
 
 struct conn_rec {
@@ -358,6 +362,7 @@ struct al_net_proxy {
 	char (*allow)[AL_NET_ENTRY_MAX];
 	size_t nrules;
 	uint64_t max_conns, max_bytes;
+	int head_ms; /* HEAD_DEADLINE_MS; tests: al_net__proxy_head_deadline */
 	struct al_serve srv;
 
 	pthread_mutex_t mu;
@@ -372,7 +377,8 @@ struct conn {
 	struct al_net_proxy *p;
 	struct conn_rec *rec;
 	int client, up;
-	bool answered; /* a refusal was sent: let the client read it before the close */
+	bool answered;     /* a refusal was sent: let the client read it before the close */
+	uint64_t deadline; /* monotonic ns: the head and the ClientHello read by then */
 	char head[HEAD_MAX + 1];
 	size_t nhead, used; /* bytes read; bytes of the head proper */
 };
@@ -406,6 +412,7 @@ int al_net__proxy_new(const char *const *allow, size_t nallow, uint64_t max_conn
 	p->nrules = nallow;
 	p->max_conns = max_connections;
 	p->max_bytes = max_bytes;
+	p->head_ms = HEAD_DEADLINE_MS;
 	*out = p;
 	return 0;
 }
@@ -436,6 +443,7 @@ static void refuse(struct conn *c, int status, const char *verdict, const char *
 		const char *text = status == 403   ? "Forbidden"
 				   : status == 400 ? "Bad Request"
 				   : status == 411 ? "Length Required"
+				   : status == 408 ? "Request Timeout"
 				   : status == 431 ? "Request Header Fields Too Large"
 				   : status == 504 ? "Gateway Timeout"
 						   : "Bad Gateway";
@@ -749,13 +757,39 @@ static void relay(struct conn *c)
 	pthread_join(t, NULL);
 }
 
+/* recv from the client before the connection's deadline: as recv, or -1
+ * with ETIMEDOUT once it has passed */
+static ssize_t recv_by(struct conn *c, void *buf, size_t n)
+{
+	for (;;) {
+		uint64_t now = al_now_ns();
+		if (now >= c->deadline) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		struct pollfd pf = { .fd = c->client, .events = POLLIN };
+		int r = poll(&pf, 1, (int)((c->deadline - now + 999999) / 1000000));
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r <= 0)
+			continue;
+		ssize_t k = recv(c->client, buf, n, MSG_DONTWAIT);
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		return k;
+	}
+}
+
 /* Read until the head's blank line: 0, or a refusal already sent. */
 static int read_head(struct conn *c)
 {
 	while (c->nhead < HEAD_MAX) {
-		ssize_t n = recv(c->client, c->head + c->nhead, HEAD_MAX - c->nhead, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = recv_by(c, c->head + c->nhead, HEAD_MAX - c->nhead);
+		if (n < 0 && errno == ETIMEDOUT) {
+			refuse(c, 408, "refused", "the request head was not whole within %d ms",
+			       c->p->head_ms);
+			return -1;
+		}
 		if (n <= 0) {
 			refuse(c, 0, "refused", "the connection ended before a request");
 			return -1;
@@ -880,6 +914,7 @@ static void tunnel(struct conn *c, const struct rule *t)
 	size_t n = c->nhead - c->used;
 	memcpy(hello, c->head + c->used, n);
 	size_t want = 5;
+	bool late = false;
 	for (;;) {
 		if (n >= 5) {
 			if (hello[0] != 0x16)
@@ -890,15 +925,19 @@ static void tunnel(struct conn *c, const struct rule *t)
 		}
 		if (n >= want)
 			break;
-		ssize_t r = recv(c->client, hello + n, want - n, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		ssize_t r = recv_by(c, hello + n, want - n);
+		if (r <= 0) {
+			late = r < 0 && errno == ETIMEDOUT;
 			break;
+		}
 		n += (size_t)r;
 	}
 	char sni[256];
-	if (n < 5 || hello[0] != 0x16)
+	if (late)
+		set_reason(c->rec, "refused",
+			   "the TLS ClientHello was not whole within %d ms of the connection",
+			   c->p->head_ms);
+	else if (n < 5 || hello[0] != 0x16)
 		set_reason(c->rec, "refused",
 			   "a tunnel carries TLS only (plain HTTP goes through the proxy as "
 			   "http://)");
@@ -1062,6 +1101,7 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 static void serve(struct conn *c)
 {
 	struct conn_rec *rec = c->rec;
+	c->deadline = al_now_ns() + (uint64_t)c->p->head_ms * 1000000u;
 	if (set_timeouts(c->client, IO_TIMEOUT_S) < 0 || read_head(c) < 0)
 		return;
 	if (memchr(c->head, 0, c->used)) {
@@ -1261,6 +1301,11 @@ json_t *al_net__proxy_json(struct al_net_proxy *p)
 				(json_int_t)p->max_bytes);
 	pthread_mutex_unlock(&p->mu);
 	return out;
+}
+
+void al_net__proxy_head_deadline(struct al_net_proxy *p, int ms)
+{
+	p->head_ms = ms;
 }
 
 void al_net__proxy_free(struct al_net_proxy *p)

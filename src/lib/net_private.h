@@ -29,6 +29,9 @@ void al_net__proxy_stop(struct al_net_proxy *p);
  * [...],"connections_over_limit":N,"bytes":N,"limits":{...}}. */
 json_t *al_net__proxy_json(struct al_net_proxy *p);
 void al_net__proxy_free(struct al_net_proxy *p);
+/* Tests: the deadline of a connection's request head and ClientHello, in
+ * ms from its accept (30 s by default); before al_net__proxy_start. */
+void al_net__proxy_head_deadline(struct al_net_proxy *p, int ms);
 
 /* The TLS ClientHello's host_name (RFC 6066) into sni (sn bytes), "" if it
  * has none: 0, or -1 when b is not exactly one ClientHello in one record

@@ -323,6 +323,107 @@ static void test_proxy_hello(void **state)
 	close(ul);
 }
 
+/* A client that trickles its bytes, each well within the 30 s limit of a
+ * read: what the proxy answers and after how long (ms), or "" and -1 if
+ * it never did while all of bytes went (a byte every 40 ms). */
+static long trickle(uint16_t proxy, const char *bytes, char *answer, size_t amax)
+{
+	int c = dial(proxy);
+	uint64_t t0 = al_now_ns();
+	answer[0] = 0;
+	for (size_t i = 0; bytes[i]; i++) {
+		struct pollfd pf = { c, POLLIN, 0 };
+		if (poll(&pf, 1, 40) > 0) {
+			ssize_t k = recv(c, answer, amax - 1, 0);
+			answer[k > 0 ? k : 0] = 0;
+			close(c);
+			return (long)((al_now_ns() - t0) / 1000000);
+		}
+		if (send(c, bytes + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	close(c);
+	return -1;
+}
+
+/* The request head, and a tunnel's ClientHello, must be whole within the
+ * deadline of the connection, however steadily a client trickles them;
+ * a client that is quick enough is served. */
+static void test_head_deadline(void **state)
+{
+	(void)state;
+	uint16_t pport, uport;
+	int pl = listener(&pport), ul = listener(&uport);
+	char entry[64];
+	snprintf(entry, sizeof(entry), "127.0.0.1:%u", uport);
+	const char *allow[] = { entry };
+	struct al_net_proxy *p = NULL;
+	struct al_error err = { 0 };
+	assert_int_equal(al_net__proxy_new(allow, 1, 64, 1 << 20, &p, &err), 0);
+	al_net__proxy_head_deadline(p, 600);
+	assert_int_equal(al_net__proxy_start(p, pl, &err), 0);
+
+	/* a head of 75 bytes at 40 ms each (3 s): answered 408 at 0.6 s */
+	char head[256], answer[512];
+	snprintf(head, sizeof(head), "GET http://%s/ HTTP/1.1\r\nX-Slow: %s", entry,
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	long ms = trickle(pport, head, answer, sizeof(answer));
+	assert_true(ms >= 500 && ms < 2500);
+	assert_non_null(strstr(answer, "HTTP/1.1 408 Request Timeout"));
+	assert_non_null(strstr(answer, "not whole within 600 ms"));
+
+	/* a tunnel: the head at once, then a ClientHello trickled */
+	int c = dial(pport);
+	char req[200], buf[512];
+	int rl =
+		snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", entry, entry);
+	assert_int_equal(send(c, req, (size_t)rl, 0), rl);
+	assert_true(recv(c, buf, sizeof(buf), 0) > 0);
+	uint8_t h[600];
+	size_t n = hello(h, NULL);
+	uint64_t t0 = al_now_ns();
+	size_t sent = 0;
+	struct pollfd pf = { c, POLLIN, 0 };
+	while (sent < n && poll(&pf, 1, 40) == 0 && send(c, h + sent, 1, MSG_NOSIGNAL) == 1)
+		sent++;
+	assert_true(sent < n); /* closed before the whole ClientHello went */
+	ms = (long)((al_now_ns() - t0) / 1000000);
+	assert_true(ms < 2500);
+	while (recv(c, buf, sizeof(buf), 0) > 0)
+		;
+	close(c);
+	pf = (struct pollfd){ ul, POLLIN, 0 };
+	assert_int_equal(poll(&pf, 1, 0), 0); /* nothing went upstream */
+
+	/* in time: the same head at once is served (a plain request goes up) */
+	c = dial(pport);
+	rl = snprintf(req, sizeof(req), "GET http://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", entry,
+		      entry);
+	assert_int_equal(send(c, req, (size_t)rl, 0), rl);
+	pf = (struct pollfd){ ul, POLLIN, 0 };
+	assert_int_equal(poll(&pf, 1, 5000), 1);
+	int u = accept(ul, NULL, NULL);
+	assert_true(u >= 0);
+	ssize_t k = recv(u, buf, sizeof(buf) - 1, 0);
+	assert_true(k > 0);
+	buf[k] = 0;
+	assert_non_null(strstr(buf, "GET /x HTTP/1.1"));
+	close(u);
+	close(c);
+
+	al_net__proxy_stop(p);
+	json_t *j = al_net__proxy_json(p);
+	json_t *conns = json_object_get(j, "connections");
+	assert_int_equal(json_array_size(conns), 3);
+	const char *r1 = json_string_value(json_object_get(json_array_get(conns, 0), "reason"));
+	const char *r2 = json_string_value(json_object_get(json_array_get(conns, 1), "reason"));
+	assert_non_null(strstr(r1, "request head was not whole within 600 ms"));
+	assert_non_null(strstr(r2, "ClientHello was not whole within 600 ms"));
+	json_decref(j);
+	al_net__proxy_free(p);
+	close(ul);
+}
+
 /* ---- the listening socket's hand-over ---------------------------------------------- */
 
 static int open_fds(void)
@@ -484,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_covers),
 		cmocka_unit_test(test_host_addresses_special),
 		cmocka_unit_test(test_proxy_hello),
+		cmocka_unit_test(test_head_deadline),
 		cmocka_unit_test(test_fd_handover),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
