@@ -459,9 +459,24 @@ static void refuse(struct conn *c, int status, const char *verdict, const char *
 	}
 }
 
-static bool rule_matches(const struct rule *r, const struct rule *t)
+/* t's host as a URL or a Host header writes it: an IPv6 literal in
+ * brackets */
+static const char *url_host(const struct rule *t, char *buf, size_t n)
 {
-	if (!port_covers(r->port, t->port))
+	if (!t->ip || !strchr(t->host, ':'))
+		return t->host;
+	snprintf(buf, n, "[%s]", t->host);
+	return buf;
+}
+
+/* Whether rule r lets through a request to t: a tunnel (CONNECT) or
+ * plain HTTP.  An entry without a port is the web's: plain HTTP to 80,
+ * TLS to 443; a tunnel to its port 80 would carry any bytes after a
+ * ClientHello to a plain-HTTP server, past the Host check. */
+static bool rule_matches(const struct rule *r, const struct rule *t, bool tunnel)
+{
+	if (!port_covers(r->port, t->port) ||
+	    (r->port == PORT_WEB && t->port != (tunnel ? 443 : 80)))
 		return false;
 	if (r->any)
 		return true;
@@ -895,7 +910,7 @@ int al_net__hello_sni(const uint8_t *b, size_t n, char *sni, size_t sn)
 	return 0;
 }
 
-static void tunnel(struct conn *c, const struct rule *t)
+static void tunnel_to(struct conn *c, const struct rule *t)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	struct addrs to;
@@ -1020,7 +1035,9 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 			struct rule h;
 			snprintf(v, sizeof(v), "%.*s", (int)(vl < sizeof(v) ? vl : 0), s);
 			if (host_seen || parse_hostport(v, &h, false, 80, NULL) < 0 ||
-			    strcmp(h.host, t->host) || h.port != t->port)
+			    h.ip != t->ip || h.port != t->port ||
+			    (h.ip ? memcmp(&h.addr, &t->addr, sizeof(h.addr))
+				  : strcmp(h.host, t->host)))
 				bad = "a Host header that is not the request's host";
 			host_seen = true;
 		} else if (header_is(line, len, "Content-Length")) {
@@ -1047,10 +1064,12 @@ static void forward_http(struct conn *c, const struct rule *t, const char *metho
 		}
 		line = eol + 2;
 	}
+	char hb[300];
+	const char *hn = url_host(t, hb, sizeof(hb));
 	if (!bad && !host_seen)
-		o += (size_t)(t->port == 80 ? snprintf(out + o, 300, "Host: %s\r\n", t->host)
-					    : snprintf(out + o, 300, "Host: %s:%d\r\n", t->host,
-						       t->port));
+		o += (size_t)(t->port == 80
+				      ? snprintf(out + o, 300, "Host: %s\r\n", hn)
+				      : snprintf(out + o, 300, "Host: %s:%d\r\n", hn, t->port));
 	if (bad) {
 		free(out);
 		refuse(c, status, "refused", "%s", bad);
@@ -1165,17 +1184,28 @@ static void serve(struct conn *c)
 	}
 	snprintf(rec->host, sizeof(rec->host), "%s", t.host);
 	rec->port = t.port;
-	bool allowed = false;
-	for (size_t i = 0; i < c->p->nrules && !allowed; i++)
-		allowed = rule_matches(&c->p->rules[i], &t);
-	if (!allowed) {
+	bool tunnel = !strcmp(method, "CONNECT"), allowed = false, other = false;
+	for (size_t i = 0; i < c->p->nrules && !allowed; i++) {
+		allowed = rule_matches(&c->p->rules[i], &t, tunnel);
+		other = other || rule_matches(&c->p->rules[i], &t, !tunnel);
+	}
+	char hb[300];
+	if (!allowed && other)
+		refuse(c, 403, "refused",
+		       "%s port %d: an entry without a port allows %s; name the port to allow "
+		       "this (%s:%d)",
+		       t.host, t.port,
+		       tunnel ? "plain HTTP (http://) there, not a tunnel"
+			      : "a TLS tunnel (CONNECT) there, not plain HTTP",
+		       url_host(&t, hb, sizeof(hb)), t.port);
+	else if (!allowed)
 		refuse(c, 403, "refused", "%s port %d is not in the run's allowlist", t.host,
 		       t.port);
+	if (!allowed)
 		return;
-	}
 	rec->verdict = "allowed";
-	if (!strcmp(method, "CONNECT"))
-		tunnel(c, &t);
+	if (tunnel)
+		tunnel_to(c, &t);
 	else
 		forward_http(c, &t, method, path, version);
 }

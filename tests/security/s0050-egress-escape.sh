@@ -58,15 +58,18 @@ run H run p --json "${E[@]}" -- sh -c "
 	curl -sS --cacert ca.pem https://other.airlock.test/hello --connect-to other.airlock.test:443:web.airlock.test:443; echo \"fronted \$?\"
 	curl -sS -k https://web.airlock.test/hello --connect-to web.airlock.test:443:$TIP:443; echo \"sni-to-address \$?\"
 	curl -sS -o /dev/null -w '%{http_code} ' -H 'Host: other.airlock.test' http://web.airlock.test/hello; echo host
-	curl -sS -o /dev/null -w '%{http_code} ' -p http://web.airlock.test/hello; echo plain-in-tunnel"
+	curl -sS -o /dev/null -w '%{http_code} ' -p http://web.airlock.test/hello; echo plain-in-tunnel
+	curl -sS -o /dev/null -w '%{http_code} ' -p http://web.airlock.test:443/hello; echo plain-in-tunnel-443"
 R=$out
 is "$(echo "$R" | field stdout.text | sed 's/ [1-9][0-9]*$/ fail/')" "fronted fail
 sni-to-address fail
 400 host
-000 plain-in-tunnel" "a ClientHello naming another host, SNI in a tunnel to an address, another Host, plain HTTP in a tunnel: all refused"
+000 plain-in-tunnel
+000 plain-in-tunnel-443" "a ClientHello naming another host, SNI in a tunnel to an address, another Host, a tunnel to port 80 of an entry without a port, plain HTTP in a tunnel: all refused"
 is "$(conns "$R")" "refused web.airlock.test $TIP|TLS SNI 'other.airlock.test' is not the name allowed (web.airlock.test)
 refused $TIP $TIP|TLS SNI 'web.airlock.test' in a tunnel to the address $TIP
 refused web.airlock.test -|a Host header that is not the request's host
+refused web.airlock.test -|web.airlock.test port 80: an entry without a port allows plain HTTP (http://) there, not a tunnel; name the port to allow this (web.airlock.test:80)
 refused web.airlock.test $TIP|a tunnel carries TLS only (plain HTTP goes through the proxy as http://)" \
 	"each is recorded with its reason"
 is "$(wc -l <"$TLOG")" "$before" "the test host saw none of them: the refusal comes before the first byte"

@@ -424,6 +424,141 @@ static void test_head_deadline(void **state)
 	close(ul);
 }
 
+static int listen_at(int family, const char *addr, uint16_t port)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		inet_pton(AF_INET, addr, &in->sin_addr);
+		sl = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
+		in->sin6_family = AF_INET6;
+		in->sin6_port = htons(port);
+		inet_pton(AF_INET6, addr, &in->sin6_addr);
+		sl = sizeof(*in);
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 16) < 0)
+		return -1;
+	return fd;
+}
+
+/* A plain request sent through the proxy: the head the upstream got
+ * (into got), or what the proxy answered when nothing went up. */
+static void plain(uint16_t proxy, int up, const char *req, char *got, size_t max)
+{
+	int c = dial(proxy);
+	got[0] = 0;
+	if (send(c, req, strlen(req), 0) != (ssize_t)strlen(req))
+		return;
+	struct pollfd pf[2] = { { up, POLLIN, 0 }, { c, POLLIN, 0 } };
+	ssize_t k = -1;
+	if (poll(pf, 2, 5000) > 0 && pf[0].revents) {
+		int u = accept(up, NULL, NULL);
+		k = recv(u, got, max - 1, 0);
+		close(u);
+	} else if (pf[1].revents) {
+		k = recv(c, got, max - 1, 0);
+	}
+	got[k > 0 ? k : 0] = 0;
+	close(c);
+}
+
+/* In a network namespace of its own (ports 80 and 443 on its loopback):
+ * 0, or the number of the check that failed. */
+static int web_ports(void)
+{
+	if (unshare(geteuid() ? CLONE_NEWUSER | CLONE_NEWNET : CLONE_NEWNET) < 0 ||
+	    system("ip link set lo up") != 0)
+		return 100;
+	int l80 = listen_at(AF_INET, "127.0.0.1", 80), l443 = listen_at(AF_INET, "127.0.0.1", 443),
+	    l6 = listen_at(AF_INET6, "::1", 8080);
+	uint16_t pport;
+	int pl = listener(&pport);
+	if (l80 < 0 || l443 < 0 || l6 < 0)
+		return 101;
+	const char *allow[] = { "127.0.0.1", "[::1]:8080" };
+	struct al_net_proxy *p = NULL;
+	struct al_error err = { 0 };
+	if (al_net__proxy_new(allow, 2, 64, 1 << 20, &p, &err) < 0 ||
+	    al_net__proxy_start(p, pl, &err) < 0)
+		return 102;
+	uint8_t h[600];
+	char got[2048];
+	size_t n = hello(h, NULL);
+	/* an entry without a port: a tunnel to 443, not to 80 (a ClientHello
+	 * and then anything would reach the plain-HTTP server there) */
+	if (attempt(pport, l443, "127.0.0.1:443", h, n, got, sizeof(got)) != n)
+		return 1;
+	if (attempt(pport, l80, "127.0.0.1:80", h, n, got, sizeof(got)) != 0)
+		return 2;
+	/* and plain HTTP to 80, not to 443 */
+	plain(pport, l80, "GET http://127.0.0.1/x HTTP/1.1\r\n\r\n", got, sizeof(got));
+	if (!strstr(got, "GET /x HTTP/1.1\r\n") || !strstr(got, "Host: 127.0.0.1\r\n"))
+		return 3;
+	plain(pport, l443, "GET http://127.0.0.1:443/x HTTP/1.1\r\n\r\n", got, sizeof(got));
+	if (!strstr(got, "HTTP/1.1 403") || !strstr(got, "127.0.0.1:443"))
+		return 4;
+	/* an IPv6 literal: its Host header in brackets; a Host of the same
+	 * address written otherwise is the same host */
+	plain(pport, l6, "GET http://[::1]:8080/v6 HTTP/1.1\r\n\r\n", got, sizeof(got));
+	if (!strstr(got, "GET /v6 HTTP/1.1\r\n") || !strstr(got, "Host: [::1]:8080\r\n"))
+		return 5;
+	plain(pport, l6, "GET http://[::1]:8080/v6 HTTP/1.1\r\nHost: [0:0::1]:8080\r\n\r\n", got,
+	      sizeof(got));
+	if (!strstr(got, "GET /v6 HTTP/1.1\r\n"))
+		return 6;
+	plain(pport, l6, "GET http://[::1]:8080/v6 HTTP/1.1\r\nHost: [::2]:8080\r\n\r\n", got,
+	      sizeof(got));
+	if (!strstr(got, "HTTP/1.1 400"))
+		return 7;
+	al_net__proxy_stop(p);
+	json_t *j = al_net__proxy_json(p);
+	json_t *conns = json_object_get(j, "connections");
+	const char *r2 = json_string_value(json_object_get(json_array_get(conns, 1), "reason"));
+	const char *r4 = json_string_value(json_object_get(json_array_get(conns, 3), "reason"));
+	int bad = json_array_size(conns) != 7                                                ? 8
+		  : !strstr(r2, "an entry without a port allows plain HTTP (http://) there") ? 9
+		  : !strstr(r2, "(127.0.0.1:80)")                                            ? 10
+		  : !strstr(r4, "allows a TLS tunnel (CONNECT) there")                       ? 11
+											     : 0;
+	json_decref(j);
+	al_net__proxy_free(p);
+	if (bad)
+		return bad;
+	/* the port named: a tunnel to 80 is what the entry says */
+	const char *allow80[] = { "127.0.0.1:80" };
+	pl = listener(&pport);
+	if (al_net__proxy_new(allow80, 1, 64, 1 << 20, &p, &err) < 0 ||
+	    al_net__proxy_start(p, pl, &err) < 0)
+		return 12;
+	bad = attempt(pport, l80, "127.0.0.1:80", h, n, got, sizeof(got)) != n ? 13 : 0;
+	al_net__proxy_stop(p);
+	al_net__proxy_free(p);
+	return bad;
+}
+
+/* An entry without a port is the web's: plain HTTP to 80, a TLS tunnel
+ * to 443; a Host header names an IPv6 literal in brackets. */
+static void test_web_ports(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(web_ports());
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* ---- the listening socket's hand-over ---------------------------------------------- */
 
 static int open_fds(void)
@@ -586,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_host_addresses_special),
 		cmocka_unit_test(test_proxy_hello),
 		cmocka_unit_test(test_head_deadline),
+		cmocka_unit_test(test_web_ports),
 		cmocka_unit_test(test_fd_handover),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
