@@ -190,69 +190,6 @@ static void test_corruption_detected(void **state)
 	assert_int_equal(al_cas_get(f->cas, &missing, &out, &len, &err), AL_ENOTFOUND);
 }
 
-/* A group reads an object once: read again while it is open, the bytes
- * verified at the first read are served (its merges read the same head's
- * nodes again and again); outside a group every read is verified. */
-static void test_group_reads_once(void **state)
-{
-	struct fx *f = *state;
-	struct al_error err = { 0 };
-	struct al_oid d;
-	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	assert_int_equal(al_cas_put(f->cas, "abcdefgh", 8, &d, &err), 0);
-	assert_int_equal(al_cas_commit(f->cas, &err), 0);
-	char path[128];
-	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_prepare_v2(db, "UPDATE objects SET data = ? WHERE id = ?", -1, &st, NULL);
-	sqlite3_bind_blob(st, 1, "abcdefgX", 8, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, d.b, AL_OID_LEN, SQLITE_STATIC);
-
-	uint8_t *out = NULL;
-	size_t len = 0;
-	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
-	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), 0);
-	free(out);
-	assert_int_equal(sqlite3_step(st), SQLITE_DONE); /* the row goes bad */
-	for (int i = 0; i < 2; i++) {                    /* each caller its own copy */
-		assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), 0);
-		assert_int_equal(len, 8);
-		assert_string_equal((char *)out, "abcdefgh");
-		free(out);
-	}
-	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
-	/* the group over: read from objects.db and verified again */
-	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), AL_ECORRUPT);
-	/* and a new group keeps nothing of the last */
-	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
-	assert_int_equal(al_cas_get(f->cas, &d, &out, &len, &err), AL_ECORRUPT);
-	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-
-	/* more objects than it keeps: the oldest give way, every read right */
-	struct al_oid many[80];
-	char text[16];
-	assert_int_equal(al_cas_begin(f->cas, &err), 0);
-	for (int i = 0; i < 80; i++) {
-		snprintf(text, sizeof(text), "object %d", i);
-		assert_int_equal(al_cas_put(f->cas, text, strlen(text), &many[i], &err), 0);
-	}
-	assert_int_equal(al_cas_commit(f->cas, &err), 0);
-	assert_int_equal(al_cas__group(f->cas, true, &err), 0);
-	for (int round = 0; round < 3; round++)
-		for (int i = 0; i < 80; i++) {
-			snprintf(text, sizeof(text), "object %d", i);
-			assert_int_equal(al_cas_get(f->cas, &many[i], &out, &len, &err), 0);
-			assert_int_equal(len, strlen(text));
-			assert_string_equal((char *)out, text);
-			free(out);
-		}
-	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
-}
-
 static void test_live_batch_not_swept(void **state)
 {
 	struct fx *f = *state;
@@ -495,7 +432,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_reads_once, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,19 +57,6 @@ struct held {
 #define HELD_MAX 512
 #define HELD_BYTES (8u << 20)
 
-/* A group's reads (al_cas__group): the small objects read while it is
- * open, kept verified until it ends.  Its merges read the same head's
- * nodes again and again (a batch of 8 writers read 69 objects, 23 of
- * them distinct); each is read from objects.db, decoded and hashed once. */
-#define SEEN_MAX 64
-#define SEEN_OBJ_MAX (64u * 1024) /* 4 MiB at most in all */
-
-struct seen {
-	struct al_oid id;
-	uint8_t *data;
-	size_t len;
-};
-
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
 	int pinfd; /* gc.lock held shared: this handle may hold unrecorded objects (gc.c) */
@@ -84,9 +71,7 @@ struct al_cas {
 	struct held *held;
 	size_t nheld, capheld, heldbytes;
 	bool holding;
-	const struct held *found;   /* what lookup_local found held, for decode_packed */
-	struct seen seen[SEEN_MAX]; /* the group's reads, the oldest replaced first */
-	size_t nseen, seen_next;
+	const struct held *found; /* what lookup_local found held, for decode_packed */
 	/* a joined batch's failure to publish its files: the group's, which
 	 * then fails whole with it (its list may be left part renamed) */
 	struct al_error gerr;
@@ -147,7 +132,6 @@ static int commit_txn(struct al_cas *c, struct al_error *err);
 static int held_flush(struct al_cas *c, struct al_error *err);
 static void held_release(struct al_cas *c);
 static const struct held *held_find(const struct al_cas *c, const struct al_oid *d);
-static void seen_clear(struct al_cas *c);
 static int land_fetched(struct al_cas *c, const struct al_oid *ids, size_t n, int64_t since,
 			struct al_error *err);
 
@@ -294,7 +278,6 @@ void al_cas_close(struct al_cas *c)
 	al_sha_free(c->sha);
 	free(c->iobuf);
 	al_buf_release(&c->zbuf);
-	seen_clear(c);
 	free(c->pend);
 	free(c->wr);
 	free(c->hyd);
@@ -1533,54 +1516,9 @@ static int append_sink(void *ctx, const void *p, size_t n, struct al_error *err)
 	return 0;
 }
 
-static void seen_clear(struct al_cas *c)
-{
-	for (size_t i = 0; i < c->nseen; i++)
-		free(c->seen[i].data);
-	c->nseen = c->seen_next = 0;
-}
-
-/* An object the group read before: a copy of its bytes in *out, 1; or 0 */
-static int seen_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len)
-{
-	for (size_t i = 0; i < c->nseen; i++) {
-		const struct seen *s = &c->seen[i];
-		if (!al_oid_eq(&s->id, d))
-			continue;
-		uint8_t *p = malloc(s->len + 1);
-		if (!p)
-			return 0; /* read it again, as without */
-		memcpy(p, s->data, s->len + 1);
-		*out = p;
-		*len = s->len;
-		return 1;
-	}
-	return 0;
-}
-
-/* The verified bytes of an object just read, kept for the group */
-static void seen_keep(struct al_cas *c, const struct al_oid *d, const uint8_t *p, size_t n)
-{
-	uint8_t *copy = n <= SEEN_OBJ_MAX ? malloc(n + 1) : NULL;
-	if (!copy)
-		return;
-	memcpy(copy, p, n + 1); /* the terminating 0 decode_bytes adds */
-	struct seen *s;
-	if (c->nseen < SEEN_MAX) {
-		s = &c->seen[c->nseen++];
-	} else {
-		s = &c->seen[c->seen_next];
-		c->seen_next = (c->seen_next + 1) % SEEN_MAX;
-		free(s->data);
-	}
-	*s = (struct seen){ .id = *d, .data = copy, .len = n };
-}
-
 int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len,
 	       struct al_error *err)
 {
-	if (c->grouped && seen_get(c, d, out, len))
-		return 0;
 	int enc;
 	uint64_t size;
 	int r = lookup(c, d, &enc, &size, err);
@@ -1591,8 +1529,6 @@ int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *
 		sqlite3_reset(c->st_get);
 		if (r == 0)
 			*len = (size_t)size;
-		if (r == 0 && c->grouped)
-			seen_keep(c, d, *out, *len);
 		return r;
 	}
 	sqlite3_reset(c->st_get);
@@ -2050,7 +1986,6 @@ int al_cas__group(struct al_cas *c, bool on, struct al_error *err)
 	 * commit would only leave it, and nothing would be stored */
 	if (on && c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: a batch is open");
-	seen_clear(c);
 	c->grouped = on;
 	c->joined = 0;
 	c->gerr = (struct al_error){ 0 };
