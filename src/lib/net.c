@@ -282,10 +282,14 @@ static bool suffix_of(const char *name, const char *suffix)
 	return n > s + 1 && name[n - s - 1] == '.' && !strcmp(name + n - s, suffix);
 }
 
+/* Whether ceiling c covers entry e.  A ceiling without a port covers an
+ * entry without one and the entry's port 443, not its port 80: an entry
+ * HOST:80 allows a tunnel there, which the port-less ceiling does not
+ * (rule_matches) */
 static bool rule_covers(const struct rule *c, const struct rule *e)
 {
 	bool port = c->port == PORT_ANY || c->port == e->port ||
-		    (c->port == PORT_WEB && (e->port == 80 || e->port == 443));
+		    (c->port == PORT_WEB && e->port == 443);
 	if (!port)
 		return false;
 	if (e->ip) {
@@ -325,11 +329,19 @@ int al_net_allow_within(const char *const *entries, size_t n, const char *const 
 		for (size_t j = 0; j < nceil && !ok; j++)
 			ok = al_net_allow_covers(ceil[j], entries[i]);
 		char q[SHOWN_MAX];
+		struct rule e;
+		bool port80 =
+			parse_hostport(entries[i], &e, true, PORT_WEB, NULL) == 0 && e.port == 80;
 		if (!ok)
-			return al_fail(err, AL_EDENIED, 0,
-				       "egress to '%s' is not allowed by the policy (its "
-				       "egress_allow: airlock admin policy show)",
-				       shown(entries[i], q));
+			return al_fail(
+				err, AL_EDENIED, 0,
+				"egress to '%s' is not allowed by the policy (its "
+				"egress_allow: airlock admin policy show)%s",
+				shown(entries[i], q),
+				port80 ? "; for plain HTTP to port 80 give the entry without "
+					 "a port: HOST:80 also allows a tunnel there, which "
+					 "a policy entry without a port does not"
+				       : "");
 	}
 	return 0;
 }
@@ -1257,8 +1269,9 @@ static void conn_serve(void *arg)
 		size_t drained = 0;
 		ssize_t n;
 		shutdown(c->client, SHUT_WR);
-		set_timeouts(c->client, 1);
-		while (drained < 65536 && (n = recv(c->client, sink, sizeof(sink), 0)) > 0)
+		/* for a second in all, however the client trickles */
+		c->deadline = al_now_ns() + 1000000000u;
+		while (drained < 65536 && (n = recv_by(c, sink, sizeof(sink))) > 0)
 			drained += (size_t)n;
 	}
 }

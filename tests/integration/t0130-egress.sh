@@ -100,6 +100,9 @@ is "$rc" 8 "--egress-connections above the ceiling (64) is refused (exit 8)"
 run H run p --image curl --network egress --allow other.airlock.test -- true
 is "$rc" 11 "an --allow the tenant's policy does not cover is refused (exit 11)"
 like "$err" "other.airlock.test" "…naming it"
+run H run p --image curl --network egress --allow web.airlock.test:80 -- true
+is "$rc" 11 "HOST:80 (a tunnel there too) is not covered by the policy's port-less entry (exit 11)"
+like "$err" "for plain HTTP to port 80 give the entry without a port" "…saying how to reach port 80"
 
 "$AL" admin policy set --egress-allow web.airlock.test >/dev/null
 run H replay "$RUN" --json

@@ -399,6 +399,30 @@ static int posted_apart(bool live, bool listed)
 	return done;
 }
 
+/* A row whose request waits in a slot the busy word does not list (a
+ * process of the version before, its row written by a leader of that
+ * version) stays until its process is gone: rows are pruned by every
+ * slot, not by the busy word's. */
+static void test_row_of_unlisted_request(void **state)
+{
+	(void)state;
+	struct al_store *st = setup_home("grouprow");
+	commit_file(st, "0.txt", "0\n");
+	const char req[] = "{\"not\":\"read\"}";
+	int fd = al_group__post(meta, req, sizeof(req) - 1, true, false);
+	assert_true(fd >= 0);
+	char sql[128];
+	snprintf(sql, sizeof(sql), "INSERT INTO grouped(token, result) VALUES (%lld, '{}')",
+		 (long long)0x5ea1ed5ea1edll);
+	exec_sql(sql);
+	commit_file(st, "1.txt", "1\n"); /* a leader alone: it prunes */
+	assert_int_equal(count("SELECT count(*) FROM grouped"), 1);
+	close(fd); /* its process gone */
+	commit_file(st, "2.txt", "2\n");
+	assert_int_equal(count("SELECT count(*) FROM grouped"), 0);
+	home_remove(home, st);
+}
+
 /* A slot's new owner has claimed it and not yet cleared the token a
  * dead owner left: the dead request is not done.  A request of a process
  * of the version before (live, not in the busy word) is left to it, to
@@ -607,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_caller_batch_untouched),
 		cmocka_unit_test(test_long_utf8_conflict),
 		cmocka_unit_test(test_requests_posted_apart),
+		cmocka_unit_test(test_row_of_unlisted_request),
 		cmocka_unit_test(test_not_requests),
 		cmocka_unit_test(test_leader_request_withdrawn),
 		cmocka_unit_test(test_queue_file_replaced),

@@ -7,6 +7,7 @@
  * UDP socket, connected socket, extra fds, truncated control message or
  * silence is refused, and nothing it sent stays open. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -84,7 +85,10 @@ static void test_covers(void **state)
 	} cases[] = {
 		{ "example.com", "example.com", true },
 		{ "example.com", "example.com:443", true },
-		{ "example.com", "example.com:80", true },
+		{ "example.com", "example.com:80", false }, /* a tunnel to 80: named */
+		{ "example.com:80", "example.com:80", true },
+		{ "*", "example.com:80", false },
+		{ "*.example.com", "api.example.com:80", false },
 		{ "example.com", "example.com:8080", false },
 		{ "example.com", "example.com:*", false },
 		{ "example.com:*", "example.com:8080", true },
@@ -323,21 +327,43 @@ static void test_proxy_hello(void **state)
 	close(ul);
 }
 
+/* After the proxy's answer, a client that goes on sending a byte every
+ * 100 ms: how long (ms) until the proxy closed its connection whole (its
+ * end of the answer alone is not that: the bytes must stop going), or -1
+ * not within 5 s */
+static long closed_after(int c)
+{
+	uint64_t t0 = al_now_ns();
+	char buf[512];
+	while (al_now_ns() - t0 < 5000000000ull) {
+		struct timespec ts = { 0, 100000000 };
+		nanosleep(&ts, NULL);
+		ssize_t k = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
+		if ((k < 0 && errno != EAGAIN) || send(c, "a", 1, MSG_NOSIGNAL) != 1)
+			return (long)((al_now_ns() - t0) / 1000000);
+	}
+	return -1;
+}
+
 /* A client that trickles its bytes, each well within the 30 s limit of a
  * read: what the proxy answers and after how long (ms), or "" and -1 if
- * it never did while all of bytes went (a byte every 40 ms). */
-static long trickle(uint16_t proxy, const char *bytes, char *answer, size_t amax)
+ * it never did while all of bytes went (a byte every 40 ms); *closed:
+ * closed_after the answer. */
+static long trickle(uint16_t proxy, const char *bytes, char *answer, size_t amax, long *closed)
 {
 	int c = dial(proxy);
 	uint64_t t0 = al_now_ns();
 	answer[0] = 0;
+	*closed = -1;
 	for (size_t i = 0; bytes[i]; i++) {
 		struct pollfd pf = { c, POLLIN, 0 };
 		if (poll(&pf, 1, 40) > 0) {
+			long ms = (long)((al_now_ns() - t0) / 1000000);
 			ssize_t k = recv(c, answer, amax - 1, 0);
 			answer[k > 0 ? k : 0] = 0;
+			*closed = closed_after(c);
 			close(c);
-			return (long)((al_now_ns() - t0) / 1000000);
+			return ms;
 		}
 		if (send(c, bytes + i, 1, MSG_NOSIGNAL) != 1)
 			break;
@@ -367,10 +393,12 @@ static void test_head_deadline(void **state)
 	char head[256], answer[512];
 	snprintf(head, sizeof(head), "GET http://%s/ HTTP/1.1\r\nX-Slow: %s", entry,
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-	long ms = trickle(pport, head, answer, sizeof(answer));
+	long closed, ms = trickle(pport, head, answer, sizeof(answer), &closed);
 	assert_true(ms >= 500 && ms < 2500);
 	assert_non_null(strstr(answer, "HTTP/1.1 408 Request Timeout"));
 	assert_non_null(strstr(answer, "not whole within 600 ms"));
+	/* and closed within its second of draining, however the client goes on */
+	assert_true(closed >= 0 && closed < 2500);
 
 	/* a tunnel: the head at once, then a ClientHello trickled */
 	int c = dial(pport);
