@@ -1494,26 +1494,22 @@ static int lead(struct al_store *st, struct al_group *g, const char *project,
 	}
 	b->remote = al_cas__has_remote(cas);
 	al_group_foreach(g, collect, b);
+	/* its own: done by a leader killed after its commit (its outcome
+	 * stands whatever becomes of this batch), or now; alone, as a
+	 * commit without a queue */
 	char *row = NULL;
-	/* alone, and its request not done by a leader killed after its commit */
-	int f = b->n ? 1 : find_row(db, al_group_token(g), &row, &e2);
-	if (f == 0) {
+	int f = find_row(db, al_group_token(g), &row, &e2);
+	if (f == 0 && b->n == 0) {
 		free(b);
 		r = commit_alone(st, db, &txn, project, own, g, res, err);
 		al_group_end(g);
 		return r;
 	}
-	free(steal_ptr(row));
 	hold_checkpoints(st, true);
-	bool grouped = al_cas__group(cas, true, &e2) == 0;
+	bool grouped = f >= 0 && al_cas__group(cas, true, &e2) == 0;
 	bool broken = !grouped || al_cas_begin(cas, &e2) < 0;
-	/* its own: done by a leader killed after its commit (its outcome
-	 * stands whatever becomes of this batch), or now */
-	f = broken ? 0 : find_row(db, al_group_token(g), &row, &e2);
 	bool own_row = f == 1;
-	if (f < 0)
-		broken = true;
-	else if (own_row)
+	if (own_row)
 		r = result_parse(row, res, &oe);
 	else if (!broken && (r = batch_one(st, db, project, own, res, NULL, &broken, &oe)) < 0 &&
 		 broken)

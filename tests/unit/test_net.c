@@ -169,19 +169,6 @@ static void test_host_addresses_special(void **state)
 
 /* ---- the proxy on loopback ------------------------------------------------------- */
 
-static int listener(uint16_t *port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = { htonl(INADDR_LOOPBACK) } };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 64), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	*port = ntohs(sa.sin_port);
-	return fd;
-}
-
 static int dial(uint16_t port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -189,6 +176,61 @@ static int dial(uint16_t port)
 				  .sin_addr = { htonl(INADDR_LOOPBACK) } };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static int listen_at(int family, const char *addr, uint16_t port)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		inet_pton(AF_INET, addr, &in->sin_addr);
+		sl = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
+		in->sin6_family = AF_INET6;
+		in->sin6_port = htons(port);
+		inet_pton(AF_INET6, addr, &in->sin6_addr);
+		sl = sizeof(*in);
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+			bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 64) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A plain request sent through the proxy: the head the upstream got
+ * (into got), or what the proxy answered when nothing went up. */
+static void plain(uint16_t proxy, int up, const char *req, char *got, size_t max)
+{
+	int c = dial(proxy);
+	struct pollfd pf[2] = { { up, POLLIN, 0 }, { c, POLLIN, 0 } };
+	ssize_t k = -1;
+	bool sent = send(c, req, strlen(req), 0) == (ssize_t)strlen(req);
+	if (sent && poll(pf, 2, 5000) > 0) {
+		int u = pf[0].revents ? accept(up, NULL, NULL) : -1;
+		k = recv(u >= 0 ? u : c, got, max - 1, 0);
+		if (u >= 0)
+			close(u);
+	}
+	got[k > 0 ? k : 0] = 0;
+	close(c);
+}
+
+static int listener(uint16_t *port)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	int fd = listen_at(AF_INET, "127.0.0.1", 0);
+	assert_true(fd >= 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
 	return fd;
 }
 
@@ -424,20 +466,9 @@ static void test_head_deadline(void **state)
 	assert_int_equal(poll(&pf, 1, 0), 0); /* nothing went upstream */
 
 	/* in time: the same head at once is served (a plain request goes up) */
-	c = dial(pport);
-	rl = snprintf(req, sizeof(req), "GET http://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", entry,
-		      entry);
-	assert_int_equal(send(c, req, (size_t)rl, 0), rl);
-	pf = (struct pollfd){ ul, POLLIN, 0 };
-	assert_int_equal(poll(&pf, 1, 5000), 1);
-	int u = accept(ul, NULL, NULL);
-	assert_true(u >= 0);
-	ssize_t k = recv(u, buf, sizeof(buf) - 1, 0);
-	assert_true(k > 0);
-	buf[k] = 0;
+	snprintf(req, sizeof(req), "GET http://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", entry, entry);
+	plain(pport, ul, req, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "GET /x HTTP/1.1"));
-	close(u);
-	close(c);
 
 	al_net__proxy_stop(p);
 	json_t *j = al_net__proxy_json(p);
@@ -450,52 +481,6 @@ static void test_head_deadline(void **state)
 	json_decref(j);
 	al_net__proxy_free(p);
 	close(ul);
-}
-
-static int listen_at(int family, const char *addr, uint16_t port)
-{
-	struct sockaddr_storage ss = { 0 };
-	socklen_t sl;
-	if (family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-		in->sin_family = AF_INET;
-		in->sin_port = htons(port);
-		inet_pton(AF_INET, addr, &in->sin_addr);
-		sl = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
-		in->sin6_family = AF_INET6;
-		in->sin6_port = htons(port);
-		inet_pton(AF_INET6, addr, &in->sin6_addr);
-		sl = sizeof(*in);
-	}
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 16) < 0)
-		return -1;
-	return fd;
-}
-
-/* A plain request sent through the proxy: the head the upstream got
- * (into got), or what the proxy answered when nothing went up. */
-static void plain(uint16_t proxy, int up, const char *req, char *got, size_t max)
-{
-	int c = dial(proxy);
-	got[0] = 0;
-	if (send(c, req, strlen(req), 0) != (ssize_t)strlen(req))
-		return;
-	struct pollfd pf[2] = { { up, POLLIN, 0 }, { c, POLLIN, 0 } };
-	ssize_t k = -1;
-	if (poll(pf, 2, 5000) > 0 && pf[0].revents) {
-		int u = accept(up, NULL, NULL);
-		k = recv(u, got, max - 1, 0);
-		close(u);
-	} else if (pf[1].revents) {
-		k = recv(c, got, max - 1, 0);
-	}
-	got[k > 0 ? k : 0] = 0;
-	close(c);
 }
 
 /* In a network namespace of its own (ports 80 and 443 on its loopback):
