@@ -272,6 +272,20 @@ static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema 
 	return r;
 }
 
+int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
+{
+	sqlite3_file *f = NULL;
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
+	    !f->pMethods)
+		return al_fail(err, AL_EIO, 0, "%s: no write-ahead log to sync",
+			       sqlite3_db_filename(db, "main"));
+	int rc = f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+	if (rc != SQLITE_OK)
+		return al_fail(err, AL_EIO, 0, "sync %s-wal: %s", sqlite3_db_filename(db, "main"),
+			       sqlite3_errstr(rc));
+	return 0;
+}
+
 int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
 			sqlite3 **out, struct al_error *err)
 {

@@ -36,6 +36,12 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
  * inside meta.db's transaction), so that lock is not held through the
  * copy and its syncs.  A checkpoint makes nothing durable. */
 void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold);
+/* Make db's write-ahead log durable as it stands: every commit written to
+ * it so far, by any connection.  For a database opened AL_SYNC_NORMAL,
+ * whose commits do not sync: the commit releases the write lock, and the
+ * sync after it is outside, so other writers' commits proceed meanwhile.
+ * AL_EIO when the database has no WAL open. */
+int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);
 int al_sqlite_fail(sqlite3 *db, struct al_error *err, const char *what);

@@ -422,6 +422,300 @@ static void test_group_batch(void **state)
 	sqlite3_close(other);
 }
 
+/* A VFS over SQLite's own that keeps, for each file, whether bytes were
+ * written to it since its last sync, by any connection (an fsync is the
+ * file's, whoever calls it), and whether the connection that syncs holds
+ * the WAL's write lock.  skip_syncs: syncs do nothing, as for a writer
+ * that committed and has not synced yet. */
+#define SHIM_FILES 8
+static struct shim_state {
+	char path[SHIM_FILES][256];
+	bool dirty[SHIM_FILES];
+	unsigned syncs;        /* syncs of a -wal */
+	unsigned syncs_locked; /* of them, made holding its write lock */
+	bool skip_syncs;
+} shim;
+static sqlite3_vfs shim_vfs, *real_vfs;
+
+struct shim_file {
+	sqlite3_file base;
+	int slot;        /* shim.path's, or -1 */
+	bool write_lock; /* this connection holds the WAL's write lock */
+	sqlite3_file real[];
+};
+#define REAL(f) (((struct shim_file *)(f))->real)
+
+static int shim_close(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xClose(REAL(f));
+}
+static int shim_read(sqlite3_file *f, void *p, int n, sqlite3_int64 o)
+{
+	return REAL(f)->pMethods->xRead(REAL(f), p, n, o);
+}
+static int shim_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 o)
+{
+	struct shim_file *s = (struct shim_file *)f;
+	if (s->slot >= 0)
+		shim.dirty[s->slot] = true;
+	return REAL(f)->pMethods->xWrite(REAL(f), p, n, o);
+}
+static int shim_truncate(sqlite3_file *f, sqlite3_int64 n)
+{
+	return REAL(f)->pMethods->xTruncate(REAL(f), n);
+}
+static int shim_sync(sqlite3_file *f, int flags)
+{
+	struct shim_file *s = (struct shim_file *)f;
+	if (shim.skip_syncs)
+		return SQLITE_OK;
+	int rc = REAL(f)->pMethods->xSync(REAL(f), flags);
+	if (rc == SQLITE_OK && s->slot >= 0) {
+		shim.dirty[s->slot] = false;
+		if (strstr(shim.path[s->slot], "-wal")) {
+			shim.syncs++;
+			shim.syncs_locked += s->write_lock;
+		}
+	}
+	return rc;
+}
+static int shim_size(sqlite3_file *f, sqlite3_int64 *n)
+{
+	return REAL(f)->pMethods->xFileSize(REAL(f), n);
+}
+static int shim_lock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+static int shim_unlock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+static int shim_reserved(sqlite3_file *f, int *out)
+{
+	return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int shim_fcntl(sqlite3_file *f, int op, void *arg)
+{
+	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int shim_sector(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+static int shim_caps(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+static int shim_shm_map(sqlite3_file *f, int i, int sz, int ext, void volatile **p)
+{
+	return REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p);
+}
+/* The WAL's write lock is shm lock 0 of the database file's connection;
+ * the WAL file is told through its database's slot (see shim_open). */
+static struct shim_file *shim_wal_of[SHIM_FILES];
+static int shim_shm_lock(sqlite3_file *f, int off, int n, int flags)
+{
+	struct shim_file *s = (struct shim_file *)f;
+	int rc = REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+	if (rc == SQLITE_OK && off == 0 && s->slot >= 0 && shim_wal_of[s->slot] &&
+	    (flags & SQLITE_SHM_EXCLUSIVE))
+		shim_wal_of[s->slot]->write_lock = (flags & SQLITE_SHM_LOCK) != 0;
+	return rc;
+}
+static void shim_shm_barrier(sqlite3_file *f)
+{
+	REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+static int shim_shm_unmap(sqlite3_file *f, int del)
+{
+	return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+static int shim_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **p)
+{
+	return REAL(f)->pMethods->xFetch(REAL(f), o, n, p);
+}
+static int shim_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p)
+{
+	return REAL(f)->pMethods->xUnfetch(REAL(f), o, p);
+}
+static sqlite3_io_methods shim_io = {
+	3,
+	shim_close,
+	shim_read,
+	shim_write,
+	shim_truncate,
+	shim_sync,
+	shim_size,
+	shim_lock,
+	shim_unlock,
+	shim_reserved,
+	shim_fcntl,
+	shim_sector,
+	shim_caps,
+	shim_shm_map,
+	shim_shm_lock,
+	shim_shm_barrier,
+	shim_shm_unmap,
+	shim_fetch,
+	shim_unfetch,
+};
+
+static int slot_of(const char *path, bool add)
+{
+	for (int i = 0; i < SHIM_FILES; i++)
+		if (strcmp(shim.path[i], path) == 0)
+			return i;
+	for (int i = 0; add && i < SHIM_FILES; i++)
+		if (!shim.path[i][0]) {
+			snprintf(shim.path[i], sizeof(shim.path[i]), "%s", path);
+			return i;
+		}
+	return -1;
+}
+
+static int shim_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out)
+{
+	(void)v;
+	struct shim_file *s = (struct shim_file *)f;
+	s->slot = name ? slot_of(name, true) : -1;
+	s->write_lock = false;
+	int rc = real_vfs->xOpen(real_vfs, name, s->real, flags, out);
+	if (rc != SQLITE_OK) {
+		f->pMethods = NULL;
+		return rc;
+	}
+	f->pMethods = &shim_io;
+	if (name && (flags & SQLITE_OPEN_WAL)) { /* tell the database's slot */
+		char db[256];
+		snprintf(db, sizeof(db), "%.*s", (int)(strlen(name) - 4), name);
+		int d = slot_of(db, false);
+		if (d >= 0)
+			shim_wal_of[d] = s;
+	}
+	return rc;
+}
+
+static void shim_install(bool shm)
+{
+	memset(&shim, 0, sizeof(shim));
+	memset(shim_wal_of, 0, sizeof(shim_wal_of));
+	real_vfs = sqlite3_vfs_find("unix");
+	shim_vfs = *real_vfs;
+	shim_vfs.zName = "airlock-test-shim";
+	shim_vfs.szOsFile = (int)sizeof(struct shim_file) + real_vfs->szOsFile;
+	shim_vfs.xOpen = shim_open;
+	shim_io.iVersion = shm ? 3 : 1; /* version 1: no shared memory, so no WAL */
+	assert_int_equal(sqlite3_vfs_register(&shim_vfs, 1), SQLITE_OK);
+}
+
+static void shim_remove(void)
+{
+	sqlite3_vfs_unregister(&shim_vfs);
+	sqlite3_vfs_register(real_vfs, 1);
+}
+
+static bool wal_dirty(const char *dir)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/objects.db-wal", dir);
+	int i = slot_of(p, false);
+	assert_true(i >= 0);
+	return shim.dirty[i];
+}
+
+/* objects.db commits without a sync and syncs its WAL after, outside the
+ * write lock; al_cas_commit returns with the batch durable.  A batch that
+ * finds its object stored by a writer that has not synced yet syncs too,
+ * so what it names is durable when it returns; so does a sweep's commit
+ * before it removes files. */
+static void test_commit_syncs_outside_lock(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-cas-sync-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	shim_install(true);
+	struct al_error err = { 0 };
+	struct al_cas *a = NULL, *b = NULL;
+	assert_int_equal(al_cas_open(dir, &a, &err), 0);
+	assert_int_equal(al_cas_open(dir, &b, &err), 0);
+	struct al_oid x, y;
+
+	/* the WAL's first commit syncs its header inside the lock, as SQLite
+	 * does at every restart of the WAL; the commits after it do not */
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "zeroth object", 13, &x, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	shim.syncs_locked = shim.syncs = 0;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "first object", 12, &x, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_false(wal_dirty(dir));
+	assert_int_equal(shim.syncs_locked, 0);
+	assert_int_equal(shim.syncs, 1);
+
+	/* a commits and has not synced when b finds its object */
+	shim.skip_syncs = true;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "second object", 13, &y, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	shim.skip_syncs = false;
+	assert_true(wal_dirty(dir));
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "second object", 13, &y, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_false(wal_dirty(dir));
+
+	/* a sweep's commit, before the files go */
+	shim.skip_syncs = true;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "third object", 12, &y, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	shim.skip_syncs = false;
+	struct al_cas__sweep_stats st;
+	assert_int_equal(al_cas__sweep(b, &x, 1, NULL, NULL, &st, &err), 0);
+	assert_int_equal(st.objects, 1);
+	assert_false(wal_dirty(dir));
+	assert_int_equal(shim.syncs_locked, 0);
+	assert_int_equal(al_cas_has(a, &x, &err), 0);
+	assert_int_equal(al_cas_has(a, &y, &err), 1);
+	al_cas_close(a);
+	al_cas_close(b);
+	shim_remove();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Where SQLite cannot keep a WAL (no shared memory), objects.db commits
+ * sync as they go, and a batch still commits. */
+static void test_commit_without_wal(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-cas-nowal-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	shim_install(false);
+	struct al_error err = { 0 };
+	struct al_cas *a = NULL;
+	assert_int_equal(al_cas_open(dir, &a, &err), 0);
+	struct al_oid x;
+	for (int i = 0; i < 2; i++) { /* a new row, then one found stored */
+		assert_int_equal(al_cas_begin(a, &err), 0);
+		assert_int_equal(al_cas_put(a, "an object", 9, &x, &err), 0);
+		assert_int_equal(al_cas_commit(a, &err), 0);
+	}
+	char p[128];
+	snprintf(p, sizeof(p), "%s/objects.db", dir);
+	assert_false(shim.dirty[slot_of(p, false)]);
+	snprintf(p, sizeof(p), "%s/objects.db-wal", dir);
+	assert_int_equal(slot_of(p, false), -1);
+	al_cas_close(a);
+	shim_remove();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +726,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
+		cmocka_unit_test(test_commit_syncs_outside_lock),
+		cmocka_unit_test(test_commit_without_wal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

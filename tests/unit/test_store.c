@@ -414,8 +414,9 @@ static bool mapped(const char *dir)
 }
 
 /* al_store_map_reads: a store opened with it on reads objects.db through a
- * map (and an object read that way is intact); with it off, as the daemon
- * sets it, nothing of objects.db is mapped. */
+ * map (and an object read that way is intact) until its first object
+ * batch; with it off, as the daemon sets it, nothing of objects.db is
+ * mapped. */
 static void test_map_reads(void **state)
 {
 	(void)state;
@@ -460,6 +461,14 @@ static void test_map_reads(void **state)
 		char dir[600];
 		snprintf(dir, sizeof(dir), "%s", al_store_dir(st));
 		assert_int_equal(mapped(dir), on);
+		/* a handle that writes reads through pread from then on */
+		assert_int_equal(al_cas_begin(cas, &err), 0);
+		assert_false(mapped(dir));
+		assert_int_equal(al_cas_get(cas, &id, &back, &n, &err), 0);
+		assert_memory_equal(back, blob, n);
+		free(back);
+		assert_false(mapped(dir));
+		al_cas_abort(cas);
 		al_store_close(st);
 	}
 	al_store_map_reads(true);
