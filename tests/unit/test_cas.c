@@ -627,7 +627,8 @@ static bool wal_dirty(const char *dir)
 /* objects.db commits without a sync and syncs its WAL after, outside the
  * write lock; al_cas_commit returns with the batch durable.  A batch that
  * finds its object stored by a writer that has not synced yet syncs too,
- * so what it names is durable when it returns; so does a sweep's commit
+ * so what it names is durable when it returns (unless no other connection
+ * has committed since its handle last synced); so does a sweep's commit
  * before it removes files. */
 static void test_commit_syncs_outside_lock(void **state)
 {
@@ -663,6 +664,24 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_true(wal_dirty(dir));
 	assert_int_equal(al_cas_begin(b, &err), 0);
 	assert_int_equal(al_cas_put(b, "second object", 13, &y, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_false(wal_dirty(dir));
+	/* found again with no commit of another connection since b's sync:
+	 * nothing to sync */
+	unsigned before = shim.syncs;
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "second object", 13, &y, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(shim.syncs, before);
+	/* after one, unsynced: b syncs again */
+	shim.skip_syncs = true;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "fourth object", 13, &y, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	shim.skip_syncs = false;
+	assert_true(wal_dirty(dir));
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "fourth object", 13, &y, &err), 0);
 	assert_int_equal(al_cas_commit(b, &err), 0);
 	assert_false(wal_dirty(dir));
 

@@ -414,9 +414,9 @@ static bool mapped(const char *dir)
 }
 
 /* al_store_map_reads: a store opened with it on reads objects.db through a
- * map (and an object read that way is intact) until its first object
- * batch; with it off, as the daemon sets it, nothing of objects.db is
- * mapped. */
+ * map (and an object read that way is intact) until it begins an object
+ * batch after another connection's commit; with it off, as the daemon
+ * sets it, nothing of objects.db is mapped. */
 static void test_map_reads(void **state)
 {
 	(void)state;
@@ -461,11 +461,35 @@ static void test_map_reads(void **state)
 		char dir[600];
 		snprintf(dir, sizeof(dir), "%s", al_store_dir(st));
 		assert_int_equal(mapped(dir), on);
-		/* a handle that writes reads through pread from then on */
+		/* alone with the database, a batch keeps the map; one begun
+		 * after another connection's commit reads through pread from
+		 * then on */
+		assert_int_equal(al_cas_begin(cas, &err), 0);
+		assert_int_equal(al_cas_get(cas, &id, &back, &n, &err), 0);
+		free(back);
+		assert_int_equal(mapped(dir), on);
+		al_cas_abort(cas);
+		struct al_store *other = NULL;
+		struct al_oid id2;
+		assert_int_equal(al_store_open(home, "default", &other, &err), 0);
+		assert_int_equal(al_cas_begin(al_store_cas(other), &err), 0);
+		assert_int_equal(al_cas_put(al_store_cas(other), blob, on ? 100 : 200, &id2, &err),
+				 0);
+		assert_int_equal(al_cas_commit(al_store_cas(other), &err), 0);
+		al_store_close(other);
+		/* its pages into the database file, where a map would read them */
+		assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+		assert_int_equal(
+			sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
+			SQLITE_OK);
+		sqlite3_close(raw);
 		assert_int_equal(al_cas_begin(cas, &err), 0);
 		assert_false(mapped(dir));
 		assert_int_equal(al_cas_get(cas, &id, &back, &n, &err), 0);
 		assert_memory_equal(back, blob, n);
+		free(back);
+		assert_int_equal(al_cas_get(cas, &id2, &back, &n, &err), 0);
+		assert_int_equal(n, on ? 100 : 200);
 		free(back);
 		assert_false(mapped(dir));
 		al_cas_abort(cas);
