@@ -67,11 +67,10 @@ void al_store_close(struct al_store *s);
  * before any store is opened (default: on).  A lookup then touches the
  * 4 KiB pages it needs instead of copying a whole database page: a short
  * command such as `snapshot diff` at 1M entries reads 4 MB less.  A handle
- * stops mapping at its first object batch: SQLite drops the whole map
- * whenever another connection has committed, which costs concurrent
- * writers more than the copies.  Mapped pages count in the process's RSS,
- * so the long-lived daemon turns it off; writes go through the WAL either
- * way. */
+ * stops mapping when it begins an object batch after another connection
+ * has committed: SQLite drops the whole map whenever another connection
+ * has committed, which costs concurrent writers more than the copies.  Mapped pages count in the
+ * process's RSS, so the long-lived daemon turns it off; writes go through the WAL either way. */
 void al_store_map_reads(bool on);
 
 /* Give back the page caches of the tenant's databases and, when idle, the

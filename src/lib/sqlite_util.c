@@ -99,6 +99,16 @@ static uint32_t *wake_map(const char *path)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* The wake page's second word (its own cache line): a sync of the WAL
+ * failed after a commit that readers could already see (al_sqlite_sync_wal)
+ * and no checkpoint has copied the WAL into the database since. */
+#define UNSYNCED_WORD 16
+
+static uint32_t *unsynced_word(struct wal_state *w)
+{
+	return w && w->wake ? w->wake + UNSYNCED_WORD : NULL;
+}
+
 static void wake_waiters(struct wal_state *w)
 {
 	if (!w->wake)
@@ -143,7 +153,8 @@ static int busy_wait(void *ctx, int n)
  * half the bound more: before, every later commit copied its few new
  * frames and synced the database file (two syncs per commit of objects.db,
  * whose 16-frame bound concurrent writers pass within a few commits).  A
- * checkpoint makes nothing durable (each commit synced the WAL), so when
+ * checkpoint makes nothing durable (each commit synced the WAL, in the
+ * commit or, for objects.db, just after it: al_sqlite_sync_wal), so when
  * it runs changes only the WAL's size at rest.
  *
  * How it empties the WAL: a WAL of the bound and a commit is restarted
@@ -191,15 +202,13 @@ static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
+static struct wal_state *state_of(sqlite3 *db);
+
 void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold)
 {
-	/* the hook's context is the connection's state: read by setting it again */
-	struct wal_state *w = sqlite3_wal_hook(db, wal_bound, NULL);
-	sqlite3_wal_hook(db, wal_bound, w);
-	if (!w) {
-		sqlite3_wal_hook(db, NULL, NULL); /* it had none */
+	struct wal_state *w = state_of(db);
+	if (!w)
 		return;
-	}
 	w->hold = hold;
 	if (!hold && w->frames >= w->next)
 		wal_bound(w, db, "main", w->frames);
@@ -272,18 +281,67 @@ static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema 
 	return r;
 }
 
+static struct wal_state *state_of(sqlite3 *db)
+{
+	/* the hook's context is the connection's state: read by setting it again */
+	struct wal_state *w = sqlite3_wal_hook(db, wal_bound, NULL);
+	sqlite3_wal_hook(db, w ? wal_bound : NULL, w);
+	return w;
+}
+
+/* Copy the whole WAL into the database, sync it and empty the WAL, waiting
+ * for readers (the busy handler): true when done.  What a failed sync left
+ * unwritten is still in the page cache, just written; the copy puts it in
+ * the database file, whose sync then stands for it, and the WAL starts
+ * again, so no later commit is appended after a frame that may be lost. */
+static bool copy_into_database(sqlite3 *db)
+{
+	int log = -1, done = -1;
+	return sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, &log, &done) ==
+		       SQLITE_OK &&
+	       log == 0;
+}
+
 int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 {
+	const char *name = sqlite3_db_filename(db, "main");
+	struct wal_state *w = state_of(db);
+	uint32_t *unsynced = unsynced_word(w), failed = 0;
 	sqlite3_file *f = NULL;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
 	    !f->pMethods)
-		return al_fail(err, AL_EIO, 0, "%s: no write-ahead log to sync",
-			       sqlite3_db_filename(db, "main"));
+		return al_fail(err, AL_EIO, 0, "%s: no write-ahead log to sync", name);
 	int rc = f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+	/* Unlike a commit that syncs (synchronous=FULL), which shows nothing
+	 * of itself until its sync succeeded, this commit is visible already:
+	 * others may find its objects and name them, and later commits follow
+	 * its frames in the WAL.  And a failed sync may not fail again (the
+	 * kernel reports a write-back error once per open file).  So the
+	 * failure is told to every connection (the unsynced word), and until
+	 * the WAL has been copied into the database and synced there, every
+	 * sync here fails. */
+	if (rc != SQLITE_OK) {
+		failed = 1;
+		if (unsynced)
+			__atomic_store_n(unsynced, 1, __ATOMIC_SEQ_CST);
+	} else if (unsynced) {
+		failed = __atomic_load_n(unsynced, __ATOMIC_SEQ_CST);
+	}
+	if (!failed)
+		return 0;
+	if (copy_into_database(db)) {
+		if (unsynced)
+			__atomic_store_n(unsynced, 0, __ATOMIC_SEQ_CST);
+		if (rc == SQLITE_OK)
+			return 0; /* another's failure, mended now */
+	}
 	if (rc != SQLITE_OK)
-		return al_fail(err, AL_EIO, 0, "sync %s-wal: %s", sqlite3_db_filename(db, "main"),
-			       sqlite3_errstr(rc));
-	return 0;
+		return al_fail(err, AL_EIO, 0, "sync %s-wal: %s", name, sqlite3_errstr(rc));
+	return al_fail(err, AL_EIO, 0,
+		       "%s: a sync of its write-ahead log failed and the log could not be copied "
+		       "into the database since (check the disk); nothing is committed until it "
+		       "is",
+		       name);
 }
 
 int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
@@ -304,19 +362,18 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	/* The last connection to close would checkpoint the WAL into the
 	 * database (two syncs) and delete it, and the next process to write
 	 * would create it again (two more: its header and the directory):
-	 * four of a CLI run's six syncs. The WAL stays; commits still sync it
-	 * (synchronous), and recovery reads it at the next open, as after a
-	 * crash: the automatic checkpoint bounds it to AL_SQLITE_WAL_BOUND
-	 * bytes and a commit, at most AL_SQLITE_WAL_KEEP, whatever the page
-	 * size (a database made with 64 KiB pages before page sizes were per
-	 * database checkpoints more often). */
+	 * four of a CLI run's six syncs. The WAL stays; commits still sync it (in the commit, or
+	 * after it: al_sqlite_sync_wal) (synchronous), and recovery reads it at the next open, as
+	 * after a crash: the automatic checkpoint bounds it to AL_SQLITE_WAL_BOUND bytes and a
+	 * commit, at most AL_SQLITE_WAL_KEEP, whatever the page size (a database made with 64 KiB
+	 * pages before page sizes were per database checkpoints more often). */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	unsigned page = schema && schema->page_size ? schema->page_size : AL_SQLITE_PAGE;
 	char pragmas[400];
 	snprintf(pragmas, sizeof(pragmas),
-		 "PRAGMA page_size=%u; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA "
+		 "PRAGMA page_size=%u; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA "
 		 "foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA journal_size_limit=%u;",
-		 page, sync == AL_SYNC_FULL ? "FULL" : "NORMAL", AL_SQLITE_WAL_KEEP);
+		 page, AL_SQLITE_WAL_KEEP);
 	int r = al_sqlite_exec(db, pragmas, err);
 	int psize = 0;
 	sqlite3_stmt *q = NULL;
@@ -354,6 +411,9 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	}
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);
+	/* a migration commits synced, whatever the connection's commits do */
+	if (r == 0 && sync == AL_SYNC_NORMAL)
+		r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err);
 	if (r < 0) {
 		al_error_prefix(err, "%s: ", path);
 		sqlite3_close(db);

@@ -34,13 +34,18 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
  * the release runs one that came due meanwhile.  For a commit made while
  * another database's write lock is held (a rebase's nodes in objects.db
  * inside meta.db's transaction), so that lock is not held through the
- * copy and its syncs.  A checkpoint makes nothing durable. */
+ * copy and its syncs.  A checkpoint makes nothing durable (a commit syncs
+ * the WAL itself, or al_sqlite_sync_wal just after). */
 void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold);
 /* Make db's write-ahead log durable as it stands: every commit written to
  * it so far, by any connection.  For a database opened AL_SYNC_NORMAL,
  * whose commits do not sync: the commit releases the write lock, and the
  * sync after it is outside, so other writers' commits proceed meanwhile.
- * AL_EIO when the database has no WAL open. */
+ * A commit shown before its sync is what a failed sync cannot take back:
+ * then the WAL is copied into the database and synced there, and until
+ * that has been done (by this call in any process: the failure is marked
+ * in the database's wake page) every call fails, its own sync or not.
+ * AL_EIO when the database has no WAL open, or on such a failure. */
 int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);

@@ -55,6 +55,8 @@ void al_cas__map_reads(bool on);
  * compression buffer): what al_store_release_memory gives back when idle. */
 size_t al_cas__held(struct al_cas *c);
 bool al_cas__idle(struct al_cas *c);
+/* objects.db's PRAGMA synchronous (the tests: FULL where there is no WAL) */
+int al_cas__synchronous(struct al_cas *c);
 
 #define AL_SECRET_KEY_LEN 32
 /* The deployment's key for secrets' HMAC digests (created on first use). */

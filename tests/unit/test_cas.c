@@ -422,25 +422,43 @@ static void test_group_batch(void **state)
 	sqlite3_close(other);
 }
 
+/* How many files the store has under objects/ (loose objects) */
+static unsigned object_files(const char *dir)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "find %s/objects -type f | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	unsigned n = 0;
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%u", &n), 1);
+	pclose(f);
+	return n;
+}
+
 /* A VFS over SQLite's own that keeps, for each file, whether bytes were
  * written to it since its last sync, by any connection (an fsync is the
- * file's, whoever calls it), and whether the connection that syncs holds
- * the WAL's write lock.  skip_syncs: syncs do nothing, as for a writer
- * that committed and has not synced yet. */
+ * file's, whoever calls it), and whether a WAL is synced while some
+ * connection holds its database's write lock (the test is one thread, so
+ * any holder is the syncing one or waits on it).  skip_syncs: syncs do
+ * nothing, as for a writer that committed and has not synced yet;
+ * fail_wal_syncs: that many syncs of a -wal fail; fail_db_syncs: syncs of
+ * a database file fail. */
 #define SHIM_FILES 8
 static struct shim_state {
 	char path[SHIM_FILES][256];
 	bool dirty[SHIM_FILES];
-	unsigned syncs;        /* syncs of a -wal */
-	unsigned syncs_locked; /* of them, made holding its write lock */
-	bool skip_syncs;
+	bool write_lock[SHIM_FILES]; /* a database's, by its slot */
+	unsigned syncs;              /* syncs of a -wal */
+	unsigned syncs_locked;       /* of them, made while its write lock was held */
+	bool skip_syncs, fail_db_syncs;
+	unsigned fail_wal_syncs;
 } shim;
 static sqlite3_vfs shim_vfs, *real_vfs;
 
 struct shim_file {
 	sqlite3_file base;
-	int slot;        /* shim.path's, or -1 */
-	bool write_lock; /* this connection holds the WAL's write lock */
+	int slot;    /* shim.path's, or -1 */
+	int db_slot; /* a -wal's: its database's slot, or -1 */
 	sqlite3_file real[];
 };
 #define REAL(f) (((struct shim_file *)(f))->real)
@@ -469,12 +487,20 @@ static int shim_sync(sqlite3_file *f, int flags)
 	struct shim_file *s = (struct shim_file *)f;
 	if (shim.skip_syncs)
 		return SQLITE_OK;
+	bool wal = s->db_slot >= 0;
+	if (wal && shim.fail_wal_syncs) {
+		shim.fail_wal_syncs--;
+		return SQLITE_IOERR_FSYNC;
+	}
+	if (!wal && shim.fail_db_syncs && s->slot >= 0 &&
+	    !strchr(strrchr(shim.path[s->slot], '/'), '-')) /* not a -journal, -shm */
+		return SQLITE_IOERR_FSYNC;
 	int rc = REAL(f)->pMethods->xSync(REAL(f), flags);
 	if (rc == SQLITE_OK && s->slot >= 0) {
 		shim.dirty[s->slot] = false;
-		if (strstr(shim.path[s->slot], "-wal")) {
+		if (wal) {
 			shim.syncs++;
-			shim.syncs_locked += s->write_lock;
+			shim.syncs_locked += shim.write_lock[s->db_slot];
 		}
 	}
 	return rc;
@@ -511,16 +537,13 @@ static int shim_shm_map(sqlite3_file *f, int i, int sz, int ext, void volatile *
 {
 	return REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p);
 }
-/* The WAL's write lock is shm lock 0 of the database file's connection;
- * the WAL file is told through its database's slot (see shim_open). */
-static struct shim_file *shim_wal_of[SHIM_FILES];
+/* The WAL's write lock is shm lock 0, taken through the database file */
 static int shim_shm_lock(sqlite3_file *f, int off, int n, int flags)
 {
 	struct shim_file *s = (struct shim_file *)f;
 	int rc = REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
-	if (rc == SQLITE_OK && off == 0 && s->slot >= 0 && shim_wal_of[s->slot] &&
-	    (flags & SQLITE_SHM_EXCLUSIVE))
-		shim_wal_of[s->slot]->write_lock = (flags & SQLITE_SHM_LOCK) != 0;
+	if (rc == SQLITE_OK && off == 0 && s->slot >= 0 && (flags & SQLITE_SHM_EXCLUSIVE))
+		shim.write_lock[s->slot] = (flags & SQLITE_SHM_LOCK) != 0;
 	return rc;
 }
 static void shim_shm_barrier(sqlite3_file *f)
@@ -579,27 +602,20 @@ static int shim_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flag
 	(void)v;
 	struct shim_file *s = (struct shim_file *)f;
 	s->slot = name ? slot_of(name, true) : -1;
-	s->write_lock = false;
-	int rc = real_vfs->xOpen(real_vfs, name, s->real, flags, out);
-	if (rc != SQLITE_OK) {
-		f->pMethods = NULL;
-		return rc;
-	}
-	f->pMethods = &shim_io;
-	if (name && (flags & SQLITE_OPEN_WAL)) { /* tell the database's slot */
+	s->db_slot = -1;
+	if (name && (flags & SQLITE_OPEN_WAL)) {
 		char db[256];
 		snprintf(db, sizeof(db), "%.*s", (int)(strlen(name) - 4), name);
-		int d = slot_of(db, false);
-		if (d >= 0)
-			shim_wal_of[d] = s;
+		s->db_slot = slot_of(db, true);
 	}
+	int rc = real_vfs->xOpen(real_vfs, name, s->real, flags, out);
+	f->pMethods = rc == SQLITE_OK ? &shim_io : NULL;
 	return rc;
 }
 
 static void shim_install(bool shm)
 {
 	memset(&shim, 0, sizeof(shim));
-	memset(shim_wal_of, 0, sizeof(shim_wal_of));
 	real_vfs = sqlite3_vfs_find("unix");
 	shim_vfs = *real_vfs;
 	shim_vfs.zName = "airlock-test-shim";
@@ -640,7 +656,11 @@ static void test_commit_syncs_outside_lock(void **state)
 	struct al_cas *a = NULL, *b = NULL;
 	assert_int_equal(al_cas_open(dir, &a, &err), 0);
 	assert_int_equal(al_cas_open(dir, &b, &err), 0);
+	assert_int_equal(al_cas__synchronous(a), 1); /* NORMAL: commits do not sync */
+	assert_false(wal_dirty(dir));                /* but the schema's migrations did */
 	struct al_oid x, y;
+	/* (the test stays under the WAL's bound, 64 frames: a checkpoint
+	 * there takes the write lock and syncs the WAL inside it) */
 
 	/* the WAL's first commit syncs its header inside the lock, as SQLite
 	 * does at every restart of the WAL; the commits after it do not */
@@ -698,6 +718,96 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(shim.syncs_locked, 0);
 	assert_int_equal(al_cas_has(a, &x, &err), 0);
 	assert_int_equal(al_cas_has(a, &y, &err), 1);
+
+	/* a sweep whose sync fails removes no file: its rows may come back */
+	size_t big = AL_CAS_LOOSE_MIN + 1000;
+	uint8_t *p = pattern(big, 7);
+	struct al_oid l;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, p, big, &l, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	free(p);
+	unsigned files = object_files(dir);
+	assert_true(files >= 1);
+	shim.fail_wal_syncs = 1;
+	assert_int_equal(al_cas__sweep(b, &l, 1, NULL, NULL, &st, &err), AL_EIO);
+	assert_int_equal(object_files(dir), files);
+	assert_int_equal(al_cas__sweep(b, &l, 1, NULL, NULL, &st, &err), 0);
+	assert_int_equal(object_files(dir), files - 1);
+	al_cas_close(a);
+	al_cas_close(b);
+	shim_remove();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static off_t file_size(const char *dir, const char *name)
+{
+	char p[256];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* A sync of the WAL that fails after its commit is visible: the commit
+ * fails, and the WAL is copied into the database and synced there (the
+ * bytes are in the page cache), emptied so that nothing is appended after
+ * a frame that may be lost.  While that copy cannot be made, every commit
+ * fails, whoever makes it, even one whose own sync succeeds. */
+static void test_sync_failure(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-cas-eio-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	shim_install(true);
+	struct al_error err = { 0 };
+	struct al_cas *a = NULL, *b = NULL;
+	assert_int_equal(al_cas_open(dir, &a, &err), 0);
+	assert_int_equal(al_cas_open(dir, &b, &err), 0);
+	struct al_oid x, y, z;
+	char db[128];
+	snprintf(db, sizeof(db), "%s/objects.db", dir);
+
+	/* the copy succeeds: the commit failed, its object is durable */
+	shim.fail_wal_syncs = 1;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "object x", 8, &x, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "objects.db-wal"));
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0);
+	assert_false(shim.dirty[slot_of(db, false)]);
+	assert_int_equal(al_cas_has(b, &x, &err), 1);
+
+	/* the copy fails too: refused, by b as well, until it succeeds (a
+	 * commit first: the WAL's first commit after it was emptied syncs its
+	 * header inside the commit, which then fails whole) */
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "object v", 8, &z, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	shim.fail_wal_syncs = 1;
+	shim.fail_db_syncs = true;
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "object y", 8, &y, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), AL_EIO);
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "object z", 8, &z, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), AL_EIO);
+	assert_non_null(strstr(err.msg, "could not be copied"));
+	assert_int_equal(al_cas_begin(b, &err), 0); /* found stored: refused too */
+	assert_int_equal(al_cas_put(b, "object y", 8, &y, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), AL_EIO);
+	shim.fail_db_syncs = false;
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "object z", 8, &z, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0);
+	assert_false(shim.dirty[slot_of(db, false)]);
+	/* mended: commits sync as before */
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	assert_int_equal(al_cas_put(a, "object w", 8, &z, &err), 0);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(al_cas_has(b, &y, &err), 1);
 	al_cas_close(a);
 	al_cas_close(b);
 	shim_remove();
@@ -717,6 +827,7 @@ static void test_commit_without_wal(void **state)
 	struct al_error err = { 0 };
 	struct al_cas *a = NULL;
 	assert_int_equal(al_cas_open(dir, &a, &err), 0);
+	assert_int_equal(al_cas__synchronous(a), 2); /* FULL */
 	struct al_oid x;
 	for (int i = 0; i < 2; i++) { /* a new row, then one found stored */
 		assert_int_equal(al_cas_begin(a, &err), 0);
@@ -747,6 +858,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
 		cmocka_unit_test(test_commit_syncs_outside_lock),
 		cmocka_unit_test(test_commit_without_wal),
+		cmocka_unit_test(test_sync_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1352,7 +1352,9 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 	} else {
 		char sub[3], file[63];
 		loose_name(d, sub, file);
-		if (fdatasync(fd) < 0 || (mkdirat(c->objfd, sub, 0700) < 0 && errno != EEXIST)) {
+		bool newsub = false;
+		if (fdatasync(fd) < 0 ||
+		    (!(newsub = mkdirat(c->objfd, sub, 0700) == 0) && errno != EEXIST)) {
 			r = al_fail(err, AL_EIO, errno, "cas: store fetched object");
 		} else {
 			_cleanup_close_ int sfd = openat(
@@ -1361,7 +1363,10 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 				r = al_fail(err, AL_EIO, errno, "cas: publish fetched object");
 			else
 				published = true;
-			if (r == 0 && (r = al_fsync_dir(c->objfd, sub, err)) == 0)
+			/* the new objects/xx too, as publish_pending does: else
+			 * after a power loss the row could name a file gone */
+			if (r == 0 && (r = al_fsync_dir(c->objfd, sub, err)) == 0 &&
+			    (!newsub || (r = al_fsync_dir(c->objfd, ".", err)) == 0))
 				r = insert_row(c, d, f.n, ENC_LOOSE_RAW, NULL, 0, err);
 		}
 	}
@@ -2083,6 +2088,17 @@ void al_cas_write_abort(struct al_cas_writer *w)
 	al_sha_free(w->sha);
 	al_buf_release(&w->small);
 	free(w);
+}
+
+int al_cas__synchronous(struct al_cas *c)
+{
+	sqlite3_stmt *q = NULL;
+	int v = -1;
+	if (sqlite3_prepare_v2(c->db, "PRAGMA synchronous", -1, &q, NULL) == SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	return v;
 }
 
 bool al_cas__idle(struct al_cas *c)
