@@ -640,6 +640,45 @@ static bool wal_dirty(const char *dir)
 	return shim.dirty[i];
 }
 
+/* A batch of one object, str, committed: al_cas_commit's answer, its
+ * error in commit_err */
+static struct al_error commit_err;
+static int put_commit(struct al_cas *c, const char *str, struct al_oid *id)
+{
+	commit_err = (struct al_error){ 0 };
+	assert_int_equal(al_cas_begin(c, &commit_err), 0);
+	assert_int_equal(al_cas_put(c, str, strlen(str), id, &commit_err), 0);
+	return al_cas_commit(c, &commit_err);
+}
+
+/* A store in a new directory through the shim: two handles, or one where
+ * there is no WAL */
+struct shim_fx {
+	char dir[64];
+	struct al_cas *a, *b;
+};
+
+static void shim_store(struct shim_fx *f, bool shm)
+{
+	snprintf(f->dir, sizeof(f->dir), "/tmp/airlock-cas-shim-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	shim_install(shm);
+	f->a = f->b = NULL;
+	assert_int_equal(al_cas_open(f->dir, &f->a, NULL), 0);
+	if (shm)
+		assert_int_equal(al_cas_open(f->dir, &f->b, NULL), 0);
+}
+
+static void shim_store_close(struct shim_fx *f)
+{
+	al_cas_close(f->a);
+	al_cas_close(f->b);
+	shim_remove();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* objects.db commits without a sync and syncs its WAL after, outside the
  * write lock; al_cas_commit returns with the batch durable.  A batch that
  * finds its object stored by a writer that has not synced yet syncs too,
@@ -649,13 +688,11 @@ static bool wal_dirty(const char *dir)
 static void test_commit_syncs_outside_lock(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/airlock-cas-sync-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	shim_install(true);
+	struct shim_fx f;
+	shim_store(&f, true);
+	struct al_cas *a = f.a, *b = f.b;
+	const char *dir = f.dir;
 	struct al_error err = { 0 };
-	struct al_cas *a = NULL, *b = NULL;
-	assert_int_equal(al_cas_open(dir, &a, &err), 0);
-	assert_int_equal(al_cas_open(dir, &b, &err), 0);
 	assert_int_equal(al_cas__synchronous(a), 1); /* NORMAL: commits do not sync */
 	assert_false(wal_dirty(dir));                /* but the schema's migrations did */
 	struct al_oid x, y;
@@ -664,52 +701,36 @@ static void test_commit_syncs_outside_lock(void **state)
 
 	/* the WAL's first commit syncs its header inside the lock, as SQLite
 	 * does at every restart of the WAL; the commits after it do not */
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "zeroth object", 13, &x, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "zeroth object", &x), 0);
 	shim.syncs_locked = shim.syncs = 0;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "first object", 12, &x, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "first object", &x), 0);
 	assert_false(wal_dirty(dir));
 	assert_int_equal(shim.syncs_locked, 0);
 	assert_int_equal(shim.syncs, 1);
 
 	/* a commits and has not synced when b finds its object */
 	shim.skip_syncs = true;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "second object", 13, &y, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "second object", &y), 0);
 	shim.skip_syncs = false;
 	assert_true(wal_dirty(dir));
-	assert_int_equal(al_cas_begin(b, &err), 0);
-	assert_int_equal(al_cas_put(b, "second object", 13, &y, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_false(wal_dirty(dir));
 	/* found again with no commit of another connection since b's sync:
 	 * nothing to sync */
 	unsigned before = shim.syncs;
-	assert_int_equal(al_cas_begin(b, &err), 0);
-	assert_int_equal(al_cas_put(b, "second object", 13, &y, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_int_equal(shim.syncs, before);
 	/* after one, unsynced: b syncs again */
 	shim.skip_syncs = true;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "fourth object", 13, &y, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "fourth object", &y), 0);
 	shim.skip_syncs = false;
 	assert_true(wal_dirty(dir));
-	assert_int_equal(al_cas_begin(b, &err), 0);
-	assert_int_equal(al_cas_put(b, "fourth object", 13, &y, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(put_commit(b, "fourth object", &y), 0);
 	assert_false(wal_dirty(dir));
 
 	/* a sweep's commit, before the files go */
 	shim.skip_syncs = true;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "third object", 12, &y, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "third object", &y), 0);
 	shim.skip_syncs = false;
 	struct al_cas__sweep_stats st;
 	assert_int_equal(al_cas__sweep(b, &x, 1, NULL, NULL, &st, &err), 0);
@@ -734,12 +755,7 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(object_files(dir), files);
 	assert_int_equal(al_cas__sweep(b, &l, 1, NULL, NULL, &st, &err), 0);
 	assert_int_equal(object_files(dir), files - 1);
-	al_cas_close(a);
-	al_cas_close(b);
-	shim_remove();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	shim_store_close(&f);
 }
 
 static off_t file_size(const char *dir, const char *name)
@@ -758,23 +774,19 @@ static off_t file_size(const char *dir, const char *name)
 static void test_sync_failure(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/airlock-cas-eio-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	shim_install(true);
+	struct shim_fx f;
+	shim_store(&f, true);
+	struct al_cas *a = f.a, *b = f.b;
+	const char *dir = f.dir;
 	struct al_error err = { 0 };
-	struct al_cas *a = NULL, *b = NULL;
-	assert_int_equal(al_cas_open(dir, &a, &err), 0);
-	assert_int_equal(al_cas_open(dir, &b, &err), 0);
 	struct al_oid x, y, z;
 	char db[128];
 	snprintf(db, sizeof(db), "%s/objects.db", dir);
 
 	/* the copy succeeds: the commit failed, its object is durable */
 	shim.fail_wal_syncs = 1;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "object x", 8, &x, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), AL_EIO);
-	assert_non_null(strstr(err.msg, "objects.db-wal"));
+	assert_int_equal(put_commit(a, "object x", &x), AL_EIO);
+	assert_non_null(strstr(commit_err.msg, "objects.db-wal"));
 	assert_int_equal(file_size(dir, "objects.db-wal"), 0);
 	assert_false(shim.dirty[slot_of(db, false)]);
 	assert_int_equal(al_cas_has(b, &x, &err), 1);
@@ -782,38 +794,21 @@ static void test_sync_failure(void **state)
 	/* the copy fails too: refused, by b as well, until it succeeds (a
 	 * commit first: the WAL's first commit after it was emptied syncs its
 	 * header inside the commit, which then fails whole) */
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "object v", 8, &z, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "object v", &z), 0);
 	shim.fail_wal_syncs = 1;
 	shim.fail_db_syncs = true;
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "object y", 8, &y, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), AL_EIO);
-	assert_int_equal(al_cas_begin(b, &err), 0);
-	assert_int_equal(al_cas_put(b, "object z", 8, &z, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), AL_EIO);
-	assert_non_null(strstr(err.msg, "could not be copied"));
-	assert_int_equal(al_cas_begin(b, &err), 0); /* found stored: refused too */
-	assert_int_equal(al_cas_put(b, "object y", 8, &y, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), AL_EIO);
+	assert_int_equal(put_commit(a, "object y", &y), AL_EIO);
+	assert_int_equal(put_commit(b, "object z", &z), AL_EIO);
+	assert_non_null(strstr(commit_err.msg, "could not be copied"));
+	assert_int_equal(put_commit(b, "object y", &y), AL_EIO); /* found stored */
 	shim.fail_db_syncs = false;
-	assert_int_equal(al_cas_begin(b, &err), 0);
-	assert_int_equal(al_cas_put(b, "object z", 8, &z, &err), 0);
-	assert_int_equal(al_cas_commit(b, &err), 0);
+	assert_int_equal(put_commit(b, "object z", &z), 0);
 	assert_int_equal(file_size(dir, "objects.db-wal"), 0);
 	assert_false(shim.dirty[slot_of(db, false)]);
 	/* mended: commits sync as before */
-	assert_int_equal(al_cas_begin(a, &err), 0);
-	assert_int_equal(al_cas_put(a, "object w", 8, &z, &err), 0);
-	assert_int_equal(al_cas_commit(a, &err), 0);
+	assert_int_equal(put_commit(a, "object w", &z), 0);
 	assert_int_equal(al_cas_has(b, &y, &err), 1);
-	al_cas_close(a);
-	al_cas_close(b);
-	shim_remove();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	shim_store_close(&f);
 }
 
 /* Where SQLite cannot keep a WAL (no shared memory), objects.db commits
@@ -821,29 +816,20 @@ static void test_sync_failure(void **state)
 static void test_commit_without_wal(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/airlock-cas-nowal-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	shim_install(false);
-	struct al_error err = { 0 };
-	struct al_cas *a = NULL;
-	assert_int_equal(al_cas_open(dir, &a, &err), 0);
+	struct shim_fx f;
+	shim_store(&f, false);
+	struct al_cas *a = f.a;
+	const char *dir = f.dir;
 	assert_int_equal(al_cas__synchronous(a), 2); /* FULL */
 	struct al_oid x;
-	for (int i = 0; i < 2; i++) { /* a new row, then one found stored */
-		assert_int_equal(al_cas_begin(a, &err), 0);
-		assert_int_equal(al_cas_put(a, "an object", 9, &x, &err), 0);
-		assert_int_equal(al_cas_commit(a, &err), 0);
-	}
+	for (int i = 0; i < 2; i++) /* a new row, then one found stored */
+		assert_int_equal(put_commit(a, "an object", &x), 0);
 	char p[128];
 	snprintf(p, sizeof(p), "%s/objects.db", dir);
 	assert_false(shim.dirty[slot_of(p, false)]);
 	snprintf(p, sizeof(p), "%s/objects.db-wal", dir);
 	assert_int_equal(slot_of(p, false), -1);
-	al_cas_close(a);
-	shim_remove();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	shim_store_close(&f);
 }
 
 int main(void)
