@@ -230,8 +230,10 @@ static int zstd_contexts(struct al_cas *c)
  * objects are durable, and the sync covers every commit written before it.
  * What a writer can now see that is not yet durable: another writer's
  * objects between its COMMIT and its sync.  A batch that finds an object
- * already stored (and so does not write it) syncs at its commit too, so
- * nothing it names is short of durable once it returns.  Where SQLite
+ * already stored (and so does not write it) syncs at its commit too unless
+ * no other connection has committed since its handle's last sync
+ * (sync_found), so nothing it names is short of durable once it returns.
+ * A sync that fails is handled in al_sqlite_sync_wal.  Where SQLite
  * cannot keep a WAL, commits sync as they go (synchronous=FULL). */
 static int wal_or_full(struct al_cas *c, struct al_error *err)
 {
@@ -457,8 +459,8 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	/* objects.db's write transaction begins with the batch's first new row
 	 * (batch_txn): a batch whose objects are all stored already (a merge
 	 * whose nodes exist, a re-import) neither takes the write lock from
-	 * other writers nor commits; it only syncs the WAL, outside any lock
-	 * (wal_or_full).  What it found present stays: rows are only ever
+	 * other writers nor commits; at most it syncs the WAL, outside any
+	 * lock (sync_found).  What it found present stays: rows are only ever
 	 * deleted by the sweep, which the pin excludes. */
 	c->in_batch = true;
 	c->txn = c->found_stored = false;
