@@ -328,20 +328,20 @@ int al_net_allow_within(const char *const *entries, size_t n, const char *const 
 		bool ok = false;
 		for (size_t j = 0; j < nceil && !ok; j++)
 			ok = al_net_allow_covers(ceil[j], entries[i]);
+		if (ok)
+			continue;
 		char q[SHOWN_MAX];
 		struct rule e;
 		bool port80 =
 			parse_hostport(entries[i], &e, true, PORT_WEB, NULL) == 0 && e.port == 80;
-		if (!ok)
-			return al_fail(
-				err, AL_EDENIED, 0,
-				"egress to '%s' is not allowed by the policy (its "
-				"egress_allow: airlock admin policy show)%s",
-				shown(entries[i], q),
-				port80 ? "; for plain HTTP to port 80 give the entry without "
-					 "a port: HOST:80 also allows a tunnel there, which "
-					 "a policy entry without a port does not"
-				       : "");
+		return al_fail(err, AL_EDENIED, 0,
+			       "egress to '%s' is not allowed by the policy (its "
+			       "egress_allow: airlock admin policy show)%s",
+			       shown(entries[i], q),
+			       port80 ? "; for plain HTTP to port 80 give the entry without "
+					"a port: HOST:80 also allows a tunnel there, which "
+					"a policy entry without a port does not"
+				      : "");
 	}
 	return 0;
 }
@@ -1201,20 +1201,21 @@ static void serve(struct conn *c)
 		allowed = rule_matches(&c->p->rules[i], &t, tunnel);
 		other = other || rule_matches(&c->p->rules[i], &t, !tunnel);
 	}
-	char hb[300];
-	if (!allowed && other)
-		refuse(c, 403, "refused",
-		       "%s port %d: an entry without a port allows %s; name the port to allow "
-		       "this (%s:%d)",
-		       t.host, t.port,
-		       tunnel ? "plain HTTP (http://) there, not a tunnel"
-			      : "a TLS tunnel (CONNECT) there, not plain HTTP",
-		       url_host(&t, hb, sizeof(hb)), t.port);
-	else if (!allowed)
-		refuse(c, 403, "refused", "%s port %d is not in the run's allowlist", t.host,
-		       t.port);
-	if (!allowed)
+	if (!allowed) {
+		char hb[300];
+		if (other)
+			refuse(c, 403, "refused",
+			       "%s port %d: an entry without a port allows %s; name the port to "
+			       "allow this (%s:%d)",
+			       t.host, t.port,
+			       tunnel ? "plain HTTP (http://) there, not a tunnel"
+				      : "a TLS tunnel (CONNECT) there, not plain HTTP",
+			       url_host(&t, hb, sizeof(hb)), t.port);
+		else
+			refuse(c, 403, "refused", "%s port %d is not in the run's allowlist",
+			       t.host, t.port);
 		return;
+	}
 	rec->verdict = "allowed";
 	if (tunnel)
 		tunnel_to(c, &t);

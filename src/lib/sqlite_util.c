@@ -79,6 +79,7 @@ struct wal_state {
 	uint64_t since; /* when this wait began (al_now_ns) */
 	int64_t woken;  /* waits ended by a release the word told of */
 	bool hold;      /* no checkpoint now (al_sqlite_hold_checkpoints) */
+	bool after;     /* commits do not sync: al_sqlite_sync_wal does, after */
 };
 
 static uint32_t *wake_map(const char *path)
@@ -281,6 +282,16 @@ static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema 
 	return r;
 }
 
+static bool in_wal(sqlite3 *db)
+{
+	sqlite3_stmt *q = NULL;
+	bool wal = sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL) == SQLITE_OK &&
+		   sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0) &&
+		   !strcmp((const char *)sqlite3_column_text(q, 0), "wal");
+	sqlite3_finalize(q);
+	return wal;
+}
+
 static struct wal_state *state_of(sqlite3 *db)
 {
 	/* the hook's context is the connection's state: read by setting it again */
@@ -306,6 +317,8 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 {
 	const char *name = sqlite3_db_filename(db, "main");
 	struct wal_state *w = state_of(db);
+	if (!w || !w->after)
+		return 0; /* its commits synced themselves */
 	uint32_t *unsynced = unsynced_word(w), failed = 0;
 	sqlite3_file *f = NULL;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
@@ -411,9 +424,12 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	}
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);
-	/* a migration commits synced, whatever the connection's commits do */
-	if (r == 0 && sync == AL_SYNC_NORMAL)
-		r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err);
+	/* a migration commits synced, whatever the connection's commits do;
+	 * they sync after (al_sqlite_sync_wal) only in a WAL: where SQLite
+	 * cannot keep one, they stay synchronous=FULL */
+	if (r == 0 && sync == AL_SYNC_NORMAL && psize > 0 && in_wal(db) &&
+	    (r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err)) == 0)
+		state_of(db)->after = true;
 	if (r < 0) {
 		al_error_prefix(err, "%s: ", path);
 		sqlite3_close(db);

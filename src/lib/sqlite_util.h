@@ -28,6 +28,9 @@
  * refused ("upgrade airlock"), untouched. */
 int al_sqlite_open(const char *path, const struct al_sqlite_schema *schema, sqlite3 **out,
 		   struct al_error *err);
+/* AL_SYNC_NORMAL: commits do not sync, and the caller syncs after each
+ * (al_sqlite_sync_wal); migrations and a database SQLite cannot keep in a
+ * WAL still commit synced (FULL). */
 int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
 			sqlite3 **out, struct al_error *err);
 /* Hold db's checkpoints (the WAL bound's, after a commit) until released;
@@ -45,7 +48,8 @@ void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold);
  * then the WAL is copied into the database and synced there, and until
  * that has been done (by this call in any process: the failure is marked
  * in the database's wake page) every call fails, its own sync or not.
- * AL_EIO when the database has no WAL open, or on such a failure. */
+ * 0 at once where commits sync themselves (AL_SYNC_FULL, or no WAL);
+ * AL_EIO when the WAL cannot be reached, or on such a failure. */
 int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);

@@ -651,32 +651,47 @@ static int put_commit(struct al_cas *c, const char *str, struct al_oid *id)
 	return al_cas_commit(c, &commit_err);
 }
 
-/* A store in a new directory through the shim: two handles, or one where
- * there is no WAL */
+/* A store in a new directory through the shim (state): two handles, or
+ * one where there is no WAL */
 struct shim_fx {
 	char dir[64];
 	struct al_cas *a, *b;
 };
 
-static void shim_store(struct shim_fx *f, bool shm)
+static int shim_store(void **state, bool shm)
 {
+	struct shim_fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/airlock-cas-shim-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	if (!mkdtemp(f->dir))
+		return -1;
 	shim_install(shm);
-	f->a = f->b = NULL;
-	assert_int_equal(al_cas_open(f->dir, &f->a, NULL), 0);
-	if (shm)
-		assert_int_equal(al_cas_open(f->dir, &f->b, NULL), 0);
+	if (al_cas_open(f->dir, &f->a, NULL) < 0 || (shm && al_cas_open(f->dir, &f->b, NULL) < 0))
+		return -1;
+	*state = f;
+	return 0;
 }
 
-static void shim_store_close(struct shim_fx *f)
+static int shim_setup(void **state)
 {
+	return shim_store(state, true);
+}
+
+static int shim_setup_no_wal(void **state)
+{
+	return shim_store(state, false);
+}
+
+static int shim_teardown(void **state)
+{
+	struct shim_fx *f = *state;
 	al_cas_close(f->a);
 	al_cas_close(f->b);
 	shim_remove();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
+	int r = system(cmd);
+	free(f);
+	return r == 0 ? 0 : -1;
 }
 
 /* objects.db commits without a sync and syncs its WAL after, outside the
@@ -687,11 +702,9 @@ static void shim_store_close(struct shim_fx *f)
  * before it removes files. */
 static void test_commit_syncs_outside_lock(void **state)
 {
-	(void)state;
-	struct shim_fx f;
-	shim_store(&f, true);
-	struct al_cas *a = f.a, *b = f.b;
-	const char *dir = f.dir;
+	struct shim_fx *f = *state;
+	struct al_cas *a = f->a, *b = f->b;
+	const char *dir = f->dir;
 	struct al_error err = { 0 };
 	assert_int_equal(al_cas__synchronous(a), 1); /* NORMAL: commits do not sync */
 	assert_false(wal_dirty(dir));                /* but the schema's migrations did */
@@ -755,7 +768,6 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(object_files(dir), files);
 	assert_int_equal(al_cas__sweep(b, &l, 1, NULL, NULL, &st, &err), 0);
 	assert_int_equal(object_files(dir), files - 1);
-	shim_store_close(&f);
 }
 
 static off_t file_size(const char *dir, const char *name)
@@ -773,11 +785,9 @@ static off_t file_size(const char *dir, const char *name)
  * fails, whoever makes it, even one whose own sync succeeds. */
 static void test_sync_failure(void **state)
 {
-	(void)state;
-	struct shim_fx f;
-	shim_store(&f, true);
-	struct al_cas *a = f.a, *b = f.b;
-	const char *dir = f.dir;
+	struct shim_fx *f = *state;
+	struct al_cas *a = f->a, *b = f->b;
+	const char *dir = f->dir;
 	struct al_error err = { 0 };
 	struct al_oid x, y, z;
 	char db[128];
@@ -808,18 +818,15 @@ static void test_sync_failure(void **state)
 	/* mended: commits sync as before */
 	assert_int_equal(put_commit(a, "object w", &z), 0);
 	assert_int_equal(al_cas_has(b, &y, &err), 1);
-	shim_store_close(&f);
 }
 
 /* Where SQLite cannot keep a WAL (no shared memory), objects.db commits
  * sync as they go, and a batch still commits. */
 static void test_commit_without_wal(void **state)
 {
-	(void)state;
-	struct shim_fx f;
-	shim_store(&f, false);
-	struct al_cas *a = f.a;
-	const char *dir = f.dir;
+	struct shim_fx *f = *state;
+	struct al_cas *a = f->a;
+	const char *dir = f->dir;
 	assert_int_equal(al_cas__synchronous(a), 2); /* FULL */
 	struct al_oid x;
 	for (int i = 0; i < 2; i++) /* a new row, then one found stored */
@@ -829,7 +836,6 @@ static void test_commit_without_wal(void **state)
 	assert_false(shim.dirty[slot_of(p, false)]);
 	snprintf(p, sizeof(p), "%s/objects.db-wal", dir);
 	assert_int_equal(slot_of(p, false), -1);
-	shim_store_close(&f);
 }
 
 int main(void)
@@ -842,9 +848,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
-		cmocka_unit_test(test_commit_syncs_outside_lock),
-		cmocka_unit_test(test_commit_without_wal),
-		cmocka_unit_test(test_sync_failure),
+		cmocka_unit_test_setup_teardown(test_commit_syncs_outside_lock, shim_setup,
+						shim_teardown),
+		cmocka_unit_test_setup_teardown(test_commit_without_wal, shim_setup_no_wal,
+						shim_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_failure, shim_setup, shim_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,13 +101,10 @@ struct al_cas {
 	sqlite3_stmt *st_version; /* PRAGMA data_version: moves at others' commits */
 	int64_t map_version;      /* what it said at the map's last check (-1: never) */
 	int64_t synced_version;   /* what it said before this handle's last sync (-1: none) */
-	/* objects.db commits without syncing, and commit_txn syncs its WAL
-	 * after the commit, outside the write lock (false: not in WAL mode,
-	 * so commits sync as they go); found_stored: this batch found an
-	 * object already stored, which may be another writer's not yet synced
-	 * unless no other connection has committed since this handle's last
-	 * sync (synced_version) */
-	bool wal_sync, found_stored;
+	/* this batch found an object already stored, which may be another
+	 * writer's not yet synced unless no other connection has committed
+	 * since this handle's last sync (synced_version) */
+	bool found_stored;
 };
 
 /* objects.db, by version (sqlite_util.h: never edit a released one) */
@@ -232,23 +229,10 @@ static int zstd_contexts(struct al_cas *c)
  * objects between its COMMIT and its sync.  A batch that finds an object
  * already stored (and so does not write it) syncs at its commit too unless
  * no other connection has committed since its handle's last sync
- * (sync_found), so nothing it names is short of durable once it returns.
+ * (sync_wal), so nothing it names is short of durable once it returns.
  * A sync that fails is handled in al_sqlite_sync_wal.  Where SQLite
- * cannot keep a WAL, commits sync as they go (synchronous=FULL). */
-static int wal_or_full(struct al_cas *c, struct al_error *err)
-{
-	sqlite3_stmt *q = NULL;
-	int r = al_sqlite_prepare(c->db, "PRAGMA journal_mode", &q, err);
-	if (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
-		const char *m = (const char *)sqlite3_column_text(q, 0);
-		c->wal_sync = m && strcmp(m, "wal") == 0;
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && !c->wal_sync)
-		r = al_sqlite_exec(c->db, "PRAGMA synchronous=FULL", err);
-	return r;
-}
-
+ * cannot keep a WAL, commits sync as they go (synchronous=FULL) and that
+ * call does nothing. */
 /* PRAGMA data_version: moves when another connection commits (-1: not
  * known) */
 static int64_t data_version(struct al_cas *c)
@@ -260,27 +244,20 @@ static int64_t data_version(struct al_cas *c)
 	return v;
 }
 
-/* The version is read before the sync: a commit landing after the read is
- * taken as not covered, whether the sync covered it or not. */
-static int sync_wal(struct al_cas *c, struct al_error *err)
+/* Sync the WAL (al_sqlite_sync_wal).  found: for a batch that wrote
+ * nothing but found objects stored, which are durable already if this
+ * handle has synced since the last commit of any other connection (its own
+ * commits sync before they return).  The version is read before the sync:
+ * a commit landing after the read is taken as not covered, whether the
+ * sync covered it or not. */
+static int sync_wal(struct al_cas *c, bool found, struct al_error *err)
 {
-	if (!c->wal_sync)
-		return 0;
 	int64_t v = data_version(c);
+	if (found && v >= 0 && v == c->synced_version)
+		return 0;
 	int r = al_sqlite_sync_wal(c->db, err);
 	c->synced_version = r == 0 ? v : -1;
 	return r;
-}
-
-/* A batch that wrote nothing but found objects stored: they are durable
- * if this handle has synced since the last commit of any other connection
- * (its own commits sync before they return). */
-static int sync_found(struct al_cas *c, struct al_error *err)
-{
-	if (!c->wal_sync)
-		return 0;
-	int64_t v = data_version(c);
-	return v >= 0 && v == c->synced_version ? 0 : sync_wal(c, err);
 }
 
 int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
@@ -311,8 +288,6 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	snprintf(path, sizeof(path), "%s/objects.db", dir);
 	r = al_sqlite_open_sync(path, &schema, AL_SYNC_NORMAL, &c->db, err);
 	if (r < 0)
-		goto fail;
-	if ((r = wal_or_full(c, err)) < 0)
 		goto fail;
 	c->map_version = c->synced_version = -1;
 	if ((r = al_sqlite_prepare(c->db, "PRAGMA data_version", &c->st_version, err)) < 0)
@@ -460,7 +435,7 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	 * (batch_txn): a batch whose objects are all stored already (a merge
 	 * whose nodes exist, a re-import) neither takes the write lock from
 	 * other writers nor commits; at most it syncs the WAL, outside any
-	 * lock (sync_found).  What it found present stays: rows are only ever
+	 * lock (sync_wal).  What it found present stays: rows are only ever
 	 * deleted by the sweep, which the pin excludes. */
 	c->in_batch = true;
 	c->txn = c->found_stored = false;
@@ -595,7 +570,7 @@ int al_cas_commit(struct al_cas *c, struct al_error *err)
 	else if (c->txn)
 		r = commit_txn(c, err);
 	else if (c->found_stored)
-		r = sync_found(c, err);
+		r = sync_wal(c, true, err);
 	if (r < 0)
 		goto fail;
 	c->in_batch = c->txn = false;
@@ -1218,14 +1193,14 @@ int al_cas__gen_lock(struct al_cas *c, bool exclusive, struct al_error *err)
 	return fd;
 }
 
-/* objects.db's transaction committed and made durable (wal_or_full): when
+/* objects.db's transaction committed and made durable (sync_wal): when
  * this fails, the rows may be there (not durable, named by nothing). */
 static int commit_txn(struct al_cas *c, struct al_error *err)
 {
 	int r = al_sqlite_exec(c->db, "COMMIT", err);
 	if (r == 0) {
 		c->txn = false;
-		r = sync_wal(c, err);
+		r = sync_wal(c, false, err);
 	}
 	return r;
 }
@@ -2292,7 +2267,7 @@ int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 		return r;
 	}
 	/* durably: a row back after a crash would name a file removed */
-	if ((r = sync_wal(c, err)) < 0)
+	if ((r = sync_wal(c, false, err)) < 0)
 		return r;
 	/* the rows are gone: now the files (the caller holds gc.lock, so no
 	 * writer can be putting one of them back) */
