@@ -224,6 +224,9 @@ $(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c src/server/web_assets.h
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(INTERNAL_INC) -o $@ $< $(BUILD)/libairlock.a $(ALL_LDFLAGS) $(PKG_LIBS) $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LDLIBS_EXTRA)
+# test_stores compiles the daemon's src/server/stores.c in
+$(BUILD)/tests/test_stores: src/server/stores.c src/server/stores.h
+$(BUILD)/tests/test_stores: INTERNAL_INC += -Isrc/server
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).

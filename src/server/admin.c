@@ -54,7 +54,7 @@ int h_policy(struct req *rq)
 	if (srv_store(rq, &st, &err) < 0)
 		return srv_error(rq, &err);
 	int r = policy_answer(rq, st, 200);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return r;
 }
 
@@ -71,7 +71,7 @@ int h_policy_set(struct req *rq)
 	if (rc == 0)
 		rc = al_policy_set(NULL, st, &p, has_be, p.best_effort, rq->who.name, &err);
 	int r = rc == 0 ? policy_answer(rq, st, 200) : srv_error(rq, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return r;
 }
 

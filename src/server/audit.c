@@ -90,7 +90,7 @@ int h_audit_export(struct req *rq)
 			rc = al_fail(&err, AL_EIO, errno, "export");
 		unlink(path);
 	}
-	srv_store_done(st);
+	srv_stores_give(st);
 	struct stat sb;
 	if (rc == 0 && fstat(fd, &sb) < 0)
 		rc = al_fail(&err, AL_EIO, errno, "export");

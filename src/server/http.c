@@ -272,115 +272,12 @@ int srv_body_json(struct req *rq, json_t **out)
 	return 0;
 }
 
-/* Opening a store (files, SQLite connections, schema) costs most of a
- * small request; each request thread keeps the last one it used, for one
- * tenant, and hands it out only to a principal of that tenant.  A kept
- * store holds SQLite's caches, zstd contexts and buffers (about 300 KiB):
- * one unused for KEPT_IDLE_NS is closed by srv_store_expire, so an idle
- * daemon gives that back.  The slots are in one list under kept_lock; a
- * store taken out of its slot is its taker's alone. */
-#define KEPT_IDLE_NS 1000000000ull
-
-struct kept {
-	struct al_store *st;
-	uint64_t used_ns;
-	struct kept *next, **pprev;
-};
-static pthread_key_t kept_key;
-static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kept *kept_list;
-
-static void kept_free(void *p)
-{
-	struct kept *k = p;
-	pthread_mutex_lock(&kept_lock);
-	*k->pprev = k->next;
-	if (k->next)
-		k->next->pprev = k->pprev;
-	struct al_store *st = k->st;
-	pthread_mutex_unlock(&kept_lock);
-	al_store_close(st); /* closed when the thread ends */
-	free(k);
-}
-
-static void kept_init(void)
-{
-	pthread_key_create(&kept_key, kept_free);
-}
-
-/* This thread's slot (NULL when out of memory: nothing is kept). */
-static struct kept *kept_slot(void)
-{
-	pthread_once(&kept_once, kept_init);
-	struct kept *k = pthread_getspecific(kept_key);
-	if (k || !(k = calloc(1, sizeof(*k))))
-		return k;
-	if (pthread_setspecific(kept_key, k) != 0) {
-		free(k);
-		return NULL;
-	}
-	pthread_mutex_lock(&kept_lock);
-	k->next = kept_list;
-	if (kept_list)
-		kept_list->pprev = &k->next;
-	k->pprev = &kept_list;
-	kept_list = k;
-	pthread_mutex_unlock(&kept_lock);
-	return k;
-}
-
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err)
 {
 	*out = NULL;
 	if (!rq->authed || !rq->who.tenant[0])
 		return al_fail(err, AL_EAUTH, 0, "not authenticated");
-	struct kept *k = kept_slot();
-	if (k) {
-		pthread_mutex_lock(&kept_lock);
-		if (k->st && strcmp(al_store_tenant(k->st), rq->who.tenant) == 0) {
-			*out = k->st;
-			k->st = NULL;
-		}
-		pthread_mutex_unlock(&kept_lock);
-		if (*out)
-			return 0;
-	}
-	return al_store_open(rq->srv->cfg.home, rq->who.tenant, out, err);
-}
-
-void srv_store_done(struct al_store *st)
-{
-	if (!st)
-		return;
-	struct kept *k = kept_slot();
-	if (!k || !al_store_idle(st)) { /* a failure left something open: do not reuse it */
-		al_store_close(st);
-		return;
-	}
-	al_store_release_memory(st);
-	pthread_mutex_lock(&kept_lock);
-	struct al_store *old = k->st;
-	k->st = st;
-	k->used_ns = al_now_ns();
-	pthread_mutex_unlock(&kept_lock);
-	al_store_close(old);
-}
-
-unsigned srv_store_expire(uint64_t now_ns)
-{
-	struct al_store *idle[64];
-	unsigned n = 0;
-	pthread_mutex_lock(&kept_lock);
-	for (struct kept *k = kept_list; k && n < ARRAY_SIZE(idle); k = k->next)
-		if (k->st && k->used_ns + KEPT_IDLE_NS <= now_ns) { /* used after now_ns: kept */
-			idle[n++] = k->st;
-			k->st = NULL;
-		}
-	pthread_mutex_unlock(&kept_lock);
-	for (unsigned i = 0; i < n; i++)
-		al_store_close(idle[i]);
-	return n;
+	return srv_stores_take(rq->srv->cfg.home, rq->who.tenant, out, err);
 }
 
 int srv_serve(struct req *rq, int status, srv_view_fn fn)
@@ -391,7 +288,7 @@ int srv_serve(struct req *rq, int status, srv_view_fn fn)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = fn(rq, st, &out, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0) {
 		json_decref(out);
 		return srv_error(rq, &err);

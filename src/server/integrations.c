@@ -38,7 +38,7 @@ int h_integrations(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_integ_list(st, &arr, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, arr);
 }
 
@@ -50,7 +50,7 @@ int h_integration(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = one(st, rq->seg[1], &o, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, o);
 }
 
@@ -95,7 +95,7 @@ int h_integration_create(struct req *rq)
 		rc = al_integ_create(st, &spec, &err);
 	if (rc == 0)
 		rc = one(st, spec.name, &o, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	wipe_string(json_object_get(body, "secret"));
 	json_decref(body);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, o);
@@ -118,7 +118,7 @@ int h_integration_secret(struct req *rq)
 		rc = al_integ_rotate(st, rq->seg[1], header, secret, rq->who.name, &err);
 	if (rc == 0)
 		rc = one(st, rq->seg[1], &o, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	wipe_string(json_object_get(body, "secret"));
 	json_decref(body);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, o);
@@ -146,7 +146,7 @@ int h_integration_grant(struct req *rq)
 		rc = al_integ_grant(st, rq->seg[1], project, principal, rq->who.name, &err);
 	if (rc == 0)
 		rc = one(st, rq->seg[1], &o, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	json_decref(body);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 200, o);
 }
@@ -158,7 +158,7 @@ int h_integration_delete(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_integ_delete(st, rq->seg[1], rq->who.name, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return rc < 0 ? srv_error(rq, &err)
 		      : srv_json(rq, 200, json_pack("{s:s}", "deleted", rq->seg[1]));
 }

@@ -116,7 +116,7 @@ int h_project_create_tree(struct req *rq)
 	}
 	if (rc == 0)
 		rc = al_project_create(st, rq->seg[1], &ir.id, rq->who.name, &p, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	json_t *out = view_project(&p);
@@ -182,7 +182,7 @@ int h_project_commit(struct req *rq)
 			rc = al_project_commit(st, rq->seg[1], &base, &ir.id, &o, &res, &err);
 		}
 	}
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
 	else if (rc < 0)
@@ -262,7 +262,7 @@ int h_draft_apply(struct req *rq)
 		json_decref(c);
 		view_apply_result(st, d.id, out, &res);
 	}
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc == AL_ECONFLICT)
 		srv_json(rq, 409, view_error(&err, &res));
 	else if (rc < 0)
@@ -336,12 +336,12 @@ int h_blob(struct req *rq)
 			     "blob of %llu bytes: over the %u bytes one response carries",
 			     (unsigned long long)size, BLOB_MAX);
 	if (rc < 0) {
-		srv_store_done(st);
+		srv_stores_give(st);
 		return srv_error(rq, &err);
 	}
 	srv_object(rq, al_store_cas(st), &id, 0,
 		   "application/octet-stream"); /* streamed, Range honoured */
-	srv_store_done(st);
+	srv_stores_give(st);
 	return 0;
 }
 
@@ -369,7 +369,7 @@ int h_image_import(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_image_import_as(st, src, name, "upload", rq->who.name, &res, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return rc < 0 ? srv_error(rq, &err) : srv_json(rq, 201, view_image_import(&res, name));
 }
 

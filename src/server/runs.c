@@ -125,7 +125,7 @@ int h_run_start(struct req *rq)
 		rc = r->req.o.image
 			     ? al_image_resolve_as(st, r->req.o.image, may_read, rq, &img, &err)
 			     : ops_default_image(st, &img, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0) {
 		sched_run_free(r);
 		return srv_error(rq, &err);
@@ -161,7 +161,7 @@ static int recorded(struct req *rq, const char *id, bool with_output, json_t **r
 	if (rc == 0)
 		rc = view_run(st, id, with_output, VIEW_TEXT_MAX, rec,
 			      err); /* bounded: the rest streams from /output */
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc == 0 && !run_visible(rq, json_string_value(json_object_get(*rec, "principal")))) {
 		json_decref(*rec);
 		*rec = NULL;
@@ -294,12 +294,12 @@ int h_run_output(struct req *rq)
 		rc = srv_store(rq, &st, &err);
 	json_decref(rec);
 	if (rc < 0) {
-		srv_store_done(st);
+		srv_stores_give(st);
 		return srv_error(rq, &err);
 	}
 	/* streamed from the store: the reader outlives the store handle */
 	srv_object(rq, al_store_cas(st), &blob, offset, "text/plain; charset=utf-8");
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rq->status < 400)
 		dl_mhd.add_response_header(rq->resp, "X-Airlock-Run-State", "ended");
 	return 0;
@@ -359,7 +359,7 @@ int h_run_cancel(struct req *rq)
 	struct al_store *st = NULL;
 	if ((rc = srv_store(rq, &st, &err)) == 0)
 		rc = al_run_cancel_request(st, id, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0)
 		return srv_error(rq, &err);
 	return srv_json(rq, 202, json_pack("{s:s,s:s}", "id", id, "state", "cancelling"));
@@ -406,7 +406,7 @@ int h_run_replay(struct req *rq)
 		rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = al_policy_effective(st, &pol, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0) {
 		sched_run_free(r);
 		return srv_error(rq, &err);
@@ -432,7 +432,7 @@ int h_runs(struct req *rq)
 	int rc = srv_store(rq, &st, &err);
 	if (rc == 0)
 		rc = view_runs(st, project, arr, &err);
-	srv_store_done(st);
+	srv_stores_give(st);
 	if (rc < 0) {
 		json_decref(arr);
 		return srv_error(rq, &err);

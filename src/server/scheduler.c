@@ -20,6 +20,7 @@
 #include "airlock/util.h"
 #include "ops.h"
 #include "scheduler.h"
+#include "stores.h"
 
 int sched_init(struct sched *s, const char *home, const char *init_path, unsigned max_runs,
 	       unsigned grace_s)
@@ -255,7 +256,7 @@ static void *run_thread(void *arg)
 	struct sched_run *r = arg;
 	struct sched *s = r->sched;
 	struct al_store *st = NULL;
-	int rc = al_store_open(s->home, r->tenant, &st, &r->err);
+	int rc = srv_stores_take(s->home, r->tenant, &st, &r->err);
 	if (rc == 0) {
 		struct al_run_info info;
 		struct al_replay_opts ro = { .of = r->replay_of,
@@ -265,7 +266,7 @@ static void *run_thread(void *arg)
 					  : al_run(st, &r->req.o, &info, &r->err)) == 0)
 			al_run_info_release(&info);
 	}
-	al_store_close(st);
+	srv_stores_give(st);
 	request_release(r);
 	malloc_trim(0);     /* what the run's thread freed goes back: the daemon returns to idle */
 	al_stack_release(); /* and what its stack touched, kept with it by glibc's cache */

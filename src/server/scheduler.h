@@ -1,9 +1,10 @@
 /* airlockd's run scheduler: the runs in flight and the last SCHED_RECENT
- * that failed (one that ended recorded is its record's from then on).  Each run gets a thread of
- * its own (with its own store handle), so a run never blocks a request; a run is cancelled through
- * an eventfd the sandbox polls.  No HTTP in here: whoever waits for a run's end registers a waiter,
- * whose callbacks the scheduler calls under its lock (the HTTP layer suspends and resumes its
- * connection there). */
+ * that failed (one that ended recorded is its record's from then on).  Each
+ * run gets a thread of its own, with a store handle of its own while it runs
+ * (stores.h), so a run never blocks a request; a run is cancelled through an
+ * eventfd the sandbox polls.  No HTTP in here: whoever waits for a run's end
+ * registers a waiter, whose callbacks the scheduler calls under its lock (the
+ * HTTP layer suspends and resumes its connection there). */
 #ifndef AL_SCHEDULER_H
 #define AL_SCHEDULER_H
 

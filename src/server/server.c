@@ -526,7 +526,7 @@ static void *watchdog(void *arg)
 	while (!s->watch_stop) {
 		pthread_mutex_unlock(&s->watch_lock);
 		/* the request threads' idle stores, and the heap they leave */
-		if (srv_store_expire(al_now_ns()))
+		if (srv_stores_expire(al_now_ns()))
 			malloc_trim(0);
 		pthread_mutex_lock(&s->watch_lock);
 		if (s->watch_stop) /* asked while the lock was let go */
@@ -927,7 +927,7 @@ static void pool_stop_accepting(struct srv *s)
  * takes its place: the acceptor hands the next connection to it (under
  * pool_lock), and the old one, given none from then on, is stopped once
  * two ticks in a row found it without a connection (none is cut): its
- * threads end (their kept stores close: http.c) and malloc_trim returns
+ * threads end and malloc_trim returns
  * the pages.
  * The listening socket is airlock's, not a pool's, so a renewal never
  * touches it (libmicrohttpd's quiesce of a live epoll pool can race its
@@ -1147,6 +1147,7 @@ int srv_main(const struct srv_config *cfg)
 	watchdog_stop(&s);
 	al_node_serve_stop();
 	sched_release(&s.sched);
+	srv_stores_expire(UINT64_MAX); /* no request or run is left to use one */
 	al_auth_close(s.auth);
 	free(cert);
 	wipe_free(key);

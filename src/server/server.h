@@ -15,6 +15,7 @@
 #include "airlockd.h"
 #include "dl_mhd.h"
 #include "scheduler.h"
+#include "stores.h"
 
 #include "airlock/auth.h"
 #include "airlock/error.h"
@@ -125,13 +126,9 @@ int srv_body_json(struct req *rq, json_t **out);
 
 /* The tenant's store for this request's principal: the only way a handler
  * reaches data, so every read and write is scoped to that tenant.  Give it
- * back with srv_store_done (each request thread keeps one open handle,
- * for the tenant it served last). */
+ * back with srv_stores_give (stores.h: kept open for the tenant's next
+ * request or run). */
 int srv_store(struct req *rq, struct al_store **out, struct al_error *err);
-void srv_store_done(struct al_store *st);
-/* Close the kept stores unused for a second (the watchdog's tick): an idle
- * daemon gives back what they hold.  Returns how many were closed. */
-unsigned srv_store_expire(uint64_t now_ns);
 
 /* A handler's usual shape: the tenant's store, fn fills *out, the answer
  * (status, or the error). */

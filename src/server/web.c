@@ -218,10 +218,10 @@ int h_blob_image(struct req *rq)
 			rc = al_fail(&err, AL_EINVAL, 0, "the blob is not a %s image", it->name);
 	}
 	if (rc < 0) {
-		srv_store_done(st);
+		srv_stores_give(st);
 		return srv_error(rq, &err);
 	}
 	srv_object(rq, al_store_cas(st), &id, 0, it->type);
-	srv_store_done(st);
+	srv_stores_give(st);
 	return 0;
 }
