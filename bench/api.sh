@@ -47,6 +47,15 @@ echo "== POST run /bin/true vs airlock run, 1 client, ${SECS}s" >&2
 read -r a50 a99 arps afail < <(python3 "$root/bench/apiload.py" http "$URL" "$TOK" p 1 "$SECS")
 read -r c50 c99 crps cfail < <(python3 "$root/bench/apiload.py" cli "$AL" "$H" p 1 "$SECS")
 row "run /bin/true, 1 client: API vs CLI p50 (ms)" "$a50" "$c50" "$(ratio "$a50" "$c50")" "<= 1.5 x embedded; p99 $a99 vs $c99; $arps vs $crps runs/s"
+# the whole recorded run made by the daemon (no process start, no store
+# opened: what an agent on the API waits for, its HTTP included) beside a
+# bare sandbox (issue 21's whole-run figure, which a run in its own CLI
+# process cannot reach: bench/sandbox.sh)
+if command -v bwrap >/dev/null; then
+	bw=$(for _ in $(seq 11); do "$B/bench/timeit" bwrap --unshare-all --ro-bind / / /bin/true; done | median)
+	bw=$(awk -v u="$bw" 'BEGIN { printf "%.1f", u / 1000 }')
+	row "run /bin/true via the daemon vs bwrap (ms)" "$a50" "$bw" "$(ratio "$a50" "$bw")" "API p50, 1 client, recorded and durable; reported"
+fi
 
 echo "== POST run /bin/true vs airlock run, 16 clients, ${SECS}s" >&2
 read -r b50 b99 brps bfail < <(python3 "$root/bench/apiload.py" http "$URL" "$TOK" p 16 "$SECS")

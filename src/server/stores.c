@@ -62,8 +62,8 @@ unsigned srv_stores_expire(uint64_t now_ns)
 	unsigned n = 0;
 	pthread_mutex_lock(&kept_lock);
 	for (size_t i = 0; i < SRV_STORES_KEPT; i++)
-		if (kept[i].st && (now_ns == UINT64_MAX ||
-				   kept[i].used_ns + SRV_STORES_IDLE_NS <= now_ns)) {
+		if (kept[i].st &&
+		    (now_ns == UINT64_MAX || kept[i].used_ns + SRV_STORES_IDLE_NS <= now_ns)) {
 			idle[n++] = kept[i].st; /* used after now_ns: kept */
 			kept[i].st = NULL;
 		}

@@ -25,7 +25,7 @@ void srv_stores_give(struct al_store *st);
  * UINT64_MAX: all of them, at the end).  Returns how many were closed. */
 unsigned srv_stores_expire(uint64_t now_ns);
 
-#define SRV_STORES_KEPT 16                 /* the request threads' 8 and as many runs */
+#define SRV_STORES_KEPT 16               /* the request threads' 8 and as many runs */
 #define SRV_STORES_IDLE_NS 1000000000ull /* kept unused for a second at most */
 
 #endif
