@@ -80,6 +80,7 @@ struct wal_state {
 	int64_t woken;  /* waits ended by a release the word told of */
 	bool hold;      /* no checkpoint now (al_sqlite_hold_checkpoints) */
 	bool after;     /* commits do not sync: al_sqlite_sync_wal does, after */
+	uint64_t begun; /* this connection's last commit's number (BEGUN_BYTE) */
 };
 
 static uint32_t *wake_map(const char *path)
@@ -108,6 +109,49 @@ static uint32_t *wake_map(const char *path)
 static uint32_t *unsynced_word(struct wal_state *w)
 {
 	return w && w->wake ? w->wake + UNSYNCED_WORD : NULL;
+}
+
+/* Three counters of the wake page, in its first sector (written back
+ * together) and each on a cache line of its own, which tell any
+ * connection whether every commit it can see is durable without a sync of
+ * its own (al_sqlite_wal_synced):
+ *  - begun: bumped by each commit under the write lock before it is
+ *    written (its commit hook), so a connection that can see commit k
+ *    reads begun >= k;
+ *  - written: the highest commit whose frames are in the WAL (the WAL
+ *    hook, after the commit): the lock orders commits, so every lower
+ *    one's frames are there too;
+ *  - synced: written as it was read just before a sync of the WAL that
+ *    succeeded (al_sqlite_sync_wal), which covered those frames.
+ * A commit that fails or writes nothing leaves written behind begun until
+ * the next one: readers then sync, which is only slower.  After a power
+ * loss the page may be older than the WAL, but everything the WAL shows
+ * then is on disk. */
+#define BEGUN_BYTE 128
+#define WRITTEN_BYTE 192
+#define SYNCED_BYTE 256
+
+static uint64_t *counter(struct wal_state *w, size_t byte)
+{
+	return w && w->wake ? (uint64_t *)(void *)((char *)w->wake + byte) : NULL;
+}
+
+static void raise_to(uint64_t *c, uint64_t v)
+{
+	uint64_t cur = c ? __atomic_load_n(c, __ATOMIC_SEQ_CST) : v;
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(c, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
+/* sqlite3_commit_hook: under the write lock, before the commit is written */
+static int commit_begun(void *ctx)
+{
+	struct wal_state *w = ctx;
+	uint64_t *b = counter(w, BEGUN_BYTE);
+	if (b)
+		w->begun = __atomic_add_fetch(b, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 static void wake_waiters(struct wal_state *w)
@@ -189,7 +233,8 @@ static int checkpoint(struct wal_state *w, sqlite3 *db, const char *name, int fr
 static int wal_bound(void *ctx, sqlite3 *db, const char *name, int frames)
 {
 	struct wal_state *w = ctx;
-	wake_waiters(w); /* the commit has released the write lock */
+	raise_to(counter(w, WRITTEN_BYTE), w->begun); /* its frames are in the WAL */
+	wake_waiters(w);                              /* the commit has released the write lock */
 	if (frames < w->frames)
 		w->next = w->bound; /* restarted by another connection */
 	w->frames = frames;
@@ -320,10 +365,12 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 	if (!w || !w->after)
 		return 0; /* its commits synced themselves */
 	uint32_t *unsynced = unsynced_word(w), failed = 0;
+	uint64_t *written = counter(w, WRITTEN_BYTE);
 	sqlite3_file *f = NULL;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
 	    !f->pMethods)
 		return al_fail(err, AL_EIO, 0, "%s: no write-ahead log to sync", name);
+	uint64_t covered = written ? __atomic_load_n(written, __ATOMIC_SEQ_CST) : 0;
 	int rc = f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
 	/* Unlike a commit that syncs (synchronous=FULL), which shows nothing
 	 * of itself until its sync succeeded, this commit is visible already:
@@ -340,13 +387,17 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 	} else if (unsynced) {
 		failed = __atomic_load_n(unsynced, __ATOMIC_SEQ_CST);
 	}
-	if (!failed)
+	if (!failed) {
+		raise_to(counter(w, SYNCED_BYTE), covered);
 		return 0;
+	}
 	if (copy_into_database(db)) {
 		if (unsynced)
 			__atomic_store_n(unsynced, 0, __ATOMIC_SEQ_CST);
-		if (rc == SQLITE_OK)
+		if (rc == SQLITE_OK) {
+			raise_to(counter(w, SYNCED_BYTE), covered);
 			return 0; /* another's failure, mended now */
+		}
 	}
 	if (rc != SQLITE_OK)
 		return al_fail(err, AL_EIO, 0, "sync %s-wal: %s", name, sqlite3_errstr(rc));
@@ -355,6 +406,19 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 		       "into the database since (check the disk); nothing is committed until it "
 		       "is",
 		       name);
+}
+
+bool al_sqlite_wal_synced(sqlite3 *db)
+{
+	struct wal_state *w = state_of(db);
+	if (!w || !w->after)
+		return true; /* its commits synced before anyone could see them */
+	uint64_t *begun = counter(w, BEGUN_BYTE), *synced = counter(w, SYNCED_BYTE);
+	uint32_t *unsynced = unsynced_word(w);
+	if (!begun || !synced || !unsynced || __atomic_load_n(unsynced, __ATOMIC_SEQ_CST))
+		return false;
+	uint64_t b = __atomic_load_n(begun, __ATOMIC_SEQ_CST); /* >= every commit seen */
+	return __atomic_load_n(synced, __ATOMIC_SEQ_CST) >= b;
 }
 
 int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema, enum al_sync sync,
@@ -409,6 +473,7 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			w->wake = wake_map(path);
 			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
+			sqlite3_commit_hook(db, commit_begun, w);
 			/* a WAL left past what a restart keeps (by a crash, a large
 			 * transaction, or a version that bounded it less) is read back
 			 * once more, then emptied; one restarted at the bound is

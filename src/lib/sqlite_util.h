@@ -51,6 +51,12 @@ void al_sqlite_hold_checkpoints(sqlite3 *db, bool hold);
  * 0 at once where commits sync themselves (AL_SYNC_FULL, or no WAL);
  * AL_EIO when the WAL cannot be reached, or on such a failure. */
 int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err);
+/* Whether every commit db can see is durable already, by any connection's
+ * sync (counters in the database's wake page): a connection that found
+ * rows another wrote, and will name them elsewhere, need not sync the WAL
+ * for them.  True where commits sync themselves; false while a failed
+ * sync is unmended, or without the wake page. */
+bool al_sqlite_wal_synced(sqlite3 *db);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);
 int al_sqlite_fail(sqlite3 *db, struct al_error *err, const char *what);

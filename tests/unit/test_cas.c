@@ -640,6 +640,26 @@ static bool wal_dirty(const char *dir)
 	return shim.dirty[i];
 }
 
+/* objects.db's wake page's synced counter (a u64 at byte 256:
+ * formats.md) set to v */
+static void set_synced(const char *dir, uint64_t v)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/objects.db-wake", dir);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &v, sizeof(v), 256), sizeof(v));
+	close(fd);
+}
+
+/* As if the last commit's writer had not reached its sync: the wake page
+ * says no commit is synced.  With shim.skip_syncs, its WAL is unsynced
+ * too. */
+static void forget_syncs(const char *dir)
+{
+	set_synced(dir, 0);
+}
+
 /* A batch of one object, str, committed: al_cas_commit's answer, its
  * error in commit_err */
 static struct al_error commit_err;
@@ -697,9 +717,10 @@ static int shim_teardown(void **state)
 /* objects.db commits without a sync and syncs its WAL after, outside the
  * write lock; al_cas_commit returns with the batch durable.  A batch that
  * finds its object stored by a writer that has not synced yet syncs too,
- * so what it names is durable when it returns (unless no other connection
- * has committed since its handle last synced); so does a sweep's commit
- * before it removes files. */
+ * so what it names is durable when it returns (unless every commit it can
+ * see is synced already, by any connection: a new handle of a later
+ * process finds the objects of an earlier one without a sync); so does a
+ * sweep's commit before it removes files. */
 static void test_commit_syncs_outside_lock(void **state)
 {
 	struct shim_fx *f = *state;
@@ -725,11 +746,11 @@ static void test_commit_syncs_outside_lock(void **state)
 	shim.skip_syncs = true;
 	assert_int_equal(put_commit(a, "second object", &y), 0);
 	shim.skip_syncs = false;
+	forget_syncs(dir);
 	assert_true(wal_dirty(dir));
 	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_false(wal_dirty(dir));
-	/* found again with no commit of another connection since b's sync:
-	 * nothing to sync */
+	/* found again with every commit synced since: nothing to sync */
 	unsigned before = shim.syncs;
 	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_int_equal(shim.syncs, before);
@@ -737,14 +758,34 @@ static void test_commit_syncs_outside_lock(void **state)
 	shim.skip_syncs = true;
 	assert_int_equal(put_commit(a, "fourth object", &y), 0);
 	shim.skip_syncs = false;
+	forget_syncs(dir);
 	assert_true(wal_dirty(dir));
 	assert_int_equal(put_commit(b, "fourth object", &y), 0);
 	assert_false(wal_dirty(dir));
+	/* a new handle (a later process's) finds what a synced: no sync; what
+	 * a has not synced: it syncs */
+	assert_int_equal(put_commit(a, "fifth object", &y), 0);
+	struct al_cas *c = NULL;
+	assert_int_equal(al_cas_open(dir, &c, &err), 0);
+	before = shim.syncs;
+	assert_int_equal(put_commit(c, "fifth object", &y), 0);
+	assert_int_equal(shim.syncs, before);
+	al_cas_close(c);
+	shim.skip_syncs = true;
+	assert_int_equal(put_commit(a, "sixth object", &y), 0);
+	shim.skip_syncs = false;
+	forget_syncs(dir);
+	assert_int_equal(al_cas_open(dir, &c, &err), 0);
+	assert_true(wal_dirty(dir));
+	assert_int_equal(put_commit(c, "sixth object", &y), 0);
+	assert_false(wal_dirty(dir));
+	al_cas_close(c);
 
 	/* a sweep's commit, before the files go */
 	shim.skip_syncs = true;
 	assert_int_equal(put_commit(a, "third object", &y), 0);
 	shim.skip_syncs = false;
+	forget_syncs(dir);
 	struct al_cas__sweep_stats st;
 	assert_int_equal(al_cas__sweep(b, &x, 1, NULL, NULL, &st, &err), 0);
 	assert_int_equal(st.objects, 1);
@@ -811,6 +852,8 @@ static void test_sync_failure(void **state)
 	assert_int_equal(put_commit(b, "object z", &z), AL_EIO);
 	assert_non_null(strstr(commit_err.msg, "could not be copied"));
 	assert_int_equal(put_commit(b, "object y", &y), AL_EIO); /* found stored */
+	set_synced(dir, UINT64_MAX); /* even with every commit said synced */
+	assert_int_equal(put_commit(b, "object y", &y), AL_EIO);
 	shim.fail_db_syncs = false;
 	assert_int_equal(put_commit(b, "object z", &z), 0);
 	assert_int_equal(file_size(dir, "objects.db-wal"), 0);

@@ -100,10 +100,8 @@ struct al_cas {
 	bool mapped;              /* objects.db is read through a map (al_store_map_reads) */
 	sqlite3_stmt *st_version; /* PRAGMA data_version: moves at others' commits */
 	int64_t map_version;      /* what it said at the map's last check (-1: never) */
-	int64_t synced_version;   /* what it said before this handle's last sync (-1: none) */
 	/* this batch found an object already stored, which may be another
-	 * writer's not yet synced unless no other connection has committed
-	 * since this handle's last sync (synced_version) */
+	 * writer's not yet synced (al_sqlite_wal_synced tells) */
 	bool found_stored;
 };
 
@@ -228,8 +226,9 @@ static int zstd_contexts(struct al_cas *c)
  * What a writer can now see that is not yet durable: another writer's
  * objects between its COMMIT and its sync.  A batch that finds an object
  * already stored (and so does not write it) syncs at its commit too unless
- * no other connection has committed since its handle's last sync
- * (sync_wal), so nothing it names is short of durable once it returns.
+ * every commit it can see is durable already, by whichever connection
+ * synced (al_sqlite_wal_synced: counters in objects.db's wake page), so
+ * nothing it names is short of durable once it returns.
  * A sync that fails is handled in al_sqlite_sync_wal.  Where SQLite
  * cannot keep a WAL, commits sync as they go (synchronous=FULL) and that
  * call does nothing. */
@@ -245,19 +244,14 @@ static int64_t data_version(struct al_cas *c)
 }
 
 /* Sync the WAL (al_sqlite_sync_wal).  found: for a batch that wrote
- * nothing but found objects stored, which are durable already if this
- * handle has synced since the last commit of any other connection (its own
- * commits sync before they return).  The version is read before the sync:
- * a commit landing after the read is taken as not covered, whether the
- * sync covered it or not. */
+ * nothing but found objects stored, which need no sync when every commit
+ * this connection can see is durable already (al_sqlite_wal_synced; a
+ * run whose changed files were all stored before, a replay). */
 static int sync_wal(struct al_cas *c, bool found, struct al_error *err)
 {
-	int64_t v = data_version(c);
-	if (found && v >= 0 && v == c->synced_version)
+	if (found && al_sqlite_wal_synced(c->db))
 		return 0;
-	int r = al_sqlite_sync_wal(c->db, err);
-	c->synced_version = r == 0 ? v : -1;
-	return r;
+	return al_sqlite_sync_wal(c->db, err);
 }
 
 int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
@@ -289,7 +283,7 @@ int al_cas_open(const char *dir, struct al_cas **out, struct al_error *err)
 	r = al_sqlite_open_sync(path, &schema, AL_SYNC_NORMAL, &c->db, err);
 	if (r < 0)
 		goto fail;
-	c->map_version = c->synced_version = -1;
+	c->map_version = -1;
 	if ((r = al_sqlite_prepare(c->db, "PRAGMA data_version", &c->st_version, err)) < 0)
 		goto fail;
 	/* best effort: without it, reads are SQLite's pread copies */
