@@ -356,12 +356,12 @@ static void ustar_octal(char *field, size_t digits, uint64_t v)
 
 /* The bundle of no change, its index alone, written without libarchive
  * (which loads 11 shared libraries, dl_archive.h: most of what an empty
- * run's collection cost).  The same bytes as libarchive's: one ustar
- * member (its pax writer adds no extended header for this ASCII name),
- * then the two end-of-archive blocks (a compressing filter gets no
- * padding to the record size), compressed as its zstd filter does (level
- * 3, one frame of undeclared size).
- * test_delta holds the two to the same bytes. */
+ * run's collection cost).  The tar is libarchive's, byte for byte: one
+ * ustar member (its pax writer adds no extended header for this ASCII
+ * name), then the two end-of-archive blocks (a compressing filter gets no
+ * padding to the record size); test_delta holds the two to the same tar.
+ * Compressed at libarchive's zstd level (3) in one frame that declares
+ * its size, where libarchive's stream leaves it undeclared. */
 static int write_index_only(int fd, const char *index, struct al_error *err)
 {
 	enum { BLOCK = 512 };

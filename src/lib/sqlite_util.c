@@ -223,9 +223,18 @@ static int checkpoint(struct wal_state *w, sqlite3 *db, const char *name, int fr
 	sqlite3_busy_handler(db, NULL, NULL);
 	int rc = sqlite3_wal_checkpoint_v2(db, name, mode, &log, NULL);
 	if (rc == SQLITE_BUSY)
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
+		rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, NULL);
 	else if (rc == SQLITE_OK)
 		log = 0; /* restarted or truncated: the next commit writes from its start */
+	/* A checkpoint syncs the WAL first, through this connection's file: a
+	 * failure there is the write-back error this file will not report
+	 * again, so the commit's own sync after (al_sqlite_sync_wal) would
+	 * succeed.  Marked as a failed sync of the WAL (unsynced_word): that
+	 * sync then copies the WAL into the database, or fails. */
+	uint32_t *unsynced = unsynced_word(w);
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED &&
+	    w->after && !at_open && unsynced)
+		__atomic_store_n(unsynced, 1, __ATOMIC_SEQ_CST);
 	sqlite3_busy_handler(db, busy_wait, w);
 	return log;
 }
@@ -408,6 +417,14 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 		       name);
 }
 
+bool al_sqlite_quiet(sqlite3 *db)
+{
+	for (sqlite3_stmt *s = sqlite3_next_stmt(db, NULL); s; s = sqlite3_next_stmt(db, s))
+		if (sqlite3_stmt_busy(s))
+			return false;
+	return true;
+}
+
 bool al_sqlite_wal_synced(sqlite3 *db)
 {
 	struct wal_state *w = state_of(db);
@@ -471,6 +488,14 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			w->bound = w->next = pages > 1 ? pages : 1;
 			w->page = psize;
 			w->wake = wake_map(path);
+			/* a page new or zeroed (deleted, an older airlock's) knows
+			 * of no sync: "commit 1", everything its WAL holds now,
+			 * is written and not synced, so the next finder syncs */
+			uint64_t none = 0, *begun = counter(w, BEGUN_BYTE);
+			if (begun &&
+			    __atomic_compare_exchange_n(begun, &none, 1, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_SEQ_CST))
+				raise_to(counter(w, WRITTEN_BYTE), 1);
 			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
 			sqlite3_commit_hook(db, commit_begun, w);
@@ -492,7 +517,10 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	/* a migration commits synced, whatever the connection's commits do;
 	 * they sync after (al_sqlite_sync_wal) only in a WAL: where SQLite
 	 * cannot keep one, they stay synchronous=FULL */
-	if (r == 0 && sync == AL_SYNC_NORMAL && psize > 0 && in_wal(db) &&
+	/* and only with the wake page mapped: a commit shown before its sync
+	 * must be counted there (BEGUN_BYTE), or another connection could
+	 * take it as synced */
+	if (r == 0 && sync == AL_SYNC_NORMAL && psize > 0 && state_of(db)->wake && in_wal(db) &&
 	    (r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err)) == 0)
 		state_of(db)->after = true;
 	if (r < 0) {

@@ -57,6 +57,9 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err);
  * for them.  True where commits sync themselves; false while a failed
  * sync is unmended, or without the wake page. */
 bool al_sqlite_wal_synced(sqlite3 *db);
+/* No statement of db's is stepping (one left mid-step holds a read
+ * snapshot, which a handle kept for reuse would pass on). */
+bool al_sqlite_quiet(sqlite3 *db);
 int al_sqlite_exec(sqlite3 *db, const char *sql, struct al_error *err);
 int al_sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, struct al_error *err);
 int al_sqlite_fail(sqlite3 *db, struct al_error *err, const char *what);

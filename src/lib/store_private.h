@@ -57,6 +57,8 @@ size_t al_cas__held(struct al_cas *c);
 bool al_cas__idle(struct al_cas *c);
 /* objects.db's PRAGMA synchronous (the tests: FULL where there is no WAL) */
 int al_cas__synchronous(struct al_cas *c);
+/* objects.db's connection (the tests) */
+struct sqlite3 *al_cas__sqlite(struct al_cas *c);
 
 #define AL_SECRET_KEY_LEN 32
 /* The deployment's key for secrets' HMAC digests (created on first use). */

@@ -10,8 +10,9 @@ D="$AIRLOCK_HOME/tenants/default"
 uv() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA user_version").fetchone()[0]) if len(sys.argv) < 3 else (c.execute("PRAGMA user_version=%d" % int(sys.argv[2])), c.commit())' "$@"; }
 # the version each database is at now (meta.db 2: project_contracts, 3:
 # draft_paths.hunks, 4: integrations, 5: runs.seq, 6: snapshots.seq and conflicts.seq, 7: blobs_swept, 8: runs_draft, 9: grouped;
-# airlock.db 2: the web UI's sessions)
-want() { case $1 in *meta.db) echo 9 ;; *airlock.db) echo 2 ;; *) echo 1 ;; esac; }
+# airlock.db 2: the web UI's sessions; objects.db 2: its writers count
+# their commits in objects.db-wake)
+want() { case $1 in *meta.db) echo 9 ;; *airlock.db | *objects.db) echo 2 ;; *) echo 1 ;; esac; }
 for db in "$AIRLOCK_HOME/airlock.db" "$D/meta.db" "$D/objects.db" "$D/statcache.db"; do
 	is "$(uv "$db")" "$(want "$db")" "${db#"$AIRLOCK_HOME"/} is made at schema version $(want "$db")"
 done
@@ -59,6 +60,12 @@ DR2=$("$AL" draft create p --from "$T/w2")
 run "$AL" apply "$DR2" --hunks c.txt=2
 is "$rc" 0 "…and takes a hunk-level apply"
 like "$("$AL" draft list p)" "partially_applied c.txt \[hunks 2\]" "…recording its hunks"
+
+# an objects.db of version 1 (an airlock whose writers do not count their
+# commits) is brought to 2, which that airlock then refuses
+uv "$D/objects.db" 1
+run "$AL" project head p
+is "$rc:$(uv "$D/objects.db")" "0:2" "objects.db at version 1 opens and is brought to 2"
 
 # a database made before versions (user_version 0) is brought to the latest
 HEAD=$("$AL" project head p)

@@ -881,6 +881,106 @@ static void test_commit_without_wal(void **state)
 	assert_int_equal(slot_of(p, false), -1);
 }
 
+static uint32_t unsynced_mark(const char *dir)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/objects.db-wake", dir);
+	uint32_t v = 0;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &v, sizeof(v), 64), sizeof(v));
+	close(fd);
+	return v;
+}
+
+/* A handle that cannot map objects.db's wake page cannot count its
+ * commits there: it commits synced (FULL), so no other handle takes a
+ * commit of its for synced before it is. */
+static void test_unmapped_writer_syncs(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	char wake[128];
+	snprintf(wake, sizeof(wake), "%s/objects.db-wake", dir);
+	assert_int_equal(rename(wake, "/tmp/airlock-cas-wake-aside"), 0);
+	assert_int_equal(mkdir(wake, 0700), 0); /* not a file: no page */
+	struct al_cas *w = NULL;
+	assert_int_equal(al_cas_open(dir, &w, &err), 0);
+	assert_int_equal(al_cas__synchronous(w), 2); /* FULL */
+	assert_int_equal(rmdir(wake), 0);
+	assert_int_equal(rename("/tmp/airlock-cas-wake-aside", wake), 0);
+	struct al_oid y;
+	assert_int_equal(put_commit(w, "an unmapped writer's", &y), 0);
+	assert_false(wal_dirty(dir)); /* synced in its commit */
+	al_cas_close(w);
+}
+
+/* A wake page made anew (deleted with no airlock running, or an older
+ * airlock's zeroes) knows of no sync: the first batch that finds an
+ * object stored syncs, whoever wrote it; then the next need not. */
+static void test_new_wake_page(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid y;
+	shim.skip_syncs = true; /* a writer killed between its COMMIT and its sync */
+	assert_int_equal(put_commit(f->a, "a killed writer's", &y), 0);
+	shim.skip_syncs = false;
+	al_cas_close(f->a);
+	al_cas_close(f->b);
+	f->a = f->b = NULL;
+	char wake[128];
+	snprintf(wake, sizeof(wake), "%s/objects.db-wake", dir);
+	assert_int_equal(unlink(wake), 0);
+	assert_int_equal(al_cas_open(dir, &f->a, &err), 0);
+	assert_true(wal_dirty(dir));
+	assert_int_equal(put_commit(f->a, "a killed writer's", &y), 0);
+	assert_false(wal_dirty(dir));
+	assert_int_equal(al_cas_open(dir, &f->b, &err), 0);
+	unsigned before = shim.syncs;
+	assert_int_equal(put_commit(f->b, "a killed writer's", &y), 0);
+	assert_int_equal(shim.syncs, before);
+}
+
+/* A commit past the WAL's bound checkpoints it in its WAL hook, which
+ * syncs the WAL first; when that sync fails, the commit's own sync after
+ * it would succeed (the kernel reports a write-back error once per open
+ * file): the failure is marked, and the WAL is copied into the database
+ * (emptied) before the commit returns. */
+static void test_checkpoint_sync_failure(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	size_t n = 200 * 1024;
+	uint8_t *p = malloc(n);
+	assert_non_null(p);
+	struct al_oid id;
+	/* a commit first: the WAL's first commit syncs its header inside the
+	 * commit, which then fails whole (test_sync_failure) */
+	assert_int_equal(put_commit(f->a, "a first commit", &id), 0);
+	assert_int_equal(al_cas_begin(f->a, &err), 0);
+	uint64_t x = 88172645463325252ull;
+	for (int j = 0; j < 6; j++) { /* 1.2 MB that does not compress, in one batch:
+					 past the WAL's 1 MiB bound */
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			p[i] = (uint8_t)x;
+		}
+		assert_int_equal(al_cas_put(f->a, p, n, &id, &err), 0);
+	}
+	free(p);
+	shim.fail_wal_syncs = 1;
+	if (al_cas_commit(f->a, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(shim.fail_wal_syncs, 0);              /* the checkpoint's sync failed */
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0); /* copied */
+	assert_int_equal(unsynced_mark(dir), 0);               /* and mended */
+	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -896,6 +996,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commit_without_wal, shim_setup_no_wal,
 						shim_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_failure, shim_setup, shim_teardown),
+		cmocka_unit_test_setup_teardown(test_unmapped_writer_syncs, shim_setup,
+						shim_teardown),
+		cmocka_unit_test_setup_teardown(test_new_wake_page, shim_setup, shim_teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_sync_failure, shim_setup,
+						shim_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

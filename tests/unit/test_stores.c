@@ -16,6 +16,8 @@
 #include "fixture.h"
 
 #include "airlock/util.h"
+#include "backend/sqlite/db_sqlite.h"
+#include "store_private.h"
 #include "stores.c"
 
 static char home[] = "/tmp/airlock-stores-XXXXXX";
@@ -54,6 +56,41 @@ static void test_busy_store_not_kept(void **state)
 	assert_int_equal(srv_stores_expire(UINT64_MAX), 0);
 	srv_stores_give(NULL); /* nothing */
 	assert_int_equal(srv_stores_expire(UINT64_MAX), 0);
+}
+
+/* A statement left mid-step holds a read snapshot (and objects.db's or
+ * meta.db's connection would pass it on): such a store is closed too. */
+static void test_stepping_store_not_kept(void **state)
+{
+	(void)state;
+	struct al_error err = { 0 };
+	struct al_store *a = take("default");
+	struct al_db *meta = NULL;
+	assert_int_equal(al_store__meta_db(a, &meta, &err), 0);
+	sqlite3_stmt *q = NULL;
+	assert_int_equal(sqlite3_prepare_v2(al_db__sqlite(meta), "SELECT 1 UNION ALL SELECT 2", -1,
+					    &q, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW); /* and not reset */
+	assert_false(al_store_idle(a));
+	sqlite3_reset(q);
+	assert_true(al_store_idle(a));
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	srv_stores_give(a); /* closed: its connection goes with q */
+	sqlite3_finalize(q);
+	assert_int_equal(srv_stores_expire(UINT64_MAX), 0);
+	/* the same on objects.db's connection */
+	a = take("default");
+	sqlite3_stmt *o = NULL;
+	assert_int_equal(sqlite3_prepare_v2(al_cas__sqlite(al_store_cas(a)),
+					    "SELECT 1 UNION ALL SELECT 2", -1, &o, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(o), SQLITE_ROW);
+	assert_false(al_store_idle(a));
+	sqlite3_finalize(o);
+	assert_true(al_store_idle(a));
+	srv_stores_give(a);
+	assert_int_equal(srv_stores_expire(UINT64_MAX), 1);
 }
 
 static void test_bound_and_warmest(void **state)
@@ -105,6 +142,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tenant_and_reuse),
 		cmocka_unit_test(test_busy_store_not_kept),
+		cmocka_unit_test(test_stepping_store_not_kept),
 		cmocka_unit_test(test_bound_and_warmest),
 		cmocka_unit_test(test_idle_expiry),
 	};
