@@ -144,13 +144,12 @@ static void raise_to(uint64_t *c, uint64_t v)
 		;
 }
 
-/* sqlite3_commit_hook: under the write lock, before the commit is written */
+/* sqlite3_commit_hook of a connection whose commits sync after (its wake
+ * page mapped): under the write lock, before the commit is written */
 static int commit_begun(void *ctx)
 {
 	struct wal_state *w = ctx;
-	uint64_t *b = counter(w, BEGUN_BYTE);
-	if (b)
-		w->begun = __atomic_add_fetch(b, 1, __ATOMIC_SEQ_CST);
+	w->begun = __atomic_add_fetch(counter(w, BEGUN_BYTE), 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -475,9 +474,10 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	    sqlite3_step(q) == SQLITE_ROW)
 		psize = sqlite3_column_int(q, 0); /* the database's own, if it existed */
 	sqlite3_finalize(q);
+	struct wal_state *w = NULL;
 	if (r == 0 && psize > 0) {
 		int pages = (int)(AL_SQLITE_WAL_BOUND / (unsigned)psize);
-		struct wal_state *w = calloc(1, sizeof(*w));
+		w = calloc(1, sizeof(*w));
 		if (!w)
 			r = al_fail(err, AL_ENOMEM, ENOMEM, "database");
 		else if (sqlite3_create_function_v2(db, "airlock_wal_state", 0, SQLITE_UTF8, w,
@@ -488,17 +488,8 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			w->bound = w->next = pages > 1 ? pages : 1;
 			w->page = psize;
 			w->wake = wake_map(path);
-			/* a page new or zeroed (deleted, an older airlock's) knows
-			 * of no sync: "commit 1", everything its WAL holds now,
-			 * is written and not synced, so the next finder syncs */
-			uint64_t none = 0, *begun = counter(w, BEGUN_BYTE);
-			if (begun &&
-			    __atomic_compare_exchange_n(begun, &none, 1, false, __ATOMIC_SEQ_CST,
-							__ATOMIC_SEQ_CST))
-				raise_to(counter(w, WRITTEN_BYTE), 1);
 			sqlite3_busy_handler(db, busy_wait, w);
 			sqlite3_wal_hook(db, wal_bound, w);
-			sqlite3_commit_hook(db, commit_begun, w);
 			/* a WAL left past what a restart keeps (by a crash, a large
 			 * transaction, or a version that bounded it less) is read back
 			 * once more, then emptied; one restarted at the bound is
@@ -514,15 +505,23 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 	}
 	if (r == 0 && schema)
 		r = migrate(db, path, schema, err);
-	/* a migration commits synced, whatever the connection's commits do;
-	 * they sync after (al_sqlite_sync_wal) only in a WAL: where SQLite
-	 * cannot keep one, they stay synchronous=FULL */
-	/* and only with the wake page mapped: a commit shown before its sync
-	 * must be counted there (BEGUN_BYTE), or another connection could
-	 * take it as synced */
-	if (r == 0 && sync == AL_SYNC_NORMAL && psize > 0 && state_of(db)->wake && in_wal(db) &&
-	    (r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err)) == 0)
-		state_of(db)->after = true;
+	/* A migration commits synced, whatever the connection's commits do.
+	 * They sync after (al_sqlite_sync_wal) only in a WAL (where SQLite
+	 * cannot keep one they stay synchronous=FULL) and with the wake page
+	 * mapped: a commit shown before its sync is counted there, or another
+	 * connection could take it for synced (al_sqlite_wal_synced).  A page
+	 * new or zeroed (deleted, an older airlock's) knows of no sync:
+	 * "commit 1", everything its WAL holds now, is written and not
+	 * synced, so the next finder syncs. */
+	if (r == 0 && sync == AL_SYNC_NORMAL && w && w->wake && in_wal(db) &&
+	    (r = al_sqlite_exec(db, "PRAGMA synchronous=NORMAL", err)) == 0) {
+		uint64_t none = 0, *begun = counter(w, BEGUN_BYTE);
+		if (__atomic_compare_exchange_n(begun, &none, 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			raise_to(counter(w, WRITTEN_BYTE), 1);
+		sqlite3_commit_hook(db, commit_begun, w);
+		w->after = true;
+	}
 	if (r < 0) {
 		al_error_prefix(err, "%s: ", path);
 		sqlite3_close(db);

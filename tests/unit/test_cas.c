@@ -641,23 +641,34 @@ static bool wal_dirty(const char *dir)
 }
 
 /* objects.db's wake page's synced counter (a u64 at byte 256:
- * formats.md) set to v */
-static void set_synced(const char *dir, uint64_t v)
+ * formats.md): read, or set to v */
+static uint64_t wake_synced(const char *dir, const uint64_t *v)
 {
 	char p[128];
 	snprintf(p, sizeof(p), "%s/objects.db-wake", dir);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	int fd = open(p, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &v, sizeof(v), 256), sizeof(v));
+	uint64_t got = 0;
+	if (v)
+		assert_int_equal(pwrite(fd, v, sizeof(*v), 256), sizeof(*v));
+	else
+		assert_int_equal(pread(fd, &got, sizeof(got), 256), sizeof(got));
 	close(fd);
+	return v ? *v : got;
 }
 
-/* As if the last commit's writer had not reached its sync: the wake page
- * says no commit is synced.  With shim.skip_syncs, its WAL is unsynced
- * too. */
-static void forget_syncs(const char *dir)
+static int put_commit(struct al_cas *c, const char *str, struct al_oid *id);
+
+/* A batch of one object committed by a writer that has not reached its
+ * sync yet: its WAL is unsynced (shim.skip_syncs) and the wake page's
+ * synced counter is as it was before the commit. */
+static void unsynced_commit(const char *dir, struct al_cas *c, const char *str, struct al_oid *id)
 {
-	set_synced(dir, 0);
+	uint64_t before = wake_synced(dir, NULL);
+	shim.skip_syncs = true;
+	assert_int_equal(put_commit(c, str, id), 0);
+	shim.skip_syncs = false;
+	wake_synced(dir, &before);
 }
 
 /* A batch of one object, str, committed: al_cas_commit's answer, its
@@ -743,10 +754,7 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(shim.syncs, 1);
 
 	/* a commits and has not synced when b finds its object */
-	shim.skip_syncs = true;
-	assert_int_equal(put_commit(a, "second object", &y), 0);
-	shim.skip_syncs = false;
-	forget_syncs(dir);
+	unsynced_commit(dir, a, "second object", &y);
 	assert_true(wal_dirty(dir));
 	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_false(wal_dirty(dir));
@@ -755,10 +763,7 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(put_commit(b, "second object", &y), 0);
 	assert_int_equal(shim.syncs, before);
 	/* after one, unsynced: b syncs again */
-	shim.skip_syncs = true;
-	assert_int_equal(put_commit(a, "fourth object", &y), 0);
-	shim.skip_syncs = false;
-	forget_syncs(dir);
+	unsynced_commit(dir, a, "fourth object", &y);
 	assert_true(wal_dirty(dir));
 	assert_int_equal(put_commit(b, "fourth object", &y), 0);
 	assert_false(wal_dirty(dir));
@@ -771,10 +776,7 @@ static void test_commit_syncs_outside_lock(void **state)
 	assert_int_equal(put_commit(c, "fifth object", &y), 0);
 	assert_int_equal(shim.syncs, before);
 	al_cas_close(c);
-	shim.skip_syncs = true;
-	assert_int_equal(put_commit(a, "sixth object", &y), 0);
-	shim.skip_syncs = false;
-	forget_syncs(dir);
+	unsynced_commit(dir, a, "sixth object", &y);
 	assert_int_equal(al_cas_open(dir, &c, &err), 0);
 	assert_true(wal_dirty(dir));
 	assert_int_equal(put_commit(c, "sixth object", &y), 0);
@@ -782,10 +784,7 @@ static void test_commit_syncs_outside_lock(void **state)
 	al_cas_close(c);
 
 	/* a sweep's commit, before the files go */
-	shim.skip_syncs = true;
-	assert_int_equal(put_commit(a, "third object", &y), 0);
-	shim.skip_syncs = false;
-	forget_syncs(dir);
+	unsynced_commit(dir, a, "third object", &y);
 	struct al_cas__sweep_stats st;
 	assert_int_equal(al_cas__sweep(b, &x, 1, NULL, NULL, &st, &err), 0);
 	assert_int_equal(st.objects, 1);
@@ -852,7 +851,7 @@ static void test_sync_failure(void **state)
 	assert_int_equal(put_commit(b, "object z", &z), AL_EIO);
 	assert_non_null(strstr(commit_err.msg, "could not be copied"));
 	assert_int_equal(put_commit(b, "object y", &y), AL_EIO); /* found stored */
-	set_synced(dir, UINT64_MAX); /* even with every commit said synced */
+	wake_synced(dir, &(uint64_t){ UINT64_MAX }); /* even with every commit said synced */
 	assert_int_equal(put_commit(b, "object y", &y), AL_EIO);
 	shim.fail_db_syncs = false;
 	assert_int_equal(put_commit(b, "object z", &z), 0);
@@ -925,9 +924,7 @@ static void test_new_wake_page(void **state)
 	const char *dir = f->dir;
 	struct al_error err = { 0 };
 	struct al_oid y;
-	shim.skip_syncs = true; /* a writer killed between its COMMIT and its sync */
-	assert_int_equal(put_commit(f->a, "a killed writer's", &y), 0);
-	shim.skip_syncs = false;
+	unsynced_commit(dir, f->a, "a killed writer's", &y); /* and killed */
 	al_cas_close(f->a);
 	al_cas_close(f->b);
 	f->a = f->b = NULL;

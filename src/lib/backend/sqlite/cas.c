@@ -235,8 +235,8 @@ static int zstd_contexts(struct al_cas *c)
  * synced (al_sqlite_wal_synced: counters in objects.db's wake page), so
  * nothing it names is short of durable once it returns.
  * A sync that fails is handled in al_sqlite_sync_wal.  Where SQLite
- * cannot keep a WAL, commits sync as they go (synchronous=FULL) and that
- * call does nothing. */
+ * cannot keep a WAL, or the wake page cannot be mapped, commits sync as
+ * they go (synchronous=FULL) and that call does nothing. */
 /* PRAGMA data_version: moves when another connection commits (-1: not
  * known) */
 static int64_t data_version(struct al_cas *c)
