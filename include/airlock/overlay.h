@@ -55,9 +55,13 @@ int al_overlay_report_note(struct al_overlay_report *r, const char *fmt, ...)
 
 int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper,
 		     struct al_oid *out, struct al_overlay_report *rep, struct al_error *err);
-/* The same within max_bytes of regular files' apparent sizes (0: none). */
+/* The same within max_bytes of regular files' apparent sizes (0: none).
+ * unplain, if not NULL, is called once during the walk, with ctx, at the
+ * first path kept that a bundle names only through libarchive (delta.c):
+ * a caller about to write the changes' bundle may start loading it. */
 int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper,
-			    uint64_t max_bytes, struct al_oid *out, struct al_overlay_report *rep,
+			    uint64_t max_bytes, void (*unplain)(void *ctx), void *ctx,
+			    struct al_oid *out, struct al_overlay_report *rep,
 			    struct al_error *err);
 
 #endif

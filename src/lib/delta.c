@@ -1,5 +1,6 @@
 /* delta: DeltaBundle write, read and verify (include/airlock/delta.h).
- * libarchive writes and reads the tar.zst; jansson the canonical index. */
+ * libarchive writes and reads the tar.zst, but for a plain bundle of this
+ * library's own (written and read here); jansson the canonical index. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <wctype.h>
 
 #include <jansson.h>
@@ -346,6 +348,32 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 	return 0;
 }
 
+/* ---- the plain tar: written and read without libarchive ------------------ */
+
+/* libarchive (11 shared libraries, dl_archive.h) costs about 5 ms to load:
+ * more than the rest of a small run's bundle.  A bundle whose members all
+ * fit a plain ustar header is written here, as the very bytes libarchive's
+ * pax writer gives them (it adds an extended header only for what a ustar
+ * header cannot hold), and read back here; test_delta holds the two to
+ * the same tar.  Anything else (a name that is not printable ASCII or is
+ * 100 bytes or longer, a symlink target alike, a file of 8 GiB or more)
+ * goes through libarchive, as every bundle from outside does. */
+enum { BLOCK = 512, USTAR_NAME = 100 };
+
+static bool plain_bytes(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+bool al_bundle__plain_name(const char *path, bool dir)
+{
+	size_t n = strlen(path);
+	return strlen(FILES_PREFIX) + n + dir < USTAR_NAME && plain_bytes(path, n);
+}
+
 /* An octal field of a ustar header, as libarchive writes it: zero-padded
  * digits, then what the field's template ends with. */
 static void ustar_octal(char *field, size_t digits, uint64_t v)
@@ -354,70 +382,189 @@ static void ustar_octal(char *field, size_t digits, uint64_t v)
 		field[i] = (char)('0' + (v & 7));
 }
 
-/* The bundle of no change, its index alone, written without libarchive
- * (which loads 11 shared libraries, dl_archive.h: most of what an empty
- * run's collection cost).  The tar is libarchive's, byte for byte: one
- * ustar member (its pax writer adds no extended header for this ASCII
- * name), then the two end-of-archive blocks (a compressing filter gets no
- * padding to the record size); test_delta holds the two to the same tar.
- * Compressed at libarchive's zstd level (3) in one frame that declares
- * its size, where libarchive's stream leaves it undeclared. */
-static int write_index_only(int fd, const char *index, struct al_error *err)
+/* libarchive's ustar header: its template (mode, uid, gid, size, mtime,
+ * checksum, type, magic, version, device numbers), no user or group name,
+ * uid, gid and mtime 0 (member()) */
+static void ustar_header(char *h, const char *name, char type, unsigned perm, uint64_t size,
+			 const char *link)
 {
-	enum { BLOCK = 512 };
-	size_t ilen = strlen(index);
-	size_t tlen = BLOCK + (ilen + BLOCK - 1) / BLOCK * BLOCK + 2 * BLOCK;
-	char *tar = calloc(1, tlen);
-	size_t cap = ZSTD_compressBound(tlen);
-	char *out = malloc(cap);
-	ZSTD_CCtx *z = ZSTD_createCCtx();
-	int r = 0;
-	if (!tar || !out || !z) {
-		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-		goto done;
-	}
-	/* libarchive's ustar template: mode, uid, gid, size, mtime, checksum,
-	 * type, magic, version, device numbers */
 	static const char zero8[8] = "000000 ", zero12[12] = "00000000000 ";
-	memcpy(tar, INDEX_NAME, sizeof(INDEX_NAME) - 1);
-	memcpy(tar + 100, zero8, 8);
-	memcpy(tar + 103, "644", 3);
-	memcpy(tar + 108, zero8, 8);
-	memcpy(tar + 116, zero8, 8);
-	memcpy(tar + 124, zero12, 12);
-	ustar_octal(tar + 124, 11, ilen);
-	memcpy(tar + 136, zero12, 12);
-	memset(tar + 148, ' ', 8);
-	tar[156] = '0';
-	memcpy(tar + 257, "ustar", 6);
-	memcpy(tar + 263, "00", 2);
-	memcpy(tar + 329, zero8, 8);
-	memcpy(tar + 337, zero8, 8);
+	memset(h, 0, BLOCK);
+	memcpy(h, name, strlen(name));
+	memcpy(h + 100, zero8, 8);
+	ustar_octal(h + 100, 6, perm & 07777);
+	memcpy(h + 108, zero8, 8);
+	memcpy(h + 116, zero8, 8);
+	memcpy(h + 124, zero12, 12);
+	ustar_octal(h + 124, 11, size);
+	memcpy(h + 136, zero12, 12);
+	memset(h + 148, ' ', 8);
+	h[156] = type;
+	if (link)
+		memcpy(h + 157, link, strlen(link));
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memcpy(h + 329, zero8, 8);
+	memcpy(h + 337, zero8, 8);
 	unsigned sum = 0;
 	for (int i = 0; i < BLOCK; i++)
-		sum += (unsigned char)tar[i];
-	ustar_octal(tar + 148, 6, sum);
-	tar[154] = 0;
-	memcpy(tar + BLOCK, index, ilen);
-	/* one frame that declares its size: zstd then sizes its tables for a
-	 * few KiB (a frame of undeclared size, as libarchive's stream writes,
-	 * made it allocate and clear about 1 MiB for each bundle: 0.2-0.3 ms
-	 * of page faults and memset per run) */
-	ZSTD_inBuffer in = { tar, tlen, 0 };
-	ZSTD_outBuffer o = { out, cap, 0 };
-	size_t left = ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
-	if (!ZSTD_isError(left))
-		left = ZSTD_CCtx_setPledgedSrcSize(z, tlen);
-	while (!ZSTD_isError(left) && (left = ZSTD_compressStream2(z, &o, &in, ZSTD_e_end)) > 0)
-		;
-	if (ZSTD_isError(left))
-		r = al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(left));
-	else if (al_write_full(fd, out, o.pos) < 0)
-		r = al_fail(err, AL_EIO, errno, "bundle: write");
-done:
+		sum += (unsigned char)h[i];
+	ustar_octal(h + 148, 6, sum);
+	h[154] = 0;
+}
+
+static uint64_t padded(uint64_t n)
+{
+	return (n + BLOCK - 1) / BLOCK * BLOCK;
+}
+
+/* Whether every member the changes give fits a plain header, and the
+ * size of the tar they make. */
+static int plain_changes(struct al_cas *cas, const struct al_changes *ch, size_t ilen, bool *plain,
+			 uint64_t *tlen, struct al_error *err)
+{
+	*plain = true;
+	*tlen = BLOCK + padded(ilen) + 2 * BLOCK;
+	for (size_t i = 0; *plain && i < ch->n; i++) {
+		const struct al_change_rec *c = &ch->v[i];
+		if (!c->has_new)
+			continue;
+		*plain = al_bundle__plain_name(c->path, c->new.type == AL_T_DIR);
+		*tlen += BLOCK;
+		if (c->new.type == AL_T_FILE) {
+			*plain = *plain && c->new.size < (1ull << 33);
+			*tlen += padded(c->new.size);
+		} else if (c->new.type == AL_T_SYMLINK &&*plain) {
+			uint8_t *t = NULL;
+			size_t tl;
+			int r = al_cas_get(cas, &c->new.digest, &t, &tl, err);
+			if (r < 0)
+				return r;
+			*plain = tl < USTAR_NAME && plain_bytes((char *)t, tl);
+			free(t);
+		}
+	}
+	return 0;
+}
+
+struct zout {
+	ZSTD_CCtx *z;
+	int fd;
+	uint64_t fed; /* bytes of the current member's data */
+	char buf[65536];
+};
+
+static int zput(struct zout *o, const void *p, size_t n, ZSTD_EndDirective end,
+		struct al_error *err)
+{
+	ZSTD_inBuffer in = { p, n, 0 };
+	for (;;) {
+		ZSTD_outBuffer out = { o->buf, sizeof(o->buf), 0 };
+		size_t left = ZSTD_compressStream2(o->z, &out, &in, end);
+		if (ZSTD_isError(left))
+			return al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(left));
+		if (out.pos && al_write_full(o->fd, o->buf, out.pos) < 0)
+			return al_fail(err, AL_EIO, errno, "bundle: write");
+		if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+			return 0;
+	}
+}
+
+static int zsink(void *ctx, const void *p, size_t n, struct al_error *err)
+{
+	struct zout *o = ctx;
+	o->fed += n;
+	return zput(o, p, n, ZSTD_e_continue, err);
+}
+
+static int zpad(struct zout *o, uint64_t n, struct al_error *err)
+{
+	static const char zeros[BLOCK];
+	return n % BLOCK ? zput(o, zeros, BLOCK - n % BLOCK, ZSTD_e_continue, err) : 0;
+}
+
+static int plain_members(struct zout *o, struct al_cas *cas, const char *index,
+			 const struct al_changes *ch, struct al_error *err)
+{
+	char h[BLOCK];
+	size_t ilen = strlen(index);
+	ustar_header(h, INDEX_NAME, '0', 0644, ilen, NULL);
+	int r = zput(o, h, BLOCK, ZSTD_e_continue, err);
+	if (r == 0 && (r = zput(o, index, ilen, ZSTD_e_continue, err)) == 0)
+		r = zpad(o, ilen, err);
+	for (size_t i = 0; r == 0 && i < ch->n; i++) {
+		const struct al_change_rec *c = &ch->v[i];
+		if (!c->has_new)
+			continue;
+		char name[USTAR_NAME];
+		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path,
+			 c->new.type == AL_T_DIR ? "/" : "");
+		if (c->new.type == AL_T_DIR) {
+			ustar_header(h, name, '5', c->new.mode, 0, NULL);
+			r = zput(o, h, BLOCK, ZSTD_e_continue, err);
+		} else if (c->new.type == AL_T_SYMLINK) {
+			uint8_t *t = NULL;
+			size_t tl;
+			if ((r = al_cas_get(cas, &c->new.digest, &t, &tl, err)) < 0)
+				return r;
+			char link[USTAR_NAME] = "";
+			if (tl < USTAR_NAME) /* plain_changes saw it so */
+				memcpy(link, t, tl);
+			else
+				r = al_fail(err, AL_ECORRUPT, 0, "bundle: %s: its target changed",
+					    c->path);
+			free(t);
+			ustar_header(h, name, '2', 0777, 0, link);
+			if (r == 0)
+				r = zput(o, h, BLOCK, ZSTD_e_continue, err);
+		} else {
+			ustar_header(h, name, '0', c->new.mode, c->new.size, NULL);
+			o->fed = 0;
+			if ((r = zput(o, h, BLOCK, ZSTD_e_continue, err)) == 0 &&
+			    (r = al_cas_stream(cas, &c->new.digest, zsink, o, err)) == 0 &&
+			    o->fed != c->new.size)
+				r = al_fail(err, AL_ECORRUPT, 0,
+					    "bundle: %s: the store holds %llu bytes, not %llu",
+					    c->path, (unsigned long long)o->fed,
+					    (unsigned long long)c->new.size);
+			if (r == 0)
+				r = zpad(o, c->new.size, err);
+		}
+	}
+	return r;
+}
+
+/* The plain bundle: the tar (the two end-of-archive blocks and no padding
+ * to a record size, as libarchive writes into a compressing filter) at
+ * libarchive's zstd level (3), in one frame that declares its size where
+ * libarchive's stream leaves it undeclared (zstd then sizes its tables for
+ * the tar: an undeclared frame made it allocate and clear about 1 MiB,
+ * 0.2-0.3 ms of page faults and memset for a small bundle). */
+static int write_plain(int fd, struct al_cas *cas, const char *index, const struct al_changes *ch,
+		       uint64_t tlen, struct al_error *err)
+{
+	static const char end[2 * BLOCK];
+	struct zout *o = malloc(sizeof(*o));
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	if (!o || !z) {
+		free(o);
+		ZSTD_freeCCtx(z);
+		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
+	}
+	o->z = z;
+	o->fd = fd;
+	size_t zr = ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
+	if (!ZSTD_isError(zr)) /* a damaged byte of content is refused, as libarchive's */
+		zr = ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
+	if (!ZSTD_isError(zr))
+		zr = ZSTD_CCtx_setPledgedSrcSize(z, tlen);
+	int r = ZSTD_isError(zr)
+			? al_fail(err, AL_EIO, 0, "bundle: zstd: %s", ZSTD_getErrorName(zr))
+			: plain_members(o, cas, index, ch, err);
+	if (r == 0)
+		r = zput(o, end, sizeof(end), ZSTD_e_end, err);
 	ZSTD_freeCCtx(z);
-	free(out);
-	free(tar);
+	free(o);
 	return r;
 }
 
@@ -431,16 +578,19 @@ static int bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const 
 		return r;
 	char *index = index_dump(base, head, &ch);
 	struct archive *a = NULL;
+	bool plain = false;
+	uint64_t tlen = 0;
 	if (!index)
 		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	else
 		al_sha256(index, strlen(index), id_out->b);
-	bool alone = !ch.n && !archive; /* the index alone */
-	if (r == 0 && alone)
-		r = write_index_only(fd, index, err);
+	if (r == 0 && !archive)
+		r = plain_changes(cas, &ch, strlen(index), &plain, &tlen, err);
+	if (r == 0 && plain)
+		r = write_plain(fd, cas, index, &ch, tlen, err);
 	else if (r == 0)
 		r = dl_load_archive(err);
-	if (r == 0 && !alone) {
+	if (r == 0 && !plain) {
 		a = dl_archive_write_new();
 		if (!a || dl_archive.write_add_filter_zstd(a) != ARCHIVE_OK ||
 		    dl_archive.write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -448,7 +598,7 @@ static int bundle_write_fd(struct al_cas *cas, const struct al_oid *base, const 
 			r = al_fail(err, AL_EIO, 0, "bundle: %s",
 				    a ? dl_archive.error_string(a) : "libarchive");
 	}
-	if (r == 0 && !alone)
+	if (r == 0 && !plain)
 		r = write_members(a, cas, index, &ch, err);
 	if (a) {
 		if (dl_archive.write_close(a) != ARCHIVE_OK && r == 0)
@@ -511,7 +661,27 @@ static struct al_bundle_entry *find_entry(struct al_bundle *b, const char *path)
 	return NULL;
 }
 
-static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_entry *e,
+/* A member as either reader sees it (libarchive's or the plain one's). */
+struct member {
+	const char *name;
+	mode_t type; /* AE_IFREG, AE_IFDIR, AE_IFLNK, or another */
+	unsigned mode;
+	int64_t size;
+	const char *link; /* a symlink's target */
+	bool hardlink;
+};
+
+/* A tar being read: its next member (1, or 0 at its end, or an error),
+ * that member's data (bytes, 0 at its end, -1 with why() saying why), and
+ * the compressed bytes consumed so far. */
+struct src {
+	int (*next)(struct src *s, struct member *m, struct al_error *err);
+	ssize_t (*read)(struct src *s, void *buf, size_t n);
+	int64_t (*consumed)(struct src *s);
+	const char *(*why)(struct src *s);
+};
+
+static int read_content(struct src *s, struct al_cas *cas, struct al_bundle_entry *e,
 			uint64_t *total, bool outsider, struct al_error *err)
 {
 	struct al_cas_writer *w = NULL;
@@ -522,10 +692,10 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	uint64_t got = 0;
 	char buf[65536];
 	while (r == 0) {
-		la_ssize_t n = dl_archive.read_data(a, buf, sizeof(buf));
+		ssize_t n = s->read(s, buf, sizeof(buf));
 		if (n < 0) {
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s: %s", e->path,
-				    dl_archive.error_string(a));
+				    s->why(s));
 			break;
 		}
 		if (n == 0)
@@ -538,7 +708,7 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 			break;
 		}
 		/* compressed bytes consumed so far against bytes produced */
-		la_int64_t in = dl_archive.filter_bytes(a, -1);
+		int64_t in = s->consumed(s);
 		if (outsider && *total > AL_BUNDLE_RATIO_GRACE &&
 		    *total / AL_BUNDLE_MAX_RATIO > (uint64_t)(in > 0 ? in : 0)) {
 			r = al_fail(err, AL_ELIMIT, 0,
@@ -568,23 +738,23 @@ static int read_content(struct archive *a, struct al_cas *cas, struct al_bundle_
 	return r;
 }
 
-static int read_member(struct archive *a, struct archive_entry *ae, struct al_cas *cas,
+static int read_member(struct src *s, const struct member *m, struct al_cas *cas,
 		       struct al_bundle *b, bool *seen, uint64_t *total, bool outsider,
 		       struct al_error *err)
 {
-	const char *name = dl_archive.entry_pathname(ae);
+	const char *name = m->name;
 	char q[300];
 	al_quote(name ? name : "", name ? strnlen(name, 200) : 0, q, sizeof(q));
 	if (!name || strncmp(name, FILES_PREFIX, strlen(FILES_PREFIX)) != 0)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: unexpected member '%s'", q);
-	if (dl_archive.entry_hardlink(ae))
+	if (m->hardlink)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is a hardlink", q);
-	mode_t type = dl_archive.entry_filetype(ae);
+	mode_t type = m->type;
 	if (type != AE_IFREG && type != AE_IFLNK && type != AE_IFDIR)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' is a device, FIFO or socket", q);
-	unsigned perm = dl_archive.entry_perm(ae) & 07777;
-	if (dl_archive.entry_mode(ae) & 06000)
+	unsigned perm = m->mode & 07777;
+	if (m->mode & 06000)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' has setuid/setgid bits", q);
 	char path[AL_PATH_MAX + 2];
@@ -605,24 +775,24 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 	if (seen[k])
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: duplicate member '%s'", q);
 	seen[k] = true;
-	int want = e->new.type == AL_T_FILE      ? AE_IFREG
-		   : e->new.type == AL_T_SYMLINK ? AE_IFLNK
-						 : AE_IFDIR;
-	if ((int)type != want)
+	mode_t want = e->new.type == AL_T_FILE      ? AE_IFREG
+		      : e->new.type == AL_T_SYMLINK ? AE_IFLNK
+						    : AE_IFDIR;
+	if (type != want)
 		return al_fail(err, AL_EINVAL, 0, "bundle refused: member '%s' is not a %s", q,
 			       al_entry_type_name(e->new.type));
 	if (type != AE_IFLNK && perm != e->new.mode)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: member '%s' mode differs from the index", q);
 	if (type == AE_IFREG) {
-		if (dl_archive.entry_size(ae) != (la_int64_t)e->new.size)
+		if (m->size != (int64_t)e->new.size)
 			return al_fail(err, AL_EINVAL, 0,
 				       "bundle refused: member '%s' size differs from the index",
 				       q);
-		return read_content(a, cas, e, total, outsider, err);
+		return read_content(s, cas, e, total, outsider, err);
 	}
 	if (type == AE_IFLNK) {
-		const char *t = dl_archive.entry_symlink(ae);
+		const char *t = m->link;
 		struct al_oid d;
 		if (!t || strlen(t) != e->new.size)
 			return al_fail(err, AL_EINVAL, 0,
@@ -637,33 +807,31 @@ static int read_member(struct archive *a, struct archive_entry *ae, struct al_ca
 	return 0;
 }
 
-static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, bool outsider,
-			struct al_error *err)
+static int read_tar(struct src *s, struct al_cas *cas, struct al_bundle *b, bool outsider,
+		    struct al_error *err)
 {
-	struct archive_entry *ae;
-	int rc = dl_archive.read_next_header(a, &ae);
-	if (!al_archive_header_ok(a, rc))
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a tar.zst archive (%s)",
-			       dl_archive.error_string(a));
-	if (dl_archive.filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
-		return al_fail(err, AL_EINVAL, 0, "bundle refused: not zstd-compressed");
-	const char *name = dl_archive.entry_pathname(ae);
-	la_int64_t isz = dl_archive.entry_size(ae);
-	if (!name || strcmp(name, INDEX_NAME) != 0 || dl_archive.entry_filetype(ae) != AE_IFREG)
+	struct member m;
+	int r = s->next(s, &m, err);
+	if (r == 0)
+		r = al_fail(err, AL_EINVAL, 0, "bundle refused: the archive is empty");
+	if (r < 0)
+		return r;
+	if (!m.name || strcmp(m.name, INDEX_NAME) != 0 || m.type != AE_IFREG)
 		return al_fail(err, AL_EINVAL, 0,
 			       "bundle refused: the first member is not " INDEX_NAME);
-	if (isz < 0 || isz > (la_int64_t)AL_BUNDLE_MAX_INDEX)
+	if (m.size < 0 || m.size > (int64_t)AL_BUNDLE_MAX_INDEX)
 		return al_fail(err, AL_ELIMIT, 0, "bundle refused: index too large");
-	char *idx = malloc((size_t)isz + 1);
+	char *idx = malloc((size_t)m.size + 1);
 	if (!idx)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
-	la_ssize_t got = 0, n;
-	while (got < isz && (n = dl_archive.read_data(a, idx + got, (size_t)(isz - got))) > 0)
+	int64_t got = 0;
+	ssize_t n;
+	while (got < m.size && (n = s->read(s, idx + got, (size_t)(m.size - got))) > 0)
 		got += n;
-	int r = got == isz ? 0 : al_fail(err, AL_EINVAL, 0, "bundle refused: truncated index");
+	r = got == m.size ? 0 : al_fail(err, AL_EINVAL, 0, "bundle refused: truncated index");
 	if (r == 0) {
-		al_sha256(idx, (size_t)isz, b->id.b);
-		r = index_parse(idx, (size_t)isz, b, err);
+		al_sha256(idx, (size_t)m.size, b->id.b);
+		r = index_parse(idx, (size_t)m.size, b, err);
 	}
 	free(idx);
 	if (r < 0)
@@ -673,21 +841,257 @@ static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle 
 		return al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
 	uint64_t total = 0;
 	size_t members = 0;
-	while (r == 0 && al_archive_header_ok(a, rc = dl_archive.read_next_header(a, &ae))) {
-		if (++members > b->n) {
+	int more;
+	while (r == 0 && (more = s->next(s, &m, err)) != 0) {
+		if (more < 0)
+			r = more;
+		else if (++members > b->n)
 			r = al_fail(err, AL_EINVAL, 0,
 				    "bundle refused: more members than index entries");
-			break;
-		}
-		r = read_member(a, ae, cas, b, seen, &total, outsider, err);
+		else
+			r = read_member(s, &m, cas, b, seen, &total, outsider, err);
 	}
-	if (r == 0 && rc != ARCHIVE_EOF)
-		r = al_fail(err, AL_EINVAL, 0, "bundle refused: %s", dl_archive.error_string(a));
 	for (size_t i = 0; r == 0 && i < b->n; i++)
 		if (b->entries[i].has_new && !seen[i])
 			r = al_fail(err, AL_EINVAL, 0, "bundle refused: no member for %s",
 				    b->entries[i].path);
 	free(seen);
+	return r;
+}
+
+/* ---- through libarchive: any tar.zst ---- */
+
+struct la_src {
+	struct src s;
+	struct archive *a;
+	bool first;
+};
+
+static int la_next(struct src *s, struct member *m, struct al_error *err)
+{
+	struct la_src *l = (struct la_src *)s;
+	struct archive_entry *ae;
+	int rc = dl_archive.read_next_header(l->a, &ae);
+	bool first = l->first;
+	l->first = false;
+	if (rc == ARCHIVE_EOF && !first)
+		return 0;
+	if (!al_archive_header_ok(l->a, rc))
+		return first ? al_fail(err, AL_EINVAL, 0,
+				       "bundle refused: not a tar.zst archive (%s)",
+				       dl_archive.error_string(l->a))
+			     : al_fail(err, AL_EINVAL, 0, "bundle refused: %s",
+				       dl_archive.error_string(l->a));
+	if (first && dl_archive.filter_code(l->a, 0) != ARCHIVE_FILTER_ZSTD)
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: not zstd-compressed");
+	*m = (struct member){
+		.name = dl_archive.entry_pathname(ae),
+		.type = dl_archive.entry_filetype(ae),
+		.mode = dl_archive.entry_mode(ae),
+		.size = dl_archive.entry_size(ae),
+		.link = dl_archive.entry_symlink(ae),
+		.hardlink = dl_archive.entry_hardlink(ae) != NULL,
+	};
+	return 1;
+}
+
+static ssize_t la_read(struct src *s, void *buf, size_t n)
+{
+	return dl_archive.read_data(((struct la_src *)s)->a, buf, n);
+}
+
+static int64_t la_consumed(struct src *s)
+{
+	return dl_archive.filter_bytes(((struct la_src *)s)->a, -1);
+}
+
+static const char *la_why(struct src *s)
+{
+	return dl_archive.error_string(((struct la_src *)s)->a);
+}
+
+static int read_archive(struct archive *a, struct al_cas *cas, struct al_bundle *b, bool outsider,
+			struct al_error *err)
+{
+	struct la_src l = { { la_next, la_read, la_consumed, la_why }, a, true };
+	return read_tar(&l.s, cas, b, outsider, err);
+}
+
+/* ---- the plain reader: a bundle this library wrote plain ---- */
+
+struct plain_src {
+	struct src s;
+	int fd;
+	ZSTD_DCtx *z;
+	ZSTD_inBuffer ib;
+	bool in_end;    /* the file is read to its end */
+	bool frame_end; /* the last step ended a frame: zstd holds nothing back */
+	bool unplain;   /* a member that is not plain: libarchive's to read */
+	int64_t consumed;
+	uint64_t left; /* of the current member's data, then its padding */
+	uint64_t pad;
+	const char *why;
+	char name[USTAR_NAME + 1], link[USTAR_NAME + 1];
+	char in[65536];
+};
+
+/* Up to n bytes of the tar: fewer only at its end, -1 with why set. */
+static ssize_t plain_raw(struct plain_src *p, void *buf, size_t n)
+{
+	ZSTD_outBuffer out = { buf, n, 0 };
+	while (out.pos < out.size) {
+		size_t opos = out.pos, ipos = p->ib.pos;
+		size_t rc = ZSTD_decompressStream(p->z, &out, &p->ib);
+		if (ZSTD_isError(rc)) {
+			p->why = ZSTD_getErrorName(rc);
+			return -1;
+		}
+		if (out.pos > opos || p->ib.pos > ipos) {
+			p->frame_end = rc == 0;
+			continue;
+		}
+		if (p->in_end)
+			break;
+		ssize_t k = read(p->fd, p->in, sizeof(p->in));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			p->why = strerror(errno);
+			return -1;
+		}
+		p->in_end = k == 0;
+		p->ib = (ZSTD_inBuffer){ p->in, (size_t)k, 0 };
+		p->consumed += k;
+	}
+	return (ssize_t)out.pos;
+}
+
+/* The value of an octal field: digits, then NUL or space to its end. */
+static bool plain_octal(const char *f, size_t len, uint64_t *v)
+{
+	size_t i = 0;
+	*v = 0;
+	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++)
+		*v = *v << 3 | (uint64_t)(f[i] - '0');
+	if (i == 0 || i > 21)
+		return false;
+	for (; i < len; i++)
+		if (f[i] != 0 && f[i] != ' ')
+			return false;
+	return true;
+}
+
+static int plain_next(struct src *s, struct member *m, struct al_error *err)
+{
+	struct plain_src *p = (struct plain_src *)s;
+	char h[BLOCK];
+	/* what is left of the member before: its data, its padding */
+	for (uint64_t skip = p->left + p->pad; skip > 0;) {
+		ssize_t n = plain_raw(p, h, skip < BLOCK ? skip : BLOCK);
+		if (n <= 0)
+			return al_fail(err, AL_EINVAL, 0, "bundle refused: %s",
+				       n < 0 ? p->why : "truncated");
+		skip -= (uint64_t)n;
+	}
+	p->left = p->pad = 0;
+	ssize_t n = plain_raw(p, h, BLOCK);
+	if (n != BLOCK)
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: %s",
+			       n < 0 ? p->why : "truncated");
+	static const char zeros[BLOCK];
+	if (memcmp(h, zeros, BLOCK) == 0) {
+		/* the end: a second zero block, then nothing */
+		char extra;
+		if (plain_raw(p, h, BLOCK) != BLOCK || memcmp(h, zeros, BLOCK) != 0 ||
+		    plain_raw(p, &extra, 1) != 0 || !p->frame_end || p->ib.pos != p->ib.size)
+			return al_fail(err, AL_EINVAL, 0, "bundle refused: damaged end of archive");
+		return 0;
+	}
+	uint64_t sum = 0, want, mode, size;
+	for (int i = 0; i < BLOCK; i++)
+		sum += i >= 148 && i < 156 ? ' ' : (unsigned char)h[i];
+	if (!plain_octal(h + 148, 8, &want) || want != sum || !plain_octal(h + 100, 8, &mode) ||
+	    !plain_octal(h + 124, 12, &size))
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: damaged tar header");
+	char type = h[156];
+	/* what the plain writer never writes: an extended header, a name
+	 * split with a prefix, another tar dialect */
+	if (memcmp(h + 257,
+		   "ustar\0"
+		   "00",
+		   8) != 0 ||
+	    h[345] != 0 || (type != '0' && type != '2' && type != '5') ||
+	    (type != '0' && size != 0)) {
+		p->unplain = true;
+		return al_fail(err, AL_EINVAL, 0, "bundle refused: not a plain ustar member");
+	}
+	memcpy(p->name, h, USTAR_NAME);
+	p->name[USTAR_NAME] = 0;
+	memcpy(p->link, h + 157, USTAR_NAME);
+	p->link[USTAR_NAME] = 0;
+	*m = (struct member){
+		.name = p->name,
+		.type = type == '0'   ? AE_IFREG
+			: type == '2' ? AE_IFLNK
+				      : AE_IFDIR,
+		.mode = (unsigned)mode,
+		.size = (int64_t)size,
+		.link = type == '2' ? p->link : NULL,
+	};
+	p->left = size;
+	p->pad = (BLOCK - size % BLOCK) % BLOCK;
+	return 1;
+}
+
+static ssize_t plain_read(struct src *s, void *buf, size_t n)
+{
+	struct plain_src *p = (struct plain_src *)s;
+	if (n > p->left)
+		n = p->left;
+	if (n == 0)
+		return 0;
+	ssize_t got = plain_raw(p, buf, n);
+	if (got >= 0 && (size_t)got < n) {
+		p->why = "truncated";
+		return -1;
+	}
+	if (got > 0)
+		p->left -= (uint64_t)got;
+	return got;
+}
+
+static int64_t plain_consumed(struct src *s)
+{
+	return ((struct plain_src *)s)->consumed;
+}
+
+static const char *plain_why(struct src *s)
+{
+	return ((struct plain_src *)s)->why;
+}
+
+/* A bundle this library has just written, read without libarchive when
+ * every member is plain: 1 (and nothing kept) when one is not. */
+static int read_plain(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err)
+{
+	struct plain_src *p = calloc(1, sizeof(*p));
+	ZSTD_DCtx *z = ZSTD_createDCtx();
+	int r;
+	if (!p || !z) {
+		r = al_fail(err, AL_ENOMEM, ENOMEM, "bundle");
+	} else {
+		p->s = (struct src){ plain_next, plain_read, plain_consumed, plain_why };
+		p->fd = fd;
+		p->z = z;
+		p->ib = (ZSTD_inBuffer){ p->in, 0, 0 };
+		r = read_tar(&p->s, cas, out, false, err);
+		if (r < 0 && p->unplain)
+			r = 1;
+	}
+	if (r != 0)
+		al_bundle_release(out);
+	ZSTD_freeDCtx(z);
+	free(p);
 	return r;
 }
 
@@ -728,6 +1132,14 @@ int al_bundle_read_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct 
 
 int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, struct al_error *err)
 {
+	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
+	memset(out, 0, sizeof(*out));
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	int r = read_plain(cas, fd, out, err);
+	if (r <= 0)
+		return r;
+	if (lseek(fd, at, SEEK_SET) != at)
+		return al_fail(err, AL_EIO, errno, "bundle: rewind");
 	return read_fd(cas, fd, false, out, err);
 }
 

@@ -12,6 +12,7 @@
 #include "airlock/manifest.h"
 #include "airlock/overlay.h"
 #include "airlock/store.h"
+#include "delta_private.h"
 #include "util.h"
 
 void al_overlay_report_release(struct al_overlay_report *r)
@@ -34,7 +35,9 @@ struct ov {
 	char **paths;
 	size_t n, cap;
 	struct al_overlay_report *rep;
-	uint64_t max_bytes; /* 0: none */
+	uint64_t max_bytes;         /* 0: none */
+	void (*unplain)(void *ctx); /* al_overlay_apply_within */
+	void *ctx;
 };
 
 static int vnote(struct al_overlay_report *rep, const char *fmt, va_list ap)
@@ -98,6 +101,11 @@ static int add_edit(struct ov *o, const char *path, enum al_edit_op op, const st
 		o->rep->deleted++;
 	else
 		o->rep->set++;
+	if (o->unplain && op != AL_EDIT_DELETE &&
+	    !al_bundle__plain_name(path, e && e->type == AL_T_DIR)) {
+		o->unplain(o->ctx);
+		o->unplain = NULL;
+	}
 	return 0;
 }
 
@@ -277,15 +285,20 @@ static int walk(struct ov *o, int dfd, char *path, size_t plen, bool parent_repl
 int al_overlay_apply(struct al_store *st, const struct al_oid *base, const char *upper,
 		     struct al_oid *out, struct al_overlay_report *rep, struct al_error *err)
 {
-	return al_overlay_apply_within(st, base, upper, 0, out, rep, err);
+	return al_overlay_apply_within(st, base, upper, 0, NULL, NULL, out, rep, err);
 }
 
 int al_overlay_apply_within(struct al_store *st, const struct al_oid *base, const char *upper,
-			    uint64_t max_bytes, struct al_oid *out, struct al_overlay_report *rep,
-			    struct al_error *err)
+			    uint64_t max_bytes, void (*unplain)(void *ctx), void *ctx,
+			    struct al_oid *out, struct al_overlay_report *rep, struct al_error *err)
 {
 	memset(rep, 0, sizeof(*rep));
-	struct ov o = { .cas = al_store_cas(st), .base = base, .rep = rep, .max_bytes = max_bytes };
+	struct ov o = { .cas = al_store_cas(st),
+			.base = base,
+			.rep = rep,
+			.max_bytes = max_bytes,
+			.unplain = unplain,
+			.ctx = ctx };
 	int r = al_manifest_stat(o.cas, base, NULL, NULL, err);
 	if (r < 0)
 		return r;

@@ -613,24 +613,22 @@ static int open_capture(const char *dir, int *fd, struct al_error *err)
 	return *fd < 0 ? al_fail(err, AL_EIO, errno, "run: output file in %s", tmp) : 0;
 }
 
-static void *preload_archive(void *arg)
+static void *load_archive(void *arg)
 {
 	(void)arg;
 	dl_load_archive(NULL); /* its error, if any, is the bundle's to report */
 	return NULL;
 }
 
-static bool dir_has_entries(const char *path)
+/* The collection met a path only libarchive writes into the bundle:
+ * libarchive (11 shared libraries, about 5 ms) loads on another thread
+ * while the rest is collected.  Every other bundle is written without it
+ * (delta.c). */
+static void preload_archive(void *ctx)
 {
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	struct dirent *e;
-	bool any = false;
-	while (!any && (e = readdir(d)))
-		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return any;
+	struct run *r = ctx;
+	if (!r->preloading)
+		r->preloading = pthread_create(&r->preload, NULL, load_archive, NULL) == 0;
 }
 
 static int bundle_changes(struct run *r, struct al_error *err)
@@ -1513,14 +1511,10 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", run.sres.upper_fd);
 	t0 = al_now_ns();
 	set_phase(&run, "collect");
-	/* a run that changed something writes a bundle with its files next:
-	 * libarchive (11 shared libraries, about 5 ms) loads on another thread
-	 * while the changes are collected */
-	if (run.sres.upper_fd >= 0 && !dl_archive_tried() && dir_has_entries(upper))
-		run.preloading = pthread_create(&run.preload, NULL, preload_archive, NULL) == 0;
 	throttle(&run, true);
-	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk, &run.result,
-					 &run.rep, err)) < 0 ||
+	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk,
+					 dl_archive_tried() ? NULL : preload_archive, &run,
+					 &run.result, &run.rep, err)) < 0 ||
 	    (r = vm_left_out(&run.sres, &run.rep, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;

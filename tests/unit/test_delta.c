@@ -69,7 +69,7 @@ static char *unzstd(const char *z, size_t zlen, size_t *len)
 static void test_bundle_of_nothing(void **state)
 {
 	(void)state;
-	/* first in the file: nothing has loaded libarchive yet */
+	/* nothing before has loaded libarchive */
 	assert_null(dl_archive.write_new);
 	char home[] = "/tmp/airlock-delta-XXXXXX";
 	struct al_error err = { 0 };
@@ -224,11 +224,250 @@ static void test_bundle(void **state)
 	home_remove(home, st);
 }
 
+/* Two trees in the store: a, and b made from it by a shell command. */
+static void two_trees(struct al_store *st, const char *home, const char *change, struct al_oid *a,
+		      struct al_oid *b)
+{
+	struct al_error err = { 0 };
+	sh("mkdir -p %s/a/d %s/a/gone && echo one > %s/a/f && echo keep > %s/a/d/k && echo x > "
+	   "%s/a/gone/x && rm -rf %s/b && cp -a %s/a %s/b && cd %s/b && %s",
+	   home, home, home, home, home, home, home, home, home, change);
+	struct al_import_opts o = { .no_cache = true };
+	struct al_import_result ra, rb;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/a", home);
+	if (al_manifest_import(st, p, &o, &ra, &err) < 0)
+		fail_msg("%s", err.msg);
+	snprintf(p, sizeof(p), "%s/b", home);
+	if (al_manifest_import(st, p, &o, &rb, &err) < 0)
+		fail_msg("%s", err.msg);
+	*a = ra.id;
+	*b = rb.id;
+}
+
+/* files of sizes about the tar's 512-byte blocks and the writer's 64 KiB
+ * buffer, an executable, a directory, symlinks, a deletion */
+#define PLAIN_CHANGE                                                                           \
+	"echo two > f && rm -r gone && : > empty && head -c 511 /dev/urandom > r511 && "       \
+	"head -c 512 /dev/urandom > r512 && head -c 513 /dev/urandom > r513 && "               \
+	"head -c 200000 /dev/urandom > big && printf '#!/bin/sh\\n' > x.sh && chmod 755 x.sh " \
+	"&& mkdir -p new/deeper && chmod 700 new && ln -s f l && ln -s ../d/k new/up && "      \
+	"touch "                                                                               \
+	"n2345678901234567890123456789012345678901234567890123456789012345678901234567890123"  \
+	"4567890123" /* 93 bytes: the longest plain name */
+
+/* Read back with the library's own reader and applied: exactly the head. */
+static void read_own_gives(struct al_cas *cas, int fd, const struct al_oid *a,
+			   const struct al_oid *b)
+{
+	struct al_error err = { 0 };
+	struct al_bundle bu = { 0 };
+	struct al_oid got;
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	if (al_bundle__read_own_fd(cas, fd, &bu, &err) < 0)
+		fail_msg("read: %s", err.msg);
+	if (al_bundle_apply_tree(cas, &bu, a, &got, &err) < 0)
+		fail_msg("apply: %s", err.msg);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	assert_true(al_oid_eq(&got, b));
+	al_bundle_release(&bu);
+}
+
+/* A run's changes whose names all fit a plain ustar header are written
+ * and read back without libarchive. */
+static void test_plain_without_libarchive(void **state)
+{
+	(void)state;
+	assert_null(dl_archive.read_new); /* first in the file */
+	char home[] = "/tmp/airlock-delta-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	struct al_cas *cas = al_store_cas(st);
+	struct al_oid a, b, id;
+	two_trees(st, home, PLAIN_CHANGE, &a, &b);
+	int fd = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	if (al_bundle_write_fd(cas, &a, &b, fd, &id, &err) < 0)
+		fail_msg("%s", err.msg);
+	read_own_gives(cas, fd, &a, &b);
+	assert_null(dl_archive.read_new);
+	assert_null(dl_archive.write_new);
+	close(fd);
+	home_remove(home, st);
+}
+
+/* The plain writer's tar is libarchive's byte for byte, in one checksummed
+ * frame that declares its size; libarchive reads it as it reads its own;
+ * the plain reader reads libarchive's. */
+static void test_plain_is_libarchives(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-delta-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	struct al_cas *cas = al_store_cas(st);
+	struct al_oid a, b, id1, id2;
+	two_trees(st, home, PLAIN_CHANGE, &a, &b);
+	int f1 = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int f2 = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(f1 >= 0 && f2 >= 0);
+	if (al_bundle_write_fd(cas, &a, &b, f1, &id1, &err) < 0 ||
+	    al_bundle__write_fd_archive(cas, &a, &b, f2, &id2, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(al_oid_eq(&id1, &id2));
+	size_t l1, l2, t1, t2;
+	char *b1 = fd_bytes(f1, &l1), *b2 = fd_bytes(f2, &l2);
+	assert_int_equal(ZSTD_findFrameCompressedSize(b1, l1), l1); /* one frame */
+	assert_true(l1 > 4 && (b1[4] & 0x04)); /* the frame descriptor's checksum flag */
+	assert_int_equal(ZSTD_getFrameContentSize(b2, l2), ZSTD_CONTENTSIZE_UNKNOWN);
+	char *tar1 = unzstd(b1, l1, &t1), *tar2 = unzstd(b2, l2, &t2);
+	assert_int_equal(ZSTD_getFrameContentSize(b1, l1), t1);
+	assert_int_equal(t1, t2);
+	assert_memory_equal(tar1, tar2, t1);
+	free(tar1);
+	free(tar2);
+	/* libarchive reads the plain bundle; the plain reader libarchive's */
+	struct al_bundle bu = { 0 };
+	if (al_bundle_read_mem(NULL, b1, l1, &bu, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(al_oid_eq(&bu.head, &b));
+	al_bundle_release(&bu);
+	read_own_gives(cas, f2, &a, &b);
+	free(b1);
+	free(b2);
+	close(f1);
+	close(f2);
+	home_remove(home, st);
+}
+
+/* Names a plain header cannot hold go through libarchive, both ways. */
+static void test_unplain_through_libarchive(void **state)
+{
+	(void)state;
+	static const char *const changes[] = {
+		"echo u > 'Q3 \xc3\x9c"
+		"berblick.csv'", /* UTF-8 */
+		"touch "         /* 94 bytes: files/ makes it 100 */
+		"n234567890123456789012345678901234567890123456789012345678901234567890123456789"
+		"012345678901234",
+		"mkdir -p " /* a directory of 93: 100 with its / */
+		"d23456789012345678901234567890123456789012345678901234567890123456789012345678"
+		"901234567890123",
+		"ln -s " /* a symlink's target of 100 */
+		"t234567890123456789012345678901234567890123456789012345678901234567890123456789"
+		"012345678901234567890 l",
+		"ln -s '\xc3\xa9t\xc3\xa9' l2", /* a symlink's UTF-8 target */
+	};
+	char home[] = "/tmp/airlock-delta-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	struct al_cas *cas = al_store_cas(st);
+	for (size_t i = 0; i < ARRAY_SIZE(changes); i++) {
+		struct al_oid a, b, id1, id2;
+		two_trees(st, home, changes[i], &a, &b);
+		int f1 = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		int f2 = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		assert_true(f1 >= 0 && f2 >= 0);
+		if (al_bundle_write_fd(cas, &a, &b, f1, &id1, &err) < 0 ||
+		    al_bundle__write_fd_archive(cas, &a, &b, f2, &id2, &err) < 0)
+			fail_msg("%s", err.msg);
+		size_t l1, l2, t1, t2;
+		char *b1 = fd_bytes(f1, &l1), *b2 = fd_bytes(f2, &l2);
+		/* libarchive's stream: size undeclared */
+		assert_int_equal(ZSTD_getFrameContentSize(b1, l1), ZSTD_CONTENTSIZE_UNKNOWN);
+		char *tar1 = unzstd(b1, l1, &t1), *tar2 = unzstd(b2, l2, &t2);
+		assert_int_equal(t1, t2);
+		assert_memory_equal(tar1, tar2, t1);
+		free(tar1);
+		free(tar2);
+		read_own_gives(cas, f1, &a, &b); /* the plain reader hands it on */
+		free(b1);
+		free(b2);
+		close(f1);
+		close(f2);
+	}
+	home_remove(home, st);
+}
+
+/* The plain reader refuses a damaged bundle of its own whole: a changed
+ * byte anywhere, a cut, bytes after its end. */
+static void test_plain_damaged(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-delta-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	struct al_cas *cas = al_store_cas(st);
+	struct al_oid a, b, id;
+	two_trees(st, home, "echo two > f && ln -s f l && mkdir n && head -c 3000 /dev/urandom > r",
+		  &a, &b);
+	int fd = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	if (al_bundle_write_fd(cas, &a, &b, fd, &id, &err) < 0)
+		fail_msg("%s", err.msg);
+	size_t len;
+	char *bytes = fd_bytes(fd, &len);
+	close(fd);
+	size_t refused = 0;
+	for (size_t i = 0; i <= len + 1; i++) {
+		int d = open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		assert_true(d >= 0);
+		if (i < len) { /* one byte changed */
+			bytes[i] ^= 0x5a;
+			assert_int_equal(write(d, bytes, len), (ssize_t)len);
+			bytes[i] ^= 0x5a;
+		} else if (i == len) { /* cut short */
+			assert_int_equal(write(d, bytes, len - 7), (ssize_t)len - 7);
+		} else { /* a byte after the end */
+			assert_int_equal(write(d, bytes, len), (ssize_t)len);
+			assert_int_equal(write(d, "x", 1), 1);
+		}
+		assert_int_equal(lseek(d, 0, SEEK_SET), 0);
+		struct al_bundle h = { 0 };
+		struct al_error e2 = { 0 };
+		if (al_bundle__read_own_fd(NULL, d, &h, &e2) < 0) {
+			assert_true(e2.code < 0 && e2.msg[0]);
+			assert_int_equal(h.n, 0);
+			refused++;
+		} else { /* zstd's frame header has bits no reader looks at */
+			assert_true(i < 6 && al_oid_eq(&h.head, &b));
+			al_bundle_release(&h);
+		}
+		close(d);
+	}
+	assert_true(refused >= len - 4);
+	free(bytes);
+	home_remove(home, st);
+}
+
+static void test_plain_name(void **state)
+{
+	(void)state;
+	char n93[94], n92[93];
+	memset(n93, 'a', 93);
+	n93[93] = 0;
+	memset(n92, 'a', 92);
+	n92[92] = 0;
+	assert_true(al_bundle__plain_name(n93, false)); /* files/ + 93 = 99 */
+	assert_false(al_bundle__plain_name(n93, true)); /* with its / 100 */
+	assert_true(al_bundle__plain_name(n92, true));
+	assert_true(al_bundle__plain_name("a b/~c.csv", false));
+	assert_false(al_bundle__plain_name("caf\xc3\xa9", false));
+	assert_false(al_bundle__plain_name("a\x1b[2J", false));
+	assert_false(al_bundle__plain_name("a\x7f", false));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain_without_libarchive),
 		cmocka_unit_test(test_bundle_of_nothing),
 		cmocka_unit_test(test_bundle),
+		cmocka_unit_test(test_plain_is_libarchives),
+		cmocka_unit_test(test_unplain_through_libarchive),
+		cmocka_unit_test(test_plain_damaged),
+		cmocka_unit_test(test_plain_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,10 +81,52 @@ static void test_overlay(void **state)
 	home_remove(home, st);
 }
 
+static void count_call(void *ctx)
+{
+	(*(int *)ctx)++;
+}
+
+/* The collection tells its caller, once, at the first path kept that only
+ * libarchive writes into a bundle; plain paths and deletions never. */
+static void test_unplain_called_once(void **state)
+{
+	(void)state;
+	char home[] = "/tmp/airlock-overlay-XXXXXX";
+	struct al_error err = { 0 };
+	struct al_store *st = home_store(home);
+	sh("mkdir -p %s/base %s/plain/sub %s/utf %s/long && echo one > %s/base/a && "
+	   "echo a > %s/plain/a && echo b > %s/plain/sub/b && "
+	   "echo 1 > '%s/utf/\xc3\xa9t\xc3\xa9' && echo 2 > '%s/utf/na\xc3\xafve' && "
+	   "echo 3 > %s/long/$(printf 'x%%.0s' $(seq 94))",
+	   home, home, home, home, home, home, home, home, home, home);
+	struct al_import_opts o = { .no_cache = true };
+	struct al_import_result base;
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/base", home);
+	assert_int_equal(al_manifest_import(st, dir, &o, &base, &err), 0);
+	static const struct {
+		const char *upper;
+		int calls;
+	} cases[] = { { "plain", 0 }, { "utf", 1 }, { "long", 1 } };
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct al_oid got;
+		struct al_overlay_report rep;
+		int calls = 0;
+		snprintf(dir, sizeof(dir), "%s/%s", home, cases[i].upper);
+		if (al_overlay_apply_within(st, &base.id, dir, 0, count_call, &calls, &got, &rep,
+					    &err) < 0)
+			fail_msg("apply: %s", err.msg);
+		assert_int_equal(calls, cases[i].calls);
+		al_overlay_report_release(&rep);
+	}
+	home_remove(home, st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overlay),
+		cmocka_unit_test(test_unplain_called_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
