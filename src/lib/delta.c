@@ -973,7 +973,7 @@ static bool plain_octal(const char *f, size_t len, uint64_t *v)
 	*v = 0;
 	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++)
 		*v = *v << 3 | (uint64_t)(f[i] - '0');
-	if (i == 0 || i > 21)
+	if (i == 0) /* (a field is at most 12 bytes: no overflow) */
 		return false;
 	for (; i < len; i++)
 		if (f[i] != 0 && f[i] != ' ')
@@ -1134,10 +1134,22 @@ int al_bundle__read_own_fd(struct al_cas *cas, int fd, struct al_bundle *out, st
 {
 	_cleanup_locale_ locale_t prev = al_c_locale_enter(); /* names as bytes (util.h) */
 	memset(out, 0, sizeof(*out));
+	/* the plain writer's frame declares its size, libarchive's never:
+	 * a bundle libarchive wrote is not read twice */
 	off_t at = lseek(fd, 0, SEEK_CUR);
-	int r = read_plain(cas, fd, out, err);
-	if (r <= 0)
+	char fh[18]; /* a frame header's largest size (zstd.h's static-only API) */
+	ssize_t n = at < 0 ? -1 : pread(fd, fh, sizeof(fh), at);
+	unsigned long long size =
+		n > 0 ? ZSTD_getFrameContentSize(fh, (size_t)n) : ZSTD_CONTENTSIZE_ERROR;
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR)
+		return read_fd(cas, fd, false, out, err);
+	struct al_error plain_err = { 0 };
+	int r = read_plain(cas, fd, out, &plain_err);
+	if (r <= 0) {
+		if (r < 0)
+			*err = plain_err;
 		return r;
+	}
 	if (lseek(fd, at, SEEK_SET) != at)
 		return al_fail(err, AL_EIO, errno, "bundle: rewind");
 	return read_fd(cas, fd, false, out, err);
