@@ -27,6 +27,7 @@
 #include "airlock/run.h"
 #include "run_contract.h"
 #include "airlock/store.h"
+#include "cas_private.h"
 #include "delta_private.h"
 #include "gc_private.h"
 #include "integ_private.h"
@@ -548,6 +549,7 @@ struct run {
 	struct al_integ_relay *integ; /* integrations */
 	pthread_t preload;            /* libarchive, loaded while the changes are collected */
 	bool preloading;
+	bool grouped; /* the store's batch of the collection is open (collect_begin) */
 };
 
 static void set_phase(struct run *r, const char *phase)
@@ -629,6 +631,38 @@ static void preload_archive(void *ctx)
 	struct run *r = ctx;
 	if (!r->preloading)
 		r->preloading = pthread_create(&r->preload, NULL, load_archive, NULL) == 0;
+}
+
+/* The collection, the contracts' edits, the bundle and the outputs go
+ * into one batch of the store (al_cas__group: their own batches join
+ * it): their objects become durable together, in one sync of objects.db
+ * instead of one for the collection and one for the bundle, before the
+ * record names any.  Small objects are held in memory meanwhile, so
+ * objects.db's write lock is taken at the end, not for the contracts. */
+static int collect_begin(struct run *r, struct al_error *err)
+{
+	struct al_cas *cas = al_store_cas(r->st);
+	int rc = al_cas__group(cas, true, err);
+	if (rc == 0 && (rc = al_cas_begin(cas, err)) < 0)
+		al_cas__group(cas, false, NULL);
+	r->grouped = rc == 0;
+	return rc;
+}
+
+/* The batch made durable (keep), or dropped. */
+static int collect_end(struct run *r, bool keep, struct al_error *err)
+{
+	if (!r->grouped)
+		return 0;
+	struct al_cas *cas = al_store_cas(r->st);
+	int rc = 0;
+	if (keep)
+		rc = al_cas_commit(cas, err); /* a failed commit drops the batch */
+	else
+		al_cas_abort(cas);
+	al_cas__group(cas, false, NULL);
+	r->grouped = false;
+	return rc;
 }
 
 static int bundle_changes(struct run *r, struct al_error *err)
@@ -1512,7 +1546,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	t0 = al_now_ns();
 	set_phase(&run, "collect");
 	throttle(&run, true);
-	if ((r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk,
+	if ((r = collect_begin(&run, err)) < 0 ||
+	    (r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk,
 					 dl_archive_tried() ? NULL : preload_archive, &run,
 					 &run.result, &run.rep, err)) < 0 ||
 	    (r = vm_left_out(&run.sres, &run.rep, err)) < 0)
@@ -1528,7 +1563,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	run.contract_ms = (al_now_ns() - tc) / 1000000;
 	t0 = al_now_ns();
 	set_phase(&run, "collect");
-	if ((r = bundle_changes(&run, err)) < 0)
+	if ((r = bundle_changes(&run, err)) < 0 || (r = collect_end(&run, true, err)) < 0)
 		goto out;
 	run.delta_ms += (al_now_ns() - t0) / 1000000;
 
@@ -1570,6 +1605,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	free(rc.text);
 	json_decref(rec);
 out:
+	collect_end(&run, false, NULL);
 	if (run.throttled)
 		throttle(&run, false);
 	if (r < 0 && run.phase && record_failure(&run, env->v, env->n, err) == 0) {

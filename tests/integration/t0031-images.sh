@@ -83,8 +83,13 @@ if have_userns; then
 	LD_LIBRARY_PATH="$T/fakelib" run "$AL" run rp --json -- sh -c 'echo b > b.txt; ln -s b.txt l'
 	is "$rc:$(echo "$out" | field changes.added)" "0:2" "a run that changes plain names runs with it broken"
 	HEAD_RP=$("$AL" project head rp)
-	LD_LIBRARY_PATH="$T/fakelib" run "$AL" run rp -- sh -c 'echo b > été.txt'
+	LD_LIBRARY_PATH="$T/fakelib" run "$AL" run rp -- sh -c 'echo only-in-this-run > été.txt'
 	ok "a run that changes a non-ASCII name fails with it broken" -- test "$rc" != 0
+	# the collection and the bundle are one batch of the store (run.c,
+	# collect_begin): a bundle that fails leaves none of the run's objects
+	SUM=$(echo only-in-this-run | sha256sum | cut -c1-64)
+	is "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM objects WHERE id = ?", (bytes.fromhex(sys.argv[2]),)).fetchone()[0])' \
+		"$AIRLOCK_HOME/tenants/default/objects.db" "$SUM")" 0 "…none of its objects stored"
 	like "$err" "libarchive.so.13 has no archive_" "…naming the library and what is missing"
 	is "$("$AL" runs rp --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["outcome"])')" \
 		"failed: collect" "…its attempt recorded as failed in its collection"
