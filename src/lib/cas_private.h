@@ -81,6 +81,9 @@ void al_cas__sweeping(struct al_cas *c, bool on);
  * objects stay in the outer one, named by nothing (swept as any other).
  * AL_EUSAGE when turned on with a batch open. */
 int al_cas__group(struct al_cas *c, bool on, struct al_error *err);
+/* Does the open batch hold objects.db's write lock (its transaction is
+ * open: a row went in, held rows flushed, a large object stored)? */
+bool al_cas__locked(struct al_cas *c);
 
 /* Hold objects.db's checkpoints (al_sqlite_hold_checkpoints) while the
  * caller holds meta.db's write lock; released, a checkpoint due runs. */

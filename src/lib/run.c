@@ -638,7 +638,10 @@ static void preload_archive(void *ctx)
  * it): their objects become durable together, in one sync of objects.db
  * instead of one for the collection and one for the bundle, before the
  * record names any.  Small objects are held in memory meanwhile, so
- * objects.db's write lock is taken at the end, not for the contracts. */
+ * objects.db's write lock is taken at the end, not for the contracts or
+ * the bundle; a collection that took it already (a large file, more
+ * than the held objects' bound) is committed at once instead, as before
+ * (collect_split). */
 static int collect_begin(struct run *r, struct al_error *err)
 {
 	struct al_cas *cas = al_store_cas(r->st);
@@ -655,14 +658,26 @@ static int collect_end(struct run *r, bool keep, struct al_error *err)
 	if (!r->grouped)
 		return 0;
 	struct al_cas *cas = al_store_cas(r->st);
-	int rc = 0;
-	if (keep)
-		rc = al_cas_commit(cas, err); /* a failed commit drops the batch */
-	else
-		al_cas_abort(cas);
+	/* the group ended first: should an inner batch be left open, the
+	 * commit below is still the outer one's */
 	al_cas__group(cas, false, NULL);
 	r->grouped = false;
-	return rc;
+	if (!keep) {
+		al_cas_abort(cas);
+		return 0;
+	}
+	return al_cas_commit(cas, err); /* a failed commit drops the batch */
+}
+
+/* A collection that holds objects.db's write lock commits now, and the
+ * rest goes into a batch of its own: other writers do not wait on the
+ * contracts and the bundle. */
+static int collect_split(struct run *r, struct al_error *err)
+{
+	if (!r->grouped || !al_cas__locked(al_store_cas(r->st)))
+		return 0;
+	int rc = collect_end(r, true, err);
+	return rc < 0 ? rc : collect_begin(r, err);
 }
 
 static int bundle_changes(struct run *r, struct al_error *err)
@@ -1550,7 +1565,7 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 	    (r = al_overlay_apply_within(st, &run.base, upper, run.limits.disk,
 					 dl_archive_tried() ? NULL : preload_archive, &run,
 					 &run.result, &run.rep, err)) < 0 ||
-	    (r = vm_left_out(&run.sres, &run.rep, err)) < 0)
+	    (r = vm_left_out(&run.sres, &run.rep, err)) < 0 || (r = collect_split(&run, err)) < 0)
 		goto out;
 	run.delta_ms = (al_now_ns() - t0) / 1000000;
 	/* the contracts see what was collected; drop may narrow the result */

@@ -90,6 +90,13 @@ if have_userns; then
 	SUM=$(echo only-in-this-run | sha256sum | cut -c1-64)
 	is "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM objects WHERE id = ?", (bytes.fromhex(sys.argv[2]),)).fetchone()[0])' \
 		"$AIRLOCK_HOME/tenants/default/objects.db" "$SUM")" 0 "…none of its objects stored"
+	# unless its collection took objects.db's write lock (a large file):
+	# that batch commits at once, so other writers do not wait on the
+	# contracts and the bundle
+	LD_LIBRARY_PATH="$T/fakelib" run "$AL" run rp -- sh -c 'head -c 300000 /dev/urandom > large; echo with-a-large-file > été2.txt'
+	SUM=$(echo with-a-large-file | sha256sum | cut -c1-64)
+	is "$rc:$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM objects WHERE id = ?", (bytes.fromhex(sys.argv[2]),)).fetchone()[0])' \
+		"$AIRLOCK_HOME/tenants/default/objects.db" "$SUM")" "$rc:1" "…a collection holding the write lock is committed before its bundle"
 	like "$err" "libarchive.so.13 has no archive_" "…naming the library and what is missing"
 	is "$("$AL" runs rp --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["outcome"])')" \
 		"failed: collect" "…its attempt recorded as failed in its collection"

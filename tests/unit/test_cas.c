@@ -299,6 +299,7 @@ static void test_group_batch(void **state)
 	assert_int_equal(al_cas_put(f->cas, "g3", 2, &d3, &err), 0);
 	al_cas_abort(f->cas); /* leaves; g3 stays in the outer batch */
 	/* not in objects.db yet, its lock free; readable here */
+	assert_false(al_cas__locked(f->cas));
 	assert_int_equal(rows_with(other, &d1), 0);
 	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
@@ -330,11 +331,13 @@ static void test_group_batch(void **state)
 				SQLITE_OK);
 	}
 	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
+	assert_true(al_cas__locked(f->cas));
 	for (int i = 0; i < 600; i += 37) {
 		assert_int_equal(al_cas_get(f->cas, &many[i], &buf, &len, &err), 0);
 		free(buf);
 	}
 	assert_int_equal(al_cas_commit(f->cas, &err), 0);
+	assert_false(al_cas__locked(f->cas));
 	assert_int_equal(al_cas__group(f->cas, false, &err), 0);
 	for (int i = 0; i < 600; i++)
 		assert_int_equal(rows_with(other, &many[i]), 1);

@@ -2084,8 +2084,13 @@ int al_cas__synchronous(struct al_cas *c)
 
 bool al_cas__idle(struct al_cas *c)
 {
-	return !c->in_batch && c->batchfd < 0 && sqlite3_get_autocommit(c->db) &&
+	return !c->in_batch && !c->grouped && c->batchfd < 0 && sqlite3_get_autocommit(c->db) &&
 	       al_sqlite_quiet(c->db);
+}
+
+bool al_cas__locked(struct al_cas *c)
+{
+	return c->in_batch && c->txn;
 }
 
 size_t al_cas__held(struct al_cas *c)
