@@ -301,6 +301,12 @@ static struct archive_entry *member(const char *name, mode_t type, unsigned perm
 	return e;
 }
 
+/* "files/<path>", a directory's with its "/" */
+static void member_name(const struct al_change_rec *c, char *buf, size_t size)
+{
+	snprintf(buf, size, FILES_PREFIX "%s%s", c->path, c->new.type == AL_T_DIR ? "/" : "");
+}
+
 static int write_members(struct archive *a, struct al_cas *cas, const char *index,
 			 const struct al_changes *ch, struct al_error *err)
 {
@@ -316,8 +322,7 @@ static int write_members(struct archive *a, struct al_cas *cas, const char *inde
 		if (!c->has_new)
 			continue;
 		char name[AL_PATH_MAX + 16];
-		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path,
-			 c->new.type == AL_T_DIR ? "/" : "");
+		member_name(c, name, sizeof(name));
 		int r = 0;
 		bool written; /* judged at once: writing data clears the archive's error */
 		if (c->new.type == AL_T_DIR) {
@@ -497,8 +502,7 @@ static int plain_members(struct zout *o, struct al_cas *cas, const char *index,
 		if (!c->has_new)
 			continue;
 		char name[USTAR_NAME];
-		snprintf(name, sizeof(name), FILES_PREFIX "%s%s", c->path,
-			 c->new.type == AL_T_DIR ? "/" : "");
+		member_name(c, name, sizeof(name)); /* plain_changes: it fits */
 		if (c->new.type == AL_T_DIR) {
 			ustar_header(h, name, '5', c->new.mode, 0, NULL);
 			r = zput(o, h, BLOCK, ZSTD_e_continue, err);

@@ -773,14 +773,16 @@ void al_store_close(struct al_store *s)
 	free(s);
 }
 
+/* No transaction open and, on SQLite, no statement mid-step (absent: idle) */
+static bool db_idle(struct al_db *db)
+{
+	return !db || (!al_db_in_txn(db) &&
+		       (al_db_engine(db) != AL_DB_SQLITE || al_sqlite_quiet(al_db__sqlite(db))));
+}
+
 bool al_store_idle(struct al_store *s)
 {
-	return al_cas__idle(s->cas) &&
-	       (!s->meta_db ||
-		(!al_db_in_txn(s->meta_db) && (al_db_engine(s->meta_db) != AL_DB_SQLITE ||
-					       al_sqlite_quiet(al_db__sqlite(s->meta_db))))) &&
-	       (!s->statcache ||
-		(!al_db_in_txn(s->statcache) && al_sqlite_quiet(al_db__sqlite(s->statcache))));
+	return al_cas__idle(s->cas) && db_idle(s->meta_db) && db_idle(s->statcache);
 }
 
 void al_store_map_reads(bool on)
