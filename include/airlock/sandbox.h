@@ -93,6 +93,14 @@ struct al_sandbox_spec {
 	 * 127.0.0.1:AL_INTEG_PORT, started and stopped as the proxy is; NULL:
 	 * none ("ns" only) */
 	struct al_integ_relay *integ;
+	/* Work the caller will need after the command, called once in this
+	 * thread once the command is under way, where this thread would
+	 * otherwise only wait: the command's output waits in its pipes, and
+	 * its timeout and cancel are looked at again when it returns.  It
+	 * cannot fail the run, and a backend may not call it at all; NULL:
+	 * none. */
+	void (*meanwhile)(void *ctx);
+	void *meanwhile_ctx;
 };
 
 struct al_sandbox_result {

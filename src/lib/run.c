@@ -633,6 +633,20 @@ static void preload_archive(void *ctx)
 		r->preloading = pthread_create(&r->preload, NULL, load_archive, NULL) == 0;
 }
 
+/* While the command runs this thread only waits: it loads what the
+ * collection and the record need first, so they do not load it after.
+ * The first digest loads OpenSSL's configuration and provider (about
+ * 0.7 ms), the ledger entry the signing key.  What fails here fails
+ * again, and is reported, where it is needed. */
+static void meanwhile(void *ctx)
+{
+	struct run *r = ctx;
+	al_sha256_ready();
+	EVP_PKEY *key;
+	struct al_error e = { 0 };
+	al_store__ledger_key(r->st, &key, &e);
+}
+
 /* The collection, the contracts' edits, the bundle and the outputs go
  * into one batch of the store (al_cas__group: their own batches join
  * it): their objects become durable together, in one sync of objects.db
@@ -1540,6 +1554,8 @@ int al_run__exec(struct al_store *st, const struct al_run_opts *o, const struct 
 		.cancel_fd = o->cancel_fd,
 		.backend = run.backend,
 		.guest_dir = o->guest_dir,
+		.meanwhile = meanwhile,
+		.meanwhile_ctx = &run,
 	};
 	al_store_release_memory(st);
 	run.started = al_wall_s();

@@ -204,6 +204,11 @@ static const EVP_MD *sha256(void)
 	return sha256_md;
 }
 
+void al_sha256_ready(void)
+{
+	sha256();
+}
+
 /* This thread's context for one-shot digests, kept between calls (a new
  * one per digest is an allocation and a provider context each time); the
  * key's destructor frees it when the thread ends. */
