@@ -227,6 +227,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libairlock.a | deps
 # test_stores compiles the daemon's src/server/stores.c in
 $(BUILD)/tests/test_stores: src/server/stores.c src/server/stores.h
 $(BUILD)/tests/test_stores: INTERNAL_INC += -Isrc/server
+# the sandbox's unit test runs airlock-init and the busybox image
+$(BUILD)/tests/test_sandbox: | $(BUILD)/airlock-init $(BUILD)/image/busybox/bin/busybox
 
 # Each fuzz target is built twice: with the standalone driver that replays
 # its corpus (make check) and, with clang, as a libFuzzer binary (make fuzz).

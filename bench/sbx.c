@@ -33,7 +33,8 @@ int main(int argc, char **argv)
 	};
 	sp.lowers_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	sp.init_fd = open(argv[4], O_RDONLY | O_CLOEXEC);
-	sp.host_uid = sp.host_gid = geteuid() == 0 ? AL_SANDBOX_UID : geteuid();
+	sp.host_uid = geteuid() == 0 ? AL_SANDBOX_UID : geteuid();
+	sp.host_gid = geteuid() == 0 ? AL_SANDBOX_UID : getegid();
 	al_limits_default(&sp.limits);
 	sp.best_effort_limits = true;
 	uint64_t *t = calloc((size_t)n, sizeof(*t));

@@ -93,11 +93,13 @@ struct al_sandbox_spec {
 	 * 127.0.0.1:AL_INTEG_PORT, started and stopped as the proxy is; NULL:
 	 * none ("ns" only) */
 	struct al_integ_relay *integ;
-	/* Work the caller will need after the command, called once in this
-	 * thread once the command is under way, where this thread would
-	 * otherwise only wait: the command's output waits in its pipes, and
-	 * its timeout and cancel are looked at again when it returns.  It
-	 * cannot fail the run, and a backend may not call it at all; NULL:
+	/* Work the caller will need after the command, called at most once in
+	 * this thread once the command is under way, where this thread would
+	 * otherwise only wait ("ns"; "vm" does not call it: its boot takes
+	 * far longer than such work).  The command's output waits in its
+	 * pipes; its timeout counts from before the call and its cancel is
+	 * looked at after it, and a command that ended meanwhile is neither
+	 * (wall_ms then includes the call).  It cannot fail the run; NULL:
 	 * none. */
 	void (*meanwhile)(void *ctx);
 	void *meanwhile_ctx;

@@ -636,15 +636,14 @@ static void preload_archive(void *ctx)
 /* While the command runs this thread only waits: it loads what the
  * collection and the record need first, so they do not load it after.
  * The first digest loads OpenSSL's configuration and provider (about
- * 0.7 ms), the ledger entry the signing key.  What fails here fails
- * again, and is reported, where it is needed. */
+ * 0.7 ms), the ledger entry the signing key (read if it exists: a
+ * missing one is made where it is needed).  What fails here fails again,
+ * and is reported, where it is needed. */
 static void meanwhile(void *ctx)
 {
 	struct run *r = ctx;
 	al_sha256_ready();
-	EVP_PKEY *key;
-	struct al_error e = { 0 };
-	al_store__ledger_key(r->st, &key, &e);
+	al_store__ledger_key_ready(r->st);
 }
 
 /* The collection, the contracts' edits, the bundle and the outputs go

@@ -493,6 +493,15 @@ int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *er
 	return 0;
 }
 
+void al_store__ledger_key_ready(struct al_store *s)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/ledger.key", s->home);
+	struct al_error e = { 0 };
+	if (!s->ledger_key && access(path, F_OK) == 0)
+		ledger_key_load(s->home, &s->ledger_key, &e);
+}
+
 /* The deployment's key for secrets' digests: 32 random bytes, 0600, never
  * exported; created with link() as the ledger key is. */
 static int secret_key_load(const char *home, uint8_t key[AL_SECRET_KEY_LEN], struct al_error *err)

@@ -66,5 +66,8 @@ int al_store__secret_key(struct al_store *s, uint8_t key[AL_SECRET_KEY_LEN], str
 
 /* The deployment's ledger signing key (borrowed; loaded or created once). */
 int al_store__ledger_key(struct al_store *s, EVP_PKEY **out, struct al_error *err);
+/* Loads the ledger key ahead of its first use, if it exists (it is never
+ * made here); a failure is al_store__ledger_key's to report. */
+void al_store__ledger_key_ready(struct al_store *s);
 
 #endif

@@ -920,7 +920,9 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s,
 	s->out[0] = s->errp[0] = -1; /* owned by the pumps now */
 	/* airlock-init is exec'd (the setup's report ended): the child shares
 	 * no page with us any more, so what meanwhile writes costs no copy (it
-	 * did, called right after the go, and the run was slower) */
+	 * did, called right after the go, and the run was slower).  The
+	 * command may end, or its time run out, meanwhile: below, a command
+	 * that had ended is neither timed out nor cancelled. */
 	if (spec->meanwhile)
 		spec->meanwhile(spec->meanwhile_ctx);
 	bool exited = false;
@@ -931,11 +933,14 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s,
 		int tmo = -1;
 		if (deadline && !res->timed_out && !exited) {
 			uint64_t now = al_now_ns();
-			if (now >= deadline) {
+			struct pollfd q = { s->pidfd, POLLIN, 0 };
+			if (now < deadline)
+				tmo = (int)((deadline - now + 999999) / 1000000);
+			else if (poll(&q, 1, 0) == 1)
+				tmo = 0; /* it ended before we looked: reaped below */
+			else {
 				kill(s->pid, SIGKILL); /* PID 1: the kernel kills the rest */
 				res->timed_out = true;
-			} else {
-				tmo = (int)((deadline - now + 999999) / 1000000);
 			}
 		}
 		int cancel =
@@ -945,7 +950,7 @@ static void ns_wait(const struct al_sandbox_spec *spec, struct ns_state *s,
 				       { exited ? -1 : s->pidfd, POLLIN, 0 },
 				       { cancel, POLLIN, 0 } };
 		int k = poll(p, 4, tmo);
-		if (p[3].fd >= 0 && p[3].revents) {
+		if (p[3].fd >= 0 && p[3].revents && !p[2].revents) {
 			kill(s->pid, SIGKILL); /* PID 1: the kernel kills the rest */
 			res->cancelled = true;
 		}

@@ -698,8 +698,6 @@ static void vm_wait(const struct al_sandbox_spec *spec, struct vm_state *s,
 	struct vm_pump pumps[2] = { { s->out, 1, &res->stdout_bytes },
 				    { s->err, 2, &res->stderr_bytes } };
 	s->out = s->err = -1;
-	if (spec->meanwhile)
-		spec->meanwhile(spec->meanwhile_ctx);
 	bool exited = false;
 	while (!exited || pumps[0].fd >= 0 || pumps[1].fd >= 0 || s->ctl >= 0) {
 		int tmo = -1;
