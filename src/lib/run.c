@@ -634,15 +634,15 @@ static void preload_archive(void *ctx)
 }
 
 /* While the command runs this thread only waits: it loads what the
- * collection and the record need first, so they do not load it after.
- * The first digest loads OpenSSL's configuration and provider (about
- * 0.7 ms), the ledger entry the signing key (read if it exists: a
- * missing one is made where it is needed).  What fails here fails again,
- * and is reported, where it is needed. */
+ * record needs first, so it does not load it after: OpenSSL's
+ * configuration and provider for the ledger entry's signature (about
+ * 0.7 ms), and the signing key (read if it exists: a missing one is made
+ * where it is needed).  What fails here fails again, and is reported,
+ * where it is needed. */
 static void meanwhile(void *ctx)
 {
 	struct run *r = ctx;
-	al_sha256_ready();
+	al_crypto_ready();
 	al_store__ledger_key_ready(r->st);
 }
 

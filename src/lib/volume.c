@@ -113,6 +113,20 @@ static int db_fail(struct al_error *err, const char *what)
 	return al_fail(err, AL_EIO, 0, "%s: unexpected answer from the database", what);
 }
 
+/* The id an INSERT ... RETURNING id gave, read from its one row; the
+ * statement is then ended (its insert is whole from the first step).
+ * Left running until the commit (which resets it: s_commit), it kept its
+ * own statement journal open, and every later statement of the
+ * transaction wrote there the pages it changed, to undo this one alone:
+ * past SQLite's 64 KiB in memory the journal spilled to a new file in
+ * /var/tmp, written and removed in every run's draft. */
+static int64_t returned_id(struct al_db_stmt *ins)
+{
+	int64_t id = al_db_column_int64(ins, 0);
+	al_db_reset(ins);
+	return id;
+}
+
 static int get_blob32(struct al_db_stmt *st, int col, struct al_oid *out)
 {
 	if (al_db_column_bytes(st, col) != AL_OID_LEN)
@@ -511,7 +525,7 @@ static int record_commit(struct al_db *db, struct al_cas *cas, struct vol *v,
 	al_db_bind_int64(ins, 11, al_wall_s());
 	if (al_db_step(ins, err) != AL_DB_ROW)
 		return db_fail(err, "record commit");
-	int64_t cid = al_db_column_int64(ins, 0);
+	int64_t cid = returned_id(ins);
 	if (res->nconflicts) {
 		if ((r = al_db_prepare(
 			     db,
@@ -1663,7 +1677,7 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 			err);
 	if (rc != AL_DB_ROW)
 		return al_ledger__commit(st, &txn, db_fail(err, "create project"), err);
-	int64_t pid = al_db_column_int64(pp, 0);
+	int64_t pid = returned_id(pp);
 	if ((r = al_db_prepare(db,
 			       "INSERT INTO volumes(project, kind, head, created) VALUES (?1, "
 			       "'live', ?2, ?3) "
@@ -1675,7 +1689,7 @@ int al_project_create(struct al_store *st, const char *name, const struct al_oid
 	al_db_bind_int64(pv, 3, now);
 	if (al_db_step(pv, err) != AL_DB_ROW)
 		return al_ledger__commit(st, &txn, db_fail(err, "create volume"), err);
-	int64_t vid = al_db_column_int64(pv, 0);
+	int64_t vid = returned_id(pv);
 	if ((r = al_db_prepare(db, "UPDATE projects SET volume = ?1 WHERE id = ?2", &up, err)) < 0)
 		return al_ledger__commit(st, &txn, r, err);
 	al_db_bind_int64(up, 1, vid);
@@ -1926,7 +1940,7 @@ int al_volume__draft_create(struct al_store *st, const char *project, const stru
 	if (al_db_step(ins, err) != AL_DB_ROW)
 		return al_ledger__commit(st, &txn, db_fail(err, "create draft"), err);
 	struct vol v = live;
-	v.id = al_db_column_int64(ins, 0);
+	v.id = returned_id(ins);
 	v.created = now;
 	v.seq = 0;
 	v.base = *base;

@@ -63,4 +63,15 @@ mkdir -p "$T/busy2/hello.txt/inner"
 run "$AL" snapshot export --force "$id" "$T/busy2"
 is "$rc" 7 "--force never replaces a directory with a file"
 like "$err" "refusing to replace directory hello.txt" "and names it"
+# A digest loads no OpenSSL configuration or provider (src/lib/util.c):
+# with the configuration file a FIFO that nobody writes, reading it would
+# block until the timeout.  These commands hash and verify, and sign
+# nothing (test_util shows a signature's setup does read it).
+mkfifo "$T/openssl.cnf"
+for c in "snapshot import $S" "snapshot show $id" "snapshot export $id $T/nocnf" \
+	"snapshot diff $id $("$AL" snapshot import "$T/busy")"; do
+	# shellcheck disable=SC2086 # the words of c are the arguments
+	OPENSSL_CONF="$T/openssl.cnf" timeout 30 "$AL" $c >/dev/null
+	is "$?" 0 "${c%% sha256*} reads no OpenSSL configuration"
+done
 done_testing

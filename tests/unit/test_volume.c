@@ -13,13 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <cmocka.h>
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
 #include "airlock/volume.h"
+#include "db.h"
+#include "sqlite_util.h"
 #include "util.h"
+#include "volume_private.h"
 
 #define THREADS 4
 #define COMMITS 15
@@ -296,12 +300,97 @@ static void test_precomputed(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Where SQLite makes its temporary files (SQLITE_TMPDIR, read once when
+ * SQLite starts: main sets it before any test opens a database). */
+static char sqltmp[] = "/tmp/airlock-sqltmp-XXXXXX";
+
+/* A file made in sqltmp since the watch in began (IN_CREATE). */
+static bool made_temp_file(int in)
+{
+	char ev[4096];
+	return read(in, ev, sizeof(ev)) > 0;
+}
+
+/* The draft's hook changes 40 pages that existed before the transaction,
+ * one row (one 4 KiB page) per statement. */
+static int change_pages(void *ctx, struct al_db *db, const struct al_draft_info *d,
+			struct al_error *err)
+{
+	(void)ctx;
+	(void)d;
+	for (int i = 1; i <= 40; i++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql),
+			 "UPDATE scratch SET v = replace(v, 'a', 'b') WHERE rowid = %d", i);
+		if (al_db_exec(db, sql, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* An INSERT ... RETURNING id is ended once its id is read: while it ran
+ * (until the commit), SQLite journaled every page the later statements of
+ * the transaction changed, to undo that one statement alone, and past
+ * 64 KiB in memory wrote the journal to a new file in /var/tmp: in every
+ * run's draft (the run's record and ledger entry come after the draft's
+ * row).  Here a hook changes 160 KiB of pages after the draft's row: no
+ * temporary file.  The same pages changed by one statement do make one,
+ * so the watch sees SQLite's files. */
+static void test_returning_ended(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/airlock-ret-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct al_error err = { 0 };
+	struct al_store *st = NULL;
+	assert_int_equal(al_home_init(dir, &err), 0);
+	assert_int_equal(al_store_open(dir, "default", &st, &err), 0);
+	assert_int_equal(al_project_create(st, "p", NULL, "t", NULL, &err), 0);
+	char meta[200];
+	snprintf(meta, sizeof(meta), "%s/tenants/default/meta.db", dir);
+	sqlite3 *db = NULL;
+	assert_int_equal(al_sqlite_open(meta, NULL, &db, &err), 0);
+	assert_int_equal(al_sqlite_exec(db, "CREATE TABLE scratch(v TEXT)", &err), 0);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(
+			al_sqlite_exec(db, "INSERT INTO scratch VALUES (printf('%3000s', 'a'))",
+				       &err),
+			0);
+
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, sqltmp, IN_CREATE) >= 0);
+	struct al_draft_opts o = { .author = "t" };
+	struct al_draft_info d;
+	if (al_volume__draft_create(st, "p", &o, change_pages, NULL, &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_false(made_temp_file(in));
+	/* the same pages, one statement inside a transaction: a file */
+	assert_int_equal(al_sqlite_exec(db,
+					"BEGIN IMMEDIATE; INSERT INTO scratch VALUES ('x'); "
+					"UPDATE scratch SET v = replace(v, 'b', 'c'); COMMIT",
+					&err),
+			 0);
+	assert_true(made_temp_file(in));
+	close(in);
+	sqlite3_close(db);
+	al_store_close(st);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
+	assert_non_null(mkdtemp(sqltmp));
+	setenv("SQLITE_TMPDIR", sqltmp, 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threaded_writers),
 		cmocka_unit_test(test_conflict_names),
 		cmocka_unit_test(test_precomputed),
+		cmocka_unit_test(test_returning_ended),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(sqltmp);
+	return failed;
 }
