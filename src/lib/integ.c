@@ -32,7 +32,6 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 #include "airlock/auth.h"
 #include "airlock/integ.h"
@@ -586,7 +585,7 @@ struct call_rec {
 	char reason[200];
 	long status;
 	uint64_t up, down;
-	uint8_t req_sha[32], resp_sha[32];
+	uint8_t req_sha[AL_DIGEST_LEN], resp_sha[AL_DIGEST_LEN];
 	bool digests;
 	char *req_body, *resp_body; /* base64, keep_bodies only */
 	int64_t started;
@@ -1020,7 +1019,7 @@ static void call(struct conn *c, const struct integ *x, const char *method, cons
 	} else {
 		rec->verdict = "done";
 		rec->down = resp.n;
-		SHA256((const uint8_t *)(resp.p ? resp.p : ""), resp.n, rec->resp_sha);
+		al_sha256(resp.p ? resp.p : "", resp.n, rec->resp_sha);
 		if (x->keep_bodies)
 			rec->resp_body = b64(resp.p ? resp.p : "", resp.n);
 		answer(c->fd, rec->status, rh.ctype[0] ? rh.ctype : "application/octet-stream",
@@ -1184,7 +1183,7 @@ static void serve(struct conn *c)
 		return;
 	}
 	rec->up = (uint64_t)length;
-	SHA256((const uint8_t *)body, (size_t)length, rec->req_sha);
+	al_sha256(body, (size_t)length, rec->req_sha);
 	rec->digests = true;
 	if (x->keep_bodies)
 		rec->req_body = b64(body, (size_t)length);

@@ -636,7 +636,7 @@ static void preload_archive(void *ctx)
 /* While the command runs this thread only waits: it loads what the
  * record needs first, so it does not load it after: OpenSSL's
  * configuration and provider for the ledger entry's signature (about
- * 0.7 ms), and the signing key (read if it exists: a missing one is made
+ * 0.8 ms), and the signing key (read if it exists: a missing one is made
  * where it is needed).  What fails here fails again, and is reported,
  * where it is needed. */
 static void meanwhile(void *ctx)

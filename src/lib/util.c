@@ -189,7 +189,9 @@ int al_oid_parse(const char *s, struct al_oid *id, struct al_error *err)
  * a whole-CLI `snapshot diff` at 1M entries, which verifies each node it
  * reads and signs nothing.  Deprecated since OpenSSL 3.0, and kept in
  * every 3.x; a libcrypto without them fails the build, not a digest.
- * Nothing here allocates or fails: a digest is never skipped. */
+ * (OpenSSL's one-shot SHA256() is not one of them: it goes through EVP.)
+ * Nothing here fails but al_sha_new's allocation: a digest is never
+ * skipped. */
 struct al_sha {
 	SHA256_CTX ctx;
 };

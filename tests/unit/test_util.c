@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,21 +62,41 @@ static void test_sha256(void **state)
 	assert_memory_equal(d, e, AL_DIGEST_LEN);
 }
 
-/* In a child, with OpenSSL's configuration file a FIFO that nobody
- * writes: loading it blocks until the alarm.  Whether fn returned. */
-static bool returns_without_config(void (*fn)(void), const char *fifo)
+/* Whether fn, in a child whose OpenSSL configuration file is the FIFO,
+ * opens it to read it.  Seen from here at once: a writer's non-blocking
+ * open fails (ENXIO) until a reader has the FIFO open, and the reader's
+ * open blocks until then, so a child that reads it cannot end first.
+ * The writer closes at once: the child reads an empty file. */
+static bool reads_config(void (*fn)(void), const char *fifo)
 {
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		setenv("OPENSSL_CONF", fifo, 1);
-		alarm(2);
+		alarm(60); /* a backstop: the parent decides long before */
 		fn();
 		_exit(0);
 	}
-	int status;
+	bool opened = false;
+	int status = 0;
+	for (int ms = 0; ms < 30000; ms++) {
+		int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			opened = true;
+			break;
+		}
+		assert_int_equal(errno, ENXIO);
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			return false;
+		}
+		usleep(1000);
+	}
+	assert_true(opened); /* neither read it nor ended within 30 s */
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return true;
 }
 
 static void digest(void)
@@ -98,8 +120,8 @@ static void test_digest_without_provider(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(fifo, sizeof(fifo), "%s/openssl.cnf", dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
-	assert_true(returns_without_config(digest, fifo));
-	assert_false(returns_without_config(al_crypto_ready, fifo));
+	assert_false(reads_config(digest, fifo));
+	assert_true(reads_config(al_crypto_ready, fifo));
 	unlink(fifo);
 	rmdir(dir);
 }

@@ -321,7 +321,7 @@ static int change_pages(void *ctx, struct al_db *db, const struct al_draft_info 
 	for (int i = 1; i <= 40; i++) {
 		char sql[128];
 		snprintf(sql, sizeof(sql),
-			 "UPDATE scratch SET v = replace(v, 'a', 'b') WHERE rowid = %d", i);
+			 "UPDATE scratch SET v = substr(v, 2) || 'x' WHERE rowid = %d", i);
 		if (al_db_exec(db, sql, err) < 0)
 			return -1;
 	}
@@ -361,14 +361,35 @@ static void test_returning_ended(void **state)
 	assert_true(in >= 0);
 	assert_true(inotify_add_watch(in, sqltmp, IN_CREATE) >= 0);
 	struct al_draft_opts o = { .author = "t" };
-	struct al_draft_info d;
+	struct al_draft_info d, got;
 	if (al_volume__draft_create(st, "p", &o, change_pages, NULL, &d, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_false(made_temp_file(in));
+	assert_int_equal(al_draft_get(st, d.id, &got, &err), 0); /* the row is kept */
+	assert_string_equal(got.state, AL_DRAFT_OPEN);
+	/* a draft with content: its commit (its own row, head and ledger
+	 * entry) comes between the draft's row and the hook */
+	struct al_project_info p;
+	assert_int_equal(al_project_get(st, "p", &p, &err), 0);
+	struct al_edit ed = { .path = "f",
+			      .op = AL_EDIT_SET,
+			      .entry = { .type = AL_T_FILE, .mode = 0644, .size = 3 } };
+	struct al_cas *cas = al_store_cas(st);
+	struct al_oid snap;
+	assert_int_equal(al_cas_begin(cas, &err), 0);
+	assert_int_equal(al_cas_put(cas, "hi\n", 3, &ed.entry.digest, &err), 0);
+	assert_int_equal(al_manifest_edit(cas, &p.head, &ed, 1, &snap, &err), 0);
+	assert_int_equal(al_cas_commit(cas, &err), 0);
+	o.content = &snap;
+	if (al_volume__draft_create(st, "p", &o, change_pages, NULL, &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_false(made_temp_file(in));
+	assert_int_equal(al_draft_get(st, d.id, &got, &err), 0);
+	assert_memory_equal(got.head.b, snap.b, AL_OID_LEN);
 	/* the same pages, one statement inside a transaction: a file */
 	assert_int_equal(al_sqlite_exec(db,
 					"BEGIN IMMEDIATE; INSERT INTO scratch VALUES ('x'); "
-					"UPDATE scratch SET v = replace(v, 'b', 'c'); COMMIT",
+					"UPDATE scratch SET v = substr(v, 2) || 'y'; COMMIT",
 					&err),
 			 0);
 	assert_true(made_temp_file(in));
