@@ -23,10 +23,6 @@ void al_sha_free(struct al_sha *s);
 void al_sha_update(struct al_sha *s, const void *p, size_t n);
 void al_sha_final(struct al_sha *s, uint8_t out[AL_DIGEST_LEN]); /* and reset */
 void al_sha256(const void *p, size_t n, uint8_t out[AL_DIGEST_LEN]);
-/* Loads what the first EVP use needs (OpenSSL's configuration and default
- * provider, about 0.8 ms: the ledger's signature, an HMAC, AES-GCM) now
- * rather than at that use.  A digest needs neither. */
-void al_crypto_ready(void);
 /* sha256 of a then b, as if one buffer */
 void al_sha256_2(const void *a, size_t an, const void *b, size_t bn, uint8_t out[AL_DIGEST_LEN]);
 static inline void al__sha_freep(struct al_sha **s)

@@ -1051,6 +1051,10 @@ int srv_main(const struct srv_config *cfg)
 	al_store_map_reads(false);
 	mallopt(M_ARENA_MAX, 2);
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	/* The provider every run's ledger entry is signed with, loaded once
+	 * now: part of the daemon's idle memory (2 MiB), not of its first
+	 * run's time.  Digests (the start-up check's) do not load it. */
+	al_crypto_ready();
 	al_auth_tenant_foreach(s.auth, check_tenant, (void *)cfg, &err);
 	malloc_trim(0); /* the start-up check read each tenant's whole ledger */
 	char ibuf[sizeof(s.init_path)];
