@@ -185,7 +185,7 @@ int al_oid_parse(const char *s, struct al_oid *id, struct al_error *err)
 /* SHA-256 through libcrypto's SHA-256 functions themselves (SHA256_Init
  * and the rest), not through EVP: the default provider's SHA-256 is these
  * same functions, but the first EVP digest of a process loads OpenSSL's
- * configuration and provider first, 0.8 ms against 8 us here: a sixth of
+ * configuration and provider first, 0.8 ms against 8 us here: a fifth of
  * a whole-CLI `snapshot diff` at 1M entries, which verifies each node it
  * reads and signs nothing.  Deprecated since OpenSSL 3.0, and kept in
  * every 3.x; a libcrypto without them fails the build, not a digest.
