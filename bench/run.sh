@@ -81,7 +81,7 @@ row "merge_lines, 1,000 hunks onto 10, 100,000 lines (ms)" "$(v merge_lines_1000
 w=$(awk '$1 == "writers" {print $6}' "$OUT/volume.txt")
 pw=$(awk '$1 == "sqlite_writers" {print $5}' "$OUT/volume.txt")
 wr=$(awk '$1 == "writers_ratio" {print $2}' "$OUT/volume.txt")
-row "8 writers, disjoint, rebase_if_disjoint (commits/s)" "$w" "$pw" "$wr" ">= 0.5x bare SQLite WAL FULL inserts, 8 processes (medians of 3 rounds, each beside its peer; $(awk '$1 == "writers_ratio" {print $7, $8, $9, $10}' "$OUT/volume.txt"); $(grep -o '[0-9]* of [0-9]* files in head' "$OUT/volume.txt")"
+row "8 writers, disjoint, rebase_if_disjoint (commits/s)" "$w" "$pw" "$wr" ">= 0.5x bare SQLite WAL FULL inserts, 8 processes (medians of 3 rounds, each beside its peer; $(awk '$1 == "writers_ratio" {print $7, $8, $9, $10}' "$OUT/volume.txt"); $(grep -o '[0-9]* of [0-9]* files in head' "$OUT/volume.txt"); CPU $(awk '$1 == "writers_cpu_per_commit_ms" {print $2 " ms a commit against the peer'"'"'s " $9}' "$OUT/volume.txt") ms a transaction"
 
 echo "== commit of 10 changed files in the 100k tree: CLI vs git" >&2
 rm -rf "$OUT/homec"; "$AL" --home "$OUT/homec" init >/dev/null

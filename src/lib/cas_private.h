@@ -70,6 +70,20 @@ int al_cas__empty(struct al_cas *c, struct al_error *err);
  * reads from here on cannot be swept until it is idle again.  For work a
  * commit does before its metadata lock (volume.c precompute). */
 int al_cas__pin(struct al_cas *c, struct al_error *err);
+/* A tree node's bytes for al_node_load, verified: *p is the handle's own,
+ * valid until its next al_cas__node call (or its pin's release).  A
+ * pinned handle keeps the nodes it read from committed rows and answers
+ * them again without a lookup (cas.c, "tree nodes read again"). */
+int al_cas__node(struct al_cas *c, const struct al_oid *d, const uint8_t **p, size_t *len,
+		 struct al_error *err);
+/* Reads that follow (a diff's lookups) in one read transaction of
+ * objects.db, not one each: what another connection commits meanwhile is
+ * not seen, so only for objects already named by what the caller read
+ * before.  False (and a no-op) inside a transaction of the handle's own;
+ * a write of the handle's ends it early.  al_cas__reads_end(c, began)
+ * with what it returned. */
+bool al_cas__reads_begin(struct al_cas *c);
+void al_cas__reads_end(struct al_cas *c, bool began);
 /* The collector holds gc.lock exclusively through this handle's store:
  * the handle's own reads (an object fetched from the bucket for mark 2)
  * take no pin, which would wait on that lock forever. */

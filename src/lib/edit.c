@@ -5,6 +5,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
+#include "cas_private.h"
 #include "manifest_private.h"
 #include "util.h"
 
@@ -347,7 +348,9 @@ int al_manifest__changes_max(struct al_cas *cas, const struct al_oid *a, const s
 {
 	memset(out, 0, sizeof(*out));
 	struct collect_max m = { out, max };
+	bool reads = al_cas__reads_begin(cas); /* the callback only collects */
 	int r = al_manifest_diff(cas, a, b, collect_change_max, &m, err);
+	al_cas__reads_end(cas, reads);
 	if (r < 0)
 		al_changes_release(out);
 	return r;
@@ -357,7 +360,9 @@ int al_manifest_changes(struct al_cas *cas, const struct al_oid *a, const struct
 			struct al_changes *out, struct al_error *err)
 {
 	memset(out, 0, sizeof(*out));
+	bool reads = al_cas__reads_begin(cas); /* the callback only collects */
 	int r = al_manifest_diff(cas, a, b, collect_change, out, err);
+	al_cas__reads_end(cas, reads);
 	if (r < 0)
 		al_changes_release(out);
 	return r;

@@ -5,6 +5,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
+#include "cas_private.h"
 #include "manifest_private.h"
 #include "util.h"
 
@@ -177,9 +178,9 @@ int al_node_encode(const struct al_entry *e, size_t n, uint8_t **out, size_t *ou
 int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **out,
 		 struct al_error *err)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
+	const uint8_t *buf;
 	size_t len = 0;
-	int r = al_cas_get(cas, id, &buf, &len, err);
+	int r = al_cas__node(cas, id, &buf, &len, err);
 	if (r < 0)
 		return r;
 	r = al_node_decode(buf, len, out, err);

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "airlock/cas.h"
+#include "airlock/manifest.h"
 #include "cas_private.h"
 #include "store_private.h"
 #include "util.h"
@@ -275,6 +276,149 @@ static int64_t rows_with(sqlite3 *db, const struct al_oid *d)
 	return n;
 }
 
+/* Another connection writes an object's bytes over (its length kept):
+ * what a read through objects.db then finds */
+static void overwrite(const char *dir, const struct al_oid *d, const void *data, size_t n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", dir);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "UPDATE objects SET data = ? WHERE id = ?", -1, &st, NULL),
+		SQLITE_OK);
+	sqlite3_bind_blob(st, 1, data, (int)n, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, d->b, AL_OID_LEN, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static int node_is(struct al_cas *c, const struct al_oid *d, const char *want)
+{
+	struct al_error err = { 0 };
+	const uint8_t *p = NULL;
+	size_t len = 0;
+	int r = al_cas__node(c, d, &p, &len, &err);
+	if (r == 0 && (len != strlen(want) || memcmp(p, want, len) != 0))
+		return 99;
+	return r;
+}
+
+/* al_cas__node: a pinned handle answers a tree node it has read again
+ * without reading objects.db (seen here by spoiling the row behind it);
+ * the pin's release and the sweep forget every node kept; what it read
+ * unpinned, from its own open batch or from a group's held objects is not
+ * kept; it keeps at most 1 MiB. */
+static void test_node_cache(void **state)
+{
+	struct fx *f = *state;
+	struct al_cas *c = f->cas;
+	struct al_error err = { 0 };
+	struct al_oid a, b, n1, n2;
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "node a", 6, &a, &err), 0);
+	assert_int_equal(al_cas_put(c, "node b", 6, &b, &err), 0);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	al_cas__release_memory(c); /* idle: unpinned */
+
+	/* unpinned: read each time */
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	overwrite(f->dir, &a, "spoilt", 6);
+	assert_int_equal(node_is(c, &a, "node a"), AL_ECORRUPT);
+	overwrite(f->dir, &a, "node a", 6);
+
+	/* pinned: kept, and answered from memory */
+	assert_int_equal(al_cas__pin(c, &err), 0);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	assert_int_equal(node_is(c, &b, "node b"), 0);
+	overwrite(f->dir, &a, "spoilt", 6);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	assert_int_equal(node_is(c, &b, "node b"), 0);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	/* the pin's release forgets it: what the collector may have swept
+	 * meanwhile is not answered once pinned again */
+	al_cas__release_memory(c);
+	assert_int_equal(node_is(c, &a, "node a"), AL_ECORRUPT);
+	assert_int_equal(al_cas__pin(c, &err), 0);
+	assert_int_equal(node_is(c, &a, "node a"), AL_ECORRUPT);
+	overwrite(f->dir, &a, "node a", 6);
+
+	/* read inside a read transaction (al_cas__reads_begin): kept too */
+	bool began = al_cas__reads_begin(c);
+	assert_true(began);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	al_cas__reads_end(c, began);
+	overwrite(f->dir, &a, "spoilt", 6);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	al_cas__release_memory(c);
+	overwrite(f->dir, &a, "node a", 6);
+
+	/* read from its own open batch, then rolled back: not kept */
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "new 1", 5, &n1, &err), 0);
+	assert_int_equal(node_is(c, &n1, "new 1"), 0);
+	al_cas_abort(c);
+	assert_int_equal(node_is(c, &n1, "new 1"), AL_ENOTFOUND);
+	/* read from a group's held objects, then aborted: not kept */
+	assert_int_equal(al_cas__group(c, true, &err), 0);
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "new 2", 5, &n2, &err), 0);
+	assert_int_equal(node_is(c, &n2, "new 2"), 0);
+	al_cas_abort(c);
+	assert_int_equal(al_cas__group(c, false, &err), 0);
+	assert_int_equal(node_is(c, &n2, "new 2"), AL_ENOTFOUND);
+
+	/* the sweep forgets what it kept (the deleted object among them) */
+	assert_int_equal(node_is(c, &b, "node b"), 0);
+	assert_int_equal(al_cas__sweep(c, &b, 1, NULL, NULL, NULL, &err), 0);
+	assert_int_equal(node_is(c, &b, "node b"), AL_ENOTFOUND);
+	/* and so does the collector's hold (gc.c sets it with gc.lock taken;
+	 * here only its effect on the nodes kept) */
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+	al_cas__sweeping(c, true);
+	al_cas__sweeping(c, false);
+	overwrite(f->dir, &a, "spoilt", 6);
+	assert_int_equal(node_is(c, &a, "node a"), AL_ECORRUPT);
+	overwrite(f->dir, &a, "node a", 6);
+	assert_int_equal(node_is(c, &a, "node a"), 0);
+
+	/* at most 1 MiB: 40 nodes of 40 KiB read, spoilt, read again */
+	enum { N = 40, SZ = 40 * 1024 };
+	struct al_oid big[N];
+	uint8_t *p[N];
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	for (int i = 0; i < N; i++) {
+		p[i] = pattern(SZ, 100 + (unsigned)i);
+		assert_int_equal(al_cas_put(c, p[i], SZ, &big[i], &err), 0);
+	}
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	for (int i = 0; i < N; i++) {
+		const uint8_t *q;
+		size_t len;
+		assert_int_equal(al_cas__node(c, &big[i], &q, &len, &err), 0);
+		assert_int_equal(len, SZ);
+		assert_memory_equal(q, p[i], SZ);
+	}
+	int kept = 0;
+	for (int i = 0; i < N; i++) {
+		/* a raw copy, another object's bytes (whatever the encoding) */
+		overwrite(f->dir, &big[i], "xx", 2);
+		const uint8_t *q;
+		size_t len;
+		int r = al_cas__node(c, &big[i], &q, &len, &err);
+		assert_true(r == 0 || r == AL_ECORRUPT);
+		if (r == 0) {
+			assert_memory_equal(q, p[i], SZ);
+			kept++;
+		}
+		free(p[i]);
+	}
+	assert_in_range(kept, 1, (1 << 20) / SZ);
+}
+
 /* A group commit's batch (al_cas__group): its small objects are kept in
  * memory until its commit, readable meanwhile, so objects.db's write lock
  * stays free for other writers; batches begun inside it join it; past
@@ -455,6 +599,7 @@ static struct shim_state {
 	unsigned syncs_locked;       /* of them, made while its write lock was held */
 	bool skip_syncs, fail_db_syncs;
 	unsigned fail_wal_syncs;
+	unsigned read_txns[SHIM_FILES]; /* read transactions begun, by database */
 } shim;
 static sqlite3_vfs shim_vfs, *real_vfs;
 
@@ -547,6 +692,10 @@ static int shim_shm_lock(sqlite3_file *f, int off, int n, int flags)
 	int rc = REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
 	if (rc == SQLITE_OK && off == 0 && s->slot >= 0 && (flags & SQLITE_SHM_EXCLUSIVE))
 		shim.write_lock[s->slot] = (flags & SQLITE_SHM_LOCK) != 0;
+	/* a read transaction takes one of the WAL's read marks, locks 3-7 */
+	if (rc == SQLITE_OK && off >= 3 && s->slot >= 0 &&
+	    flags == (SQLITE_SHM_LOCK | SQLITE_SHM_SHARED))
+		shim.read_txns[s->slot]++;
 	return rc;
 }
 static void shim_shm_barrier(sqlite3_file *f)
@@ -981,6 +1130,138 @@ static void test_checkpoint_sync_failure(void **state)
 	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
 }
 
+/* A tree of n directories, each holding one file whose digest is
+ * file_seed's and i's, put in c's open batch */
+static struct al_oid dirs_tree(struct al_cas *c, int n, int file_seed)
+{
+	struct al_error err = { 0 };
+	struct al_entry *root = calloc((size_t)n, sizeof(*root));
+	char(*names)[8] = calloc((size_t)n, sizeof(*names));
+	assert_non_null(root);
+	assert_non_null(names);
+	for (int i = 0; i < n; i++) {
+		struct al_entry f = {
+			.type = AL_T_FILE, .mode = 0644, .size = 1, .name = "f", .namelen = 1
+		};
+		char body[32];
+		int bl = snprintf(body, sizeof(body), "%d %d", file_seed, i);
+		al_sha256(body, (size_t)bl, f.digest.b);
+		uint8_t *enc;
+		size_t len;
+		assert_int_equal(al_node_encode(&f, 1, &enc, &len, &err), 0);
+		snprintf(names[i], sizeof(names[i]), "d%04d", i);
+		root[i] = (struct al_entry){
+			.type = AL_T_DIR, .mode = 0755, .size = 1, .name = names[i], .namelen = 5
+		};
+		assert_int_equal(al_cas_put(c, enc, len, &root[i].digest, &err), 0);
+		free(enc);
+	}
+	uint8_t *enc;
+	size_t len;
+	struct al_oid id;
+	assert_int_equal(al_node_encode(root, (size_t)n, &enc, &len, &err), 0);
+	assert_int_equal(al_cas_put(c, enc, len, &id, &err), 0);
+	free(enc);
+	free(root);
+	free(names);
+	return id;
+}
+
+static int raw_row(const char *dir, const char *data, struct al_oid *id)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", dir);
+	al_sha256(data, strlen(data), id->b);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "INSERT INTO objects(id, size, enc, data) "
+					    "VALUES (?, ?, 0, ?)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, id->b, AL_OID_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)strlen(data));
+	sqlite3_bind_blob(st, 3, data, (int)strlen(data), SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* al_manifest_changes reads in one read transaction of objects.db (each
+ * lookup outside one is its own, and SQLite empties the page cache at
+ * each after another connection's commit), begun again every 256
+ * lookups; a write of the handle's own ends it first. */
+static void test_diff_one_read(void **state)
+{
+	struct shim_fx *f = *state;
+	struct al_cas *c = f->a;
+	struct al_error err = { 0 };
+	int slot = -1;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", f->dir);
+	slot = slot_of(path, false);
+	assert_true(slot >= 0);
+
+	enum { N = 300 };
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	struct al_oid a = dirs_tree(c, N, 1), b = dirs_tree(c, N, 2);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	al_cas__release_memory(c); /* unpinned: every node a lookup */
+
+	/* 2 roots and 2 x 300 directories: 602 lookups, 3 transactions */
+	struct al_changes ch;
+	shim.read_txns[slot] = 0;
+	assert_int_equal(al_manifest_changes(c, &a, &b, &ch, &err), 0);
+	assert_int_equal(ch.n, N);
+	al_changes_release(&ch);
+	assert_in_range(shim.read_txns[slot], 1, 4);
+	shim.read_txns[slot] = 0;
+	assert_int_equal(al_manifest_changes(c, &b, &b, &ch, &err), 0);
+	assert_int_equal(ch.n, 0);
+	assert_in_range(shim.read_txns[slot], 1, 2);
+
+	/* the snapshot is begun again every 256 lookups */
+	uint8_t *out;
+	size_t len;
+	struct al_oid later;
+	bool began = al_cas__reads_begin(c);
+	assert_true(began);
+	assert_false(al_cas__reads_begin(c)); /* one at a time */
+	assert_int_equal(al_cas_get(c, &a, &out, &len, &err), 0);
+	free(out);
+	assert_int_equal(raw_row(f->dir, "committed meanwhile", &later), 0);
+	assert_int_equal(al_cas_get(c, &later, &out, &len, &err), AL_ENOTFOUND);
+	int seen_at = 0;
+	for (int i = 3; i <= 300 && !seen_at; i++)
+		if (al_cas_get(c, &later, &out, &len, &err) == 0) {
+			free(out);
+			seen_at = i;
+		}
+	assert_in_range(seen_at, 3, 256);
+	al_cas__reads_end(c, began);
+
+	/* a write of its own inside ends it first */
+	struct al_oid d;
+	began = al_cas__reads_begin(c);
+	assert_true(began);
+	assert_int_equal(al_cas_get(c, &a, &out, &len, &err), 0);
+	free(out);
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "written inside", 14, &d, &err), 0);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	al_cas__reads_end(c, began);
+	assert_int_equal(al_cas_get(f->b, &d, &out, &len, &err), 0);
+	free(out);
+	/* inside a transaction of its own: none begun */
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "another", 7, &d, &err), 0);
+	assert_false(al_cas__reads_begin(c));
+	assert_int_equal(al_cas_commit(c, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1272,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_batch_not_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_batch_no_txn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_syncs_outside_lock, shim_setup,
 						shim_teardown),
 		cmocka_unit_test_setup_teardown(test_commit_without_wal, shim_setup_no_wal,
@@ -999,6 +1281,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unmapped_writer_syncs, shim_setup,
 						shim_teardown),
 		cmocka_unit_test_setup_teardown(test_new_wake_page, shim_setup, shim_teardown),
+		cmocka_unit_test_setup_teardown(test_diff_one_read, shim_setup, shim_teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_sync_failure, shim_setup,
 						shim_teardown),
 	};

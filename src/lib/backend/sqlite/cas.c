@@ -57,6 +57,9 @@ struct held {
 #define HELD_MAX 512
 #define HELD_BYTES (8u << 20)
 
+struct node_slot;
+static void node_cache_clear(struct al_cas *c);
+
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
 	int pinfd; /* gc.lock held shared: this handle may hold unrecorded objects (gc.c) */
@@ -103,6 +106,15 @@ struct al_cas {
 	/* this batch found an object already stored, which may be another
 	 * writer's not yet synced (al_sqlite_wal_synced tells) */
 	bool found_stored;
+	/* tree nodes read while pinned (al_cas__node): NODE_SLOTS slots, their
+	 * bytes' sum, and the last node read and not kept */
+	struct node_slot *nodes;
+	size_t nodebytes;
+	uint8_t *nodelast;
+	/* al_cas__reads_begin's read transaction is open; the lookups made in
+	 * it since it began (or last began again) */
+	bool reading;
+	unsigned reads;
 };
 
 /* objects.db, by version (sqlite_util.h: never edit a released one) */
@@ -339,6 +351,8 @@ void al_cas_close(struct al_cas *c)
 	free(c->wr);
 	free(c->hyd);
 	al_odb_backend_free(c->remote);
+	node_cache_clear(c);
+	free(c->nodes);
 	if (c->pinfd >= 0)
 		close(c->pinfd);
 	if (c->objfd >= 0)
@@ -394,6 +408,7 @@ int al_cas__pin(struct al_cas *c, struct al_error *err)
 void al_cas__sweeping(struct al_cas *c, bool on)
 {
 	c->sweeping = on;
+	node_cache_clear(c);
 }
 
 /* SQLite drops its whole map of objects.db at every read transaction
@@ -444,10 +459,20 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
 	return 0;
 }
 
+/* A write of the handle's own ends al_cas__reads_begin's transaction
+ * first: SQLite cannot begin one inside it, and a read snapshot older than
+ * another writer's commit cannot be made a write. */
+static void reads_stop(struct al_cas *c)
+{
+	if (c->reading && sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		c->reading = false;
+}
+
 static int batch_txn(struct al_cas *c, struct al_error *err)
 {
 	if (!c->in_batch || c->txn)
 		return 0;
+	reads_stop(c);
 	int r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err);
 	if (r == 0)
 		c->txn = true;
@@ -1058,6 +1083,39 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 
 /* Look up a row; on success enc and size are set and, for packed objects, the
  * statement is left on the row (caller resets). */
+/* ---- reads in one transaction (al_cas__reads_begin) ------------------------------ */
+
+/* SQLite empties a connection's page cache at every read transaction that
+ * begins after another connection's commit, and outside a transaction
+ * each lookup is one: with 8 writers committing, a diff's every lookup
+ * read objects.db's index pages back from the file.  A diff reads in one
+ * transaction instead, begun again every READS_SPAN lookups so that a long
+ * one does not hold an old snapshot (and the WAL's checkpoint) for long. */
+#define READS_SPAN 256u
+
+static void reads_refresh(struct al_cas *c)
+{
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		c->reading = !sqlite3_get_autocommit(c->db);
+}
+
+bool al_cas__reads_begin(struct al_cas *c)
+{
+	if (c->reading || !sqlite3_get_autocommit(c->db) ||
+	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return false; /* inside a transaction already, or reads as before */
+	c->reading = true;
+	c->reads = 0;
+	return true;
+}
+
+void al_cas__reads_end(struct al_cas *c, bool began)
+{
+	if (began)
+		reads_stop(c);
+}
+
 static int lookup_local(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
 			struct al_error *err)
 {
@@ -1067,6 +1125,8 @@ static int lookup_local(struct al_cas *c, const struct al_oid *d, int *enc, uint
 		*size = c->found->size;
 		return 0;
 	}
+	if (c->reading && ++c->reads % READS_SPAN == 0)
+		reads_refresh(c);
 	sqlite3_stmt *st = c->st_get;
 	sqlite3_bind_blob(st, 1, d->b, AL_OID_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -1306,6 +1366,8 @@ static int hydrate(struct al_cas *c, const struct al_oid *d, struct al_error *er
 	if (r < 0)
 		goto out;
 	own_txn = !c->in_batch;
+	if (own_txn)
+		reads_stop(c);
 	if (own_txn && (r = al_sqlite_exec(c->db, "BEGIN IMMEDIATE", err)) < 0) {
 		own_txn = false;
 		goto out;
@@ -1613,14 +1675,19 @@ static int append_sink(void *ctx, const void *p, size_t n, struct al_error *err)
 	return 0;
 }
 
-int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len,
-	       struct al_error *err)
+/* al_cas_get; *committed: the object came from a row this handle read
+ * outside any transaction of its own, so another connection's commit or
+ * this handle's own put that is still to be rolled back cannot have made
+ * it (a held object, a row of an open batch: false) */
+static int get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len,
+	       bool *committed, struct al_error *err)
 {
 	int enc;
 	uint64_t size;
 	int r = lookup(c, d, &enc, &size, err);
 	if (r < 0)
 		return r;
+	*committed = !c->found && (sqlite3_get_autocommit(c->db) || c->reading);
 	if (!is_loose(enc)) {
 		r = decode_packed(c, d, enc, size, out, err);
 		sqlite3_reset(c->st_get);
@@ -1628,6 +1695,7 @@ int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *
 			*len = (size_t)size;
 		return r;
 	}
+	*committed = false;
 	sqlite3_reset(c->st_get);
 	if (size > SIZE_MAX / 2)
 		return al_fail(err, AL_ELIMIT, 0, "object too large to load");
@@ -1642,6 +1710,90 @@ int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *
 	b.p[b.len] = 0; /* reserved above */
 	*out = b.p;
 	*len = b.len;
+	return 0;
+}
+
+int al_cas_get(struct al_cas *c, const struct al_oid *d, uint8_t **out, size_t *len,
+	       struct al_error *err)
+{
+	bool committed;
+	return get(c, d, out, len, &committed, err);
+}
+
+/* ---- tree nodes read again (al_cas__node) ---------------------------------------- */
+
+/* A commit reads the same few tree nodes again and again: the base's and
+ * the head's root and the directories it edits, in its own edit, in the
+ * changes on either side and in the merge (8 writers: 26 loads a commit,
+ * 7 of 10 of them of a node this process had read before).  Each load
+ * was a lookup in objects.db, whose page cache SQLite empties at every
+ * read after another connection's commit, then its decompression and
+ * digest.  So a pinned handle keeps the nodes it read, verified: an
+ * object's bytes never change, and while the pin is held the collector
+ * cannot delete one (docs/architecture.md, "Garbage collection"); the
+ * pin's release empties the cache.  Direct-mapped by the digest's first
+ * bytes; at most NODE_BUDGET bytes. */
+#define NODE_SLOTS 128u
+#define NODE_MAX (64u * 1024)
+#define NODE_BUDGET (1u << 20)
+
+struct node_slot {
+	struct al_oid id;
+	uint8_t *p; /* NULL: empty */
+	size_t len;
+};
+
+static void node_cache_clear(struct al_cas *c)
+{
+	if (c->nodes)
+		for (size_t i = 0; i < NODE_SLOTS; i++) {
+			free(c->nodes[i].p);
+			c->nodes[i].p = NULL;
+		}
+	c->nodebytes = 0;
+	free(c->nodelast);
+	c->nodelast = NULL;
+}
+
+static struct node_slot *node_slot(struct al_cas *c, const struct al_oid *d)
+{
+	if (c->pinfd < 0 || c->sweeping)
+		return NULL;
+	if (!c->nodes && !(c->nodes = calloc(NODE_SLOTS, sizeof(*c->nodes))))
+		return NULL; /* out of memory: no cache, reads as before */
+	return &c->nodes[((size_t)d->b[0] << 8 | d->b[1]) % NODE_SLOTS];
+}
+
+int al_cas__node(struct al_cas *c, const struct al_oid *d, const uint8_t **p, size_t *len,
+		 struct al_error *err)
+{
+	struct node_slot *s = node_slot(c, d);
+	if (s && s->p && al_oid_eq(&s->id, d)) {
+		*p = s->p;
+		*len = s->len;
+		return 0;
+	}
+	free(c->nodelast);
+	c->nodelast = NULL;
+	uint8_t *buf;
+	size_t n;
+	bool committed;
+	int r = get(c, d, &buf, &n, &committed, err);
+	if (r < 0)
+		return r;
+	*p = buf;
+	*len = n;
+	if (s && committed && n <= NODE_MAX) {
+		c->nodebytes -= s->p ? s->len : 0;
+		free(s->p);
+		s->p = NULL;
+		if (c->nodebytes + n <= NODE_BUDGET) {
+			*s = (struct node_slot){ .id = *d, .p = buf, .len = n };
+			c->nodebytes += n;
+			return 0;
+		}
+	}
+	c->nodelast = buf;
 	return 0;
 }
 
@@ -2123,7 +2275,9 @@ void al_cas__release_memory(struct al_cas *c)
 		sqlite3_db_release_memory(c->db);
 	if (!c || !al_cas__idle(c))
 		return;
-	/* idle: whatever it stored is recorded (or abandoned) by now */
+	/* idle: whatever it stored is recorded (or abandoned) by now; without
+	 * the pin, a node kept could be swept */
+	node_cache_clear(c);
 	if (c->pinfd >= 0) {
 		close(c->pinfd);
 		c->pinfd = -1;
@@ -2241,6 +2395,8 @@ int al_cas__sweep(struct al_cas *c, const struct al_oid *ids, size_t n,
 	struct al_cas__sweep_stats s = { 0 };
 	if (c->in_batch)
 		return al_fail(err, AL_EUSAGE, 0, "cas: sweep inside a batch");
+	node_cache_clear(c);
+	reads_stop(c);
 	_cleanup_free_ struct al_oid *loose = n ? malloc(n * sizeof(*loose)) : NULL;
 	if (n && !loose)
 		return al_fail(err, AL_ENOMEM, ENOMEM, "cas");
