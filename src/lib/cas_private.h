@@ -70,12 +70,13 @@ int al_cas__empty(struct al_cas *c, struct al_error *err);
  * reads from here on cannot be swept until it is idle again.  For work a
  * commit does before its metadata lock (volume.c precompute). */
 int al_cas__pin(struct al_cas *c, struct al_error *err);
-/* A tree node's bytes for al_node_load, verified: *p is the handle's own,
- * valid until its next al_cas__node call (or its pin's release).  A
- * pinned handle keeps the nodes it read from committed rows and answers
- * them again without a lookup (cas.c, "tree nodes read again"). */
+/* A tree node's bytes for al_node_load, verified.  A pinned handle keeps
+ * the nodes it read from committed rows and answers them again without a
+ * lookup (cas.c, "tree nodes read again"): then *p is the handle's, valid
+ * until its next al_cas__node call or its pin's release, and *owned NULL;
+ * else *owned is *p, the caller's to free. */
 int al_cas__node(struct al_cas *c, const struct al_oid *d, const uint8_t **p, size_t *len,
-		 struct al_error *err);
+		 uint8_t **owned, struct al_error *err);
 /* Reads that follow (a diff's lookups) in one read transaction of
  * objects.db, not one each: what another connection commits meanwhile is
  * not seen, so only for objects already named by what the caller read

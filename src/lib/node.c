@@ -179,8 +179,9 @@ int al_node_load(struct al_cas *cas, const struct al_oid *id, struct al_node **o
 		 struct al_error *err)
 {
 	const uint8_t *buf;
+	_cleanup_free_ uint8_t *owned = NULL;
 	size_t len = 0;
-	int r = al_cas__node(cas, id, &buf, &len, err);
+	int r = al_cas__node(cas, id, &buf, &len, &owned, err);
 	if (r < 0)
 		return r;
 	r = al_node_decode(buf, len, out, err);

@@ -61,4 +61,42 @@ static struct al_oid put_file(struct al_store *st, const struct al_oid *base, co
 	return snap;
 }
 
+/* A tree of n directories, each holding one file whose digest is
+ * file_seed's and i's, put in c's open batch */
+static struct al_oid dirs_tree(struct al_cas *c, int n, int file_seed) __attribute__((unused));
+static struct al_oid dirs_tree(struct al_cas *c, int n, int file_seed)
+{
+	struct al_error err = { 0 };
+	struct al_entry *root = calloc((size_t)n, sizeof(*root));
+	char(*names)[8] = calloc((size_t)n, sizeof(*names));
+	assert_non_null(root);
+	assert_non_null(names);
+	for (int i = 0; i < n; i++) {
+		struct al_entry f = {
+			.type = AL_T_FILE, .mode = 0644, .size = 1, .name = "f", .namelen = 1
+		};
+		char body[32];
+		int bl = snprintf(body, sizeof(body), "%d %d", file_seed, i);
+		al_sha256(body, (size_t)bl, f.digest.b);
+		uint8_t *enc;
+		size_t len;
+		assert_int_equal(al_node_encode(&f, 1, &enc, &len, &err), 0);
+		snprintf(names[i], sizeof(names[i]), "d%04d", i);
+		root[i] = (struct al_entry){
+			.type = AL_T_DIR, .mode = 0755, .size = 1, .name = names[i], .namelen = 5
+		};
+		assert_int_equal(al_cas_put(c, enc, len, &root[i].digest, &err), 0);
+		free(enc);
+	}
+	uint8_t *enc;
+	size_t len;
+	struct al_oid id;
+	assert_int_equal(al_node_encode(root, (size_t)n, &enc, &len, &err), 0);
+	assert_int_equal(al_cas_put(c, enc, len, &id, &err), 0);
+	free(enc);
+	free(root);
+	free(names);
+	return id;
+}
+
 #endif

@@ -15,6 +15,7 @@
 #include "cas_private.h"
 #include "store_private.h"
 #include "util.h"
+#include "fixture.h"
 
 struct fx {
 	char dir[64];
@@ -300,8 +301,9 @@ static int node_is(struct al_cas *c, const struct al_oid *d, const char *want)
 {
 	struct al_error err = { 0 };
 	const uint8_t *p = NULL;
+	_cleanup_free_ uint8_t *owned = NULL;
 	size_t len = 0;
-	int r = al_cas__node(c, d, &p, &len, &err);
+	int r = al_cas__node(c, d, &p, &len, &owned, &err);
 	if (r == 0 && (len != strlen(want) || memcmp(p, want, len) != 0))
 		return 99;
 	return r;
@@ -397,8 +399,9 @@ static void test_node_cache(void **state)
 	assert_int_equal(al_cas_commit(c, &err), 0);
 	for (int i = 0; i < N; i++) {
 		const uint8_t *q;
+		_cleanup_free_ uint8_t *owned = NULL;
 		size_t len;
-		assert_int_equal(al_cas__node(c, &big[i], &q, &len, &err), 0);
+		assert_int_equal(al_cas__node(c, &big[i], &q, &len, &owned, &err), 0);
 		assert_int_equal(len, SZ);
 		assert_memory_equal(q, p[i], SZ);
 	}
@@ -407,16 +410,57 @@ static void test_node_cache(void **state)
 		/* a raw copy, another object's bytes (whatever the encoding) */
 		overwrite(f->dir, &big[i], "xx", 2);
 		const uint8_t *q;
+		_cleanup_free_ uint8_t *owned = NULL;
 		size_t len;
-		int r = al_cas__node(c, &big[i], &q, &len, &err);
+		int r = al_cas__node(c, &big[i], &q, &len, &owned, &err);
 		assert_true(r == 0 || r == AL_ECORRUPT);
 		if (r == 0) {
 			assert_memory_equal(q, p[i], SZ);
+			assert_null(owned); /* the handle's */
 			kept++;
 		}
 		free(p[i]);
 	}
 	assert_in_range(kept, 1, (1 << 20) / SZ);
+
+	/* none over 64 KiB: given to the caller, not kept */
+	al_cas__release_memory(c);
+	struct al_oid huge;
+	uint8_t *hp = pattern(65 * 1024, 7);
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, hp, 65 * 1024, &huge, &err), 0);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	const uint8_t *q;
+	uint8_t *owned = NULL;
+	size_t len;
+	assert_int_equal(al_cas__node(c, &huge, &q, &len, &owned, &err), 0);
+	assert_ptr_equal(q, owned);
+	assert_memory_equal(q, hp, 65 * 1024);
+	free(owned);
+	overwrite(f->dir, &huge, "xx", 2);
+	assert_int_equal(al_cas__node(c, &huge, &q, &len, &owned, &err), AL_ECORRUPT);
+	free(hp);
+
+	/* a read snapshot begun before the pin: begun again at the pin, so
+	 * what was swept in between is neither answered nor kept */
+	struct al_oid z;
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_cas_put(c, "node z", 6, &z, &err), 0);
+	assert_int_equal(al_cas_commit(c, &err), 0);
+	al_cas__release_memory(c);
+	struct al_cas *gc = NULL;
+	assert_int_equal(al_cas_open(f->dir, &gc, &err), 0);
+	bool before = al_cas__reads_begin(c);
+	assert_true(before);
+	assert_int_equal(node_is(c, &a, "node a"), 0); /* the snapshot's first read */
+	al_cas__sweeping(gc, true);
+	assert_int_equal(al_cas__sweep(gc, &z, 1, NULL, NULL, NULL, &err), 0);
+	al_cas__sweeping(gc, false);
+	al_cas_close(gc);
+	assert_int_equal(al_cas__pin(c, &err), 0);
+	assert_int_equal(node_is(c, &z, "node z"), AL_ENOTFOUND);
+	al_cas__reads_end(c, before);
+	assert_int_equal(node_is(c, &z, "node z"), AL_ENOTFOUND);
 }
 
 /* A group commit's batch (al_cas__group): its small objects are kept in
@@ -1128,43 +1172,6 @@ static void test_checkpoint_sync_failure(void **state)
 	assert_int_equal(file_size(dir, "objects.db-wal"), 0); /* copied */
 	assert_int_equal(unsynced_mark(dir), 0);               /* and mended */
 	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
-}
-
-/* A tree of n directories, each holding one file whose digest is
- * file_seed's and i's, put in c's open batch */
-static struct al_oid dirs_tree(struct al_cas *c, int n, int file_seed)
-{
-	struct al_error err = { 0 };
-	struct al_entry *root = calloc((size_t)n, sizeof(*root));
-	char(*names)[8] = calloc((size_t)n, sizeof(*names));
-	assert_non_null(root);
-	assert_non_null(names);
-	for (int i = 0; i < n; i++) {
-		struct al_entry f = {
-			.type = AL_T_FILE, .mode = 0644, .size = 1, .name = "f", .namelen = 1
-		};
-		char body[32];
-		int bl = snprintf(body, sizeof(body), "%d %d", file_seed, i);
-		al_sha256(body, (size_t)bl, f.digest.b);
-		uint8_t *enc;
-		size_t len;
-		assert_int_equal(al_node_encode(&f, 1, &enc, &len, &err), 0);
-		snprintf(names[i], sizeof(names[i]), "d%04d", i);
-		root[i] = (struct al_entry){
-			.type = AL_T_DIR, .mode = 0755, .size = 1, .name = names[i], .namelen = 5
-		};
-		assert_int_equal(al_cas_put(c, enc, len, &root[i].digest, &err), 0);
-		free(enc);
-	}
-	uint8_t *enc;
-	size_t len;
-	struct al_oid id;
-	assert_int_equal(al_node_encode(root, (size_t)n, &enc, &len, &err), 0);
-	assert_int_equal(al_cas_put(c, enc, len, &id, &err), 0);
-	free(enc);
-	free(root);
-	free(names);
-	return id;
 }
 
 static int raw_row(const char *dir, const char *data, struct al_oid *id)

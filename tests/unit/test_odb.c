@@ -25,11 +25,14 @@
 #include <sqlite3.h>
 
 #include "airlock/cas.h"
+#include "airlock/manifest.h"
 #include "airlock/odb_backend.h"
 #include "backend/odb_common.h"
 #include "backend/s3/s3_private.h"
 #include "cas_private.h"
+#include "store_private.h"
 #include "util.h"
+#include "fixture.h"
 
 enum kind { SQLITE, S3, PG, TIER };
 #define TIER_MAX 4096 /* the tier's threshold here: objects of both sides in every test */
@@ -643,6 +646,66 @@ static struct al_oid stored_by_a(struct tier *t, const char *data)
 	assert_int_equal(al_cas_commit(a, &err), 0);
 	al_cas_close(a);
 	return id;
+}
+
+/* A diff of trees this node has not got fetches their nodes from the
+ * remote inside its read transaction (al_cas__reads_begin): the fetch's
+ * write ends it first.  Outside a batch the fetched nodes are kept; inside
+ * one they join the batch, and its abort takes them back, from memory
+ * too; inside a group they are kept once it commits. */
+static void test_tier_diff_fetches(void **state)
+{
+	(void)state;
+	struct tier t;
+	tmpdir(t.dir, sizeof(t.dir));
+	struct al_error err = { 0 };
+	struct al_cas *a = tier_open(&t, "node-a");
+	assert_int_equal(al_cas_begin(a, &err), 0);
+	struct al_oid x = dirs_tree(a, 3, 1), y = dirs_tree(a, 3, 2);
+	assert_int_equal(al_cas_commit(a, &err), 0);
+	al_cas_close(a);
+
+	struct al_changes ch;
+	struct al_oid d;
+	struct al_cas *b = tier_open(&t, "node-b");
+	assert_int_equal(al_manifest_changes(b, &x, &y, &ch, &err), 0);
+	assert_int_equal(ch.n, 3);
+	al_changes_release(&ch);
+	assert_true(al_cas__idle(b)); /* no transaction left open */
+	assert_int_equal(al_cas_begin(b, &err), 0);
+	assert_int_equal(al_cas_put(b, "after", 5, &d, &err), 0);
+	assert_int_equal(al_cas_commit(b, &err), 0);
+	al_cas_close(b);
+
+	const uint8_t *p;
+	uint8_t *owned = NULL;
+	size_t len;
+	struct al_cas *c = tier_open(&t, "node-c");
+	assert_int_equal(al_cas_begin(c, &err), 0);
+	assert_int_equal(al_manifest_changes(c, &x, &y, &ch, &err), 0);
+	assert_int_equal(ch.n, 3);
+	al_changes_release(&ch);
+	assert_true(al_cas__locked(c)); /* the fetches joined the batch */
+	al_cas_abort(c);
+	al_cas__set_remote(c, NULL);
+	assert_int_equal(al_cas__node(c, &y, &p, &len, &owned, &err), AL_ENOTFOUND);
+	assert_int_equal(al_cas__node(c, &x, &p, &len, &owned, &err), AL_ENOTFOUND);
+	al_cas_close(c);
+
+	struct al_cas *g = tier_open(&t, "node-g");
+	assert_int_equal(al_cas__group(g, true, &err), 0);
+	assert_int_equal(al_cas_begin(g, &err), 0);
+	assert_int_equal(al_manifest_changes(g, &x, &y, &ch, &err), 0);
+	assert_int_equal(ch.n, 3);
+	al_changes_release(&ch);
+	assert_int_equal(al_cas_commit(g, &err), 0);
+	assert_int_equal(al_cas__group(g, false, &err), 0);
+	al_cas__set_remote(g, NULL);
+	assert_int_equal(al_cas__node(g, &x, &p, &len, &owned, &err), 0);
+	free(owned);
+	assert_true(al_cas__idle(g));
+	al_cas_close(g);
+	sh("rm -rf %s", t.dir);
 }
 
 static void test_tier_push_then_fetch(void **state)
@@ -1640,6 +1703,7 @@ int main(void)
 	const struct CMUnitTest local[] = {
 		CONFORMANCE(setup_sqlite),
 		cmocka_unit_test(test_tier_push_then_fetch),
+		cmocka_unit_test(test_tier_diff_fetches),
 		cmocka_unit_test(test_tier_remote_failure_aborts_batch),
 		cmocka_unit_test(test_tier_group_fetch),
 		cmocka_unit_test(test_tier_fetch_overtaken),

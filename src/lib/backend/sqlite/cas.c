@@ -59,6 +59,7 @@ struct held {
 
 struct node_slot;
 static void node_cache_clear(struct al_cas *c);
+static void reads_refresh(struct al_cas *c);
 
 struct al_cas {
 	int dirfd, objfd, tmpfd, batchfd;
@@ -106,11 +107,10 @@ struct al_cas {
 	/* this batch found an object already stored, which may be another
 	 * writer's not yet synced (al_sqlite_wal_synced tells) */
 	bool found_stored;
-	/* tree nodes read while pinned (al_cas__node): NODE_SLOTS slots, their
-	 * bytes' sum, and the last node read and not kept */
+	/* tree nodes read while pinned (al_cas__node): NODE_SLOTS slots and
+	 * their bytes' sum */
 	struct node_slot *nodes;
 	size_t nodebytes;
-	uint8_t *nodelast;
 	/* al_cas__reads_begin's read transaction is open; the lookups made in
 	 * it since it began (or last began again) */
 	bool reading;
@@ -397,6 +397,10 @@ static int pin(struct al_cas *c, struct al_error *err)
 		return al_fail(err, AL_EIO, e, "cas: lock %s", AL_CAS_GC_LOCK);
 	}
 	c->pinfd = fd;
+	/* a read snapshot begun before the pin could still show an object
+	 * swept meanwhile, and al_cas__node would keep it: begin it again */
+	if (c->reading)
+		reads_refresh(c);
 	return 0;
 }
 
@@ -464,8 +468,14 @@ int al_cas_begin(struct al_cas *c, struct al_error *err)
  * another writer's commit cannot be made a write. */
 static void reads_stop(struct al_cas *c)
 {
-	if (c->reading && sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-		c->reading = false;
+	if (!c->reading)
+		return;
+	/* a read transaction's COMMIT fails only with a statement still
+	 * running; then ROLLBACK, else the handle kept an old snapshot and
+	 * could never write or go idle */
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	c->reading = !sqlite3_get_autocommit(c->db);
 }
 
 static int batch_txn(struct al_cas *c, struct al_error *err)
@@ -1095,9 +1105,9 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 
 static void reads_refresh(struct al_cas *c)
 {
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		c->reading = !sqlite3_get_autocommit(c->db);
+	reads_stop(c);
+	if (!c->reading) /* failing, the lookups go on outside one, as before */
+		c->reading = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
 }
 
 bool al_cas__reads_begin(struct al_cas *c)
@@ -1751,8 +1761,6 @@ static void node_cache_clear(struct al_cas *c)
 			c->nodes[i].p = NULL;
 		}
 	c->nodebytes = 0;
-	free(c->nodelast);
-	c->nodelast = NULL;
 }
 
 static struct node_slot *node_slot(struct al_cas *c, const struct al_oid *d)
@@ -1765,16 +1773,15 @@ static struct node_slot *node_slot(struct al_cas *c, const struct al_oid *d)
 }
 
 int al_cas__node(struct al_cas *c, const struct al_oid *d, const uint8_t **p, size_t *len,
-		 struct al_error *err)
+		 uint8_t **owned, struct al_error *err)
 {
+	*owned = NULL;
 	struct node_slot *s = node_slot(c, d);
 	if (s && s->p && al_oid_eq(&s->id, d)) {
 		*p = s->p;
 		*len = s->len;
 		return 0;
 	}
-	free(c->nodelast);
-	c->nodelast = NULL;
 	uint8_t *buf;
 	size_t n;
 	bool committed;
@@ -1793,7 +1800,7 @@ int al_cas__node(struct al_cas *c, const struct al_oid *d, const uint8_t **p, si
 			return 0;
 		}
 	}
-	c->nodelast = buf;
+	*owned = buf;
 	return 0;
 }
 
