@@ -11,6 +11,7 @@
 #include "airlock/cas.h"
 #include "airlock/manifest.h"
 #include "airlock/store.h"
+#include "util.h"
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static void sh(const char *fmt, ...)
