@@ -79,7 +79,7 @@ row "accept_selected 10 of 1,000 changes, 100k (ms)" "$(v accept_selected_10_of_
 row "accept 10 of 1,000 hunks, 100,000-line file (ms)" "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)" "$(ratio "$(v accept_10_of_1000_hunks_100000_line_file_ms)" "$(v review_100000_line_file_1000_hunks_ms)")" "peer: its review (the same diff)"
 row "merge_lines, 1,000 hunks onto 10, 100,000 lines (ms)" "$(v merge_lines_1000_hunks_onto_10_100000_line_file_ms)" "-" "-" "git_merge_file of 5 MB"
 w=$(awk '$1 == "writers" {print $6}' "$OUT/volume.txt")
-pw=$(awk '$1 == "sqlite_writers" {print $5}' "$OUT/volume.txt")
+pw=$(awk '$1 == "sqlite_writers" {print $6}' "$OUT/volume.txt")
 wr=$(awk '$1 == "writers_ratio" {print $2}' "$OUT/volume.txt")
 row "8 writers, disjoint, rebase_if_disjoint (commits/s)" "$w" "$pw" "$wr" ">= 0.5x bare SQLite WAL FULL inserts, 8 processes (medians of 3 rounds, each beside its peer; $(awk '$1 == "writers_ratio" {print $7, $8, $9, $10}' "$OUT/volume.txt"); $(grep -o '[0-9]* of [0-9]* files in head' "$OUT/volume.txt"); CPU $(awk '$1 == "writers_cpu_per_commit_ms" {print $2 " ms a commit against the peer'"'"'s " $9}' "$OUT/volume.txt") ms a transaction"
 
