@@ -1091,8 +1091,6 @@ static int stream_loose(struct al_cas *c, const struct al_oid *d, uint64_t size,
 	return 0;
 }
 
-/* Look up a row; on success enc and size are set and, for packed objects, the
- * statement is left on the row (caller resets). */
 /* ---- reads in one transaction (al_cas__reads_begin) ------------------------------ */
 
 /* SQLite empties a connection's page cache at every read transaction that
@@ -1126,6 +1124,8 @@ void al_cas__reads_end(struct al_cas *c, bool began)
 		reads_stop(c);
 }
 
+/* Look up a row; on success enc and size are set and, for packed objects, the
+ * statement is left on the row (caller resets). */
 static int lookup_local(struct al_cas *c, const struct al_oid *d, int *enc, uint64_t *size,
 			struct al_error *err)
 {
