@@ -129,7 +129,7 @@ static int writer(const char *home, const char *project, int round, int id, int 
 {
 	struct al_error err = { 0 };
 	struct al_store *st = NULL;
-	prctl(PR_SET_NAME, "writer"); /* for a profile: perf report --comm writer */
+	prctl(PR_SET_NAME, "writer"); /* for a profile: perf script --comms writer */
 	if (al_store_open(home, "default", &st, &err) < 0)
 		die("open", &err);
 	struct al_cas *cas = al_store_cas(st);
