@@ -87,6 +87,19 @@ api POST "/runs/$R1/cancel" "$AG"
 for i in $(seq 100); do api GET "/runs/$R1" "$AG"; [ "$(field_of "$out" state)" = ended ] && break; sleep 0.1; done
 api POST /projects/p/runs "$AG" '{"argv":["true"],"wait":true}'
 is "$status" 200 "once it ended, the agent runs again"
+
+# ---- the operator's change reaches the running daemon at once ---------------------
+api POST /projects/p/runs "$AG" '{"argv":["true"],"pids":32,"wait":true}'
+is "$status" 200 "a run within the ceilings runs (pids 32)"
+"$AL" admin policy set --deployment --max-pids 16 >/dev/null
+api POST /projects/p/runs "$AG" '{"argv":["true"],"pids":32,"wait":true}'
+is "$status" 413 "the operator lowers a ceiling while the daemon runs: its next request above it is refused"
+like "$out" "pids 32 is above the ceiling 16" "…naming the new ceiling"
+api GET /policy "$AG"
+is "$(field_of "$out" effective.ceilings.pids)" 16 "…and GET /api/policy shows it"
+"$AL" admin policy set --deployment --max-pids 4096 >/dev/null
+api POST /projects/p/runs "$AG" '{"argv":["true"],"pids":32,"wait":true}'
+is "$status" 200 "raised again: the request runs"
 serve_stop
 
 # ---- a host that cannot enforce: refused, unless the operator accepts ------------
