@@ -429,7 +429,7 @@ static int kept_open(const char *home, struct al_error *err)
 static int deployment_stored(const char *home, struct al_policy *out, struct al_error *err)
 {
 	if (al_store__on_postgres()) {
-		struct al_db *db;
+		struct al_db *db = NULL;
 		int r = al_store__dir_db(home, NULL, &db, err);
 		if (r == 0)
 			r = load(db, true, out, err);

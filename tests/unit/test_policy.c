@@ -153,7 +153,8 @@ static void *reader_main(void *arg)
 	}
 	for (int i = 0; i < 300; i++) {
 		struct al_policy p;
-		if (al_policy_effective(st, &p, &err) < 0 || (p.max.pids != 100 && p.max.pids != 200))
+		if (al_policy_effective(st, &p, &err) < 0 ||
+		    (p.max.pids != 100 && p.max.pids != 200))
 			r->bad++;
 	}
 	al_store_close(st);
