@@ -101,14 +101,34 @@ static uint32_t *wake_map(const char *path)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* The wake page's second word (its own cache line): a sync of the WAL
- * failed after a commit that readers could already see (al_sqlite_sync_wal)
- * and no checkpoint has copied the WAL into the database since. */
+/* The wake page's second word (its own cache line): non-zero while a sync
+ * of the WAL has failed (after a commit that readers could already see, in
+ * a checkpoint, at an open) and no copy of the WAL into the database has
+ * succeeded since.  Each failure moves it to a new value, so a copy clears
+ * only the failures it saw before it began (unsynced_clear): one marked
+ * while it ran, by a commit its copy may not have covered, stays. */
 #define UNSYNCED_WORD 16
 
 static uint32_t *unsynced_word(struct wal_state *w)
 {
 	return w && w->wake ? w->wake + UNSYNCED_WORD : NULL;
+}
+
+static void unsynced_mark(uint32_t *u)
+{
+	if (!u)
+		return;
+	uint32_t v = __atomic_load_n(u, __ATOMIC_SEQ_CST);
+	while (!__atomic_compare_exchange_n(u, &v, v + 1 ? v + 1 : 1, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST))
+		;
+}
+
+/* seen: the word as it was read before the copy began */
+static void unsynced_clear(uint32_t *u, uint32_t seen)
+{
+	if (u && seen)
+		__atomic_compare_exchange_n(u, &seen, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 /* Three counters of the wake page, in its first sector (written back
@@ -228,12 +248,13 @@ static int checkpoint(struct wal_state *w, sqlite3 *db, const char *name, int fr
 	/* A checkpoint syncs the WAL first, through this connection's file: a
 	 * failure there is the write-back error this file will not report
 	 * again, so the commit's own sync after (al_sqlite_sync_wal) would
-	 * succeed.  Marked as a failed sync of the WAL (unsynced_word): that
-	 * sync then copies the WAL into the database, or fails. */
-	uint32_t *unsynced = unsynced_word(w);
-	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED &&
-	    w->after && !at_open && unsynced)
-		__atomic_store_n(unsynced, 1, __ATOMIC_SEQ_CST);
+	 * succeed, and so would every later one.  Marked as a failed sync of
+	 * the WAL (unsynced_word), whatever the connection and when: the next
+	 * sync of a commit then copies the WAL into the database, or fails.
+	 * At an open too: a WAL left past the bound by a writer killed before
+	 * its sync holds frames others may have found already. */
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+		unsynced_mark(unsynced_word(w));
 	sqlite3_busy_handler(db, busy_wait, w);
 	return log;
 }
@@ -309,8 +330,10 @@ static int too_new(const char *path, int v, const struct al_sqlite_schema *schem
 }
 
 /* Bring db to schema->count, or refuse a newer one.  The version is read
- * again under the write lock: another process may have migrated meanwhile. */
-static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema *schema,
+ * again under the write lock: another process may have migrated meanwhile.
+ * *io: its commit failed on an I/O error (its sync of the WAL, with
+ * synchronous=FULL whatever the connection's setting). */
+static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema *schema, bool *io,
 		   struct al_error *err)
 {
 	int v, r = user_version(db, &v, err);
@@ -329,8 +352,9 @@ static int migrate(sqlite3 *db, const char *path, const struct al_sqlite_schema 
 	snprintf(set, sizeof(set), "PRAGMA user_version=%u", schema->count);
 	if (r == 0 && v != (int)schema->count)
 		r = al_sqlite_exec(db, set, err);
-	if (r == 0)
-		return al_sqlite_exec(db, "COMMIT", err);
+	if (r == 0 && (r = al_sqlite_exec(db, "COMMIT", err)) == 0)
+		return 0;
+	*io = (sqlite3_errcode(db) & 0xff) == SQLITE_IOERR;
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
 }
@@ -388,20 +412,18 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 	 * failure is told to every connection (the unsynced word), and until
 	 * the WAL has been copied into the database and synced there, every
 	 * sync here fails. */
-	if (rc != SQLITE_OK) {
-		failed = 1;
-		if (unsynced)
-			__atomic_store_n(unsynced, 1, __ATOMIC_SEQ_CST);
-	} else if (unsynced) {
+	if (rc != SQLITE_OK)
+		unsynced_mark(unsynced);
+	if (unsynced)
 		failed = __atomic_load_n(unsynced, __ATOMIC_SEQ_CST);
-	}
+	else
+		failed = rc != SQLITE_OK;
 	if (!failed) {
 		raise_to(counter(w, SYNCED_BYTE), covered);
 		return 0;
 	}
 	if (copy_into_database(db)) {
-		if (unsynced)
-			__atomic_store_n(unsynced, 0, __ATOMIC_SEQ_CST);
+		unsynced_clear(unsynced, failed);
 		if (rc == SQLITE_OK) {
 			raise_to(counter(w, SYNCED_BYTE), covered);
 			return 0; /* another's failure, mended now */
@@ -503,8 +525,9 @@ int al_sqlite_open_sync(const char *path, const struct al_sqlite_schema *schema,
 			}
 		}
 	}
-	if (r == 0 && schema)
-		r = migrate(db, path, schema, err);
+	bool io = false;
+	if (r == 0 && schema && (r = migrate(db, path, schema, &io, err)) < 0 && io)
+		unsynced_mark(unsynced_word(w)); /* as a checkpoint's failed sync */
 	/* A migration commits synced, whatever the connection's commits do.
 	 * They sync after (al_sqlite_sync_wal) only in a WAL (where SQLite
 	 * cannot keep one they stay synchronous=FULL) and with the wake page

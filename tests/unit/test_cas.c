@@ -643,6 +643,10 @@ static struct shim_state {
 	unsigned syncs_locked;       /* of them, made while its write lock was held */
 	bool skip_syncs, fail_db_syncs;
 	unsigned fail_wal_syncs;
+	unsigned pass_wal_syncs; /* of a -wal, let these pass before failing */
+	/* called once, when a checkpoint releases its lock (shm lock 1): the
+	 * checkpoint is over and its caller has not yet returned */
+	void (*on_checkpoint_end)(void);
 	unsigned read_txns[SHIM_FILES]; /* read transactions begun, by database */
 } shim;
 static sqlite3_vfs shim_vfs, *real_vfs;
@@ -680,7 +684,9 @@ static int shim_sync(sqlite3_file *f, int flags)
 	if (shim.skip_syncs)
 		return SQLITE_OK;
 	bool wal = s->db_slot >= 0;
-	if (wal && shim.fail_wal_syncs) {
+	if (wal && shim.fail_wal_syncs && shim.pass_wal_syncs)
+		shim.pass_wal_syncs--;
+	else if (wal && shim.fail_wal_syncs) {
 		shim.fail_wal_syncs--;
 		return SQLITE_IOERR_FSYNC;
 	}
@@ -740,6 +746,12 @@ static int shim_shm_lock(sqlite3_file *f, int off, int n, int flags)
 	if (rc == SQLITE_OK && off >= 3 && s->slot >= 0 &&
 	    flags == (SQLITE_SHM_LOCK | SQLITE_SHM_SHARED))
 		shim.read_txns[s->slot]++;
+	if (rc == SQLITE_OK && off == 1 && n == 1 &&
+	    flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE) && shim.on_checkpoint_end) {
+		void (*hook)(void) = shim.on_checkpoint_end;
+		shim.on_checkpoint_end = NULL;
+		hook();
+	}
 	return rc;
 }
 static void shim_shm_barrier(sqlite3_file *f)
@@ -1174,6 +1186,166 @@ static void test_checkpoint_sync_failure(void **state)
 	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
 }
 
+/* n bytes that do not compress, the same for the same seed */
+static uint8_t *noise(size_t n, uint64_t seed)
+{
+	uint8_t *p = malloc(n);
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		p[i] = (uint8_t)seed;
+	}
+	return p;
+}
+
+/* A writer killed before its sync left a WAL past what a restart keeps;
+ * the next open copies it into the database, syncing the WAL first, and
+ * that sync fails (the write-back error, reported once, to this file).
+ * The failure is marked as any other failed sync of the WAL: a batch that
+ * finds the killed writer's object then copies the WAL into the database
+ * before it names it, or fails while it cannot. */
+static void test_open_checkpoint_sync_failure(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid first, id;
+	assert_int_equal(put_commit(f->a, "a first commit", &first), 0);
+	al_cas_close(f->b);
+	f->b = NULL;
+	uint64_t synced = wake_synced(dir, NULL);
+	al_cas__hold_checkpoints(f->a, true); /* as inside meta.db's lock */
+	assert_int_equal(al_cas_begin(f->a, &err), 0);
+	for (int j = 0; j < 12; j++) { /* 2.4 MB: past AL_SQLITE_WAL_KEEP */
+		uint8_t *p = noise(200 * 1024, 88172645463325252ull + (uint64_t)j);
+		assert_int_equal(al_cas_put(f->a, p, 200 * 1024, &id, &err), 0);
+		free(p);
+	}
+	shim.skip_syncs = true; /* and killed before its sync */
+	assert_int_equal(al_cas_commit(f->a, &err), 0);
+	shim.skip_syncs = false;
+	wake_synced(dir, &synced);
+	al_cas_close(f->a);
+	f->a = NULL;
+	assert_true(file_size(dir, "objects.db-wal") > 2 * 1024 * 1024);
+	assert_int_equal(unsynced_mark(dir), 0);
+
+	shim.fail_wal_syncs = 1;
+	assert_int_equal(al_cas_open(dir, &f->a, &err), 0);
+	assert_int_equal(shim.fail_wal_syncs, 0); /* the open's checkpoint's sync failed */
+	assert_int_not_equal(unsynced_mark(dir), 0);
+
+	/* the killed writer's last object, found stored: while the database
+	 * cannot be synced the batch fails, and then it copies first */
+	uint8_t *p = noise(200 * 1024, 88172645463325252ull + 11);
+	struct al_oid again;
+	assert_int_equal(al_cas_begin(f->a, &err), 0);
+	assert_int_equal(al_cas_put(f->a, p, 200 * 1024, &again, &err), 0);
+	assert_true(al_oid_eq(&again, &id));
+	shim.fail_db_syncs = true;
+	assert_int_equal(al_cas_commit(f->a, &err), AL_EIO);
+	shim.fail_db_syncs = false;
+	assert_int_not_equal(unsynced_mark(dir), 0);
+	assert_int_equal(al_cas_begin(f->a, &err), 0);
+	assert_int_equal(al_cas_put(f->a, p, 200 * 1024, &again, &err), 0);
+	assert_int_equal(al_cas_commit(f->a, &err), 0);
+	free(p);
+	assert_int_equal(unsynced_mark(dir), 0);
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0); /* copied */
+	assert_int_equal(al_cas_open(dir, &f->b, &err), 0);
+}
+
+/* A copy that mends a failed sync clears only the failures it saw before
+ * it began: another writer's, marked between the copy's end and the
+ * clear (its commit went into the emptied WAL, its sync failed and so did
+ * its own copy), stays marked, and commits keep failing until a copy
+ * succeeds. */
+static struct {
+	struct shim_fx *f;
+	struct al_oid z;
+	int rc;
+	uint32_t mark;
+} between;
+
+static void commit_between(void)
+{
+	/* b's commit is the emptied WAL's first, which syncs its header in
+	 * the commit (that passes); then b's sync of the WAL fails, and so
+	 * does its copy (the database's sync) */
+	shim.pass_wal_syncs = 1;
+	shim.fail_wal_syncs = 1;
+	shim.fail_db_syncs = true;
+	between.rc = put_commit(between.f->b, "b's object, whose sync failed", &between.z);
+	shim.fail_db_syncs = false;
+	shim.fail_wal_syncs = shim.pass_wal_syncs = 0;
+	between.mark = unsynced_mark(between.f->dir);
+}
+
+static void test_unsynced_clear_keeps_later(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid x, y, w;
+	/* a's sync fails, and its copy: marked, commits refused */
+	assert_int_equal(put_commit(f->a, "a first commit", &x), 0);
+	shim.fail_wal_syncs = 1;
+	shim.fail_db_syncs = true;
+	assert_int_equal(put_commit(f->a, "object x", &x), AL_EIO);
+	shim.fail_db_syncs = false;
+	assert_int_not_equal(unsynced_mark(dir), 0);
+	/* a's next commit copies (and mends); b commits and fails between the
+	 * copy's end and a's clear */
+	between.f = f;
+	shim.on_checkpoint_end = commit_between;
+	assert_int_equal(put_commit(f->a, "object y", &y), 0);
+	assert_null(shim.on_checkpoint_end); /* it ran */
+	assert_int_equal(between.rc, AL_EIO);
+	assert_int_not_equal(between.mark, 0);
+	assert_int_not_equal(unsynced_mark(dir), 0); /* b's failure stays */
+	assert_int_equal(al_cas_has(f->a, &between.z, &err), 1);
+	/* while the database cannot be synced, commits fail, a new object or
+	 * b's found stored */
+	shim.fail_db_syncs = true;
+	assert_int_equal(put_commit(f->a, "an unrelated object", &w), AL_EIO);
+	assert_int_equal(put_commit(f->a, "b's object, whose sync failed", &between.z), AL_EIO);
+	shim.fail_db_syncs = false;
+	assert_int_equal(put_commit(f->a, "b's object, whose sync failed", &between.z), 0);
+	assert_int_equal(unsynced_mark(dir), 0);
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0);
+}
+
+/* A migration at open commits synced whatever the connection does; when
+ * that sync fails the open fails, and the failure is marked as any other
+ * failed sync of the WAL (it was the write-back error of frames another
+ * writer committed before, reported once). */
+static void test_migration_sync_failure(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid x;
+	assert_int_equal(put_commit(f->a, "an object", &x), 0);
+	al_cas_close(f->a);
+	al_cas_close(f->b);
+	f->a = f->b = NULL;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/objects.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=1", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(unsynced_mark(dir), 0);
+	shim.fail_wal_syncs = 1;
+	assert_true(al_cas_open(dir, &f->a, &err) < 0);
+	assert_int_equal(shim.fail_wal_syncs, 0);
+	assert_int_not_equal(unsynced_mark(dir), 0);
+	assert_int_equal(al_cas_open(dir, &f->a, &err), 0); /* migrated now */
+	assert_int_equal(put_commit(f->a, "an object", &x), 0);
+	assert_int_equal(unsynced_mark(dir), 0); /* its sync copied first */
+	assert_int_equal(al_cas_open(dir, &f->b, &err), 0);
+}
+
 static int raw_row(const char *dir, const char *data, struct al_oid *id)
 {
 	char path[128];
@@ -1289,6 +1461,12 @@ int main(void)
 						shim_teardown),
 		cmocka_unit_test_setup_teardown(test_new_wake_page, shim_setup, shim_teardown),
 		cmocka_unit_test_setup_teardown(test_diff_one_read, shim_setup, shim_teardown),
+		cmocka_unit_test_setup_teardown(test_open_checkpoint_sync_failure, shim_setup,
+						shim_teardown),
+		cmocka_unit_test_setup_teardown(test_unsynced_clear_keeps_later, shim_setup,
+						shim_teardown),
+		cmocka_unit_test_setup_teardown(test_migration_sync_failure, shim_setup,
+						shim_teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_sync_failure, shim_setup,
 						shim_teardown),
 	};
