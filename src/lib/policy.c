@@ -377,6 +377,8 @@ static struct {
 	pthread_mutex_t lock;
 	char path[4096];
 	struct al_db *db;
+	pid_t pid;               /* the process that opened db */
+	struct al_db *inherited; /* a parent's, left as it is (below) */
 	dev_t dev;
 	ino_t ino;
 	int64_t version; /* PRAGMA data_version when stored was read; -1: none */
@@ -406,6 +408,14 @@ static int kept_open(const char *home, struct al_error *err)
 	char path[4096];
 	if ((size_t)snprintf(path, sizeof(path), "%s/airlock.db", home) >= sizeof(path))
 		return al_fail(err, AL_EINVAL, 0, "home path too long");
+	/* a forked child does not use its parent's connection, nor close it
+	 * (SQLite's locks and shared memory are the parent's): it opens its
+	 * own */
+	if (kept.db && kept.pid != getpid()) {
+		kept.inherited = kept.db;
+		kept.db = NULL;
+		kept.version = -1;
+	}
 	struct stat a, b;
 	if (kept.db && !strcmp(kept.path, path) && stat(path, &a) == 0 && a.st_dev == kept.dev &&
 	    a.st_ino == kept.ino)
@@ -415,6 +425,7 @@ static int kept_open(const char *home, struct al_error *err)
 	int r = al_store__global_db(home, &kept.db, err);
 	if (r < 0)
 		return r;
+	kept.pid = getpid();
 	/* made or replaced while it opened: not known to be the file it has */
 	if (!before || stat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		kept.path[0] = '\0';

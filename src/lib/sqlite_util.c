@@ -101,12 +101,17 @@ static uint32_t *wake_map(const char *path)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* The wake page's second word (its own cache line): non-zero while a sync
- * of the WAL has failed (after a commit that readers could already see, in
- * a checkpoint, at an open) and no copy of the WAL into the database has
- * succeeded since.  Each failure moves it to a new value, so a copy clears
- * only the failures it saw before it began (unsynced_clear): one marked
- * while it ran, by a commit its copy may not have covered, stays. */
+/* The wake page's second word (its own cache line): odd while a sync of
+ * the WAL has failed (after a commit that readers could already see, in a
+ * checkpoint, at an open) and no copy of the WAL into the database has
+ * succeeded since, even when it is clear.  Every mark and every clear
+ * moves it on (odd to the next odd or even, even to odd), so it never
+ * takes a value again (short of 2^32 moves): a copy clears it only if it
+ * still holds the value read before the copy began (unsynced_clear), and
+ * a failure marked since, by a commit the copy may not have covered,
+ * stays.  A word that went back to 0 at each clear let an older copy's
+ * clear erase a later failure of the same value.  An airlock before this
+ * one wrote 1 and 0, which read the same. */
 #define UNSYNCED_WORD 16
 
 static uint32_t *unsynced_word(struct wal_state *w)
@@ -114,21 +119,27 @@ static uint32_t *unsynced_word(struct wal_state *w)
 	return w && w->wake ? w->wake + UNSYNCED_WORD : NULL;
 }
 
+static bool unsynced_marked(uint32_t v)
+{
+	return v & 1;
+}
+
 static void unsynced_mark(uint32_t *u)
 {
 	if (!u)
 		return;
 	uint32_t v = __atomic_load_n(u, __ATOMIC_SEQ_CST);
-	while (!__atomic_compare_exchange_n(u, &v, v + 1 ? v + 1 : 1, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST))
+	while (!__atomic_compare_exchange_n(u, &v, v + (unsynced_marked(v) ? 2 : 1), false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		;
 }
 
 /* seen: the word as it was read before the copy began */
 static void unsynced_clear(uint32_t *u, uint32_t seen)
 {
-	if (u && seen)
-		__atomic_compare_exchange_n(u, &seen, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (u && unsynced_marked(seen))
+		__atomic_compare_exchange_n(u, &seen, seen + 1, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 }
 
 /* Three counters of the wake page, in its first sector (written back
@@ -396,7 +407,7 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 	struct wal_state *w = state_of(db);
 	if (!w || !w->after)
 		return 0; /* its commits synced themselves */
-	uint32_t *unsynced = unsynced_word(w), failed = 0;
+	uint32_t *unsynced = unsynced_word(w), seen = 0;
 	uint64_t *written = counter(w, WRITTEN_BYTE);
 	sqlite3_file *f = NULL;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
@@ -415,15 +426,13 @@ int al_sqlite_sync_wal(sqlite3 *db, struct al_error *err)
 	if (rc != SQLITE_OK)
 		unsynced_mark(unsynced);
 	if (unsynced)
-		failed = __atomic_load_n(unsynced, __ATOMIC_SEQ_CST);
-	else
-		failed = rc != SQLITE_OK;
-	if (!failed) {
+		seen = __atomic_load_n(unsynced, __ATOMIC_SEQ_CST);
+	if (rc == SQLITE_OK && !unsynced_marked(seen)) {
 		raise_to(counter(w, SYNCED_BYTE), covered);
 		return 0;
 	}
 	if (copy_into_database(db)) {
-		unsynced_clear(unsynced, failed);
+		unsynced_clear(unsynced, seen);
 		if (rc == SQLITE_OK) {
 			raise_to(counter(w, SYNCED_BYTE), covered);
 			return 0; /* another's failure, mended now */
@@ -453,7 +462,8 @@ bool al_sqlite_wal_synced(sqlite3 *db)
 		return true; /* its commits synced before anyone could see them */
 	uint64_t *begun = counter(w, BEGUN_BYTE), *synced = counter(w, SYNCED_BYTE);
 	uint32_t *unsynced = unsynced_word(w);
-	if (!begun || !synced || !unsynced || __atomic_load_n(unsynced, __ATOMIC_SEQ_CST))
+	if (!begun || !synced || !unsynced ||
+	    unsynced_marked(__atomic_load_n(unsynced, __ATOMIC_SEQ_CST)))
 		return false;
 	uint64_t b = __atomic_load_n(begun, __ATOMIC_SEQ_CST); /* >= every commit seen */
 	return __atomic_load_n(synced, __ATOMIC_SEQ_CST) >= b;
