@@ -363,7 +363,7 @@ static int load(struct al_db *db, bool global, struct al_policy *out, struct al_
 }
 
 /* The deployment's document as airlock.db holds it.  Every run reads it
- * (the daemon twice: at the request and in the run's thread), and opening
+ * (the daemon at each run request, which hands it to the run), and opening
  * airlock.db for it (the connection, its pragmas, its schema) cost
  * 0.14 ms a read; so a process keeps one connection and what it last
  * read there, and reads the document again only when airlock.db changed:

@@ -104,7 +104,7 @@ static uint32_t *wake_map(const char *path)
 /* The wake page's second word (its own cache line): odd while a sync of
  * the WAL has failed (after a commit that readers could already see, in a
  * checkpoint, at an open) and no copy of the WAL into the database has
- * succeeded since, even when it is clear.  Every mark and every clear
+ * succeeded since; even otherwise.  Every mark and every clear
  * moves it on (odd to the next odd or even, even to odd), so it never
  * takes a value again (short of 2^32 moves): a copy clears it only if it
  * still holds the value read before the copy began (unsynced_clear), and
