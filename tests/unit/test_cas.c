@@ -1288,27 +1288,33 @@ static void commit_between(void)
 	between.marked = unsynced_marked(between.f->dir);
 }
 
-static void test_unsynced_clear_keeps_later(void **state)
+/* a's sync fails, and its copy: marked, commits refused; then a's next
+ * commit copies (and mends), and hook runs between the copy's end and
+ * a's clear, where b's commit fails (between) */
+static void mend_with(struct shim_fx *f, void (*hook)(void))
 {
-	struct shim_fx *f = *state;
-	const char *dir = f->dir;
-	struct al_error err = { 0 };
-	struct al_oid x, y, w;
-	/* a's sync fails, and its copy: marked, commits refused */
+	struct al_oid x, y;
 	assert_int_equal(put_commit(f->a, "a first commit", &x), 0);
 	shim.fail_wal_syncs = 1;
 	shim.fail_db_syncs = true;
 	assert_int_equal(put_commit(f->a, "object x", &x), AL_EIO);
 	shim.fail_db_syncs = false;
-	assert_true(unsynced_marked(dir));
-	/* a's next commit copies (and mends); b commits and fails between the
-	 * copy's end and a's clear */
+	assert_true(unsynced_marked(f->dir));
 	between.f = f;
-	shim.on_checkpoint_end = commit_between;
+	shim.on_checkpoint_end = hook;
 	assert_int_equal(put_commit(f->a, "object y", &y), 0);
 	assert_null(shim.on_checkpoint_end); /* it ran */
 	assert_int_equal(between.rc, AL_EIO);
 	assert_true(between.marked);
+}
+
+static void test_unsynced_clear_keeps_later(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid w;
+	mend_with(f, commit_between);
 	assert_true(unsynced_marked(dir)); /* b's failure stays */
 	assert_int_equal(al_cas_has(f->a, &between.z, &err), 1);
 	/* while the database cannot be synced, commits fail, a new object or
@@ -1342,20 +1348,9 @@ static void test_unsynced_clear_after_clear(void **state)
 {
 	struct shim_fx *f = *state;
 	const char *dir = f->dir;
-	struct al_oid x, y, w;
-	assert_int_equal(put_commit(f->a, "a first commit", &x), 0);
+	struct al_oid w;
 	uint32_t before = unsynced_word(dir);
-	shim.fail_wal_syncs = 1;
-	shim.fail_db_syncs = true;
-	assert_int_equal(put_commit(f->a, "object x", &x), AL_EIO);
-	shim.fail_db_syncs = false;
-	assert_true(unsynced_marked(dir));
-	between.f = f;
-	shim.on_checkpoint_end = commit_mend_then_fail;
-	assert_int_equal(put_commit(f->a, "object y", &y), 0);
-	assert_null(shim.on_checkpoint_end);
-	assert_int_equal(between.rc, AL_EIO);
-	assert_true(between.marked);
+	mend_with(f, commit_mend_then_fail);
 	assert_true(unsynced_marked(dir));                /* b's second failure stays */
 	assert_int_equal(unsynced_word(dir), before + 3); /* marked, cleared, marked again */
 	shim.fail_db_syncs = true;
