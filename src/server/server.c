@@ -20,6 +20,7 @@
 
 #include "airlock/cas.h"
 #include "airlock/fsck.h"
+#include "airlock/policy.h"
 #include "airlock/store.h"
 #include "decode.h"
 #include "ops.h"
@@ -1055,6 +1056,12 @@ int srv_main(const struct srv_config *cfg)
 	 * now: part of the daemon's idle memory (2 MiB), not of its first
 	 * run's time.  Digests (the start-up check's) do not load it. */
 	al_crypto_ready();
+	/* and the connection every run request reads the deployment's policy
+	 * through (policy.c keeps it): part of the idle daemon too, not a
+	 * growth of its memory under the first load */
+	struct al_policy dep;
+	struct al_error perr = { 0 };
+	(void)al_policy_get(cfg->home, NULL, &dep, &perr); /* best effort: a run reads it again */
 	al_auth_tenant_foreach(s.auth, check_tenant, (void *)cfg, &err);
 	malloc_trim(0); /* the start-up check read each tenant's whole ledger */
 	char ibuf[sizeof(s.init_path)];
