@@ -426,7 +426,8 @@ static int kept_open(const char *home, struct al_error *err)
 	if (r < 0)
 		return r;
 	kept.pid = getpid();
-	/* made or replaced while it opened: not known to be the file it has */
+	/* made or replaced while it opened: not known to be the file it has,
+	 * so no path matches it and the next read opens again */
 	if (!before || stat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		kept.path[0] = '\0';
 		return 0;
@@ -451,9 +452,9 @@ static int deployment_stored(const char *home, struct al_policy *out, struct al_
 	int r = kept_open(home, err);
 	/* read before the document: a commit in between reads it again next time */
 	int64_t v = r == 0 ? data_version(kept.db) : -1;
-	if (r == 0 && (v < 0 || v != kept.version || !kept.path[0])) {
+	if (r == 0 && (v < 0 || v != kept.version)) {
 		kept.version = -1;
-		if ((r = load(kept.db, true, &kept.stored, err)) == 0 && kept.path[0])
+		if ((r = load(kept.db, true, &kept.stored, err)) == 0)
 			kept.version = v;
 	}
 	if (r == 0)

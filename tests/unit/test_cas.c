@@ -1156,43 +1156,6 @@ static void test_new_wake_page(void **state)
 	assert_int_equal(shim.syncs, before);
 }
 
-/* A commit past the WAL's bound checkpoints it in its WAL hook, which
- * syncs the WAL first; when that sync fails, the commit's own sync after
- * it would succeed (the kernel reports a write-back error once per open
- * file): the failure is marked, and the WAL is copied into the database
- * (emptied) before the commit returns. */
-static void test_checkpoint_sync_failure(void **state)
-{
-	struct shim_fx *f = *state;
-	const char *dir = f->dir;
-	struct al_error err = { 0 };
-	size_t n = 200 * 1024;
-	uint8_t *p = malloc(n);
-	assert_non_null(p);
-	struct al_oid id;
-	/* a commit first: the WAL's first commit syncs its header inside the
-	 * commit, which then fails whole (test_sync_failure) */
-	assert_int_equal(put_commit(f->a, "a first commit", &id), 0);
-	assert_int_equal(al_cas_begin(f->a, &err), 0);
-	uint64_t x = 88172645463325252ull;
-	for (int j = 0; j < 6; j++) { /* 1.2 MB that does not compress, in one batch:
-					 past the WAL's 1 MiB bound */
-		for (size_t i = 0; i < n; i++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			p[i] = (uint8_t)x;
-		}
-		assert_int_equal(al_cas_put(f->a, p, n, &id, &err), 0);
-	}
-	free(p);
-	shim.fail_wal_syncs = 1;
-	if (al_cas_commit(f->a, &err) < 0)
-		fail_msg("%s", err.msg);
-	assert_int_equal(shim.fail_wal_syncs, 0);              /* the checkpoint's sync failed */
-	assert_int_equal(file_size(dir, "objects.db-wal"), 0); /* copied */
-	assert_false(unsynced_marked(dir));                    /* and mended */
-	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
-}
-
 /* n bytes that do not compress, the same for the same seed */
 static uint8_t *noise(size_t n, uint64_t seed)
 {
@@ -1203,6 +1166,36 @@ static uint8_t *noise(size_t n, uint64_t seed)
 		p[i] = (uint8_t)seed;
 	}
 	return p;
+}
+
+/* A commit past the WAL's bound checkpoints it in its WAL hook, which
+ * syncs the WAL first; when that sync fails, the commit's own sync after
+ * it would succeed (the kernel reports a write-back error once per open
+ * file): the failure is marked, and the WAL is copied into the database
+ * (emptied) before the commit returns. */
+static void test_checkpoint_sync_failure(void **state)
+{
+	struct shim_fx *f = *state;
+	const char *dir = f->dir;
+	struct al_error err = { 0 };
+	struct al_oid id;
+	/* a commit first: the WAL's first commit syncs its header inside the
+	 * commit, which then fails whole (test_sync_failure) */
+	assert_int_equal(put_commit(f->a, "a first commit", &id), 0);
+	assert_int_equal(al_cas_begin(f->a, &err), 0);
+	for (int j = 0; j < 6; j++) { /* 1.2 MB that does not compress, in one batch:
+					 past the WAL's 1 MiB bound */
+		uint8_t *p = noise(200 * 1024, 88172645463325252ull + (uint64_t)j);
+		assert_int_equal(al_cas_put(f->a, p, 200 * 1024, &id, &err), 0);
+		free(p);
+	}
+	shim.fail_wal_syncs = 1;
+	if (al_cas_commit(f->a, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(shim.fail_wal_syncs, 0);              /* the checkpoint's sync failed */
+	assert_int_equal(file_size(dir, "objects.db-wal"), 0); /* copied */
+	assert_false(unsynced_marked(dir));                    /* and mended */
+	assert_int_equal(al_cas_has(f->b, &id, &err), 1);
 }
 
 /* A writer killed before its sync left a WAL past what a restart keeps;
