@@ -7,9 +7,11 @@
  *    draft's 1,000 hunks of it onto the head that accept moved;
  *  - 8 writer processes committing disjoint paths with rebase_if_disjoint:
  *    commits/s, then the log replayed to prove no update was lost; in
- *    ROUNDS rounds, each followed at once by its peer (8 processes of bare
- *    SQLite transactions), so each round's ratio is of two runs side by
- *    side: the shared disk's speed swings 2-5x between runs minutes apart. */
+ *    ROUNDS rounds, each beside its peer (8 processes of bare SQLite
+ *    transactions), so each round's ratio is of two runs side by side: the
+ *    shared disk's speed swings 2-5x between runs minutes apart.  The two
+ *    take turns going first, each after a syncfs of the home. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,30 +394,43 @@ int main(int argc, char **argv)
 	printf("first_commit_of_a_process_ms %.3f (median of 11; lowest %.3f)\n", median(first, 11),
 	       lowest(first, 11));
 
-	/* 3. concurrent writers, each round beside its peer */
+	/* 3. concurrent writers, each round beside its peer.  Each starts on
+	 * a settled disk (syncfs: what the steps before wrote, `git add`'s
+	 * gigabyte among them in bench/run.sh, is not still being written back
+	 * under the one that runs first), and the two take turns going first,
+	 * so neither is the one that always meets what the other left. */
 	double wr[16], pr[16], rr[16], cpu[16], pcpu[16];
 	int failed = 0;
+	int homefd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (homefd < 0)
+		die("open the home", NULL);
 	for (int round = 0; round < rounds; round++) {
-		double c0 = children_cpu_ms();
-		t0 = al_now_ns();
-		for (int i = 0; i < nw; i++) {
-			pid_t pid = fork();
-			if (pid == 0)
-				_exit(writer(home, "mid", round, i, nc, NULL) ? 1 : 0);
+		for (int turn = 0; turn < 2; turn++) {
+			syncfs(homefd);
+			double c0 = children_cpu_ms();
+			if ((turn == 0) == (round % 2 == 1)) { /* the peer */
+				pr[round] = sqlite_writers(home, nw, nc);
+				pcpu[round] = (children_cpu_ms() - c0) / (nw * nc);
+				continue;
+			}
+			t0 = al_now_ns();
+			for (int i = 0; i < nw; i++) {
+				pid_t pid = fork();
+				if (pid == 0)
+					_exit(writer(home, "mid", round, i, nc, NULL) ? 1 : 0);
+			}
+			int status;
+			while (wait(&status) > 0)
+				failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+			wr[round] = nw * nc / ((double)(al_now_ns() - t0) / 1e9);
+			cpu[round] = (children_cpu_ms() - c0) / (nw * nc);
 		}
-		int status;
-		while (wait(&status) > 0)
-			failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-		wr[round] = nw * nc / ((double)(al_now_ns() - t0) / 1e9);
-		cpu[round] = (children_cpu_ms() - c0) / (nw * nc);
-		c0 = children_cpu_ms();
-		pr[round] = sqlite_writers(home, nw, nc);
-		pcpu[round] = (children_cpu_ms() - c0) / (nw * nc);
 		rr[round] = wr[round] / pr[round];
 		printf("round %d: writers %.1f commits/s (%.3f ms of CPU each), peer %.1f tx/s, "
 		       "ratio %.3f\n",
 		       round + 1, wr[round], cpu[round], pr[round], rr[round]);
 	}
+	close(homefd);
 	printf("writers %d x %d commits: %.1f commits/s (median of %d rounds), %d writers failed\n",
 	       nw, nc, median(wr, rounds), rounds, failed);
 	printf("sqlite_writers %d x %d transactions: %.1f tx/s (the peer, median)\n", nw, nc,
