@@ -12,6 +12,7 @@
  *    shared disk's speed swings 2-5x between runs minutes apart.  The two
  *    take turns going first, each after a syncfs of the home. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,10 +406,11 @@ int main(int argc, char **argv)
 	if (homefd < 0)
 		die("open the home", NULL);
 	for (int round = 0; round < rounds; round++) {
+		bool peer_first = round % 2 == 1;
 		for (int turn = 0; turn < 2; turn++) {
 			syncfs(homefd);
 			double c0 = children_cpu_ms();
-			if ((turn == 0) == (round % 2 == 1)) { /* the peer */
+			if (peer_first == (turn == 0)) { /* the peer's turn */
 				pr[round] = sqlite_writers(home, nw, nc);
 				pcpu[round] = (children_cpu_ms() - c0) / (nw * nc);
 				continue;
